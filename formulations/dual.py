@@ -1,0 +1,51 @@
+r"""Linear dual (001 problems (6) and (11); Examples 5.2, Exercise 5.4).
+
+    max_{alpha}  sum_i alpha_i - 1/2 || sum_i alpha_i y_i x_i ||^2
+    s.t.         sum_i alpha_i y_i = 0                       [balance, multiplier b]
+                 0 <= alpha_i <= C                           (C = inf: hard-margin dual)
+
+Written with the lifted variable w = sum_i alpha_i y_i x_i   [lift]
+so that the model holds l + d variables and an l x d matrix, never the l x l
+matrix X X' of the notes' quadprog code; it scales like the primal. The
+multiplier of `balance` is the bias b* of the primal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+
+from formulations.model import DUAL, CvxpyModel, linear_rows, new_pyomo_model
+
+
+def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
+    n, d = X.shape
+    m = new_pyomo_model(DUAL, n, d)
+    m.C = float(C)
+    upper = None if math.isinf(C) else float(C)
+    m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
+    m.w = pyo.Var(m.J)
+    combos = linear_rows((y[:, None] * X).T, m.alpha)  # sum_i alpha_i y_i x_ij
+    m.lift = pyo.Constraint(m.J, rule=lambda m, j: m.w[j] - combos[j] == 0)
+    m.balance = pyo.Constraint(expr=linear_rows(y[None, :], m.alpha)[0] == 0)
+    m.obj = pyo.Objective(
+        expr=pyo.quicksum(m.alpha.values()) - 0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J),
+        sense=pyo.maximize,
+    )
+    return m
+
+
+def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> CvxpyModel:
+    n, d = X.shape
+    alpha = cp.Variable(n, name="alpha", nonneg=True)
+    w = cp.Variable(d, name="w")
+    lift = w == X.T @ cp.multiply(y, alpha)
+    balance = y @ alpha == 0
+    constraints = [lift, balance]
+    if not math.isinf(C):
+        constraints.append(alpha <= float(C))
+    problem = cp.Problem(cp.Maximize(cp.sum(alpha) - 0.5 * cp.sum_squares(w)), constraints)
+    return CvxpyModel(DUAL, problem, {"alpha": alpha, "w": w}, {"lift": lift, "balance": balance})

@@ -1,0 +1,529 @@
+r"""Kernels for the dual SVM: Gram matrices, Mercer's condition, factors, feature maps.
+
+The dual SVM only sees the data through inner products in a feature space,
+
+    K(x, x') = Phi(x)' Phi(x')                                              (9.21)
+
+so a kernel replaces Phi. The kernels here, in the notes' notation (seed 003,
+eqs. 9.20-9.30, and the kernel slide of seed 001) and with scikit-learn's
+parameter names, so that results compare with ``sklearn.svm.SVC``:
+
+    linear    K(x, x') = x'x'
+    poly      K_Q(x, x') = (zeta + gamma x'x')^Q                            (9.28)
+              zeta = coef0 >= 0, gamma > 0, Q = degree
+    rbf       K(x, x') = exp(-gamma ||x - x'||^2)      ("Gaussian")         (9.29)
+    sigmoid   k(x, y) = tanh(beta x'y + gamma)          (seed 001)
+              beta = gamma (sklearn), the notes' gamma = coef0 (sklearn)
+
+gamma=None means gamma = 1/d with d the number of features (sklearn's "auto").
+
+Mercer's condition (9.30): K = Z Z' must be symmetric positive semidefinite on
+every finite sample. The linear, poly (zeta >= 0) and rbf kernels always pass;
+the sigmoid kernel usually fails, and then the dual QP is not convex.
+``mercer_check`` tests a given Gram matrix and refuses an indefinite one unless
+told otherwise.
+
+The dual objective (9.22) is (1/2) (y*alpha)' K (y*alpha) - 1'alpha. With a
+factor K ~ L L' it becomes (1/2) ||L' (y*alpha)||^2 - 1'alpha, which solvers
+handle far better than a dense n x n quadratic form: ``factorize`` returns L.
+
+The decision function (9.24) is f(x) = sum_i alpha_i y_i K(x_i, x) + b, summed
+over the support vectors only: ``decision_function``.
+
+Everything here is pure numpy/scipy: no solver, no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+
+from formulations.errors import IndefiniteKernelError, SVMInputError
+
+__all__ = [
+    "KERNEL_NAMES",
+    "MAX_FEATURES",
+    "Factor",
+    "Kernel",
+    "MercerReport",
+    "decision_function",
+    "factorize",
+    "gram",
+    "mercer_check",
+    "poly2_feature_map_notes",
+    "poly_feature_count",
+    "poly_feature_map",
+]
+
+KERNEL_NAMES = ("linear", "poly", "rbf", "sigmoid", "precomputed")
+_ALIASES = {"gaussian": "rbf"}
+
+#: Explicit feature maps with more columns than this are refused.
+MAX_FEATURES = 200_000
+
+#: Above this size, mercer_check finds the extreme eigenvalues with ARPACK
+#: instead of a full (O(n^3)) dense eigendecomposition.
+DENSE_EIG_MAX_N = 4000
+
+#: Relative tolerance of the symmetry test on a Gram matrix.
+SYMMETRY_RTOL = 1e-10
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel function with scikit-learn's parameter names and meanings.
+
+    name:   "linear" | "poly" | "rbf" | "sigmoid" | "precomputed"
+            ("gaussian" is accepted and stored as "rbf").
+    gamma:  scale of x'x' (poly, sigmoid) or of ||x - x'||^2 (rbf); must be > 0.
+            None means 1/d, d = number of features (sklearn's gamma="auto").
+    degree: Q in (zeta + gamma x'x')^Q, a positive integer (poly only).
+    coef0:  zeta in the poly kernel (must be >= 0, eq. 9.28) and the additive
+            constant inside tanh for sigmoid (any finite value).
+
+    Parameters that a kernel does not use are still validated, so a typo never
+    passes silently, but they do not change the kernel or its label.
+    """
+
+    name: str
+    gamma: float | None = None
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise SVMInputError(f"kernel name must be a string, got {self.name!r}")
+        name = _ALIASES.get(self.name.strip().lower(), self.name.strip().lower())
+        if name not in KERNEL_NAMES:
+            raise SVMInputError(
+                f"unknown kernel {self.name!r}; known kernels: {', '.join(KERNEL_NAMES)}"
+                f" (alias: 'gaussian' for 'rbf')"
+            )
+        object.__setattr__(self, "name", name)
+
+        if self.gamma is not None:
+            if not _is_real(self.gamma) or not math.isfinite(self.gamma) or self.gamma <= 0:
+                raise SVMInputError(
+                    f"kernel {name}: gamma must be > 0 and finite (or None for 1/d), "
+                    f"got {self.gamma!r}"
+                )
+            object.__setattr__(self, "gamma", float(self.gamma))
+
+        if not isinstance(self.degree, numbers.Integral) or isinstance(self.degree, bool) \
+                or self.degree < 1:
+            raise SVMInputError(
+                f"kernel {name}: degree must be a positive integer, got {self.degree!r}"
+            )
+        object.__setattr__(self, "degree", int(self.degree))
+
+        if not _is_real(self.coef0) or not math.isfinite(self.coef0):
+            raise SVMInputError(
+                f"kernel {name}: coef0 must be a finite number, got {self.coef0!r}"
+            )
+        if name == "poly" and self.coef0 < 0:
+            # (zeta + gamma x'x')^Q with zeta < 0 is not a Mercer kernel in general.
+            raise SVMInputError(
+                f"kernel poly: coef0 (zeta in (zeta + gamma x'x')^Q) must be >= 0, "
+                f"got {self.coef0!r}"
+            )
+        object.__setattr__(self, "coef0", float(self.coef0))
+
+    def resolved_gamma(self, n_features: int) -> float:
+        """gamma itself, or 1/d when gamma is None (sklearn's "auto")."""
+        return self.gamma if self.gamma is not None else 1.0 / n_features
+
+    @property
+    def label(self) -> str:
+        """Short name with the parameters that matter, e.g. "rbf(gamma=1)"."""
+        gamma = "auto" if self.gamma is None else f"{self.gamma:g}"
+        if self.name == "poly":
+            return f"poly(degree={self.degree},gamma={gamma},coef0={self.coef0:g})"
+        if self.name == "rbf":
+            return f"rbf(gamma={gamma})"
+        if self.name == "sigmoid":
+            return f"sigmoid(gamma={gamma},coef0={self.coef0:g})"
+        return self.name
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _as_data(X, what: str) -> np.ndarray:
+    """X as a finite float (n, d) array, or a clear error."""
+    A = np.asarray(X, dtype=float)
+    if A.ndim != 2:
+        raise SVMInputError(
+            f"{what} must be a 2-D array (samples x features), got shape {A.shape}; "
+            f"reshape a single sample with x.reshape(1, -1)"
+        )
+    if A.shape[1] == 0:
+        raise SVMInputError(f"{what} has no features (shape {A.shape})")
+    if not np.all(np.isfinite(A)):
+        i, j = np.argwhere(~np.isfinite(A))[0]
+        raise SVMInputError(f"{what} has a non-finite entry {A[i, j]} at row {i}, column {j}")
+    return A
+
+
+# --------------------------------------------------------------------------- Gram
+
+
+def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
+    """Kernel matrix G[i, j] = k(x_i, z_j), shape (len(X), len(Z)); Z=None means Z = X.
+
+    Vectorized through the inner products X Z'. The rbf distances use
+    ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x'z, clipped at 0 against cancellation.
+    With Z=None the result is exactly symmetric.
+    """
+    if kernel.name == "precomputed":
+        raise SVMInputError(
+            "kernel 'precomputed' has no formula: pass the Gram matrix K itself "
+            "instead of calling gram()"
+        )
+    X = _as_data(X, "X")
+    symmetric = Z is None
+    Z = X if symmetric else _as_data(Z, "Z")
+    if Z.shape[1] != X.shape[1]:
+        raise SVMInputError(
+            f"X has {X.shape[1]} features but Z has {Z.shape[1]}; they must match"
+        )
+
+    inner = X @ Z.T
+    if symmetric:
+        # BLAS may round the two triangles differently; Mercer checks want exact symmetry.
+        inner = 0.5 * (inner + inner.T)
+    gamma = kernel.resolved_gamma(X.shape[1])
+
+    if kernel.name == "linear":
+        return inner
+    if kernel.name == "poly":
+        return (gamma * inner + kernel.coef0) ** kernel.degree
+    if kernel.name == "sigmoid":
+        return np.tanh(gamma * inner + kernel.coef0)
+    # rbf
+    x_sq = np.einsum("ij,ij->i", X, X)
+    z_sq = x_sq if symmetric else np.einsum("ij,ij->i", Z, Z)
+    sq_dist = np.maximum(x_sq[:, None] + z_sq[None, :] - 2.0 * inner, 0.0)
+    if symmetric:
+        np.fill_diagonal(sq_dist, 0.0)  # ||x - x|| = 0 exactly, not rounding noise
+    return np.exp(-gamma * sq_dist)
+
+
+# --------------------------------------------------------------------------- Mercer
+
+
+@dataclass
+class MercerReport:
+    """Outcome of a Mercer (PSD) test on a Gram matrix.
+
+    tolerance is the absolute threshold used: K counts as PSD when
+    min_eigenvalue >= -tolerance, tolerance = rtol * max(|max_eigenvalue|, 1).
+    method says how the eigenvalues were found ("eigvalsh" or "eigsh").
+    """
+
+    min_eigenvalue: float
+    max_eigenvalue: float
+    tolerance: float
+    is_psd: bool
+    symmetric: bool
+    method: str = "eigvalsh"
+
+
+def _as_square_symmetric(K, what: str = "K") -> np.ndarray:
+    """K as a finite square float array that is symmetric to SYMMETRY_RTOL, or an error."""
+    K = np.asarray(K, dtype=float)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise SVMInputError(f"{what} must be a square matrix, got shape {K.shape}")
+    if K.shape[0] == 0:
+        raise SVMInputError(f"{what} is empty (0 x 0)")
+    if not np.all(np.isfinite(K)):
+        i, j = np.argwhere(~np.isfinite(K))[0]
+        raise SVMInputError(f"{what} has a non-finite entry {K[i, j]} at ({i}, {j})")
+    asym = np.abs(K - K.T)
+    i, j = np.unravel_index(np.argmax(asym), asym.shape)
+    scale = max(float(np.max(np.abs(K))), np.finfo(float).tiny)
+    if asym[i, j] > SYMMETRY_RTOL * scale:
+        raise SVMInputError(
+            f"{what} is not symmetric: largest asymmetry |K[{i},{j}] - K[{j},{i}]| = "
+            f"{asym[i, j]:.3g} at ({i}, {j}), i.e. {asym[i, j] / scale:.3g} of max|K|, "
+            f"above the allowed {SYMMETRY_RTOL:g}; a kernel matrix must satisfy "
+            f"K[i,j] = K[j,i]"
+        )
+    return K
+
+
+def _extreme_eigenvalues(K: np.ndarray, dense_max_n: int) -> tuple[float, float, str]:
+    """(smallest, largest) eigenvalue of symmetric K and the method used."""
+    n = K.shape[0]
+    if n <= dense_max_n:
+        w = scipy.linalg.eigvalsh(K)
+        return float(w[0]), float(w[-1]), "eigvalsh"
+    # Lanczos for the two ends only; a fixed start vector keeps runs reproducible.
+    v0 = np.random.default_rng(0).standard_normal(n)
+    try:
+        lo = scipy.sparse.linalg.eigsh(K, k=1, which="SA", v0=v0, return_eigenvectors=False)
+        hi = scipy.sparse.linalg.eigsh(K, k=1, which="LA", v0=v0, return_eigenvectors=False)
+    except scipy.sparse.linalg.ArpackNoConvergence:
+        # Correctness over speed: a slow exact answer beats a wrong verdict.
+        w = scipy.linalg.eigvalsh(K)
+        return float(w[0]), float(w[-1]), "eigvalsh"
+    return float(lo[0]), float(hi[0]), "eigsh"
+
+
+def mercer_check(
+    K,
+    kernel_label: str = "precomputed",
+    rtol: float = 1e-10,
+    allow_indefinite: bool = False,
+    *,
+    dense_max_n: int = DENSE_EIG_MAX_N,
+) -> MercerReport:
+    """Test Mercer's condition (9.30) on a Gram matrix: symmetric and PSD.
+
+    K must be square and symmetric to 1e-10 relative to max|K|, otherwise
+    SVMInputError names the largest asymmetry and where it is.
+
+    PSD test: K is accepted as positive semidefinite when
+
+        min eigenvalue >= -rtol * max(|max eigenvalue|, 1),
+
+    which forgives eigenvalues that are zero up to rounding. The eigenvalues come
+    from ``scipy.linalg.eigvalsh``; for n > dense_max_n (default 4000) only the
+    smallest and largest are computed, with ``scipy.sparse.linalg.eigsh``.
+
+    If K is not PSD, IndefiniteKernelError names the kernel (kernel_label, e.g.
+    Kernel.label) and the most negative eigenvalue, unless allow_indefinite=True,
+    in which case the report comes back with is_psd=False.
+    """
+    K = _as_square_symmetric(K)
+    lam_min, lam_max, method = _extreme_eigenvalues(K, dense_max_n)
+    tolerance = rtol * max(abs(lam_max), 1.0)
+    is_psd = lam_min >= -tolerance
+    if not is_psd and not allow_indefinite:
+        raise IndefiniteKernelError(
+            f"kernel {kernel_label} gives a Gram matrix that is not positive semidefinite "
+            f"(Mercer's condition fails): most negative eigenvalue {lam_min:.6g} "
+            f"< -{tolerance:.3g} (largest eigenvalue {lam_max:.6g}). The dual QP is then "
+            f"not convex. To go on anyway, call mercer_check(..., allow_indefinite=True)."
+        )
+    return MercerReport(
+        min_eigenvalue=lam_min,
+        max_eigenvalue=lam_max,
+        tolerance=tolerance,
+        is_psd=bool(is_psd),
+        symmetric=True,
+        method=method,
+    )
+
+
+# --------------------------------------------------------------------------- factor
+
+
+@dataclass
+class Factor:
+    """K ~ L L' with L of shape (n, rank).
+
+    residual = ||K - L L'||_F / ||K||_F (0 when K = 0).
+    method is "pivoted_cholesky" or "eig".
+    """
+
+    L: np.ndarray
+    rank: int
+    residual: float
+    method: str
+
+
+def factorize(
+    K,
+    rtol: float = 1e-10,
+    max_rank: int | None = None,
+    method: str = "pivoted_cholesky",
+) -> Factor:
+    """Low-rank factor L with K ~ L L', so (y*a)' K (y*a) = ||L' (y*a)||^2.
+
+    pivoted_cholesky: greedy on the diagonal. Each step takes the largest remaining
+        diagonal entry of the Schur complement as pivot and adds one column,
+        at O(n r) per column (O(n r^2) total); it stops when the largest remaining
+        diagonal is <= rtol * max diag(K), or at max_rank columns.
+    eig: full eigendecomposition K = V diag(lambda) V', keeping the eigenvalues
+        > rtol * largest (at most max_rank of them, largest first), L = V sqrt(lambda).
+
+    K should be PSD (see mercer_check). Negative eigenvalues (eig) or negative
+    remaining diagonals (pivoted Cholesky) are clipped to 0, i.e. the negative
+    part of an indefinite K is dropped; the residual shows how much was lost.
+    """
+    K = _as_square_symmetric(K)
+    n = K.shape[0]
+    if max_rank is None:
+        max_rank = n
+    elif not isinstance(max_rank, numbers.Integral) or isinstance(max_rank, bool) \
+            or max_rank < 1:
+        raise SVMInputError(f"max_rank must be a positive integer or None, got {max_rank!r}")
+    max_rank = min(int(max_rank), n)
+
+    if method == "pivoted_cholesky":
+        L = _pivoted_cholesky(K, rtol, max_rank)
+    elif method == "eig":
+        L = _eig_factor(K, rtol, max_rank)
+    else:
+        raise SVMInputError(
+            f"unknown factorization method {method!r}; known: 'pivoted_cholesky', 'eig'"
+        )
+
+    norm_K = np.linalg.norm(K)
+    residual = float(np.linalg.norm(K - L @ L.T) / norm_K) if norm_K > 0 else 0.0
+    return Factor(L=L, rank=L.shape[1], residual=residual, method=method)
+
+
+def _pivoted_cholesky(K: np.ndarray, rtol: float, max_rank: int) -> np.ndarray:
+    n = K.shape[0]
+    d = np.clip(np.diag(K).copy(), 0.0, None)  # diagonal of the current Schur complement
+    stop = rtol * d.max()
+    L = np.zeros((n, max_rank))
+    r = 0
+    while r < max_rank:
+        j = int(np.argmax(d))
+        if d[j] <= stop or d[j] <= 0.0:
+            break
+        col = (K[:, j] - L[:, :r] @ L[j, :r]) / math.sqrt(d[j])
+        L[:, r] = col
+        d -= col**2
+        d[j] = 0.0  # exact: this row is now reproduced, never pick it again
+        np.clip(d, 0.0, None, out=d)  # rounding must not create negative "variance"
+        r += 1
+    return L[:, :r].copy()
+
+
+def _eig_factor(K: np.ndarray, rtol: float, max_rank: int) -> np.ndarray:
+    w, V = scipy.linalg.eigh(K)
+    w, V = w[::-1], V[:, ::-1]  # largest first, so max_rank keeps the best ones
+    top = w[0]
+    keep = w > rtol * top if top > 0 else np.zeros_like(w, dtype=bool)
+    keep[max_rank:] = False
+    return V[:, keep] * np.sqrt(w[keep])
+
+
+# --------------------------------------------------------------------------- feature maps
+
+
+def poly_feature_count(n_features: int, degree: int, coef0: float = 1.0) -> int:
+    """Number of columns of poly_feature_map: C(d + Q, Q), or C(d + Q - 1, Q) if coef0 = 0."""
+    if coef0 == 0:
+        return math.comb(n_features + degree - 1, degree)
+    return math.comb(n_features + degree, degree)
+
+
+def poly_feature_map(X, degree: int, gamma: float = 1.0, coef0: float = 1.0) -> np.ndarray:
+    """Explicit Phi with Phi(X) Phi(Z)' = (gamma X Z' + coef0)^degree (to rounding).
+
+    Multinomial expansion of (zeta + gamma sum_j x_j z_j)^Q with zeta = coef0:
+    for every multi-index (k_0, k_1, ..., k_d) with k_0 + ... + k_d = Q, one feature
+
+        sqrt( Q! / (k_0! ... k_d!) * zeta^k_0 * gamma^(Q - k_0) ) * prod_j x_j^k_j.
+
+    With coef0 = 0 the terms with k_0 > 0 vanish and are dropped. Columns are in
+    graded order: highest power of the constant first. Maps with more than
+    MAX_FEATURES columns are refused.
+    """
+    Kernel("poly", gamma=gamma, degree=degree, coef0=coef0)  # same parameter rules
+    X = _as_data(X, "X")
+    n, d = X.shape
+    count = poly_feature_count(d, degree, coef0)
+    _check_feature_count(count, f"poly_feature_map(degree={degree}) on d={d} features")
+
+    # A multi-index is a multiset of size Q drawn from slots 0..d (slot 0 = constant).
+    first_slot = 0 if coef0 != 0 else 1
+    exponents = np.array(
+        [
+            np.bincount(combo, minlength=d + 1)
+            for combo in itertools.combinations_with_replacement(range(first_slot, d + 1), degree)
+        ],
+        dtype=int,
+    ).reshape(count, d + 1)
+
+    # Integer arithmetic keeps the multinomial coefficients exact.
+    multinomial = np.array(
+        [math.factorial(degree) // math.prod(math.factorial(k) for k in e) for e in exponents],
+        dtype=float,
+    )
+    k0 = exponents[:, 0]
+    weights = np.sqrt(multinomial * float(coef0) ** k0 * float(gamma) ** (degree - k0))
+
+    Phi = np.ones((n, count))
+    for j in range(d):  # loop over features, not over pairs of samples
+        Phi *= X[:, [j]] ** exponents[None, :, j + 1]
+    return Phi * weights
+
+
+def poly2_feature_map_notes(X, gamma: float = 1.0) -> np.ndarray:
+    r"""The explicit degree-2 map of the notes, for K_2(x, x') = (1 + gamma x'x')^2 (9.27).
+
+    Eq. 9.26 of seed 003:
+
+        Phi_2(x) = (1, sqrt(2 gamma) x_1, ..., sqrt(2 gamma) x_d,
+                    gamma x_1 x_1, gamma x_1 x_2, ..., gamma x_d x_d)
+
+    with the quadratic block over all ordered pairs (i, j), as in eq. 9.20
+    (x_1 x_2 and x_2 x_1 both appear). Then Phi_2(x)'Phi_2(x') =
+    1 + 2 gamma x'x' + gamma^2 (x'x')^2 = (1 + gamma x'x')^2.
+
+    Note: the transcription of 9.26 in the seed lists only the squares
+    gamma x_i^2; that map gives 1 + 2 gamma x'x' + gamma^2 sum_i x_i^2 x_i'^2,
+    which is (1 + gamma x'x')^2 only for d = 1. The cross products are needed.
+
+    1 + d + d^2 columns; poly_feature_map is the compact (symmetric) version.
+    """
+    Kernel("poly", gamma=gamma, degree=2, coef0=1.0)
+    X = _as_data(X, "X")
+    n, d = X.shape
+    _check_feature_count(1 + d + d * d, f"poly2_feature_map_notes on d={d} features")
+    quadratic = (X[:, :, None] * X[:, None, :]).reshape(n, d * d)
+    return np.hstack([np.ones((n, 1)), math.sqrt(2.0 * gamma) * X, gamma * quadratic])
+
+
+def _check_feature_count(count: int, what: str) -> None:
+    if count > MAX_FEATURES:
+        raise SVMInputError(
+            f"{what} would have {count:,} features, more than the limit of "
+            f"{MAX_FEATURES:,}; use the kernel (gram) instead of the explicit map"
+        )
+
+
+# --------------------------------------------------------------------------- decision
+
+
+def decision_function(kernel: Kernel, X_sv, coef, b: float, X_new) -> np.ndarray:
+    """f(x) = sum_i coef_i k(x_i, x) + b for every row x of X_new   (9.24 without sign).
+
+    coef_i = alpha_i y_i for the support vectors x_i (rows of X_sv); only these
+    are summed, since alpha_i = 0 elsewhere. Returns an array of len(X_new).
+
+    For kernel "precomputed", X_new must be the matrix of kernel values
+    k(x_new, x_i), shape (len(X_new), number of support vectors), as in
+    sklearn's SVC; X_sv is then ignored.
+    """
+    coef = np.asarray(coef, dtype=float)
+    if coef.ndim != 1:
+        raise SVMInputError(f"coef must be a 1-D array (alpha_i y_i), got shape {coef.shape}")
+    if np.ndim(b) != 0 or not np.isfinite(b):
+        raise SVMInputError(f"b must be a finite real number, got {b!r}")
+
+    if kernel.name == "precomputed":
+        G = _as_data(X_new, "X_new (kernel values k(x_new, x_sv))")
+    else:
+        X_sv = _as_data(X_sv, "X_sv")
+        G = gram(kernel, X_new, X_sv)
+    if G.shape[1] != coef.shape[0]:
+        raise SVMInputError(
+            f"{G.shape[1]} support vectors but {coef.shape[0]} coefficients; they must match"
+        )
+    return G @ coef + float(b)

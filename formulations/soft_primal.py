@@ -1,0 +1,43 @@
+r"""Soft-margin primal (001 problem (8); Exercise 5.4).
+
+    min_{w, b, xi}  1/2 ||w||^2 + C sum_i xi_i
+    s.t.            y_i (w' x_i + b) >= 1 - xi_i     i = 1..l   [margin, multipliers alpha_i]
+                    xi_i >= 0                        i = 1..l   [bounds, multipliers mu_i]
+
+Always feasible for C > 0. At the optimum 0 <= alpha_i <= C, mu_i = C - alpha_i,
+and xi_i > 0 only where alpha_i = C (001 Remark after (12)).
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+
+from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_rows, new_pyomo_model
+
+
+def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
+    n, d = X.shape
+    m = new_pyomo_model(SOFT_PRIMAL, n, d)
+    m.C = float(C)
+    m.w = pyo.Var(m.J)
+    m.b = pyo.Var()
+    m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
+    scores = linear_rows(y[:, None] * X, m.w)
+    m.margin = pyo.Constraint(m.I, rule=lambda m, i: scores[i] + float(y[i]) * m.b + m.xi[i] >= 1)
+    m.obj = pyo.Objective(
+        expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + float(C) * pyo.quicksum(m.xi.values()),
+        sense=pyo.minimize,
+    )
+    return m
+
+
+def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float) -> CvxpyModel:
+    n, d = X.shape
+    w = cp.Variable(d, name="w")
+    b = cp.Variable(name="b")
+    xi = cp.Variable(n, name="xi", nonneg=True)
+    margin = cp.multiply(y, X @ w + b) >= 1 - xi
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + float(C) * cp.sum(xi)), [margin])
+    return CvxpyModel(SOFT_PRIMAL, problem, {"w": w, "b": b, "xi": xi}, {"margin": margin})

@@ -1,0 +1,174 @@
+"""`solve`: data -> validated problem -> model -> backend -> `Solution`.
+
+This is the one function the runner, the estimator and the tests call. It checks
+the input before any model is built, times the model's construction and the
+solve separately, reads the point and the multipliers back through the
+formulation's named components, and recovers w*, b*, xi* and alpha* the way the
+lecture notes do (formulations.recovery).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pyomo.environ as pyo
+
+import formulations
+from formulations import recovery, validation
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
+from solvers import solution as st
+from solvers.errors import BackendError, UnsupportedModelError
+from solvers.profiles import backend_options, get_profile
+from solvers.registry import get_backend
+
+
+def _check_C(formulation: str, C) -> float:
+    if formulation == HARD_PRIMAL:
+        return math.inf
+    if C is None:
+        if formulation == DUAL:
+            return math.inf  # the hard-margin dual (Example 5.2)
+        raise validation.SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
+    return validation.check_C(C, allow_infinite=formulation in (DUAL, KERNEL_DUAL))
+
+
+def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
+    from formulations.kernels import Kernel, gram, mercer_check
+
+    if K is not None:
+        K = validation.check_gram(K, len(y))
+        label = "precomputed"
+    else:
+        kernel = kernel if isinstance(kernel, Kernel) else Kernel(kernel or "linear")
+        K = gram(kernel, X)
+        label = kernel.label
+    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
+    return K, {"kernel": label, "min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd}
+
+
+def _values(component) -> np.ndarray:
+    return np.array([pyo.value(component[k], exception=False) for k in component], dtype=float)
+
+
+def _read_pyomo(model, formulation: str) -> dict:
+    out = {}
+    for name in ("w", "xi", "alpha"):
+        if hasattr(model, name):
+            out[name] = _values(getattr(model, name))
+    if hasattr(model, "b"):
+        out["b"] = float(pyo.value(model.b, exception=False) or math.nan)
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
+        duals = [model.dual.get(model.margin[i]) for i in model.I]
+        if all(d is not None for d in duals):
+            out["alpha"] = np.array(duals, dtype=float)  # d obj / d rhs of a >= row of a min: alpha_i >= 0
+    if hasattr(model, "balance") and model.dual.get(model.balance) is not None:
+        out["b_multiplier"] = float(model.dual[model.balance])  # d max / d rhs of sum alpha_i y_i = 0: b*
+    return out
+
+
+def _read_cvxpy(model: CvxpyModel, formulation: str, has_duals: bool) -> dict:
+    out = {}
+    for name, var in model.variables.items():
+        if var.value is not None:
+            out[name] = float(var.value) if name == "b" else np.asarray(var.value, dtype=float).ravel()
+    if has_duals:
+        margin = model.constraints.get("margin")
+        if margin is not None and margin.dual_value is not None:
+            out["alpha"] = np.asarray(margin.dual_value, dtype=float).ravel()
+        balance = model.constraints.get("balance")
+        if balance is not None and balance.dual_value is not None:
+            out["b_multiplier"] = float(np.asarray(balance.dual_value).ravel()[0])
+    return out
+
+
+def _recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C) -> None:
+    """Fill w, b, xi, alpha and the decision values from what the solver returned."""
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
+        if "w" not in values or not np.all(np.isfinite(values["w"])):
+            return
+        sol.w, sol.b, sol.b_rule = values["w"], values["b"], "primal_variable"
+        sol.decision = X @ sol.w + sol.b
+        sol.alpha = values.get("alpha")
+        sol.xi = recovery.slacks(y, sol.decision)
+        return
+    alpha = values.get("alpha")
+    if alpha is None or not np.all(np.isfinite(alpha)):
+        return
+    sol.alpha = alpha
+    sol.b_multiplier = values.get("b_multiplier", math.nan)
+    if formulation == DUAL:
+        sol.w = recovery.weights_from_alpha(X, y, alpha)
+        g = X @ sol.w
+    else:
+        g = K @ (y * alpha)
+    bias = recovery.recover_bias(alpha, y, g, C)
+    sol.b, sol.b_rule = bias.b, bias.rule
+    sol.extras.update(b_lower=bias.lower, b_upper=bias.upper, n_free_sv=bias.n_free)
+    sol.decision = g + sol.b
+    sol.xi = recovery.slacks(y, sol.decision)
+
+
+def solve(
+    formulation: str,
+    X,
+    y,
+    *,
+    layer: str,
+    backend: str,
+    C: float | None = None,
+    kernel=None,
+    K=None,
+    kernel_form: str = "dense",
+    allow_indefinite: bool = False,
+    profile: str = "default",
+    time_limit: float | None = None,
+    options: dict | None = None,
+) -> st.Solution:
+    """Solve one SVM formulation with one (layer, backend) and return a `Solution`.
+
+    X (n x d) and y (any two labels) are checked first; `kernel` (a
+    formulations.kernels.Kernel or a kernel name) or a precomputed Gram matrix
+    `K` is used by `kernel_dual` only. `options` are native solver options
+    applied on top of the profile's.
+    """
+    if formulation not in formulations.FORMULATIONS:
+        raise validation.SVMInputError(
+            f"unknown formulation {formulation!r}; choose one of {list(formulations.FORMULATIONS)}"
+        )
+    if K is not None and X is None:
+        X = np.zeros((len(y), 0))
+        y, labels = validation.check_labels(y)
+    else:
+        X, y, labels = validation.check_data(X, y)
+    C = _check_C(formulation, C)
+    prof = get_profile(profile)
+    adapter = get_backend(layer, backend)
+    extras: dict = {"labels": labels.as_dict()}
+    if formulation == KERNEL_DUAL:
+        K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
+        extras.update(kernel_info, kernel_form=kernel_form)
+
+    start = time.perf_counter()
+    model = formulations.build(formulation, layer, X=X, y=y, C=C, K=K, kernel_form=kernel_form)
+    build_s = time.perf_counter() - start
+
+    sol = st.Solution(
+        formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
+        raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name, extras=extras,
+    )
+    opts = {**backend_options(backend, prof), **(options or {})}
+    try:
+        raw = adapter.solve(model, opts, time_limit)
+    except (BackendError, UnsupportedModelError) as exc:
+        sol.message = str(exc)
+        sol.raw_status = type(exc).__name__
+        return sol
+    sol.solver_status = sol.status = raw.status
+    sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
+    sol.objective = raw.objective
+    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
+        values = _read_pyomo(model, formulation) if layer == "pyomo" else _read_cvxpy(model, formulation, raw.has_duals)
+        _recover(sol, values, formulation, X, y, K, C)
+    return sol

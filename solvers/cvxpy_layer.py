@@ -1,0 +1,124 @@
+"""cvxpy as a layer: one adapter serves every solver cvxpy can call.
+
+The model is solved in place (its variables and constraint duals are filled by
+cvxpy); the adapter maps cvxpy's status through a table with a safe default and
+keeps the solver's own code for the record.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass
+
+from formulations.model import CvxpyModel
+from solvers import solution as st
+from solvers.errors import BackendError
+
+# cvxpy's statuses -> the project's. Anything not listed becomes an error.
+STATUS_MAP = {
+    "optimal": st.OPTIMAL,
+    "optimal_inaccurate": st.OPTIMAL_INACCURATE,
+    "infeasible": st.INFEASIBLE,
+    "infeasible_inaccurate": st.INFEASIBLE,
+    "unbounded": st.UNBOUNDED,
+    "unbounded_inaccurate": st.UNBOUNDED,
+    "infeasible_or_unbounded": st.INFEASIBLE,
+    "user_limit": st.ITERATION_LIMIT,
+    "solver_error": st.ERROR,
+}
+
+# Backend name -> (cvxpy solver name, module that must import).
+CVXPY_SOLVERS = {
+    "clarabel": ("CLARABEL", "clarabel"),
+    "osqp": ("OSQP", "osqp"),
+    "scs": ("SCS", "scs"),
+    "piqp": ("PIQP", "piqp"),
+    "proxqp": ("PROXQP", "proxsuite"),
+    "daqp": ("DAQP", "daqp"),
+    "highs": ("HIGHS", "highspy"),
+    "ipopt": ("IPOPT", "cyipopt"),
+}
+
+# Time-limit option names, where the solver has one.
+TIME_LIMIT_OPTION = {"highs": "time_limit", "scs": "time_limit_secs", "clarabel": "time_limit",
+                     "ipopt": "max_wall_time", "osqp": "time_limit"}
+
+
+def _raw_status(problem) -> str:
+    """The solver's own status string, where cvxpy keeps it."""
+    stats = problem.solver_stats
+    extra = getattr(stats, "extra_stats", None) if stats is not None else None
+    for path in (("status",), ("info", "status"), ("status_val",)):
+        obj = extra
+        try:
+            for key in path:
+                obj = obj[key] if isinstance(obj, dict) else getattr(obj, key)
+        except (KeyError, AttributeError, TypeError):
+            continue
+        if obj is not None:
+            return str(obj)
+    return str(problem.status)
+
+
+@dataclass
+class CvxpyBackend:
+    """Solve a `CvxpyModel` with one of cvxpy's solvers."""
+
+    name: str
+    layer: str = "cvxpy"
+
+    @property
+    def cvxpy_name(self) -> str:
+        return CVXPY_SOLVERS[self.name][0]
+
+    def availability(self) -> tuple[bool, str]:
+        module = CVXPY_SOLVERS[self.name][1]
+        if importlib.util.find_spec("cvxpy") is None:
+            return False, "cvxpy is not installed"
+        if importlib.util.find_spec(module) is None:
+            return False, f"the Python package providing {module!r} is not installed"
+        import cvxpy as cp
+
+        if self.cvxpy_name not in cp.installed_solvers():
+            return False, f"cvxpy does not list {self.cvxpy_name} among its installed solvers"
+        return True, "available"
+
+    def version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        dist = {"proxqp": "proxsuite", "ipopt": "cyipopt-wheels", "highs": "highspy"}.get(self.name, self.name)
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return ""
+
+    def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
+        import cvxpy as cp
+
+        kwargs = dict(options)
+        if time_limit is not None and self.name in TIME_LIMIT_OPTION:
+            kwargs[TIME_LIMIT_OPTION[self.name]] = float(time_limit)
+        if self.name == "ipopt":
+            kwargs.update(nlp=True, print_level=0, sb="yes")
+        start = time.perf_counter()
+        try:
+            model.problem.solve(solver=self.cvxpy_name, **kwargs)
+        except cp.error.SolverError as exc:
+            return st.RawResult(status=st.ERROR, raw_status="solver_error", message=str(exc),
+                                solve_s=time.perf_counter() - start)
+        except Exception as exc:  # a solver's own exception: re-raise as the project's
+            raise BackendError(f"cvxpy/{self.name} raised {type(exc).__name__}: {exc}") from exc
+        elapsed = time.perf_counter() - start
+        stats = model.problem.solver_stats
+        status = STATUS_MAP.get(model.problem.status, st.ERROR)
+        iters = getattr(stats, "num_iters", None)
+        return st.RawResult(
+            status=status,
+            raw_status=_raw_status(model.problem),
+            objective=float(model.problem.value) if model.problem.value is not None else float("nan"),
+            iterations=iters if isinstance(iters, int) else None,
+            solve_s=elapsed,
+            # cvxpy's IPOPT path (nlp=True) returns no constraint duals.
+            has_duals=self.name != "ipopt",
+        )

@@ -1,0 +1,62 @@
+"""Named accuracy profiles, translated into each backend's own option names.
+
+A profile is the only way solver defaults change, and its name is recorded with
+every result (qpbenchmark/tolerance.py). `default` leaves each solver as it ships;
+`high` asks every backend for about 1e-9 and raises iteration caps so that the
+first-order methods (OSQP, SCS) can get there.
+
+`check_tol` is what the project's own verification demands of a returned point
+(relative duality gap and scaled KKT residuals) before it calls it optimal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    tol: float | None  # None: the solver's own defaults
+    check_tol: float
+    description: str
+
+
+PROFILES = {
+    "default": Profile("default", None, 1e-4, "each solver's own default tolerances"),
+    "high": Profile("high", 1e-9, 1e-6, "tolerances about 1e-9, raised iteration caps"),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}") from None
+
+
+def _tolerance_options(backend: str, tol: float) -> dict:
+    """One tolerance in each backend's own option names (cvxpy and qpsolvers pass them through)."""
+    if backend == "clarabel":
+        return {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "tol_ktratio": 1e-7, "max_iter": 500}
+    if backend == "osqp":
+        return {"eps_abs": tol, "eps_rel": tol, "max_iter": 200_000, "polishing": True}
+    if backend == "scs":
+        return {"eps_abs": tol, "eps_rel": tol, "max_iters": 200_000}
+    if backend in ("piqp", "proxqp"):
+        return {"eps_abs": tol, "eps_rel": 0.0 if backend == "proxqp" else tol, "max_iter": 1000}
+    if backend == "daqp":
+        return {"primal_tol": tol, "dual_tol": tol}
+    if backend == "highs":
+        return {"primal_feasibility_tolerance": tol, "dual_feasibility_tolerance": tol}
+    if backend == "ipopt":
+        return {"tol": tol * 1e-1, "max_iter": 3000}
+    return {}
+
+
+def backend_options(backend: str, profile: str | Profile = "default") -> dict:
+    """The native options that a profile sets for a backend (empty for `default`)."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    if prof.tol is None:
+        return {}
+    return _tolerance_options(backend, prof.tol)

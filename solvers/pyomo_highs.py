@@ -1,0 +1,84 @@
+"""Pyomo + HiGHS through Pyomo's own interface (`pyomo.contrib.solver`, the one
+behind `SolverFactory('highs')`), which passes the Hessian and returns duals.
+
+Multipliers are loaded into the model's `dual` Suffix in Pyomo's convention
+(d objective / d right-hand side, in the objective's own sense); every other
+Pyomo backend of this project loads them the same way.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass
+
+from solvers import solution as st
+from solvers.errors import BackendError
+
+# pyomo.contrib.solver TerminationCondition names -> the project's statuses.
+TERMINATION_MAP = {
+    "convergenceCriteriaSatisfied": st.OPTIMAL,
+    "maxTimeLimit": st.TIME_LIMIT,
+    "iterationLimit": st.ITERATION_LIMIT,
+    "unbounded": st.UNBOUNDED,
+    "provenInfeasible": st.INFEASIBLE,
+    "locallyInfeasible": st.INFEASIBLE,
+    "infeasibleOrUnbounded": st.INFEASIBLE,
+}
+
+
+@dataclass
+class PyomoHighsBackend:
+    name: str = "highs"
+    layer: str = "pyomo"
+
+    def availability(self) -> tuple[bool, str]:
+        if importlib.util.find_spec("highspy") is None:
+            return False, "highspy is not installed"
+        from pyomo.contrib.solver.common.factory import SolverFactory
+
+        available = SolverFactory("highs").available()
+        return (bool(available), "available" if available else f"Pyomo reports HiGHS as {available}")
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version("highspy")
+
+    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+        from pyomo.contrib.solver.common.factory import SolverFactory
+
+        solver = SolverFactory("highs")
+        start = time.perf_counter()
+        try:
+            results = solver.solve(
+                model,
+                load_solutions=False,
+                raise_exception_on_nonoptimal_result=False,
+                time_limit=time_limit,
+                solver_options=dict(options),
+            )
+        except Exception as exc:
+            raise BackendError(f"pyomo/highs raised {type(exc).__name__}: {exc}") from exc
+        elapsed = time.perf_counter() - start
+        raw = results.termination_condition.name
+        status = TERMINATION_MAP.get(raw, st.ERROR)
+        if status == st.OPTIMAL and results.solution_status.name != "optimal":
+            status = st.OPTIMAL_INACCURATE
+        objective = results.incumbent_objective
+        has_point = results.solution_status.name in ("optimal", "feasible")
+        if has_point:
+            results.solution_loader.load_vars()
+            try:
+                duals = results.solution_loader.get_duals()
+            except Exception:  # no duals for this point (e.g. a time-limit stop)
+                duals = {}
+            model.dual.clear()
+            model.dual.update(duals)
+        return st.RawResult(
+            status=status,
+            raw_status=f"{raw}/{results.solution_status.name}",
+            objective=float(objective) if objective is not None else float("nan"),
+            solve_s=elapsed,
+            has_duals=has_point,
+        )

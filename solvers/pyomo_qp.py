@@ -1,0 +1,130 @@
+"""Pyomo models solved by QP solvers Pyomo has no interface to (Clarabel, OSQP,
+SCS, PIQP, ProxQP, DAQP), through the standard-form bridge and qpsolvers.
+
+The model is read as a sparse QP (solvers.pyomo_standard_form), handed to the
+solver through qpsolvers (one calling convention, native options passed
+through), and the primal point and the multipliers are loaded back into the
+Pyomo model exactly as Pyomo's HiGHS interface loads them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers import solution as st
+from solvers.errors import BackendError
+from solvers.pyomo_standard_form import StandardQP, from_pyomo, load_into_pyomo
+
+# Backend name -> (qpsolvers name, module that must import, distribution for the version).
+QPSOLVERS_BACKENDS = {
+    "clarabel": ("clarabel", "clarabel", "clarabel"),
+    "osqp": ("osqp", "osqp", "osqp"),
+    "scs": ("scs", "scs", "scs"),
+    "piqp": ("piqp", "piqp", "piqp"),
+    "proxqp": ("proxqp", "proxsuite", "proxsuite"),
+    "daqp": ("daqp", "daqp", "daqp"),
+}
+
+# Keywords in a solver's own status -> the project's status (first match wins).
+RAW_STATUS_KEYWORDS = (
+    ("dual_infeas", st.UNBOUNDED),
+    ("dualinfeas", st.UNBOUNDED),
+    ("unbounded", st.UNBOUNDED),
+    ("infeas", st.INFEASIBLE),
+    ("max_iter", st.ITERATION_LIMIT),
+    ("maxiter", st.ITERATION_LIMIT),
+    ("iteration", st.ITERATION_LIMIT),
+    ("time", st.TIME_LIMIT),
+    ("inaccurate", st.OPTIMAL_INACCURATE),
+    ("almost", st.OPTIMAL_INACCURATE),
+    ("solved", st.OPTIMAL),
+    ("optimal", st.OPTIMAL),
+)
+
+
+def raw_status_of(extras: dict) -> str | None:
+    """The solver's own status from qpsolvers' `extras`, where it keeps one."""
+    if "status" in extras:
+        return str(extras["status"])
+    info = extras.get("info")
+    if info is not None and hasattr(info, "status"):
+        return str(info.status)
+    return None
+
+
+def map_raw_status(raw: str | None, found: bool) -> str:
+    if raw is None:
+        return st.OPTIMAL if found else st.ERROR
+    key = raw.lower().replace(" ", "_")
+    for keyword, status in RAW_STATUS_KEYWORDS:
+        if keyword in key:
+            if status == st.OPTIMAL and not found:
+                return st.ERROR
+            return status
+    return st.OPTIMAL if found else st.ERROR
+
+
+def solve_standard_qp(qp: StandardQP, solver: str, options: dict):
+    """Hand a StandardQP to qpsolvers; returns qpsolvers' Solution."""
+    from qpsolvers import Problem, solve_problem
+
+    problem = Problem(
+        P=qp.P, q=qp.q,
+        G=qp.G if qp.G.shape[0] else None, h=qp.h if qp.G.shape[0] else None,
+        A=qp.A if qp.A.shape[0] else None, b=qp.b if qp.A.shape[0] else None,
+        lb=qp.lb, ub=qp.ub,
+    )
+    if solver in ("daqp",):  # dense-only solvers in qpsolvers
+        problem = Problem(*(m.toarray() if hasattr(m, "toarray") else m for m in
+                            (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
+    return solve_problem(problem, solver=solver, **options)
+
+
+@dataclass
+class PyomoQPBackend:
+    """One qpsolvers backend behind the Pyomo standard-form bridge."""
+
+    name: str
+    layer: str = "pyomo"
+
+    def availability(self) -> tuple[bool, str]:
+        qp_name, module, _ = QPSOLVERS_BACKENDS[self.name]
+        if importlib.util.find_spec("qpsolvers") is None:
+            return False, "qpsolvers is not installed"
+        if importlib.util.find_spec(module) is None:
+            return False, f"the Python package providing {module!r} is not installed"
+        import qpsolvers
+
+        if qp_name not in qpsolvers.available_solvers:
+            return False, f"qpsolvers cannot load {qp_name}"
+        return True, "available"
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version(QPSOLVERS_BACKENDS[self.name][2])
+
+    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+        qp = from_pyomo(model)
+        start = time.perf_counter()
+        try:
+            sol = solve_standard_qp(qp, QPSOLVERS_BACKENDS[self.name][0], options)
+        except Exception as exc:
+            raise BackendError(f"pyomo/{self.name} raised {type(exc).__name__}: {exc}") from exc
+        elapsed = time.perf_counter() - start
+        raw = raw_status_of(sol.extras)
+        status = map_raw_status(raw, bool(sol.found))
+        has_point = sol.x is not None and np.all(np.isfinite(sol.x))
+        if has_point:
+            load_into_pyomo(qp, model, sol.x, sol.y, sol.z)
+        return st.RawResult(
+            status=status if has_point or status != st.OPTIMAL else st.ERROR,
+            raw_status=raw if raw is not None else ("found" if sol.found else "not found"),
+            objective=qp.objective(sol.x) if has_point else float("nan"),
+            solve_s=elapsed,
+            has_duals=has_point and sol.y is not None or sol.z is not None,
+        )

@@ -1,0 +1,376 @@
+"""Kernels: Gram matrices against scikit-learn, Mercer's condition, factors, feature maps."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.metrics.pairwise import (
+    linear_kernel,
+    polynomial_kernel,
+    rbf_kernel,
+    sigmoid_kernel,
+)
+
+from formulations.errors import IndefiniteKernelError, SVMInputError
+from formulations.kernels import (
+    MAX_FEATURES,
+    Kernel,
+    decision_function,
+    factorize,
+    gram,
+    mercer_check,
+    poly2_feature_map_notes,
+    poly_feature_count,
+    poly_feature_map,
+)
+
+
+def data(n, d, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, d))
+
+
+# Sigmoid parameters found by experiment: on data(40, 2, seed=0) the Gram matrix of
+# tanh(x'z - 1) has min eigenvalue -21.83 (max 16.61): far from PSD.
+INDEFINITE_SIGMOID = Kernel("sigmoid", gamma=1.0, coef0=-1.0)
+
+
+# --------------------------------------------------------------------------- Kernel
+
+
+def test_gaussian_is_an_alias_of_rbf():
+    assert Kernel("gaussian", gamma=1).name == "rbf"
+    assert Kernel("Gaussian", gamma=1) == Kernel("rbf", gamma=1.0)
+
+
+@pytest.mark.parametrize(
+    "kernel, label",
+    [
+        (Kernel("linear"), "linear"),
+        (Kernel("rbf", gamma=1), "rbf(gamma=1)"),
+        (Kernel("rbf"), "rbf(gamma=auto)"),
+        (Kernel("poly", gamma=1, degree=2, coef0=1), "poly(degree=2,gamma=1,coef0=1)"),
+        (Kernel("sigmoid", gamma=0.5, coef0=-1), "sigmoid(gamma=0.5,coef0=-1)"),
+        (Kernel("precomputed"), "precomputed"),
+    ],
+)
+def test_label(kernel, label):
+    assert kernel.label == label
+
+
+@pytest.mark.parametrize(
+    "kwargs, keywords",
+    [
+        (dict(name="rbf", gamma=0.0), ["gamma", "> 0"]),
+        (dict(name="rbf", gamma=-1.0), ["gamma", "> 0"]),
+        (dict(name="rbf", gamma=float("inf")), ["gamma", "finite"]),
+        (dict(name="poly", degree=0), ["degree", "positive integer"]),
+        (dict(name="poly", degree=2.5), ["degree", "positive integer"]),
+        (dict(name="poly", degree=True), ["degree", "positive integer"]),
+        (dict(name="poly", coef0=-0.5), ["coef0", ">= 0"]),
+        (dict(name="sigmoid", coef0=float("nan")), ["coef0", "finite"]),
+        (dict(name="laplacian"), ["unknown kernel", "linear", "poly", "rbf", "sigmoid"]),
+    ],
+)
+def test_invalid_parameters_rejected(kwargs, keywords):
+    with pytest.raises(SVMInputError) as err:
+        Kernel(**kwargs)
+    for word in keywords:
+        assert word in str(err.value)
+
+
+def test_negative_coef0_allowed_for_sigmoid():
+    assert INDEFINITE_SIGMOID.coef0 == -1.0
+
+
+# --------------------------------------------------------------------------- gram
+
+
+@pytest.mark.parametrize("gamma", [None, 0.3, 2.0])
+@pytest.mark.parametrize("same", [True, False])
+def test_gram_matches_sklearn(gamma, same):
+    X, Z = data(30, 4, seed=1), data(20, 4, seed=2)
+    Zs = None if same else Z
+    Zref = X if same else Z
+    cases = [
+        (Kernel("linear"), linear_kernel(X, Zref)),
+        (Kernel("poly", gamma=gamma, degree=3, coef0=1.0),
+         polynomial_kernel(X, Zref, degree=3, gamma=gamma, coef0=1.0)),
+        (Kernel("poly", gamma=gamma, degree=2, coef0=0.0),
+         polynomial_kernel(X, Zref, degree=2, gamma=gamma, coef0=0.0)),
+        (Kernel("rbf", gamma=gamma), rbf_kernel(X, Zref, gamma=gamma)),
+        (Kernel("sigmoid", gamma=gamma, coef0=-0.5),
+         sigmoid_kernel(X, Zref, gamma=gamma, coef0=-0.5)),
+    ]
+    for kernel, expected in cases:
+        G = gram(kernel, X, Zs)
+        assert G.shape == expected.shape
+        np.testing.assert_allclose(G, expected, rtol=1e-12, atol=1e-12, err_msg=kernel.label)
+
+
+def test_gamma_none_is_one_over_d():
+    X = data(15, 5)
+    assert Kernel("rbf").resolved_gamma(5) == 0.2
+    np.testing.assert_allclose(gram(Kernel("rbf"), X), gram(Kernel("rbf", gamma=0.2), X),
+                               rtol=0, atol=0)
+    np.testing.assert_allclose(
+        gram(Kernel("poly", degree=2, coef0=1.0), X),
+        (X @ X.T / 5 + 1.0) ** 2, rtol=1e-12)
+
+
+def test_rbf_gram_is_exactly_symmetric_with_unit_diagonal():
+    X = 1e3 + data(50, 3)  # large offset: cancellation in ||x||^2 + ||z||^2 - 2x'z
+    G = gram(Kernel("rbf", gamma=1.0), X)
+    assert np.array_equal(G, G.T)
+    assert np.all(np.diag(G) == 1.0)
+    assert G.min() >= 0.0 and G.max() <= 1.0
+
+
+def test_gram_rejects_bad_input():
+    with pytest.raises(SVMInputError, match="precomputed"):
+        gram(Kernel("precomputed"), data(3, 2))
+    with pytest.raises(SVMInputError, match="features"):
+        gram(Kernel("linear"), data(3, 2), data(3, 3))
+    with pytest.raises(SVMInputError, match="2-D"):
+        gram(Kernel("linear"), np.ones(3))
+    X = data(3, 2)
+    X[1, 0] = np.nan
+    with pytest.raises(SVMInputError, match="row 1, column 0"):
+        gram(Kernel("linear"), X)
+
+
+# --------------------------------------------------------------------------- Mercer
+
+
+def test_rbf_gram_is_psd():
+    K = gram(Kernel("rbf", gamma=1.0), data(60, 2))
+    report = mercer_check(K, kernel_label="rbf(gamma=1)")
+    w = np.linalg.eigvalsh(K)
+    assert report.is_psd and report.symmetric
+    assert report.min_eigenvalue == pytest.approx(w[0], abs=1e-12)
+    assert report.max_eigenvalue == pytest.approx(w[-1], rel=1e-12)
+    assert report.min_eigenvalue > -report.tolerance
+    assert report.tolerance == pytest.approx(1e-10 * w[-1])
+
+
+def test_low_rank_linear_gram_is_psd_despite_rounding():
+    # 97 eigenvalues are zero up to rounding, some of them slightly negative.
+    K = gram(Kernel("linear"), data(100, 3))
+    assert mercer_check(K).is_psd
+
+
+def test_indefinite_sigmoid_refused_with_label_and_eigenvalue():
+    K = gram(INDEFINITE_SIGMOID, data(40, 2))
+    lam_min = np.linalg.eigvalsh(K)[0]
+    assert lam_min < -20.0
+    with pytest.raises(IndefiniteKernelError) as err:
+        mercer_check(K, kernel_label=INDEFINITE_SIGMOID.label)
+    message = str(err.value)
+    assert "sigmoid(gamma=1,coef0=-1)" in message
+    assert f"{lam_min:.6g}" in message
+    assert "allow_indefinite=True" in message
+
+
+def test_allow_indefinite_returns_report():
+    K = gram(INDEFINITE_SIGMOID, data(40, 2))
+    report = mercer_check(K, kernel_label=INDEFINITE_SIGMOID.label, allow_indefinite=True)
+    assert not report.is_psd
+    assert report.min_eigenvalue == pytest.approx(-21.827257489, rel=1e-8)
+
+
+def test_random_symmetric_indefinite_matrix_refused():
+    A = data(30, 30, seed=5)
+    K = A + A.T
+    with pytest.raises(IndefiniteKernelError, match="precomputed"):
+        mercer_check(K)
+
+
+def test_asymmetric_matrix_refused_naming_position():
+    K = gram(Kernel("rbf", gamma=1.0), data(10, 2))
+    K[2, 7] += 1e-3
+    with pytest.raises(SVMInputError, match=r"not symmetric.*\(2, 7\)"):
+        mercer_check(K)
+    with pytest.raises(SVMInputError, match="square"):
+        mercer_check(np.ones((3, 4)))
+
+
+def test_tiny_asymmetry_tolerated():
+    K = gram(Kernel("rbf", gamma=1.0), data(10, 2))
+    K[2, 7] += 1e-13
+    assert mercer_check(K).is_psd
+
+
+@pytest.mark.parametrize("kernel", [Kernel("rbf", gamma=0.5), INDEFINITE_SIGMOID])
+def test_sparse_eigen_path_agrees_with_dense(kernel):
+    K = gram(kernel, data(300, 2, seed=3))
+    dense = mercer_check(K, allow_indefinite=True)
+    sparse = mercer_check(K, allow_indefinite=True, dense_max_n=100)
+    assert (dense.method, sparse.method) == ("eigvalsh", "eigsh")
+    assert sparse.min_eigenvalue == pytest.approx(dense.min_eigenvalue, abs=1e-8)
+    assert sparse.max_eigenvalue == pytest.approx(dense.max_eigenvalue, rel=1e-10)
+    assert sparse.is_psd == dense.is_psd
+
+
+# --------------------------------------------------------------------------- factorize
+
+
+@pytest.mark.parametrize("method", ["pivoted_cholesky", "eig"])
+def test_factorize_rbf_full(method):
+    K = gram(Kernel("rbf", gamma=1.0), data(200, 2))
+    f = factorize(K, method=method)
+    assert f.method == method
+    assert f.L.shape == (200, f.rank)
+    assert f.residual < 1e-8
+    assert np.linalg.norm(K - f.L @ f.L.T) / np.linalg.norm(K) == pytest.approx(f.residual)
+
+
+@pytest.mark.parametrize("method", ["pivoted_cholesky", "eig"])
+def test_factorize_low_rank_linear(method):
+    K = gram(Kernel("linear"), data(200, 3))
+    f = factorize(K, method=method)
+    assert f.rank == 3
+    assert f.residual < 1e-12
+
+
+@pytest.mark.parametrize("method", ["pivoted_cholesky", "eig"])
+def test_factorize_max_rank(method):
+    K = gram(Kernel("rbf", gamma=1.0), data(200, 2))
+    f = factorize(K, max_rank=5, method=method)
+    assert f.rank == 5 and f.L.shape == (200, 5)
+    assert 1e-6 < f.residual < 0.5
+    assert np.linalg.norm(K - f.L @ f.L.T) / np.linalg.norm(K) == pytest.approx(f.residual)
+
+
+def test_factorize_eig_truncation_is_optimal():
+    # Eckart-Young: the eig factor of rank r is the best rank-r approximation.
+    K = gram(Kernel("rbf", gamma=1.0), data(100, 2))
+    w = np.linalg.eigvalsh(K)[::-1]
+    f = factorize(K, max_rank=4, method="eig")
+    assert f.residual == pytest.approx(np.sqrt(np.sum(w[4:] ** 2) / np.sum(w**2)), rel=1e-6)
+
+
+def test_factorize_rejects_bad_arguments():
+    K = np.eye(3)
+    with pytest.raises(SVMInputError, match="unknown factorization method"):
+        factorize(K, method="qr")
+    with pytest.raises(SVMInputError, match="max_rank"):
+        factorize(K, max_rank=0)
+
+
+# --------------------------------------------------------------------------- feature maps
+
+
+@pytest.mark.parametrize("degree", [1, 2, 3])
+@pytest.mark.parametrize("coef0", [0.0, 1.0])
+@pytest.mark.parametrize("gamma", [0.5, 2.0])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_poly_feature_map_reproduces_kernel(degree, coef0, gamma, d):
+    X = data(12, d, seed=d)
+    Phi = poly_feature_map(X, degree, gamma=gamma, coef0=coef0)
+    K = gram(Kernel("poly", gamma=gamma, degree=degree, coef0=coef0), X)
+    assert Phi.shape == (12, poly_feature_count(d, degree, coef0))
+    assert np.linalg.norm(Phi @ Phi.T - K) <= 1e-10 * np.linalg.norm(K)
+
+
+def test_poly_feature_map_cross_gram():
+    X, Z = data(5, 3, seed=1), data(7, 3, seed=2)
+    Phi_x = poly_feature_map(X, 3, gamma=0.5, coef0=2.0)
+    Phi_z = poly_feature_map(Z, 3, gamma=0.5, coef0=2.0)
+    np.testing.assert_allclose(Phi_x @ Phi_z.T, (0.5 * X @ Z.T + 2.0) ** 3, rtol=1e-12)
+
+
+def test_poly_feature_count():
+    assert poly_feature_count(2, 2, coef0=1.0) == 6  # 1, x1, x2, x1^2, x1 x2, x2^2
+    assert poly_feature_count(2, 2, coef0=0.0) == 3  # x1^2, x1 x2, x2^2
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    X=hnp.arrays(
+        np.float64,
+        shape=st.tuples(st.integers(1, 6), st.integers(1, 3)),
+        elements=st.floats(-3, 3, allow_nan=False, allow_infinity=False),
+    ),
+    degree=st.integers(1, 4),
+    gamma=st.floats(0.1, 3.0),
+    coef0=st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+)
+def test_poly_feature_map_identity_property(X, degree, gamma, coef0):
+    Phi = poly_feature_map(X, degree, gamma=gamma, coef0=coef0)
+    K = (gamma * X @ X.T + coef0) ** degree
+    scale = max(1.0, float(np.max(np.abs(K))))
+    np.testing.assert_allclose(Phi @ Phi.T, K, rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_feature_map_size_limit():
+    with pytest.raises(SVMInputError, match="features") as err:
+        poly_feature_map(data(2, 100), degree=4)
+    count = poly_feature_count(100, 4, 1.0)
+    assert count > MAX_FEATURES
+    assert f"{count:,}" in str(err.value)
+    with pytest.raises(SVMInputError, match="features"):
+        poly2_feature_map_notes(data(2, 500))
+
+
+@pytest.mark.parametrize("gamma", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("d", [1, 2, 4])
+def test_poly2_feature_map_notes_is_eq_9_27(gamma, d):
+    X, Z = data(8, d, seed=1), data(6, d, seed=2)
+    Phi_x, Phi_z = poly2_feature_map_notes(X, gamma), poly2_feature_map_notes(Z, gamma)
+    assert Phi_x.shape == (8, 1 + d + d * d)
+    np.testing.assert_allclose(Phi_x @ Phi_z.T, (1 + gamma * X @ Z.T) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(Phi_x[:, 1 : d + 1], np.sqrt(2 * gamma) * X)
+
+
+def test_squares_only_reading_of_eq_9_26_is_not_the_kernel():
+    # Why poly2_feature_map_notes keeps the cross products x_i x_j (docstring note).
+    X, gamma = data(5, 2), 1.0
+    squares_only = np.hstack([np.ones((5, 1)), np.sqrt(2 * gamma) * X, gamma * X**2])
+    K = (1 + gamma * X @ X.T) ** 2
+    assert np.max(np.abs(squares_only @ squares_only.T - K)) > 1e-2
+
+
+# --------------------------------------------------------------------------- decision
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [Kernel("linear"), Kernel("rbf", gamma=0.7), Kernel("poly", degree=2, coef0=1.0),
+     INDEFINITE_SIGMOID],
+)
+def test_decision_function_equals_full_sum(kernel):
+    rng = np.random.default_rng(4)
+    X, X_new = data(25, 3, seed=1), data(9, 3, seed=2)
+    y = np.where(rng.random(25) < 0.5, -1.0, 1.0)
+    alpha = np.where(rng.random(25) < 0.4, rng.random(25), 0.0)  # zero off the SVs
+    b = 0.3
+    full = np.array([sum(alpha[i] * y[i] * gram(kernel, X[[i]], x[None])[0, 0]
+                         for i in range(25)) + b for x in X_new])
+    sv = alpha > 0
+    f = decision_function(kernel, X[sv], alpha[sv] * y[sv], b, X_new)
+    assert f.shape == (9,)
+    np.testing.assert_allclose(f, full, rtol=1e-12, atol=1e-12)
+
+
+def test_decision_function_linear_is_w_x_plus_b():
+    X, X_new = data(10, 3, seed=1), data(4, 3, seed=2)
+    coef = np.linspace(-1, 1, 10)
+    w = X.T @ coef  # (9.17)
+    np.testing.assert_allclose(decision_function(Kernel("linear"), X, coef, -0.5, X_new),
+                               X_new @ w - 0.5, rtol=1e-12)
+
+
+def test_decision_function_precomputed_takes_kernel_rows():
+    X, X_new = data(10, 3, seed=1), data(4, 3, seed=2)
+    kernel, coef = Kernel("rbf", gamma=1.0), np.linspace(-1, 1, 10)
+    K_new = gram(kernel, X_new, X)
+    np.testing.assert_allclose(
+        decision_function(Kernel("precomputed"), None, coef, 0.1, K_new),
+        decision_function(kernel, X, coef, 0.1, X_new), rtol=1e-14)
+
+
+def test_decision_function_rejects_mismatch():
+    with pytest.raises(SVMInputError, match="coefficients"):
+        decision_function(Kernel("linear"), data(5, 2), np.ones(4), 0.0, data(3, 2))
+    with pytest.raises(SVMInputError, match="b must be"):
+        decision_function(Kernel("linear"), data(5, 2), np.ones(5), np.nan, data(3, 2))
