@@ -19,6 +19,7 @@ import formulations
 from formulations import recovery, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
 from solvers import solution as st
+from solvers.checks import compute_checks, verified_status
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
@@ -171,4 +172,7 @@ def solve(
     if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
         values = _read_pyomo(model, formulation) if layer == "pyomo" else _read_cvxpy(model, formulation, raw.has_duals)
         _recover(sol, values, formulation, X, y, K, C)
+    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(raw.status, checks)
     return sol

@@ -66,6 +66,7 @@ class Solution:
     backend_version: str = ""
     profile: str = "default"
     message: str = ""
+    checks: dict = field(default_factory=dict)  # solvers.checks.Checks, recomputed by the project
     extras: dict = field(default_factory=dict)
 
     @property
