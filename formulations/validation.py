@@ -8,11 +8,18 @@ wherever it comes in, and no solver ever sees it.
 from __future__ import annotations
 
 import math
+import numbers
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.errors import SVMInputError
+from formulations.errors import MemoryBudgetError, SVMInputError
+
+#: Default memory budget for O(n^2) objects, as a fraction of the memory available now.
+MEMORY_FRACTION = 0.5
+#: Environment variable that sets the budget in bytes (e.g. "2e9"), overriding the fraction.
+MEMORY_BUDGET_ENV = "SVM_MEMORY_BUDGET"
 
 
 @dataclass(frozen=True)
@@ -31,14 +38,21 @@ class LabelMap:
 
 def check_X(X, name: str = "X") -> np.ndarray:
     """Return X as a finite float64 (n, d) array, or raise naming the first bad entry."""
-    arr = np.asarray(X)
+    if X is None:
+        raise SVMInputError(f"{name} is missing (None): pass an n x d array of numbers")
+    try:
+        arr = np.asarray(X)
+    except ValueError as exc:  # ragged nested lists
+        raise SVMInputError(f"{name} must be a rectangular n x d array of numbers: {exc}") from None
+    if np.iscomplexobj(arr):
+        raise SVMInputError(f"{name} must be real-valued, got complex numbers")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
     ):
         try:
             arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise SVMInputError(f"{name} must be numeric: {exc}") from None
+        except (TypeError, ValueError):
+            raise SVMInputError(f"{name} must be numeric: {_first_non_numeric(arr)}") from None
     if arr.ndim != 2:
         raise SVMInputError(
             f"{name} must be two-dimensional (n samples x d features), got shape {arr.shape}"
@@ -72,11 +86,24 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
         raise SVMInputError(f"X has {n} rows but y has {arr.shape[0]} labels: they must match")
     if arr.shape[0] == 0:
         raise SVMInputError("y is empty: an SVM needs labelled samples of two classes")
+    if np.iscomplexobj(arr):
+        raise SVMInputError("y must hold real numbers or strings, got complex numbers")
     if np.issubdtype(arr.dtype, np.number):
         bad = ~np.isfinite(arr.astype(np.float64))
         if bad.any():
-            raise SVMInputError(f"y contains a non-finite label at row {int(np.argmax(bad))}")
-    classes = np.unique(arr)
+            row = int(np.argmax(bad))
+            raise SVMInputError(f"y contains a non-finite label ({arr[row]}) at row {row}")
+    elif arr.dtype == object:
+        for row, value in enumerate(arr):
+            if value is None or (isinstance(value, numbers.Real) and not math.isfinite(float(value))):
+                raise SVMInputError(f"y has a missing or non-finite label ({value!r}) at row {row}")
+    try:
+        classes = np.unique(arr)
+    except TypeError:  # labels of mixed types (e.g. 1 and "a") cannot be ordered
+        kinds = sorted({type(v).__name__ for v in arr})
+        raise SVMInputError(
+            f"y mixes label types ({', '.join(kinds)}); use one type for the two classes"
+        ) from None
     if classes.size != 2:
         raise SVMInputError(
             f"y must contain exactly two classes, found {classes.size} class"
@@ -89,6 +116,9 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
 
 def check_C(C, allow_infinite: bool = False) -> float:
     """C > 0 and finite (math.inf only where the hard-margin dual is meant)."""
+    if not isinstance(C, numbers.Real) or isinstance(C, bool):
+        if not (isinstance(C, np.ndarray) and C.ndim == 0 and np.issubdtype(C.dtype, np.number)):
+            raise SVMInputError(f"C must be a number, got {C!r} ({type(C).__name__})")
     try:
         value = float(C)
     except (TypeError, ValueError):
@@ -105,7 +135,7 @@ def check_C(C, allow_infinite: bool = False) -> float:
 
 def check_gram(K, n: int) -> np.ndarray:
     """A precomputed Gram matrix: square, finite, symmetric, matching the labels."""
-    arr = np.asarray(K, dtype=np.float64)
+    arr = check_array_numeric(K, "K")
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise SVMInputError(f"a precomputed kernel matrix must be square, got shape {arr.shape}")
     if arr.shape[0] != n:
@@ -126,3 +156,139 @@ def check_data(X, y) -> tuple[np.ndarray, np.ndarray, LabelMap]:
     X = check_X(X)
     y, labels = check_labels(y, n=X.shape[0])
     return X, y, labels
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _first_non_numeric(arr: np.ndarray) -> str:
+    """Name the first entry that is not a number, e.g. "row 2, column 0 is 'abc'"."""
+    flat = arr.reshape(-1) if arr.ndim else arr.reshape(1)
+    for k, value in enumerate(flat):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            value = value.item() if isinstance(value, np.generic) else value
+            where = np.unravel_index(k, arr.shape) if arr.ndim else ()
+            if len(where) == 2:
+                return f"row {where[0]}, column {where[1]} is {value!r}"
+            return f"entry {tuple(int(i) for i in where)} is {value!r}"
+    return "an entry is not a number"
+
+
+def check_array_numeric(A, name: str) -> np.ndarray:
+    """A as a float64 array of any shape, or an error naming the first non-number."""
+    try:
+        arr = np.asarray(A)
+    except ValueError as exc:
+        raise SVMInputError(f"{name} must be a rectangular array of numbers: {exc}") from None
+    if np.iscomplexobj(arr):
+        raise SVMInputError(f"{name} must be real-valued, got complex numbers")
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise SVMInputError(f"{name} must be numeric: {_first_non_numeric(arr)}") from None
+
+
+def check_choice(what: str, value, choices) -> str:
+    """`value` is one of `choices` (formulation, layer, backend, profile, kernel form ...)."""
+    choices = list(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise SVMInputError(f"unknown {what} {value!r}; choose one of {', '.join(map(str, choices))}")
+    return value
+
+
+def check_time_limit(time_limit) -> float | None:
+    """None, or a positive finite number of seconds."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) \
+            or not math.isfinite(float(time_limit)) or time_limit <= 0:
+        raise SVMInputError(f"time_limit must be a positive number of seconds (or None), got {time_limit!r}")
+    return float(time_limit)
+
+
+def check_options(options) -> dict:
+    """Native solver options: None or a dict with string keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise SVMInputError(f"options must be a dict of solver option names to values, got {options!r}")
+    return dict(options)
+
+
+def check_kernel(kernel):
+    """A `formulations.kernels.Kernel` from a Kernel, a name, or a dict of its fields.
+
+    The Kernel constructor is where the parameter rules live (gamma > 0, degree a
+    positive integer, coef0 >= 0 for poly); this only normalises the ways to ask.
+    """
+    from formulations.kernels import Kernel
+
+    if kernel is None:
+        return Kernel("linear")
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, str):
+        return Kernel(kernel)
+    if isinstance(kernel, dict):
+        unknown = set(kernel) - {"name", "gamma", "degree", "coef0"}
+        if unknown or "name" not in kernel:
+            raise SVMInputError(
+                f"a kernel dict needs 'name' and may hold 'gamma', 'degree', 'coef0'; got keys {sorted(kernel)}"
+            )
+        return Kernel(**kernel)
+    raise SVMInputError(f"kernel must be a Kernel, a kernel name or a dict, got {kernel!r}")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory_budget(budget: float | None = None) -> float:
+    """Bytes that O(n^2) objects may take: `budget`, else $SVM_MEMORY_BUDGET, else half the free memory."""
+    if budget is not None:
+        value = float(budget)
+        if not value > 0:
+            raise SVMInputError(f"memory budget must be a positive number of bytes, got {budget!r}")
+        return value
+    env = os.environ.get(MEMORY_BUDGET_ENV)
+    if env:
+        try:
+            return float(env)
+        except ValueError:
+            raise SVMInputError(f"${MEMORY_BUDGET_ENV} must be a number of bytes, got {env!r}") from None
+    import psutil
+
+    return MEMORY_FRACTION * psutil.virtual_memory().available
+
+
+def gram_bytes(n: int, layer: str = "cvxpy", kernel_form: str = "dense") -> float:
+    """Rough peak memory of the kernel dual on n samples, in bytes.
+
+    numpy needs about four n x n float64 arrays at once (K, the distance or inner
+    product temporaries, the eigenvalue check's copy): 32 n^2 bytes. A dense
+    quadratic form then costs per term: about 300 bytes per Pyomo expression term,
+    about 50 per cvxpy/scipy sparse entry. The factor form needs an n x r factor
+    instead (r <= n), counted as another n^2 array.
+    """
+    per_entry = 32.0
+    if kernel_form == "dense":
+        per_entry += 300.0 if layer == "pyomo" else 50.0
+    else:
+        per_entry += 8.0
+    return per_entry * float(n) * float(n)
+
+
+def check_memory(n: int, what: str, *, layer: str = "cvxpy", kernel_form: str = "dense",
+                 budget: float | None = None) -> float:
+    """Refuse an O(n^2) object before it is allocated if it would not fit the budget."""
+    need = gram_bytes(n, layer, kernel_form)
+    allowed = memory_budget(budget)
+    if need > allowed:
+        raise MemoryBudgetError(
+            f"{what} on n = {n:,} samples would need about {need / 2**30:.2f} GiB "
+            f"(O(n^2)), more than the memory budget of {allowed / 2**30:.2f} GiB; use fewer "
+            f"samples, the linear 'dual' or 'soft_primal' formulation (O(n d)), or raise the "
+            f"budget (${MEMORY_BUDGET_ENV} in bytes)"
+        )
+    return need

@@ -161,3 +161,223 @@ def verified_status(claimed: str, checks: Checks) -> str:
     if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
         return st.OPTIMAL if checks.verified else st.OPTIMAL_INACCURATE
     return claimed
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def objective_claim_check(sol: st.Solution, checks: Checks, tol: float) -> str:
+    """Compare the solver's claimed objective with the one recomputed at its point.
+
+    Every SVM objective is >= 0 at the optimum (the primal is a sum of squares and
+    C-weighted slacks; the dual has alpha = 0 feasible, objective 0), so a negative
+    claim is impossible. The claim must also match the project's recomputation
+    (the primal objective for a primal formulation, the dual one for a dual) to
+    `tol`, relative. Returns "" when the claim holds, else the reason.
+    """
+    claimed = sol.objective
+    if claimed is None or not math.isfinite(claimed):
+        return f"the solver's objective is {claimed}"
+    if claimed < -tol * max(1.0, abs(claimed)):
+        return f"impossible objective {claimed:.6g} < 0 claimed by the solver"
+    recomputed = checks.primal_objective if sol.formulation in PRIMAL_FORMULATIONS else checks.dual_objective
+    if not math.isfinite(recomputed):
+        return ""
+    if abs(claimed - recomputed) > tol * max(1.0, abs(recomputed)):
+        return f"the solver's objective {claimed:.6g} differs from the recomputed {recomputed:.6g}"
+    return ""
+
+
+# --------------------------------------------------------------------------- infeasibility
+
+
+@dataclass
+class Certificate:
+    r"""A Farkas certificate that no hyperplane separates the two classes.
+
+    y_i (w' x_i + b) >= 1 (all i) has no solution  <=>  there is lambda with
+
+        lambda >= 0,   X'(lambda * y) = 0,   y'lambda = 0,   sum_i lambda_i > 0
+
+    (Farkas' lemma; the two classes' convex hulls meet at
+    sum_{y_i=+1} lambda_i x_i / sum_{y_i=+1} lambda_i, the same point for y_i = -1).
+    The same lambda is an unbounded ray of the hard-margin dual: along alpha = t lambda
+    its objective grows like t sum lambda_i. Residuals are measured on lambda
+    normalised to sum 1, relative to the largest ||x_i||.
+    """
+
+    source: str  # "solver" (multipliers or ray the backend returned) or "project" (own LP)
+    holds: bool = False
+    stationarity: float = math.nan  # ||X'(lambda*y)|| / max_i ||x_i||
+    balance: float = math.nan  # |y'lambda|
+    negativity: float = math.nan  # max(0, -min lambda) / max lambda
+    sign: int = 1  # -1 when the backend's vector had to be negated (its sign convention)
+    lam: np.ndarray | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["lam"] = None if self.lam is None else np.asarray(self.lam).tolist()
+        return out
+
+
+def farkas_check(X: np.ndarray, y: np.ndarray, lam, tol: float = 1e-6, source: str = "solver") -> Certificate:
+    """Check that `lam` (either sign) proves the hard margin infeasible on (X, y)."""
+    cert = Certificate(source=source)
+    if lam is None:
+        cert.note = "no certificate returned"
+        return cert
+    lam = np.asarray(lam, dtype=float).ravel()
+    if lam.shape != y.shape or not np.all(np.isfinite(lam)):
+        cert.note = "certificate has the wrong size or non-finite entries"
+        return cert
+    total = float(lam.sum())
+    if total < 0:
+        lam, total, cert.sign = -lam, -total, -1
+    if not total > 1e-300:
+        cert.note = "sum of lambda is not positive"
+        return cert
+    lam = lam / total
+    scale = max(1.0, float(np.sqrt((X * X).sum(axis=1)).max()))
+    cert.lam = lam
+    cert.stationarity = float(np.linalg.norm(X.T @ (lam * y))) / scale
+    cert.balance = float(abs(y @ lam))
+    cert.negativity = float(max(0.0, -lam.min()) / max(lam.max(), 1e-300))
+    failed = [name for name in ("stationarity", "balance", "negativity") if not getattr(cert, name) <= tol]
+    cert.holds = not failed
+    cert.note = "holds" if cert.holds else "fails: " + ", ".join(
+        f"{name} {getattr(cert, name):.2e} > {tol:.0e}" for name in failed)
+    return cert
+
+
+def separability_certificate(X: np.ndarray, y: np.ndarray, tol: float = 1e-7) -> Certificate:
+    """The project's own answer: a Farkas certificate from an LP, or `holds=False` if none exists.
+
+    Solves the feasibility LP  lambda >= 0, X'(lambda*y) = 0, y'lambda = 0, sum lambda = 1
+    with HiGHS (scipy.optimize.linprog) and checks the returned lambda with
+    `farkas_check`; the LP being infeasible means the data are strictly linearly
+    separable (the hard-margin primal is feasible).
+    """
+    from scipy.optimize import linprog
+
+    n = len(y)
+    A_eq = np.vstack([(X * y[:, None]).T, y[None, :], np.ones((1, n))])
+    b_eq = np.concatenate([np.zeros(X.shape[1] + 1), [1.0]])
+    res = linprog(np.zeros(n), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status == 2:  # infeasible: no certificate exists, the classes are separable
+        cert = Certificate(source="project", note="linearly separable (the Farkas LP is infeasible)")
+        return cert
+    if res.status != 0 or res.x is None:
+        return Certificate(source="project", note=f"the Farkas LP did not finish: {res.message}")
+    cert = farkas_check(X, y, res.x, tol=max(tol, 1e-9), source="project")
+    if cert.holds:
+        cert.note = "not linearly separable (Farkas certificate found by the project's LP, checked)"
+    return cert
+
+
+# --------------------------------------------------------------------------- review
+
+
+def _features(X: np.ndarray | None, K: np.ndarray | None) -> np.ndarray:
+    """Rows phi(x_i) with phi(x_i)'phi(x_j) = K_ij: X itself, or a factor L of K = L L'."""
+    if K is None:
+        return X
+    from formulations.kernels import factorize
+
+    return factorize(K, rtol=1e-12).L
+
+
+def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray, C: float,
+           K: np.ndarray | None = None, tol: float = 1e-4, candidate=None) -> None:
+    """Refute false solver claims in place; the project's status is set from evidence only.
+
+    Facts about every SVM formulation used here (C > 0):
+      - the primal objective is >= 0, so a primal is never unbounded;
+      - alpha = 0 is dual feasible, so a dual is never infeasible;
+      - the soft margin (C finite) is always feasible (xi large) and bounded (0 <= alpha <= C);
+      - the hard margin is feasible exactly when the data are strictly linearly separable,
+        and then its dual is bounded; otherwise the primal is infeasible and the dual unbounded.
+    A claim that contradicts these is a backend failure (`error`). For the hard margin
+    without a verified optimum the project decides separability with its own LP
+    (`separability_certificate`) and checks `candidate` (the backend's multipliers of
+    the margin rows, or its alpha for the dual) as a Farkas certificate / unbounded ray.
+    """
+    hard = sol.formulation == HARD_PRIMAL or math.isinf(C)
+    primal = sol.formulation in PRIMAL_FORMULATIONS
+    claimed = sol.solver_status
+    notes, false_claims = [], []
+
+    # 1. a claimed optimum must state the objective of the point it returned
+    if sol.status == st.OPTIMAL:
+        reason = objective_claim_check(sol, checks, tol)
+        sol.checks["objective_claim"] = reason or "consistent"
+        if reason:
+            sol.status = st.OPTIMAL_INACCURATE
+            sol.checks["verified"] = False
+            sol.checks["verdict"] = f"{sol.checks.get('verdict', '')}; {reason}".lstrip("; ")
+            false_claims.append(reason)
+    elif claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.decision is not None:
+        false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
+
+    # 2. statuses that cannot be true for this formulation
+    impossible = ""
+    if claimed == st.UNBOUNDED and primal:
+        impossible = "a primal SVM objective is >= 0, so it cannot be unbounded"
+    elif claimed == st.INFEASIBLE and not primal:
+        impossible = "alpha = 0 is feasible for the dual, so it cannot be infeasible"
+    elif claimed in (st.INFEASIBLE, st.UNBOUNDED) and not hard:
+        impossible = f"the soft-margin problem (C = {C:g} > 0 finite) is always feasible and bounded"
+    if impossible:
+        sol.status = st.ERROR
+        false_claims.append(f"backend failure: it reported {claimed}, but {impossible}")
+
+    # 3. the hard margin without a verified optimum: is the data set separable at all?
+    if hard and sol.status != st.OPTIMAL and not impossible:
+        features = _features(X, K)
+        project = separability_certificate(features, y)
+        sol.extras["separability"] = _brief(project)
+        expected = st.INFEASIBLE if primal else st.UNBOUNDED
+        if project.holds:
+            notes.append(f"not linearly separable{' in feature space' if K is not None else ''}: "
+                         f"the hard-margin {'primal is infeasible' if primal else 'dual is unbounded'}")
+            cert = farkas_check(features, y, candidate, tol=tol, source="solver")
+            sol.extras["certificate"] = _brief(cert)
+            if candidate is not None:
+                notes.append(f"backend's {'Farkas certificate' if primal else 'unbounded ray'} {cert.note}")
+            if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+                sol.status = expected if cert.holds and not primal else st.ERROR
+                false_claims.append(f"claimed {claimed} on a problem with no optimum ({expected})")
+        elif project.note.startswith("linearly separable") and claimed == expected:
+            sol.status = st.ERROR
+            false_claims.append(f"backend failure: it reported {claimed}, but the data are linearly separable "
+                                "(the project's Farkas LP is infeasible)")
+
+    if false_claims:
+        sol.extras["false_status"] = "; ".join(false_claims)
+        notes = false_claims + notes
+    if notes:
+        sol.message = "; ".join([m for m in [sol.message] if m] + notes)
+
+
+def _brief(cert: Certificate) -> dict:
+    """A certificate for a table row: residuals and support, not the whole vector."""
+    out = cert.as_dict()
+    lam = out.pop("lam")
+    out["support"] = None if lam is None else [int(i) for i in np.flatnonzero(np.asarray(lam) > 1e-9)][:20]
+    return out
+
+
+def withhold_unverified(sol: st.Solution) -> None:
+    """No w*, b* or objective as a result unless the status is `optimal`.
+
+    What the backend returned is kept in extras["unverified"] for diagnosis only.
+    """
+    if sol.status == st.OPTIMAL:
+        return
+    if sol.w is not None or math.isfinite(sol.b) or math.isfinite(sol.objective):
+        sol.extras["unverified"] = {
+            "objective": sol.objective,
+            "w": None if sol.w is None else np.asarray(sol.w).tolist(),
+            "b": sol.b,
+        }
+    sol.objective, sol.w, sol.b = math.nan, None, math.nan

@@ -56,6 +56,16 @@ def raw_status_of(extras: dict) -> str | None:
     return None
 
 
+def iterations_of(extras: dict) -> int | None:
+    """The iteration count from qpsolvers' `extras`, where the solver reports one."""
+    for holder in (extras, extras.get("info")):
+        for key in ("iter", "iterations", "num_iter"):
+            value = holder.get(key) if isinstance(holder, dict) else getattr(holder, key, None)
+            if isinstance(value, (int, np.integer)):
+                return int(value)
+    return None
+
+
 def map_raw_status(raw: str | None, found: bool) -> str:
     if raw is None:
         return st.OPTIMAL if found else st.ERROR
@@ -125,6 +135,7 @@ class PyomoQPBackend:
             status=status if has_point or status != st.OPTIMAL else st.ERROR,
             raw_status=raw if raw is not None else ("found" if sol.found else "not found"),
             objective=qp.objective(sol.x) if has_point else float("nan"),
+            iterations=iterations_of(sol.extras),
             solve_s=elapsed,
-            has_duals=has_point and sol.y is not None or sol.z is not None,
+            has_duals=has_point and (sol.y is not None or sol.z is not None),
         )

@@ -1,0 +1,157 @@
+"""The results table: one tidy row per solve, appended as it finishes, keyed for resume.
+
+Rows go first to an append-only journal (``rows.jsonl``, one JSON object per
+line, flushed and fsynced per row), so a killed run keeps every finished solve.
+``consolidate`` turns the journal into ``results.parquet`` and ``results.csv``:
+one row per task key (the last one written wins), sorted in the sweep's order.
+
+Result columns (objective, w, b, alpha, b_multiplier) are filled only for rows
+whose verified status is ``optimal``; what the solver returned otherwise stays in
+the ``raw_*`` columns, for diagnosis only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+
+JOURNAL = "rows.jsonl"
+PARQUET = "results.parquet"
+CSV = "results.csv"
+
+#: Column order of the table (extra columns, if any, follow in alphabetical order).
+COLUMNS = [
+    "task_key", "suite", "dataset", "n", "d", "formulation", "layer", "backend", "profile",
+    "kernel", "gamma", "degree", "coef0", "C", "kernel_form",
+    "status", "solver_status", "raw_status", "verdict",
+    "objective", "primal_objective", "dual_objective", "duality_gap", "rel_duality_gap",
+    "w", "b", "b_rule", "b_multiplier", "n_sv", "n_free_sv", "n_bound_sv", "margin",
+    "kkt_stationarity", "kkt_balance", "kkt_primal_feasibility", "kkt_dual_feasibility",
+    "kkt_complementarity", "alpha_source", "train_accuracy",
+    "iterations", "build_s", "solve_s", "wall_s", "error", "message",
+    "backend_version", "label_map", "alpha", "raw_objective", "raw_w", "raw_b",
+    "log", "run_id", "order", "fault",
+]
+
+#: Columns that must be blank unless the row is verified optimal.
+RESULT_COLUMNS = ("objective", "w", "b", "b_multiplier", "alpha")
+
+
+def to_json(value) -> str:
+    """Compact JSON for list-valued cells (w, alpha); '' for nothing."""
+    if value is None:
+        return ""
+    return json.dumps([float(v) for v in value])
+
+
+def from_json(cell) -> list[float] | None:
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)) or cell == "":
+        return None
+    return json.loads(cell)
+
+
+class Journal:
+    """Append-only JSON-lines file of finished rows."""
+
+    def __init__(self, out_dir: str | Path):
+        self.path = Path(out_dir) / JOURNAL
+
+    def rows(self) -> list[dict]:
+        """Every complete row written so far (a line cut short by a kill is skipped)."""
+        if not self.path.exists():
+            return []
+        rows = []
+        with self.path.open("r", encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # the last line of a killed run may be partial
+        return rows
+
+    def done_keys(self, retry_failed: bool = False) -> set[str]:
+        """Task keys already recorded (optionally not counting error / time_limit rows)."""
+        keys = set()
+        for row in self.rows():
+            if retry_failed and row.get("status") in ("error", "time_limit"):
+                continue
+            keys.add(row["task_key"])
+        return keys
+
+    def append(self, row: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(row, default=_jsonable)
+        with self.path.open("a+b") as fh:
+            # A run killed mid-write may have left a partial line: start on a fresh one.
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+            fh.write(line.encode("utf-8") + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _jsonable(value):
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(value)
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows -> the table: one row per task key (last wins), columns in COLUMNS order, sweep order."""
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS)
+    df = pd.DataFrame(rows)
+    df = df.drop_duplicates("task_key", keep="last")
+    for col in COLUMNS:
+        if col not in df.columns:
+            df[col] = pd.NA
+    extra = sorted(c for c in df.columns if c not in COLUMNS)
+    df = df[COLUMNS + extra]
+    for col in ("w", "alpha", "raw_w", "error", "message", "verdict", "b_rule", "log", "label_map", "fault",
+                "alpha_source", "kernel_form", "raw_status", "backend_version"):
+        df[col] = df[col].fillna("").astype(str)
+    for col in ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "order", "degree"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
+    for col in ("C", "gamma", "coef0", "objective", "primal_objective", "dual_objective", "duality_gap",
+                "rel_duality_gap", "b", "b_multiplier", "margin", "kkt_stationarity", "kkt_balance",
+                "kkt_primal_feasibility", "kkt_dual_feasibility", "kkt_complementarity", "train_accuracy",
+                "iterations", "build_s", "solve_s", "wall_s", "raw_objective", "raw_b"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    return df.sort_values(["order", "task_key"], kind="stable").reset_index(drop=True)
+
+
+def consolidate(out_dir: str | Path) -> pd.DataFrame:
+    """Journal -> results.parquet + results.csv; returns the table."""
+    out = Path(out_dir)
+    df = frame(Journal(out).rows())
+    df.to_parquet(out / PARQUET, index=False)
+    df.to_csv(out / CSV, index=False)
+    return df
+
+
+def load(out_dir: str | Path) -> pd.DataFrame:
+    """The saved table of a run: results.parquet, else results.csv, else the journal."""
+    out = Path(out_dir)
+    if (out / PARQUET).exists():
+        return pd.read_parquet(out / PARQUET)
+    if (out / CSV).exists():
+        return frame(pd.read_csv(out / CSV, keep_default_na=False, na_values=[""]).to_dict("records"))
+    if (out / JOURNAL).exists():
+        return frame(Journal(out).rows())
+    raise FileNotFoundError(f"no results table in {out} (looked for {PARQUET}, {CSV}, {JOURNAL})")

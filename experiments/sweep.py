@@ -1,0 +1,429 @@
+"""The sweep: problems x (layer, backend) -> tasks -> isolated solves -> rows.
+
+Each task is solved in a process of its own (`run_isolated`), forked from a
+server that has already imported Pyomo, cvxpy and the solvers, so isolation
+costs milliseconds, not an import. The parent waits for the row with the
+per-solve timeout and kills the process when it runs over; an exception, a
+crash (even a segfault inside a solver) or a timeout comes back as a row with
+status ``error`` or ``time_limit`` and its message, and the sweep goes on.
+The solver's console output goes to ``logs/<task id>.log``, not the terminal.
+
+Two executors run the same function, `run_isolated`:
+
+* ``local``: a thread pool of ``workers`` threads, each waiting on its child;
+* ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address,
+  or a ``LocalCluster`` when none is given).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from experiments.results_table import to_json
+from experiments.suites import Problem
+from formulations.errors import SVMInputError
+from formulations.kernels import Kernel
+from formulations.model import KERNEL_DUAL
+
+ERROR, TIME_LIMIT, OPTIMAL = "error", "time_limit", "optimal"
+
+#: Modules the fork server imports once, so every solve process starts warm.
+PRELOAD = [
+    "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
+    "piqp", "proxsuite", "daqp", "cyipopt", "solvers.api", "solvers.registry", "experiments.sweep",
+]
+
+#: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
+def _grace(timeout: float) -> float:
+    return 1.0 + 0.1 * timeout
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    """One solve: a problem, its data, one (layer, backend), and how to run it."""
+
+    key: str
+    order: int
+    suite: str
+    dataset: str
+    formulation: str
+    layer: str
+    backend: str
+    C: float
+    kernel: Kernel
+    profile: str
+    kernel_form: str
+    X: np.ndarray = field(repr=False)
+    y: np.ndarray = field(repr=False)
+    label_map: dict = field(default_factory=dict)
+    timeout: float | None = None
+    fault: str = ""  # testing aid: "raise", "crash", "exit", "sleep:S"
+    run_id: str = ""
+
+    @property
+    def id(self) -> str:
+        """A short file-name-safe id of the key."""
+        return hashlib.sha1(self.key.encode()).hexdigest()[:12]
+
+    def params(self) -> dict:
+        """The task's columns of the table (what was solved and how)."""
+        n, d = self.X.shape
+        k = self.kernel
+        return {
+            "task_key": self.key, "order": self.order, "suite": self.suite, "dataset": self.dataset,
+            "n": n, "d": d, "formulation": self.formulation, "layer": self.layer, "backend": self.backend,
+            "profile": self.profile, "kernel": k.label,
+            "gamma": k.gamma if k.name in ("rbf", "poly", "sigmoid") else math.nan,
+            "degree": k.degree if k.name == "poly" else None,
+            "coef0": k.coef0 if k.name in ("poly", "sigmoid") else math.nan,
+            "C": self.C, "kernel_form": self.kernel_form if self.formulation == KERNEL_DUAL else "",
+            "label_map": _json_dict(self.label_map), "fault": self.fault, "run_id": self.run_id,
+        }
+
+
+def _json_dict(d: dict) -> str:
+    import json
+
+    return json.dumps(d, sort_keys=True) if d else ""
+
+
+def task_key(dataset: str, problem: Problem, layer: str, backend: str) -> str:
+    """Readable and unique: what is solved, by what, at which profile."""
+    kernel = problem.kernel.label if problem.formulation == KERNEL_DUAL else "linear"
+    form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
+    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{backend}|{problem.profile}"
+
+
+def make_tasks(
+    problems: Iterable[Problem],
+    datasets: dict,
+    backends: Iterable[tuple[str, str]],
+    *,
+    suite: str,
+    timeout: float | None = None,
+    faults: dict[tuple[str, str], str] | None = None,
+    run_id: str = "",
+) -> list[Task]:
+    """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
+    (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind."""
+    backends = list(backends)
+    tasks, seen = [], set()
+    for problem in problems:
+        ds = datasets[dataset_key(problem.dataset, problem.params)]
+        for layer, backend in backends:
+            key = task_key(ds.name, problem, layer, backend)
+            if key in seen:
+                continue
+            seen.add(key)
+            fault = _fault_for(faults or {}, layer, backend)
+            tasks.append(Task(
+                key=key, order=len(tasks), suite=suite, dataset=ds.name, formulation=problem.formulation,
+                layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
+                kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
+                label_map=getattr(ds, "label_map", {}) or {}, timeout=timeout, fault=fault, run_id=run_id,
+            ))
+    return tasks
+
+
+def dataset_key(name: str, params) -> tuple:
+    return (name, tuple(sorted(dict(params).items())))
+
+
+def _fault_for(faults: dict, layer: str, backend: str) -> str:
+    for sel in ((layer, backend), ("*", backend), (layer, "*"), ("*", "*")):
+        if sel in faults:
+            return faults[sel]
+    return ""
+
+
+# ------------------------------------------------------------------ one solve -> one row
+
+
+def _inject(fault: str) -> None:
+    """Testing aid: make this solve fail in a chosen way."""
+    if not fault:
+        return
+    kind, _, arg = fault.partition(":")
+    if kind == "raise":
+        raise RuntimeError("injected fault: raise")
+    if kind == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "exit":
+        os._exit(int(arg or 3))
+    if kind == "sleep":
+        time.sleep(float(arg or 3600))
+        return
+    raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S")
+
+
+def _linear_w(task: Task, alpha) -> np.ndarray | None:
+    """w* = sum_i alpha_i y_i x_i for a kernel dual whose kernel is linear (empty for a nonlinear kernel)."""
+    if task.formulation == KERNEL_DUAL and task.kernel.name == "linear" and alpha is not None:
+        return task.X.T @ (task.y * np.asarray(alpha))
+    return None
+
+
+def solution_row(sol, task: Task) -> dict:
+    """The table's columns from a `Solution` (results blank unless verified optimal)."""
+    rec = sol.as_record()
+    optimal = sol.status == OPTIMAL
+    w = sol.w if sol.w is not None else _linear_w(task, sol.alpha)
+    checks = dict(sol.checks)
+    row = {
+        "status": sol.status, "solver_status": sol.solver_status, "raw_status": str(sol.raw_status),
+        "raw_objective": rec["objective"], "raw_w": to_json(w), "raw_b": rec["b"],
+        "objective": rec["objective"] if optimal else math.nan,
+        "w": to_json(w) if optimal else "",
+        "b": rec["b"] if optimal else math.nan,
+        "b_multiplier": rec["b_multiplier"] if optimal else math.nan,
+        "alpha": to_json(sol.alpha) if optimal else "",
+        "b_rule": sol.b_rule, "iterations": sol.iterations, "build_s": sol.build_s, "solve_s": sol.solve_s,
+        "backend_version": sol.backend_version, "message": sol.message,
+    }
+    for name in ("primal_objective", "dual_objective", "duality_gap", "rel_duality_gap", "kkt_stationarity",
+                 "kkt_balance", "kkt_primal_feasibility", "kkt_dual_feasibility", "kkt_complementarity", "n_sv",
+                 "n_free_sv", "n_bound_sv", "margin", "train_accuracy", "alpha_source", "verdict"):
+        row[name] = checks.get(name)
+    if not optimal:
+        why = [f"solver: {sol.message}" if sol.message else "", f"checks: {row['verdict']}" if row["verdict"] else ""]
+        row["error"] = "; ".join(p for p in why if p) or f"status {sol.status} (raw {sol.raw_status})"
+    else:
+        row["error"] = ""
+    if sol.extras.get("labels"):
+        row["label_map"] = _json_dict(task.label_map or sol.extras["labels"])
+    return row
+
+
+def execute_task(task: Task) -> dict:
+    """Solve one task in this process and return its row; never raises."""
+    from solvers.api import solve  # heavy: imported where the solve runs
+
+    row = task.params()
+    start = time.perf_counter()
+    try:
+        _inject(task.fault)
+        kernel = task.kernel if task.formulation == KERNEL_DUAL else None
+        sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
+                    kernel=kernel, kernel_form=task.kernel_form, profile=task.profile, time_limit=task.timeout)
+        row.update(solution_row(sol, task))
+    except Exception as exc:  # any failure is a row, not a crashed sweep
+        row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__,
+                   error=f"{type(exc).__name__}: {exc}", message=traceback.format_exc(limit=3))
+    row["wall_s"] = time.perf_counter() - start
+    return row
+
+
+def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
+    row = task.params()
+    row.update(status=status, solver_status=status, raw_status=status, error=error, wall_s=wall_s)
+    return row
+
+
+# ------------------------------------------------------------------ isolation
+
+
+_LIVE: set = set()  # child processes running now (killed on Ctrl-C)
+_LIVE_LOCK = threading.Lock()
+_CONTEXT = None
+
+
+def _context():
+    """A fork-server context whose server has imported the solvers (spawn where there is no fork server)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)
+        else:  # pragma: no cover (Windows)
+            ctx = multiprocessing.get_context("spawn")
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit when the process that asked for this solve is gone (a killed sweep leaves no orphans)."""
+    while True:
+        time.sleep(0.5)
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:
+            pass
+
+
+def _child(task: Task, conn, log_path: str | None, parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(fd, 1)  # solver console output (C level too) goes to the log
+        os.dup2(fd, 2)
+        os.close(fd)
+    row = execute_task(task)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    conn.send(row)
+    conn.close()
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def run_isolated(task: Task, log_dir: str | None = None) -> dict:
+    """Solve `task` in a child process, kill it after task.timeout (+ grace); always returns a row.
+
+    Inside a daemonic process (a Dask worker that may not have children) the
+    solve runs in-process instead, with the solver's own time limit only.
+    """
+    start = time.perf_counter()
+    if multiprocessing.current_process().daemon:
+        row = execute_task(task)
+        row["message"] = (row.get("message") or "") + " [in-process: daemonic worker]"
+        return row
+    log_path = None
+    if log_dir:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        log_path = str(Path(log_dir) / f"{task.id}.log")
+    ctx = _context()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(task, send, log_path, os.getpid()), daemon=True)
+    proc.start()
+    send.close()
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    row = None
+    try:
+        deadline = None if task.timeout is None else task.timeout + _grace(task.timeout)
+        if recv.poll(deadline):
+            with contextlib.suppress(EOFError, OSError):
+                row = recv.recv()
+            if row is None:
+                proc.join(5)
+                row = failure_row(task, ERROR, f"solve process died ({_signal_name(proc.exitcode)})",
+                                  time.perf_counter() - start)
+        else:
+            proc.kill()
+            row = failure_row(task, TIME_LIMIT, f"killed after {deadline:.1f} s (--timeout {task.timeout:g} s)",
+                              time.perf_counter() - start)
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+        recv.close()
+        with contextlib.suppress(AttributeError, ValueError):
+            proc.close()
+    if log_path and os.path.exists(log_path):
+        if os.path.getsize(log_path) == 0:
+            os.remove(log_path)
+        else:
+            row["log"] = os.path.relpath(log_path, Path(log_dir).parent)
+    return row
+
+
+def kill_running() -> int:
+    """Kill every solve process still running (on Ctrl-C); returns how many."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    return len(procs)
+
+
+# ------------------------------------------------------------------ executors
+
+
+def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int = 1,
+              log_dir: str | None = None) -> None:
+    """Run tasks on this machine, `workers` at a time; `on_row` gets each row as it finishes."""
+    if not tasks:
+        return
+    _context()  # start the fork server before any thread exists
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="svm-solve")
+    futures = {}
+    try:
+        futures = {pool.submit(run_isolated, task, log_dir): task for task in tasks}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                row = fut.result()
+            except Exception as exc:  # the isolation itself failed
+                row = failure_row(task, ERROR, f"runner: {type(exc).__name__}: {exc}", math.nan)
+            on_row(row)
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        kill_running()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
+             workers: int = 1, log_dir: str | None = None) -> None:
+    """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None)."""
+    if not tasks:
+        return
+    import dask
+    from distributed import Client, LocalCluster
+    from distributed import as_completed as dask_completed
+
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        # Non-daemonic workers may start the solve processes that make a timeout killable.
+        with dask.config.set({"distributed.worker.daemon": False}):
+            cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+        client = Client(cluster)
+    futures = []
+    try:
+        futures = [client.submit(run_isolated, task, log_dir, key=f"svm-solve-{task.id}", pure=False)
+                   for task in tasks]
+        by_key = {fut.key: task for fut, task in zip(futures, tasks)}
+        for fut in dask_completed(futures):
+            task = by_key[fut.key]
+            try:
+                row = fut.result()
+            except Exception as exc:  # a worker lost, a pickling problem...
+                row = failure_row(task, ERROR, f"dask: {type(exc).__name__}: {exc}", math.nan)
+            on_row(row)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.cancel(futures)
+        kill_running()
+        raise
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

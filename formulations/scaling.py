@@ -1,0 +1,95 @@
+r"""Badly scaled features: detect them, and standardize with the answer mapped back.
+
+When one feature is 1e8 times larger than another, the QP's Hessian and
+constraint matrix span as many orders of magnitude, and solvers return w = 0
+or stop early (scikit-learn's LinearSVC returns w = 0 without a word). The
+project warns with the ratio of feature scales and offers standardization:
+
+    z_ij = (x_ij - m_j) / s_j        m_j = mean of feature j,  s_j = its std (1 if 0)
+
+A classifier found on Z,  f(z) = w_z' z + b_z,  is the same function of x as
+
+    f(x) = w' x + b      with   w_j = w_z,j / s_j,    b = b_z - sum_j w_z,j m_j / s_j,
+
+which is how w*, b* are reported in the original units.
+
+What standardization changes: the SVM minimises ||w_z||^2 = sum_j s_j^2 w_j^2
+instead of ||w||^2, a different norm, so the boundary found differs from the
+unscaled solve unless all s_j are equal. Centring alone (all s_j = 1) changes
+nothing: the bias absorbs the shift. With all s_j = s, the hard-margin answer
+is the same classifier; the soft margin's C acts as C s^2 in the original units.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Ratio of the largest to the smallest feature scale above which a warning is given.
+SCALE_RATIO_WARN = 1e4
+
+
+class BadScalingWarning(UserWarning):
+    """Feature scales differ by orders of magnitude; the solvers may lose accuracy."""
+
+
+def feature_scales(X: np.ndarray) -> np.ndarray:
+    """Per-feature scale: the standard deviation, or max |x_j| where a feature is constant."""
+    X = np.asarray(X, dtype=float)
+    scales = X.std(axis=0)
+    constant = scales == 0
+    scales[constant] = np.abs(X[:, constant]).max(axis=0) if X.shape[0] else 0.0
+    return scales
+
+
+def scale_ratio(X: np.ndarray) -> tuple[float, int, int]:
+    """(largest / smallest nonzero feature scale, index of the largest, index of the smallest)."""
+    scales = feature_scales(X)
+    nonzero = np.flatnonzero(scales > 0)
+    if nonzero.size < 2:
+        return 1.0, 0, 0
+    hi = int(nonzero[np.argmax(scales[nonzero])])
+    lo = int(nonzero[np.argmin(scales[nonzero])])
+    return float(scales[hi] / scales[lo]), hi, lo
+
+
+def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: bool = True) -> float:
+    """Warn (BadScalingWarning) when feature scales differ by more than `threshold`; return the ratio."""
+    ratio, hi, lo = scale_ratio(X)
+    if ratio > threshold and warn:
+        warnings.warn(
+            f"badly scaled features: feature {hi} has a scale {ratio:.3g} times that of feature {lo} "
+            f"(ratio of feature scales {ratio:.3g} > {threshold:g}); solvers may lose accuracy or "
+            f"return w = 0. Consider standardize=True (w*, b* are mapped back to the original units).",
+            BadScalingWarning,
+            stacklevel=3,
+        )
+    return ratio
+
+
+@dataclass(frozen=True)
+class Standardizer:
+    """z = (x - mean) / scale, feature by feature; constant features keep scale 1."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def fit(cls, X: np.ndarray) -> "Standardizer":
+        X = np.asarray(X, dtype=float)
+        scale = X.std(axis=0)
+        scale[scale == 0] = 1.0  # a constant feature: centring makes it 0, nothing to divide
+        return cls(mean=X.mean(axis=0), scale=scale)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, dtype=float) - self.mean) / self.scale
+
+    def weights_to_original(self, w_z: np.ndarray, b_z: float) -> tuple[np.ndarray, float]:
+        """(w, b) in the original units: w_j = w_z,j / s_j, b = b_z - sum_j w_z,j m_j / s_j."""
+        w = np.asarray(w_z, dtype=float) / self.scale
+        return w, float(b_z - w @ self.mean)
+
+    def as_dict(self) -> dict:
+        return {"mean": self.mean.tolist(), "scale": self.scale.tolist()}

@@ -1,0 +1,403 @@
+r"""`solve_lp`: the LP formulations (separability, convex hull, 1-norm SVM and its dual).
+
+They go through the same registry adapters as the QPs (an adapter's
+`solve(model, options, time_limit)` loads the point and the multipliers into
+the model), but they get an entry point of their own rather than a place in
+`formulations.FORMULATIONS`: `solvers.api.solve` reads back and checks the
+2-norm SVM (1/2 ||w||^2, w = sum alpha_i y_i x_i), which is wrong for these
+LPs. Here the read-back is by constraint name, and the checks are the LPs' own:
+
+    1-norm SVM   P(w, b)   = ||w||_1 + C sum_i max(0, 1 - y_i (w'x_i + b))
+                 D(alpha)  = sum_i alpha_i   over |sum_i alpha_i y_i x_ij| <= 1,
+                             sum_i alpha_i y_i = 0, 0 <= alpha <= C
+
+Each solve returns both: a primal solve's `alpha` are the multipliers of its
+margin rows, a dual solve's (w, b) the multipliers of its corr_upper/corr_lower
+and balance rows. Weak duality D(alpha) <= P(w, b) holds for any feasible pair,
+so a zero gap with both feasible proves both optimal.
+
+HiGHS runs its LP solver as one of two named methods (HiGHS's option `solver`):
+"simplex" (HiGHS's choice of primal/dual simplex) and "ipm" (interior point,
+followed by crossover to a vertex, HiGHS's default). The method is recorded in
+`Solution.extras["method"]` and `extras["setting"]` ("highs-simplex").
+
+Multipliers are returned in Pyomo's convention in both layers, d objective* /
+d rhs in the objective's own sense; cvxpy's signs are converted from the
+constraint kinds that the formulation records in `CvxpyModel.info`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from formulations import l1_svm, separability, validation
+from formulations.errors import SVMInputError
+from formulations.l1_svm import L1_DUAL, L1_PRIMAL
+from formulations.model import CvxpyModel
+from formulations.separability import HULL_INTERSECTION, SEPARABILITY
+from solvers import solution as st
+from solvers.errors import BackendError, UnsupportedModelError
+from solvers.profiles import backend_options, get_profile
+from solvers.registry import LAYERS, availability, get_backend
+
+LP_FORMULATIONS = (SEPARABILITY, HULL_INTERSECTION, L1_PRIMAL, L1_DUAL)
+
+# Builders by (formulation, layer); the 1-norm ones take C and abs_form.
+BUILDERS = {
+    (SEPARABILITY, "pyomo"): separability.build_pyomo,
+    (SEPARABILITY, "cvxpy"): separability.build_cvxpy,
+    (HULL_INTERSECTION, "pyomo"): separability.build_hull_pyomo,
+    (HULL_INTERSECTION, "cvxpy"): separability.build_hull_cvxpy,
+    (L1_PRIMAL, "pyomo"): l1_svm.build_primal_pyomo,
+    (L1_PRIMAL, "cvxpy"): l1_svm.build_primal_cvxpy,
+    (L1_DUAL, "pyomo"): l1_svm.build_dual_pyomo,
+    (L1_DUAL, "cvxpy"): l1_svm.build_dual_cvxpy,
+}
+
+# HiGHS's LP methods, as HiGHS option values.
+HIGHS_METHODS = {"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}
+
+# Backends that accept an LP (a QP with P = 0) in this project, in preference order.
+# DAQP is dense (fine for the lecture data only).
+LP_BACKENDS = ("highs", "clarabel", "piqp", "scs", "osqp", "proxqp", "ipopt", "daqp")
+
+# Default threshold for counting w_j as nonzero: |w_j| > NZ_REL_TOL * max_k |w_k|.
+NZ_REL_TOL = 1e-6
+
+
+def setting_label(backend: str, method: str | None) -> str:
+    """One name per solver setting for tables: "highs-simplex", "highs-ipm", "clarabel"."""
+    return f"{backend}-{method}" if method else backend
+
+
+def lp_settings(layers=LAYERS, backends=LP_BACKENDS, highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
+    """(layer, backend, method) for every available LP setting; HiGHS once per method."""
+    out = []
+    for layer in layers:
+        for backend in backends:
+            if not availability(layer, backend)[0]:
+                continue
+            if backend == "highs":
+                out.extend((layer, backend, method) for method in highs_methods)
+            else:
+                out.append((layer, backend, None))
+    return out
+
+
+def method_options(layer: str, backend: str, method: str | None) -> dict:
+    """Native options that select `method` (cvxpy hands HiGHS options over as `highs_options`:
+    cvxpy's own `solver=` keyword would clash with HiGHS's option `solver`)."""
+    if method is None:
+        return {}
+    if backend != "highs":
+        raise SVMInputError(f"method {method!r} applies to HiGHS only; backend {backend!r} has no methods here")
+    try:
+        opts = HIGHS_METHODS[method]
+    except KeyError:
+        raise SVMInputError(f"unknown HiGHS method {method!r}; choose one of {list(HIGHS_METHODS)}") from None
+    return {"highs_options": dict(opts)} if layer == "cvxpy" else dict(opts)
+
+
+def build_lp(formulation: str, layer: str, X: np.ndarray, y: np.ndarray, C: float | None = None,
+             abs_form: str = "bound"):
+    """Build one LP formulation in one layer from already-validated data."""
+    try:
+        builder = BUILDERS[(formulation, layer)]
+    except KeyError:
+        if formulation not in LP_FORMULATIONS:
+            raise SVMInputError(f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}") from None
+        raise SVMInputError(f"unknown layer {layer!r}; choose one of {list(LAYERS)}") from None
+    if formulation == L1_PRIMAL:
+        return builder(X, y, C, abs_form=abs_form)
+    if formulation == L1_DUAL:
+        return builder(X, y, C)
+    return builder(X, y)
+
+
+# ----------------------------------------------------------------- read-back
+
+
+def _pyomo_values(component) -> np.ndarray:
+    return np.array([pyo.value(component[k], exception=False) for k in component], dtype=float)
+
+
+def read_values(model, layer: str) -> dict[str, np.ndarray | float]:
+    """Variable values by name (b as a float)."""
+    out: dict = {}
+    if layer == "pyomo":
+        for name in ("w", "t", "w_plus", "w_minus", "b", "xi", "alpha", "lam", "mu"):
+            comp = getattr(model, name, None)
+            if comp is None:
+                continue
+            vals = _pyomo_values(comp)
+            out[name] = float(vals[0]) if name == "b" else vals
+    else:
+        for name, var in model.variables.items():
+            if var.value is None:
+                continue
+            out[name] = float(var.value) if name == "b" else np.asarray(var.value, dtype=float).ravel()
+    return out
+
+
+def _cvxpy_sign(sense: str, kind: str) -> float:
+    """cvxpy dual -> d objective*/d rhs. cvxpy's inequality duals are >= 0 whatever the sense;
+    its equality duals are -d f*/d rhs for a minimisation and +d f*/d rhs for a maximisation."""
+    s = 1.0 if sense == "min" else -1.0
+    if kind == "==":
+        return -s
+    return s if kind == ">=" else -s
+
+
+def read_multipliers(model, layer: str) -> dict[str, np.ndarray]:
+    """Multipliers of every named constraint, in Pyomo's convention, as arrays (NaN if missing)."""
+    out: dict = {}
+    if layer == "pyomo":
+        for con in model.component_objects(pyo.Constraint, active=True):
+            vals = [model.dual.get(con[k]) for k in con]
+            out[con.local_name] = np.array([math.nan if v is None else v for v in vals], dtype=float)
+        return out
+    sense, kinds = model.info["sense"], model.info["kinds"]
+    for name, con in model.constraints.items():
+        if con.dual_value is None:
+            continue
+        out[name] = _cvxpy_sign(sense, kinds[name]) * np.atleast_1d(np.asarray(con.dual_value, dtype=float)).ravel()
+    return out
+
+
+# ----------------------------------------------------------------- checks
+
+
+@dataclass
+class LPChecks:
+    """What the project recomputes at a returned point (independent of the solver's claims)."""
+
+    primal_objective: float = math.nan
+    dual_objective: float = math.nan
+    duality_gap: float = math.nan
+    rel_duality_gap: float = math.nan
+    primal_infeasibility: float = math.nan
+    dual_infeasibility: float = math.nan
+    complementarity: float = math.nan
+    n_sv: int = 0
+    n_bound_sv: int = 0
+    nnz_w: int = 0
+    train_accuracy: float = math.nan
+    verified: bool = False
+    verdict: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def count_nonzero(w: np.ndarray, rel_tol: float = NZ_REL_TOL) -> int:
+    """Number of w_j with |w_j| > rel_tol * max_k |w_k| (0 for w = 0)."""
+    w = np.asarray(w, dtype=float)
+    scale = float(np.abs(w).max()) if w.size else 0.0
+    return int(np.sum(np.abs(w) > rel_tol * scale)) if scale > 0 else 0
+
+
+def l1_objectives(X, y, C, w, b, alpha) -> dict:
+    """P(w, b), D(alpha) and how far alpha is from dual feasibility."""
+    f = X @ w + b
+    hinge = np.maximum(0.0, 1.0 - y * f)
+    primal = float(np.abs(w).sum() + C * hinge.sum())
+    out = {"primal": primal, "decision": f, "hinge": hinge}
+    if alpha is None:
+        return out
+    corr = X.T @ (y * alpha)  # sum_i alpha_i y_i x_ij
+    out.update(
+        dual=float(alpha.sum()),
+        corr=corr,
+        dual_infeasibility=float(max(0.0, np.abs(corr).max() - 1.0, -alpha.min(), (alpha - C).max(),
+                                     abs(float(y @ alpha)) / max(1.0, float(np.abs(alpha).max())))),
+    )
+    return out
+
+
+def l1_checks(X, y, C: float, w, b: float, alpha, tol: float, nz_rel_tol: float = NZ_REL_TOL) -> LPChecks:
+    """Gap, feasibility and complementarity of the pair (w, b), alpha for the 1-norm SVM LPs.
+
+    The primal point is made feasible with xi = hinge (the smallest slacks), so
+    its infeasibility is zero by construction; complementarity is
+    alpha_i (y_i f_i - 1 + xi_i), (C - alpha_i) xi_i and |w_j| - w_j corr_j, all
+    zero at an optimal pair. Residuals are scaled by max(1, C) so one tol serves any C.
+    """
+    out = LPChecks()
+    if w is None or not np.all(np.isfinite(w)) or not math.isfinite(b):
+        out.verdict = "no primal point"
+        return out
+    obj = l1_objectives(X, y, C, w, b, alpha)
+    f, hinge = obj["decision"], obj["hinge"]
+    out.primal_objective = obj["primal"]
+    out.primal_infeasibility = 0.0
+    out.nnz_w = count_nonzero(w, nz_rel_tol)
+    out.train_accuracy = float(np.mean(np.sign(f) == y))
+    if alpha is None or not np.all(np.isfinite(alpha)):
+        out.verdict = "no multipliers"
+        return out
+    out.dual_objective = obj["dual"]
+    out.dual_infeasibility = obj["dual_infeasibility"]
+    out.duality_gap = out.primal_objective - out.dual_objective
+    out.rel_duality_gap = abs(out.duality_gap) / max(1.0, abs(out.primal_objective))
+    comp = max(
+        float(np.abs(alpha * (y * f - 1.0 + hinge)).max()),
+        float(np.abs((C - alpha) * hinge).max()),
+        float(np.abs(np.abs(w) - w * obj["corr"]).max()),
+    )
+    out.complementarity = comp / max(1.0, C)
+    sv_tol = 1e-7 * max(1.0, C)
+    out.n_sv = int(np.sum(alpha > sv_tol))
+    out.n_bound_sv = int(np.sum(alpha > C - sv_tol))
+    scaled = {"relative duality gap": out.rel_duality_gap, "dual feasibility": out.dual_infeasibility / max(1.0, C),
+              "complementarity": out.complementarity}
+    failed = {k: v for k, v in scaled.items() if not v <= tol}
+    out.verified = not failed
+    out.verdict = "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items())
+    return out
+
+
+def _feasibility_checks(X, y, w, b, tol: float) -> LPChecks:
+    out = LPChecks()
+    if w is None or not np.all(np.isfinite(w)) or not math.isfinite(b):
+        out.verdict = "no point"
+        return out
+    f = X @ w + b
+    out.primal_infeasibility = float(max(0.0, (1.0 - y * f).max()))
+    out.train_accuracy = float(np.mean(np.sign(f) == y))
+    out.nnz_w = count_nonzero(w)
+    out.verified = out.primal_infeasibility <= tol
+    out.verdict = "verified" if out.verified else f"margin violation {out.primal_infeasibility:.2e} > {tol:.0e}"
+    return out
+
+
+def _hull_checks(X, y, lam, mu, tol: float) -> tuple[LPChecks, dict]:
+    out = LPChecks()
+    if lam is None or mu is None or not (np.all(np.isfinite(lam)) and np.all(np.isfinite(mu))):
+        out.verdict = "no point"
+        return out, {}
+    XA, XB, _, _ = separability.split_classes(X, y)
+    gap = XA.T @ lam - XB.T @ mu
+    residual = float(max(np.abs(gap).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
+                         max(0.0, -lam.min()), max(0.0, -mu.min())))
+    out.primal_infeasibility = residual
+    out.verified = residual <= tol
+    out.verdict = "verified" if out.verified else f"hull residual {residual:.2e} > {tol:.0e}"
+    return out, {"lam": lam, "mu": mu, "point": XA.T @ lam}
+
+
+# ----------------------------------------------------------------- solve
+
+
+def solve_lp(
+    formulation: str,
+    X,
+    y,
+    *,
+    layer: str,
+    backend: str,
+    C: float | None = None,
+    method: str | None = None,
+    abs_form: str = "bound",
+    profile: str = "default",
+    time_limit: float | None = None,
+    options: dict | None = None,
+    nz_rel_tol: float = NZ_REL_TOL,
+) -> st.Solution:
+    """Solve one LP formulation with one (layer, backend[, HiGHS method]); return a `Solution`.
+
+    formulation: "separability", "hull_intersection", "l1_primal" or "l1_dual".
+    C (> 0) is needed by the 1-norm SVM LPs only. `method` ("simplex" / "ipm")
+    picks HiGHS's LP method; None leaves HiGHS's default ("choose"). The
+    Solution carries w, b, xi, alpha and the decision values for the 1-norm
+    LPs (whichever of them came as multipliers); for `hull_intersection`,
+    extras hold `lam`, `mu` and the common `point`. All multipliers, by
+    constraint name, are in `extras["multipliers"]`.
+    """
+    if formulation not in LP_FORMULATIONS:
+        raise SVMInputError(f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}")
+    X, y, labels = validation.check_data(X, y)
+    if formulation in (L1_PRIMAL, L1_DUAL):
+        if C is None:
+            raise SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
+        C = validation.check_C(C)
+    prof = get_profile(profile)
+    opts = {**backend_options(backend, prof), **method_options(layer, backend, method), **(options or {})}
+    adapter = get_backend(layer, backend)
+
+    start = time.perf_counter()
+    model = build_lp(formulation, layer, X, y, C, abs_form=abs_form)
+    build_s = time.perf_counter() - start
+
+    sol = st.Solution(
+        formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
+        raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name,
+        extras={"labels": labels.as_dict(), "method": method or "default", "setting": setting_label(backend, method),
+                "C": C, "n": X.shape[0], "d": X.shape[1]},
+    )
+    if formulation == L1_PRIMAL:
+        sol.extras["abs_form"] = abs_form
+    try:
+        raw = adapter.solve(model, opts, time_limit)
+    except (BackendError, UnsupportedModelError) as exc:
+        sol.message, sol.raw_status = str(exc), type(exc).__name__
+        return sol
+    sol.solver_status = sol.status = raw.status
+    sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
+    sol.objective = raw.objective
+    if raw.status not in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
+        return sol
+
+    values = read_values(model, layer)
+    mults = read_multipliers(model, layer) if raw.has_duals else {}
+    sol.extras["multipliers"] = mults
+    tol = prof.check_tol
+    if formulation == SEPARABILITY:
+        sol.w, sol.b, sol.b_rule = values.get("w"), values.get("b", math.nan), "primal_variable"
+        checks = _feasibility_checks(X, y, sol.w, sol.b, tol)
+        if sol.w is not None and np.all(np.isfinite(sol.w)):
+            sol.decision = X @ sol.w + sol.b
+    elif formulation == HULL_INTERSECTION:
+        checks, hull = _hull_checks(X, y, values.get("lam"), values.get("mu"), tol)
+        sol.extras.update(hull)
+    else:
+        _l1_readback(sol, formulation, X, y, values, mults)
+        checks = l1_checks(X, y, C, sol.w, sol.b, sol.alpha, tol, nz_rel_tol)
+        if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
+            sol.decision = X @ sol.w + sol.b
+            sol.xi = np.maximum(0.0, 1.0 - y * sol.decision)
+    sol.checks = checks.as_dict()
+    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+        sol.status = st.OPTIMAL if checks.verified else st.OPTIMAL_INACCURATE
+    return sol
+
+
+def _finite(a) -> bool:
+    return a is not None and np.all(np.isfinite(a))
+
+
+def _l1_readback(sol: st.Solution, formulation: str, X, y, values: dict, mults: dict) -> None:
+    """Fill w, b, alpha from the variables of one LP and the multipliers of the other's rows."""
+    if formulation == L1_PRIMAL:
+        sol.w, sol.b, sol.b_rule = values.get("w"), values.get("b", math.nan), "primal_variable"
+        alpha = mults.get("margin")
+        sol.alpha = alpha if _finite(alpha) else None
+        p, q = mults.get("abs_pos"), mults.get("abs_neg")
+        if sol.alpha is not None and _finite(p) and _finite(q):
+            # stationarity in w: p_j - q_j = sum_i alpha_i y_i x_ij
+            sol.extras["corr_multiplier_mismatch"] = float(np.abs((p - q) - X.T @ (y * sol.alpha)).max())
+        return
+    sol.alpha = values.get("alpha")
+    upper, lower, balance = mults.get("corr_upper"), mults.get("corr_lower"), mults.get("balance")
+    if _finite(upper) and _finite(lower) and _finite(balance):
+        sol.w = upper + lower  # w = w+ - w-, with w+ = dual(upper) >= 0 and w- = -dual(lower) >= 0
+        sol.b = sol.b_multiplier = float(balance[0])
+        sol.b_rule = "multiplier"
+        cap = mults.get("cap")
+        if _finite(cap):
+            hinge = np.maximum(0.0, 1.0 - y * (X @ sol.w + sol.b))
+            sol.extras["xi_multiplier_mismatch"] = float(np.abs(cap - hinge).max())

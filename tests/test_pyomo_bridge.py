@@ -1,0 +1,142 @@
+"""The Pyomo standard-form bridge: Ipopt (cyipopt) and qpsolvers behind Pyomo models.
+
+Primal values and multipliers must match what Pyomo's own HiGHS interface loads
+into the same models; models outside the QP class must be refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+import formulations
+from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5
+from formulations.kernels import Kernel, gram
+from solvers import solution as st
+from solvers.errors import UnsupportedModelError
+from solvers.profiles import backend_options
+from solvers.pyomo_standard_form import from_pyomo
+from solvers.registry import BACKENDS, availability
+
+PYOMO_BRIDGED = [name for (layer, name) in BACKENDS if layer == "pyomo" and name != "highs"]
+
+
+def _models():
+    ds4, ds5 = exercise_5_4(), exercise_5_5()
+    K = gram(Kernel("rbf", gamma=1.0), ds5.X)
+    yield "soft_primal", lambda: formulations.build("soft_primal", "pyomo", X=ds4.X, y=ds4.y, C=10.0)
+    yield "dual", lambda: formulations.build("dual", "pyomo", X=ds4.X, y=ds4.y, C=10.0)
+    yield "hard_primal", lambda: formulations.build("hard_primal", "pyomo", X=example_5_1().X, y=example_5_1().y)
+    yield "kernel_dual", lambda: formulations.build("kernel_dual", "pyomo", K=K, y=ds5.y, C=1.0)
+
+
+def _solve(model, backend):
+    adapter = BACKENDS[("pyomo", backend)]
+    return adapter.solve(model, backend_options(backend, "high"))
+
+
+def _snapshot(model):
+    values = {v.name: v.value for v in model.component_data_objects(pyo.Var)}
+    duals = {c.name: model.dual[c] for c in model.component_data_objects(pyo.Constraint) if c in model.dual}
+    return values, duals
+
+
+@pytest.mark.parametrize("backend", PYOMO_BRIDGED)
+@pytest.mark.parametrize("name,make", list(_models()), ids=[n for n, _ in _models()])
+def test_bridge_matches_pyomo_highs(backend, name, make):
+    ok, reason = availability("pyomo", backend)
+    if not ok:
+        pytest.skip(reason)
+    ref_model, model = make(), make()
+    assert _solve(ref_model, "highs").status == st.OPTIMAL
+    raw = _solve(model, backend)
+    assert raw.status == st.OPTIMAL, raw.raw_status
+    ref_values, ref_duals = _snapshot(ref_model)
+    values, duals = _snapshot(model)
+    assert set(duals) == set(ref_duals) and duals
+    scale = max(1.0, max(abs(v) for v in ref_duals.values()))
+    for key, ref in ref_values.items():
+        assert values[key] == pytest.approx(ref, abs=2e-4 * max(1.0, abs(ref))), key
+    for key, ref in ref_duals.items():
+        # HiGHS stops at 1e-9 feasibility: multipliers agree to about 1e-4 of their scale
+        assert duals[key] == pytest.approx(ref, abs=2e-4 * scale), key
+
+
+def test_standard_form_of_a_ranged_maximisation():
+    """max -(x0-3)^2 - x1^2 - y^2 + 1  s.t.  -1 <= x0 - y <= 3,  x0 + x1 = 2,  0 <= x <= 4.
+
+    The optimum is x = (2, 0), y = 0 (x1 sits on its bound); the ranged row is slack
+    (dual 0) and raising the rhs of x0 + x1 = 2 by t gives -(t - 1)^2, so its dual is 2.
+    """
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([0, 1], bounds=(0, 4))
+    m.y = pyo.Var()
+    m.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+    m.r = pyo.Constraint(expr=pyo.inequality(-1, m.x[0] - m.y, 3))
+    m.e = pyo.Constraint(expr=m.x[0] + m.x[1] == 2)
+    m.obj = pyo.Objective(expr=-((m.x[0] - 3) ** 2) - m.x[1] ** 2 - m.y**2 + 1, sense=pyo.maximize)
+    qp = from_pyomo(m)
+    assert qp.sense == -1 and qp.A.shape == (1, 3) and qp.G.shape == (2, 3)
+    np.testing.assert_allclose(qp.P.diagonal(), [2.0, 2.0, 2.0])
+    assert qp.c0 == pytest.approx(8.0)  # the constant -9 + 1 of the maximisation, negated
+    for backend in ("highs", "ipopt", "clarabel", "piqp"):
+        if not availability("pyomo", backend)[0]:
+            continue
+        raw = BACKENDS[("pyomo", backend)].solve(m, backend_options(backend, "high"))
+        assert raw.status == st.OPTIMAL
+        assert raw.objective == pytest.approx(0.0, abs=1e-7)  # -(2 - 3)^2 + 1
+        assert pyo.value(m.x[0]) == pytest.approx(2.0, abs=1e-6)
+        assert m.dual[m.e] == pytest.approx(2.0, abs=1e-5), backend
+        assert m.dual[m.r] == pytest.approx(0.0, abs=1e-5), backend
+
+
+def test_bridge_refuses_nonlinear_constraints_and_objectives():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([0, 1])
+    m.c = pyo.Constraint(expr=m.x[0] ** 2 + m.x[1] >= 1)
+    m.obj = pyo.Objective(expr=m.x[0] ** 2)
+    with pytest.raises(UnsupportedModelError, match="linear constraints"):
+        from_pyomo(m)
+    m.c.deactivate()
+    m.obj.deactivate()
+    m.obj2 = pyo.Objective(expr=pyo.exp(m.x[0]))
+    with pytest.raises(UnsupportedModelError, match="not quadratic"):
+        from_pyomo(m)
+    m.obj2.deactivate()
+    m.obj3 = pyo.Objective(expr=m.x[0] ** 4)
+    with pytest.raises(UnsupportedModelError, match="not quadratic"):
+        from_pyomo(m)
+    m.obj3.deactivate()
+    m.z = pyo.Var(domain=pyo.Integers)
+    m.obj4 = pyo.Objective(expr=m.z**2)
+    with pytest.raises(UnsupportedModelError, match="not continuous"):
+        from_pyomo(m)
+
+
+def test_ipopt_iteration_cap_is_not_called_optimal():
+    if not availability("pyomo", "ipopt")[0]:
+        pytest.skip("cyipopt unavailable")
+    ds = exercise_5_4()
+    model = formulations.build("soft_primal", "pyomo", X=ds.X, y=ds.y, C=10.0)
+    raw = BACKENDS[("pyomo", "ipopt")].solve(model, {"max_iter": 2})
+    assert raw.status == st.ITERATION_LIMIT
+    assert raw.raw_status.startswith("-1")
+
+
+def test_unsupported_model_through_solve_becomes_an_error_row(monkeypatch):
+    """The facade turns a refused model into an `error` Solution with the reason."""
+    from solvers import api
+
+    def nonlinear_build(*args, **kwargs):
+        m = pyo.ConcreteModel()
+        m.w = pyo.Var([0])
+        m.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+        m.c = pyo.Constraint(expr=m.w[0] ** 3 >= 1)
+        m.obj = pyo.Objective(expr=m.w[0] ** 2)
+        return m
+
+    monkeypatch.setattr(api.formulations, "build", nonlinear_build)
+    ds = example_5_1()
+    sol = api.solve("hard_primal", ds.X, ds.y, layer="pyomo", backend="clarabel")
+    assert sol.status == st.ERROR and "linear constraints" in sol.message

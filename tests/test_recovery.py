@@ -1,0 +1,76 @@
+"""Recovering b* from alpha*: free support vectors, and the interval rule when there are none."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments.datasets import overlapping
+from formulations.recovery import B_FREE_SV, B_INTERVAL, recover_bias, slacks, weights_from_alpha
+from solvers.api import solve
+
+
+def _primal_objective(X, y, w, b, C):
+    return 0.5 * w @ w + C * slacks(y, X @ w + b).sum()
+
+
+def test_interval_rule_on_a_problem_with_no_free_support_vector():
+    """With C tiny every point is inside its margin: every alpha_i = C, none free.
+
+    b* is then not pinned by an equation; the interval rule of 000 section 4 must give
+    a b whose primal objective equals the primal optimum."""
+    ds = overlapping(40, d=2, seed=1)
+    C = 1e-3
+    dual = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, profile="high")
+    primal = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, profile="high")
+    assert dual.status == primal.status == "optimal"
+    assert dual.b_rule == B_INTERVAL
+    assert dual.extras["n_free_sv"] == 0
+    np.testing.assert_allclose(dual.alpha, C, rtol=1e-6)  # all at the bound
+    assert dual.extras["b_lower"] <= dual.b <= dual.extras["b_upper"]
+    assert _primal_objective(ds.X, ds.y, dual.w, dual.b, C) == pytest.approx(primal.objective, rel=1e-7)
+    assert dual.checks["rel_duality_gap"] < 1e-7
+
+
+def test_interval_rule_branches_by_hand():
+    """Four points, none free (alpha in {0, C}), decision values without b: g.
+
+    Each point bounds b (000 section 4): alpha_i = 0 needs y_i (g_i + b) >= 1,
+    alpha_i = C needs y_i (g_i + b) <= 1."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    alpha = np.array([0.0, 1.0, 1.0, 0.0])
+    g = np.array([3.0, -2.0, 0.5, -4.0])
+    # bounds: b >= 1 - 3 = -2 (pt 0), b <= 1 + 2 = 3 (pt 1), b >= -1 - 0.5 = -1.5 (pt 2), b <= -1 + 4 = 3 (pt 3)
+    est = recover_bias(alpha, y, g, C=1.0)
+    assert est.rule == B_INTERVAL
+    assert est.lower == pytest.approx(-1.5) and est.upper == pytest.approx(3.0)
+    assert est.b == pytest.approx(0.75)  # sum of y over alpha = C is 0: the midpoint (LIBSVM)
+    # One more point at C with y = +1 pulls b to the upper bound (the objective decreases in b).
+    y2, alpha2, g2 = np.append(y, 1.0), np.append(alpha, 1.0), np.append(g, -10.0)
+    est2 = recover_bias(alpha2, y2, g2, C=1.0)
+    assert est2.b == pytest.approx(3.0)
+    # ... and one with y = -1 pulls it to the lower bound.
+    y3, alpha3, g3 = np.append(y, -1.0), np.append(alpha, 1.0), np.append(g, 10.0)
+    assert recover_bias(alpha3, y3, g3, C=1.0).b == pytest.approx(-1.5)
+
+
+def test_free_support_vectors_average():
+    y = np.array([1.0, -1.0, 1.0])
+    alpha = np.array([0.5, 0.5, 0.0])
+    g = np.array([0.2, 0.4, 5.0])
+    est = recover_bias(alpha, y, g, C=1.0)
+    assert est.rule == B_FREE_SV and est.n_free == 2
+    assert est.b == pytest.approx(np.mean([1 - 0.2, -1 - 0.4]))
+
+
+def test_hard_margin_alpha_has_no_upper_bound():
+    y = np.array([1.0, -1.0])
+    est = recover_bias(np.array([5.0, 5.0]), y, np.array([2.0, -1.0]), C=math.inf)
+    assert est.rule == B_FREE_SV and est.b == pytest.approx(np.mean([1 - 2.0, -1 + 1.0]))
+
+
+def test_weights_from_alpha():
+    X = np.array([[1.0, 2.0], [3.0, -1.0]])
+    np.testing.assert_allclose(weights_from_alpha(X, np.array([1.0, -1.0]), np.array([2.0, 1.0])), [-1.0, 5.0])
