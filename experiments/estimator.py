@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function as kernel_decision
@@ -48,14 +48,6 @@ from formulations.recovery import support_tolerance
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import estimate_multipliers
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-
-    def validate_data(estimator, *args, **kwargs):
-        return estimator._validate_data(*args, **kwargs)
-
 
 __all__ = ["FORMULATION_CHOICES", "KERNEL_CHOICES", "SVMClassifier", "SVMFitError"]
 
@@ -85,7 +77,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         The solver (``highs, ipopt, clarabel, osqp, scs, piqp, proxqp, daqp``);
         ``solvers.registry.available_backends()`` lists what is installed.
     kernel : {"linear", "poly", "rbf", "sigmoid"}, default="linear"
-        k(x, x'), with scikit-learn's formulas and parameter names.
+        k(x, x'), with scikit-learn's formulas and parameter names. The sigmoid
+        kernel is not a Mercer kernel in general: when its Gram matrix is not
+        positive semidefinite the dual is not convex and fit refuses it
+        (IndefiniteKernelError, a ValueError) rather than solve a non-convex QP.
     C : float, default=1.0
         Penalty on the slacks, C > 0; ``math.inf`` gives the hard margin for the
         dual formulations. Ignored by ``hard_primal``.
@@ -152,9 +147,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False  # the lecture SVMs are two-class
         tags.input_tags.sparse = False
         return tags
-
-    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
-        return {"binary_only": True}
 
     # ------------------------------------------------------------------ parameters
 

@@ -1,0 +1,270 @@
+"""experiments.estimator.SVMClassifier: scikit-learn's estimator checks, its fitted
+attributes against sklearn.svm.SVC (LIBSVM) solved tightly, GridSearchCV and Pipeline,
+and clear errors when a solve fails."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import experiments.estimator as estimator_module
+from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5, nonlinear, overlapping
+from experiments.estimator import SVMClassifier, SVMFitError
+from formulations.errors import SVMInputError
+from solvers import solution as st
+
+SVC_TOL = 1e-10  # LIBSVM's stopping tolerance for the reference solutions (its default is 1e-3)
+
+# The hard margin is infeasible on the checks' random data, which are not linearly
+# separable: fit must then raise SVMFitError (a clear error, not a garbage model).
+_HARD_MARGIN_REASON = (
+    "the check fits random data that are not linearly separable: the hard-margin primal is "
+    "infeasible and fit raises SVMFitError by design"
+)
+_HARD_MARGIN_FAILS = (
+    "check_classifier_data_not_an_array", "check_classifiers_train", "check_dtype_object",
+    "check_estimators_dtypes", "check_estimators_nan_inf", "check_fit_check_is_fitted",
+    "check_fit_idempotent", "check_fit_score_takes_y", "check_n_features_in",
+    "check_n_features_in_after_fitting", "check_supervised_y_2d",
+)
+
+
+def _expected_failed_checks(est) -> dict[str, str]:
+    if est.formulation == "hard_primal":
+        return {name: _HARD_MARGIN_REASON for name in _HARD_MARGIN_FAILS}
+    return {}
+
+
+# Fast backends with the default profile: every check runs in a few seconds in all.
+# Not covered: kernel="sigmoid", whose Gram matrix is usually indefinite (Mercer fails),
+# so fit refuses it with IndefiniteKernelError on most of the checks' data.
+@parametrize_with_checks(
+    [
+        SVMClassifier(),  # formulation auto -> soft_primal, cvxpy/clarabel
+        SVMClassifier(kernel="rbf"),  # kernel_dual, cvxpy/clarabel
+        SVMClassifier(formulation="dual", layer="pyomo", backend="highs"),
+        SVMClassifier(formulation="hard_primal"),
+    ],
+    expected_failed_checks=_expected_failed_checks,
+    xfail_strict=True,
+)
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# ------------------------------------------------------------------ attributes vs SVC
+
+
+def _full(est_support, est_coef, n) -> np.ndarray:
+    out = np.zeros(n)
+    out[est_support] = est_coef
+    return out
+
+
+@pytest.mark.parametrize(
+    "layer,backend,formulation",
+    [("cvxpy", "clarabel", "soft_primal"), ("cvxpy", "clarabel", "dual"), ("pyomo", "highs", "soft_primal"),
+     ("pyomo", "highs", "kernel_dual")],
+)
+def test_linear_attributes_match_svc(layer, backend, formulation):
+    ds = exercise_5_4()
+    est = SVMClassifier(formulation=formulation, layer=layer, backend=backend, C=10.0, profile="high")
+    est.fit(ds.X, ds.y)
+    svc = SVC(kernel="linear", C=10.0, tol=SVC_TOL).fit(ds.X, ds.y)
+    np.testing.assert_array_equal(est.classes_, [-1.0, 1.0])
+    np.testing.assert_allclose(est.coef_, svc.coef_, atol=1e-4)
+    np.testing.assert_allclose(est.intercept_, svc.intercept_, atol=1e-4)
+    np.testing.assert_array_equal(est.support_, svc.support_)
+    np.testing.assert_array_equal(est.n_support_, svc.n_support_)
+    np.testing.assert_allclose(est.dual_coef_, svc.dual_coef_, atol=1e-4)
+    np.testing.assert_allclose(est.support_vectors_, svc.support_vectors_)
+    assert est.dual_coef_.shape == (1, est.support_.size)
+    # sklearn's meaning: f(x) = dual_coef_ . <SV, x> + intercept_ = coef_ . x + intercept_
+    f = est.decision_function(ds.X)
+    np.testing.assert_allclose(f, est.dual_coef_[0] @ (est.support_vectors_ @ ds.X.T) + est.intercept_[0],
+                               atol=1e-5)
+    np.testing.assert_allclose(f, svc.decision_function(ds.X), atol=1e-4)
+    assert est.score(ds.X, ds.y) == pytest.approx(svc.score(ds.X, ds.y))
+    assert est.solution_.status == st.OPTIMAL and est.formulation_ == formulation
+
+
+def test_rbf_attributes_match_svc_exercise_5_5():
+    ds = exercise_5_5()
+    est = SVMClassifier(kernel="rbf", gamma=1.0, C=1.0, profile="high").fit(ds.X, ds.y)
+    svc = SVC(kernel="rbf", gamma=1.0, C=1.0, tol=SVC_TOL).fit(ds.X, ds.y)
+    assert est.formulation_ == "kernel_dual" and not hasattr(est, "coef_")
+    np.testing.assert_array_equal(est.support_, svc.support_)
+    np.testing.assert_allclose(est.dual_coef_, svc.dual_coef_, atol=1e-5)
+    np.testing.assert_allclose(est.intercept_, svc.intercept_, atol=1e-5)
+    grid = np.random.default_rng(0).uniform(-2, 2, size=(500, 2))
+    np.testing.assert_allclose(est.decision_function(grid), svc.decision_function(grid), atol=1e-5)
+
+
+def test_string_labels_follow_sklearn_sign_convention():
+    # classes_ is sorted, classes_[1] is the positive class (+1) of the notes.
+    ds = example_5_1()
+    labels = np.where(ds.y > 0, "A", "B")  # A (+1 in the notes) sorts first here: it becomes classes_[0]
+    est = SVMClassifier(formulation="hard_primal", profile="high").fit(ds.X, labels)
+    svc = SVC(kernel="linear", C=1e8, tol=SVC_TOL).fit(ds.X, labels)
+    np.testing.assert_array_equal(est.classes_, ["A", "B"])
+    # B is the positive class now, so w and b flip sign from the notes' (-0.9229, 0.7627), 1.1976.
+    np.testing.assert_allclose(est.coef_[0], [0.9229, -0.7627], atol=5e-5)
+    assert est.intercept_[0] == pytest.approx(-1.1976, abs=5e-5)
+    np.testing.assert_allclose(est.coef_, svc.coef_, atol=1e-3)
+    np.testing.assert_array_equal(est.predict(ds.X), labels)
+    assert np.all(est.dual_coef_[0][: est.n_support_[0]] < 0)  # class 0's SVs: alpha_i y_i < 0
+
+
+def test_hard_margin_dual_reproduces_example_5_2():
+    ds = example_5_1()
+    est = SVMClassifier(formulation="dual", C=math.inf, layer="pyomo", backend="highs", profile="high")
+    est.fit(ds.X, ds.y)
+    np.testing.assert_allclose(est.coef_[0], [-0.9229, 0.7627], atol=5e-5)
+    assert est.intercept_[0] == pytest.approx(1.1976, abs=5e-5)
+    assert est.support_.size == 3 and est.n_support_.tolist() == [2, 1]
+
+
+def test_refit_with_another_kernel_drops_coef():
+    ds = exercise_5_5()
+    est = SVMClassifier(C=1.0).fit(ds.X, ds.y)
+    assert est.coef_.shape == (1, 2)
+    est.set_params(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+    assert not hasattr(est, "coef_")
+    with pytest.raises(AttributeError):
+        est.coef_  # noqa: B018
+
+
+def test_pickle_round_trip_keeps_predictions():
+    ds = exercise_5_5()
+    est = SVMClassifier(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.decision_function(ds.X), est.decision_function(ds.X))
+
+
+# ------------------------------------------------------------------ GridSearchCV and Pipeline
+
+
+def test_grid_search_in_pipeline_matches_svc():
+    ds = nonlinear(80, seed=3, noise=0.2)
+    cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    grid = {"svm__C": [0.1, 1.0, 10.0], "svm__gamma": [0.5, 5.0]}
+    ours = GridSearchCV(Pipeline([("scale", StandardScaler()), ("svm", SVMClassifier(kernel="rbf", profile="high"))]),
+                        grid, cv=cv).fit(ds.X, ds.y)
+    ref = GridSearchCV(Pipeline([("scale", StandardScaler()), ("svm", SVC(kernel="rbf", tol=SVC_TOL))]),
+                       grid, cv=cv).fit(ds.X, ds.y)
+    # The same optimum gives the same predictions, hence identical validation accuracies.
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"], atol=1e-12)
+    assert ours.best_params_ == ref.best_params_
+    assert ours.best_score_ > 0.85
+    best = ours.best_estimator_
+    assert isinstance(best.named_steps["svm"], SVMClassifier)
+    np.testing.assert_array_equal(best.predict(ds.X), ref.best_estimator_.predict(ds.X))
+
+
+def test_cross_val_score_and_clone():
+    ds = overlapping(60, seed=2)
+    pipe = make_pipeline(StandardScaler(), SVMClassifier(layer="pyomo", backend="highs", C=0.5))
+    scores = cross_val_score(pipe, ds.X, ds.y, cv=3)
+    ref = cross_val_score(make_pipeline(StandardScaler(), SVC(kernel="linear", C=0.5, tol=SVC_TOL)), ds.X, ds.y, cv=3)
+    np.testing.assert_allclose(scores, ref)
+    twin = clone(pipe)
+    assert twin.get_params()["svmclassifier__backend"] == "highs"
+    assert not hasattr(twin.steps[-1][1], "classes_")
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_hard_margin_on_non_separable_data_raises_clearly():
+    ds = exercise_5_4()  # B's point (6, 8) lies among A
+    with pytest.raises(SVMFitError, match="status 'infeasible'.*not linearly separable"):
+        SVMClassifier(formulation="hard_primal").fit(ds.X, ds.y)
+
+
+def _fake_solve(status: str, **fields):
+    def solve(formulation, X, y, **kwargs):
+        return st.Solution(formulation=formulation, layer=kwargs["layer"], backend=kwargs["backend"],
+                           status=status, solver_status=status, raw_status="raw-" + status,
+                           message="solver says no", **fields)
+    return solve
+
+
+@pytest.mark.parametrize("status", [st.ERROR, st.ITERATION_LIMIT, st.TIME_LIMIT, st.UNBOUNDED])
+def test_failed_solve_raises_not_garbage(monkeypatch, status):
+    ds = exercise_5_5()
+    monkeypatch.setattr(estimator_module, "solve", _fake_solve(status))
+    with pytest.raises(SVMFitError, match=f"status '{status}'.*raw-{status}.*solver says no"):
+        SVMClassifier().fit(ds.X, ds.y)
+
+
+def test_optimal_without_a_point_raises(monkeypatch):
+    ds = exercise_5_5()
+    monkeypatch.setattr(estimator_module, "solve", _fake_solve(st.OPTIMAL))
+    with pytest.raises(SVMFitError, match="no usable w, b"):
+        SVMClassifier().fit(ds.X, ds.y)
+
+
+def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
+    ds = exercise_5_5()
+    real = estimator_module.solve
+
+    def inaccurate(*args, **kwargs):
+        sol = real(*args, **kwargs)
+        sol.status = st.OPTIMAL_INACCURATE
+        sol.checks["verdict"] = "complementarity 2e-3 > 1e-4"
+        return sol
+
+    monkeypatch.setattr(estimator_module, "solve", inaccurate)
+    with pytest.warns(ConvergenceWarning, match="complementarity 2e-3"):
+        est = SVMClassifier().fit(ds.X, ds.y)
+    assert est.solution_.status == st.OPTIMAL_INACCURATE
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"formulation": "primal"}, "formulation must be one of"),
+        ({"kernel": "laplacian"}, "kernel must be one of"),
+        ({"formulation": "soft_primal", "kernel": "rbf"}, "linear SVM.*kernel_dual"),
+        ({"C": 0.0}, "C must be a number > 0"),
+        ({"C": "1"}, "C must be a number > 0"),
+        ({"C": math.inf}, "C = inf is the hard margin"),
+        ({"kernel": "rbf", "gamma": "wide"}, "gamma must be"),
+        ({"kernel": "rbf", "gamma": -1.0}, "gamma must be > 0"),
+        ({"kernel": "poly", "degree": 0}, "degree must be a positive integer"),
+        ({"backend": "nosuch"}, "nosuch"),
+    ],
+)
+def test_bad_parameters_are_refused_at_fit(params, match):
+    ds = exercise_5_5()
+    est = SVMClassifier(**params)  # __init__ stores, fit validates (sklearn's contract)
+    with pytest.raises(Exception, match=match) as info:
+        est.fit(ds.X, ds.y)
+    assert not isinstance(info.value, SVMFitError)
+
+
+def test_multiclass_and_one_class_refused():
+    X = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(SVMInputError, match="Only binary classification is supported"):
+        SVMClassifier().fit(X, [0, 1, 2, 0, 1, 2])
+    with pytest.raises(SVMInputError, match="1 class"):
+        SVMClassifier().fit(X, [1] * 6)
+
+
+def test_sigmoid_kernel_refused_when_not_mercer():
+    ds = exercise_5_5()
+    with pytest.raises(SVMInputError, match="not positive semidefinite"):
+        SVMClassifier(kernel="sigmoid", gamma=2.0).fit(ds.X, ds.y)
