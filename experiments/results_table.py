@@ -125,7 +125,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     df = df[COLUMNS + extra]
     for col in ("w", "alpha", "raw_w", "error", "message", "verdict", "b_rule", "log", "label_map", "fault",
                 "alpha_source", "kernel_form", "raw_status", "backend_version"):
-        df[col] = df[col].fillna("").astype(str)
+        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     for col in ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "order", "degree"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
     for col in ("C", "gamma", "coef0", "objective", "primal_objective", "dual_objective", "duality_gap",

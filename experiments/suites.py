@@ -66,6 +66,8 @@ class Suite:
     name: str
     description: str
     problems: Callable[[int], list[Problem]]  # seed -> problems
+    # A suite that writes its own report (the coursework demos): out_dir -> Section.
+    section: Callable[[object], object] | None = None
 
 
 SUITES: dict[str, Suite] = {}
@@ -155,3 +157,23 @@ register(Suite(
 ))
 register(Suite("smoke", "Four tiny problems (Example 5.1 primal+dual, Exercise 5.5 rbf, overlapping n=20) for tests",
                _smoke))
+
+
+def _coursework_section(name: str) -> Callable[[object], object]:
+    def run(out_dir):
+        from experiments.coursework import run_suite  # lazy: matplotlib and scikit-learn
+
+        return run_suite(name, out_dir)
+
+    return run
+
+
+for _name, _description in (
+    ("demo-linear", "svmdemo_linear: linear soft-margin SVM on gendata(15, 15), C = 0.1, 1, 10, 100"),
+    ("demo-rbf", "svmdemo_rbf: Gaussian-kernel SVM on gendata(15, 15), C = 1, gamma = 0.5, 2, 10"),
+    ("demo-compare", "svmdemo_compare: linear, poly and rbf kernels x C on gendata(15, 15)"),
+    ("seeds", "every worked example of the lecture notes (001, 002) against its published numbers, pass/fail"),
+    ("choose-C", "k-fold cross-validated grid search over C and gamma, heat map, regularization path"),
+    ("perceptron-vs-svm", "the perceptron's line beside the maximum-margin line, with both margins"),
+):
+    register(Suite(_name, _description, lambda seed: [], section=_coursework_section(_name)))

@@ -13,12 +13,16 @@ Two executors run the same function, `run_isolated`:
 * ``local``: a thread pool of ``workers`` threads, each waiting on its child;
 * ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address,
   or a ``LocalCluster`` when none is given).
+
+As with any multiprocessing code, a script that calls these executors must do so
+under ``if __name__ == "__main__":`` (the fork server imports the main module).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import multiprocessing
 import os
@@ -45,7 +49,8 @@ ERROR, TIME_LIMIT, OPTIMAL = "error", "time_limit", "optimal"
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
-    "piqp", "proxsuite", "daqp", "cyipopt", "solvers.api", "solvers.registry", "experiments.sweep",
+    "piqp", "proxsuite", "daqp", "cyipopt", "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
+    "solvers.registry", "experiments.sweep",
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
@@ -118,9 +123,11 @@ def make_tasks(
     timeout: float | None = None,
     faults: dict[tuple[str, str], str] | None = None,
     run_id: str = "",
+    label_maps: dict[str, dict] | None = None,
 ) -> list[Task]:
     """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
-    (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind."""
+    (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind; `label_maps`
+    records, per dataset name, how the user's labels became -1/+1."""
     backends = list(backends)
     tasks, seen = [], set()
     for problem in problems:
@@ -135,7 +142,7 @@ def make_tasks(
                 key=key, order=len(tasks), suite=suite, dataset=ds.name, formulation=problem.formulation,
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
-                label_map=getattr(ds, "label_map", {}) or {}, timeout=timeout, fault=fault, run_id=run_id,
+                label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
             ))
     return tasks
 
@@ -200,7 +207,9 @@ def solution_row(sol, task: Task) -> dict:
                  "n_free_sv", "n_bound_sv", "margin", "train_accuracy", "alpha_source", "verdict"):
         row[name] = checks.get(name)
     if not optimal:
-        why = [f"solver: {sol.message}" if sol.message else "", f"checks: {row['verdict']}" if row["verdict"] else ""]
+        verdict = row["verdict"] or ""
+        why = [f"solver: {sol.message}" if sol.message else "",
+               f"checks: {verdict}" if verdict and verdict not in (sol.message or "") else ""]
         row["error"] = "; ".join(p for p in why if p) or f"status {sol.status} (raw {sol.raw_status})"
     else:
         row["error"] = ""
@@ -308,8 +317,11 @@ def run_isolated(task: Task, log_dir: str | None = None) -> dict:
         return row
     log_path = None
     if log_dir:
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
-        log_path = str(Path(log_dir) / f"{task.id}.log")
+        try:  # a remote Dask worker may not be able to write where the client asked
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            log_path = str(Path(log_dir) / f"{task.id}.log")
+        except OSError:
+            log_path = None
     ctx = _context()
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(task, send, log_path, os.getpid()), daemon=True)
@@ -404,7 +416,7 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
         # Non-daemonic workers may start the solve processes that make a timeout killable.
         with dask.config.set({"distributed.worker.daemon": False}):
             cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
     futures = []
     try:

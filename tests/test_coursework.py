@@ -163,3 +163,15 @@ def test_run_suite_and_cli(tmp_path, capsys):
     assert cw.main(["perceptron-vs-svm", "--out", str(tmp_path), "--layer", "pyomo", "--backend", "highs"]) == 0
     assert "perceptron-vs-svm: 1 figures" in capsys.readouterr().out
     assert (tmp_path / "perceptron_vs_svm.png").exists()
+
+
+def test_runner_runs_the_coursework_suites(tmp_path):
+    """`python -m experiments.run --suite NAME` reaches every coursework suite."""
+    from experiments.run import main as run_main
+    from experiments.suites import SUITES
+
+    for name in cw.COURSEWORK_SUITES:
+        assert SUITES[name].section is not None, name
+    assert run_main(["--suite", "perceptron-vs-svm", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "perceptron_vs_svm.png").exists()
+    assert "margin" in (tmp_path / "perceptron_vs_svm.md").read_text()

@@ -1,0 +1,315 @@
+"""Group-level checks derived from the results table (never from a solver's claims).
+
+A *group* is one SVM problem: (dataset, kernel, C, profile). Inside a group every
+formulation, layer and backend solves the same problem, so:
+
+* strong duality across formulations: for every verified primal solve (hard or
+  soft primal) and every verified dual solve (dual, kernel_dual), P* from the
+  primal's point, D* from the dual's point (both recomputed by solvers.checks),
+  gap = P* - D*. Weak duality says gap >= 0 up to round-off; strong duality says
+  it is ~0 (``duality_pairs``, written to duality.csv);
+* agreement: the spread (max - min) of the objective, w* and b* over the group's
+  verified rows, and the distance to scikit-learn's SVC (libsvm) on the same
+  data, kernel and C (hard margin: C = 1e8) (``agreement``);
+* the primal's margin-constraint multipliers against the dual's alpha*
+  (``multipliers``). alpha* need not be unique (degenerate problems), so a
+  difference here is a finding, not automatically an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.results_table import from_json
+from formulations.model import DUAL_FORMULATIONS, PRIMAL_FORMULATIONS
+
+HARD_MARGIN_SVC_C = 1e8  # libsvm has no C = inf; a C no alpha_i reaches gives the hard margin
+SVC_MAX_ITER = 1_000_000  # about a second here; an infeasible hard margin would otherwise run for ever
+OPTIMAL = "optimal"
+
+
+def with_groups(df: pd.DataFrame) -> pd.DataFrame:
+    """Add `group` (the problem) and `solver` (layer/backend) columns."""
+    df = df.copy()
+    df["group"] = [f"{d} | {k} | C={c:g} | {p}" for d, k, c, p in zip(df.dataset, df.kernel, df.C, df.profile)]
+    df["solver"] = df.layer + "/" + df.backend
+    return df
+
+
+def _group_order(df: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(df.sort_values("order").group))
+
+
+# ------------------------------------------------------------------ data of a run
+
+
+def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{dataset name: (X, y)} from the copies a run saves under data/."""
+    out = Path(out_dir)
+    meta_path = out / "run.json"
+    if not meta_path.exists():
+        return {}
+    meta = json.loads(meta_path.read_text())
+    data = {}
+    for name, info in meta.get("datasets", {}).items():
+        path = out / info["file"]
+        if path.exists():
+            with np.load(path) as npz:
+                data[name] = (npz["X"], npz["y"])
+    return data
+
+
+# ------------------------------------------------------------------ strong duality
+
+
+def duality_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (group, verified primal solve, verified dual solve): P*, D*, gap."""
+    df = with_groups(df)
+    ok = df[df.status == OPTIMAL]
+    rows = []
+    for group in _group_order(df):
+        g = ok[ok.group == group]
+        primal = g[g.formulation.isin(PRIMAL_FORMULATIONS)]
+        dual = g[g.formulation.isin(DUAL_FORMULATIONS)]
+        for p in primal.itertuples():
+            for d in dual.itertuples():
+                gap = p.primal_objective - d.dual_objective
+                rows.append({
+                    "group": group, "dataset": p.dataset, "kernel": p.kernel, "C": p.C, "profile": p.profile,
+                    "primal_formulation": p.formulation, "primal_layer": p.layer, "primal_backend": p.backend,
+                    "dual_formulation": d.formulation, "dual_layer": d.layer, "dual_backend": d.backend,
+                    "P_star": p.primal_objective, "D_star": d.dual_objective, "gap": gap,
+                    "rel_gap": abs(gap) / max(1.0, abs(p.primal_objective)),
+                })
+    return pd.DataFrame(rows, columns=[
+        "group", "dataset", "kernel", "C", "profile", "primal_formulation", "primal_layer", "primal_backend",
+        "dual_formulation", "dual_layer", "dual_backend", "P_star", "D_star", "gap", "rel_gap"])
+
+
+def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per group: how many primal x dual pairs, the smallest and largest P* - D*, the largest relative gap."""
+    if pairs.empty:
+        return pd.DataFrame(columns=["group", "pairs", "min_gap", "max_gap", "max_rel_gap"])
+    out = pairs.groupby("group", sort=False).agg(
+        pairs=("gap", "size"), min_gap=("gap", "min"), max_gap=("gap", "max"), max_rel_gap=("rel_gap", "max"))
+    return out.reset_index()
+
+
+def gap_matrix(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Largest |P* - D*| / max(1, |P*|) over all groups, primal solver (rows) x dual solver (columns)."""
+    if pairs.empty:
+        return pd.DataFrame()
+    p = pairs.assign(primal=pairs.primal_layer + "/" + pairs.primal_backend,
+                     dual=pairs.dual_layer + "/" + pairs.dual_backend)
+    return p.pivot_table(index="primal", columns="dual", values="rel_gap", aggfunc="max")
+
+
+# ------------------------------------------------------------------ agreement
+
+
+def _svc_reference(X, y, kernel: str, gamma, degree, coef0, C: float) -> dict:
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import SVC
+
+    from formulations.kernels import Kernel, gram
+
+    name = kernel.split("(")[0]
+    k = Kernel(name, gamma=None if gamma is None or (isinstance(gamma, float) and math.isnan(gamma)) else gamma,
+               degree=int(degree) if degree is not None and not pd.isna(degree) else 3,
+               coef0=0.0 if coef0 is None or pd.isna(coef0) else coef0)
+    C_svc = HARD_MARGIN_SVC_C if math.isinf(C) else C
+    gamma_svc = k.resolved_gamma(X.shape[1])
+    svc = SVC(C=C_svc, kernel=name, gamma=gamma_svc, degree=k.degree, coef0=k.coef0, tol=1e-10,
+              max_iter=SVC_MAX_ITER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc.fit(X, y)
+    if int(np.max(svc.n_iter_)) >= SVC_MAX_ITER:  # e.g. a hard margin that does not exist: libsvm never stops
+        return {"svc_note": f"SVC stopped at max_iter={SVC_MAX_ITER} without converging (no reference)"}
+    u = np.zeros(len(y))
+    u[svc.support_] = svc.dual_coef_[0]  # u_i = alpha_i y_i (classes_ = [-1, +1], so the sign is ours)
+    K = gram(k, X)
+    dual = float(np.abs(u).sum() - 0.5 * u @ K @ u)
+    return {
+        "svc_objective": dual,
+        "svc_w": svc.coef_[0].tolist() if name == "linear" else None,
+        "svc_b": float(svc.intercept_[0]),
+        "svc_n_sv": int(len(svc.support_)),
+        "svc_C": C_svc,
+    }
+
+
+def sklearn_reference(df: pd.DataFrame, data: dict) -> pd.DataFrame:
+    """scikit-learn SVC on each group's problem (skipped, with a note, when the data are not saved)."""
+    df = with_groups(df)
+    rows = []
+    for group in _group_order(df):
+        first = df[df.group == group].iloc[0]
+        row = {"group": group}
+        if first.dataset not in data:
+            row["svc_note"] = "data not saved with the run"
+        else:
+            X, y = data[first.dataset]
+            gamma = first.gamma if first.kernel != "linear" else None
+            try:
+                row["svc_note"] = "hard margin as C = 1e8" if math.isinf(first.C) else ""
+                row.update(_svc_reference(X, y, first.kernel, gamma, first.degree, first.coef0, float(first.C)))
+            except Exception as exc:  # a reference must not break the report
+                row["svc_note"] = f"SVC failed: {type(exc).__name__}: {exc}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _w_matrix(rows: pd.DataFrame) -> np.ndarray | None:
+    ws = [from_json(w) for w in rows.w]
+    ws = [w for w in ws if w is not None]
+    return np.array(ws) if ws else None
+
+
+def agreement(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per group: spread of objective, w*, b* over verified rows, and the largest distance to SVC."""
+    df = with_groups(df)
+    ref = {} if reference is None or reference.empty else reference.set_index("group").to_dict("index")
+    rows = []
+    for group in _group_order(df):
+        g = df[df.group == group]
+        ok = g[g.status == OPTIMAL]
+        row = {"group": group, "rows": len(g), "optimal": len(ok)}
+        if len(ok):
+            W = _w_matrix(ok)
+            row.update(
+                objective=float(ok.objective.median()),
+                objective_spread=float(ok.objective.max() - ok.objective.min()),
+                w_spread=float((W.max(axis=0) - W.min(axis=0)).max()) if W is not None else math.nan,
+                b_spread=float(ok.b.max() - ok.b.min()),
+            )
+            r = ref.get(group, {})
+            if r.get("svc_objective") is not None and not pd.isna(r.get("svc_objective")):
+                row["svc_objective"] = r["svc_objective"]
+                row["max_obj_vs_svc"] = float((ok.objective - r["svc_objective"]).abs().max())
+                row["max_b_vs_svc"] = float((ok.b - r["svc_b"]).abs().max())
+                svc_w = r.get("svc_w")
+                if W is not None and svc_w is not None and not (isinstance(svc_w, float) and math.isnan(svc_w)):
+                    row["max_w_vs_svc"] = float(np.abs(W - np.asarray(svc_w)).max())
+            if r.get("svc_note"):
+                row["note"] = r["svc_note"]
+        rows.append(row)
+    cols = ["group", "rows", "optimal", "objective", "objective_spread", "w_spread", "b_spread", "svc_objective",
+            "max_obj_vs_svc", "max_w_vs_svc", "max_b_vs_svc", "note"]
+    out = pd.DataFrame(rows)
+    for c in cols:
+        if c not in out.columns:
+            out[c] = np.nan if c != "note" else ""
+    out["note"] = out["note"].fillna("")
+    return out[cols]
+
+
+# ------------------------------------------------------------------ multipliers vs alpha
+
+
+def multipliers(df: pd.DataFrame) -> pd.DataFrame:
+    """Per group and verified primal solve: max_i |alpha_i(primal multipliers) - alpha_i(dual)| over the
+    group's verified dual solves (median and max over those), with the scale max_i alpha_i."""
+    df = with_groups(df)
+    ok = df[(df.status == OPTIMAL) & (df.alpha != "")]
+    rows = []
+    for group in _group_order(df):
+        g = ok[ok.group == group]
+        duals = [np.asarray(from_json(a)) for a in g[g.formulation.isin(DUAL_FORMULATIONS)].alpha]
+        if not duals:
+            continue
+        for p in g[g.formulation.isin(PRIMAL_FORMULATIONS)].itertuples():
+            a = np.asarray(from_json(p.alpha))
+            diffs = [float(np.abs(a - d).max()) for d in duals if d.shape == a.shape]
+            if not diffs:
+                continue
+            rows.append({"group": group, "solver": p.solver, "alpha_source": p.alpha_source, "duals": len(diffs),
+                         "alpha_max": float(a.max()), "median_diff": float(np.median(diffs)),
+                         "max_diff": float(max(diffs))})
+    return pd.DataFrame(rows, columns=["group", "solver", "alpha_source", "duals", "alpha_max", "median_diff",
+                                       "max_diff"])
+
+
+def multipliers_summary(mult: pd.DataFrame) -> pd.DataFrame:
+    if mult.empty:
+        return mult
+    return mult.groupby("group", sort=False).agg(
+        primal_solves=("solver", "size"), alpha_max=("alpha_max", "max"), median_diff=("median_diff", "median"),
+        max_diff=("max_diff", "max")).reset_index()
+
+
+# ------------------------------------------------------------------ per-row tables
+
+
+def wb_table(df: pd.DataFrame, max_d: int = 5) -> pd.DataFrame:
+    """w* and b* per (dataset, formulation, layer, backend) for the linear problems with d <= max_d."""
+    df = with_groups(df)
+    lin = df[(df.kernel == "linear") & (df.d <= max_d)]
+    rows = []
+    for r in lin.itertuples():
+        w = from_json(r.w)
+        row = {"group": r.group, "dataset": r.dataset, "C": r.C, "formulation": r.formulation, "layer": r.layer,
+               "backend": r.backend, "status": r.status}
+        for j in range(int(r.d)):
+            row[f"w{j + 1}"] = w[j] if w is not None else math.nan
+        row.update(b=r.b, objective=r.objective, n_sv=r.n_sv, b_rule=r.b_rule)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def status_counts(df: pd.DataFrame) -> pd.DataFrame:
+    df = with_groups(df)
+    return pd.crosstab(df.solver, df.status, margins=True, margins_name="total")
+
+
+def kkt_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Largest relative gap and KKT residuals per solver, over its verified rows and over all rows with a point."""
+    df = with_groups(df)
+    cols = ["rel_duality_gap", "kkt_stationarity", "kkt_balance", "kkt_primal_feasibility",
+            "kkt_dual_feasibility", "kkt_complementarity"]
+    ok = df[df.status == OPTIMAL].groupby("solver")[cols].max()
+    ok.columns = [c.replace("kkt_", "") for c in cols]
+    worst = df.groupby("solver")["rel_duality_gap"].max().rename("rel_gap_all_rows")
+    return ok.join(worst, how="outer")
+
+
+def timing_table(df: pd.DataFrame) -> pd.DataFrame:
+    df = with_groups(df)
+    t = df.groupby("solver").agg(solves=("task_key", "size"), build_median_s=("build_s", "median"),
+                                 solve_median_s=("solve_s", "median"), solve_max_s=("solve_s", "max"),
+                                 wall_total_s=("wall_s", "sum"))
+    by_form = df.pivot_table(index="solver", columns="formulation", values="solve_s", aggfunc="median")
+    by_form.columns = [f"solve_median_s[{c}]" for c in by_form.columns]
+    return t.join(by_form)
+
+
+def failures(df: pd.DataFrame) -> pd.DataFrame:
+    bad = df[df.status != OPTIMAL]
+    return bad[["dataset", "formulation", "kernel", "C", "layer", "backend", "status", "error"]].reset_index(drop=True)
+
+
+def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None) -> dict[str, pd.DataFrame]:
+    """duality.csv, agreement.csv, multipliers.csv in out_dir; returns every derived table."""
+    out = Path(out_dir)
+    data = load_data(out) if data is None else data
+    pairs = duality_pairs(df)
+    ref = sklearn_reference(df, data)
+    tables = {
+        "duality": pairs,
+        "duality_summary": duality_summary(pairs),
+        "gap_matrix": gap_matrix(pairs),
+        "reference": ref,
+        "agreement": agreement(df, ref),
+        "multipliers": multipliers(df),
+    }
+    tables["multipliers_summary"] = multipliers_summary(tables["multipliers"])
+    pairs.to_csv(out / "duality.csv", index=False)
+    tables["agreement"].to_csv(out / "agreement.csv", index=False)
+    tables["multipliers"].to_csv(out / "multipliers.csv", index=False)
+    return tables

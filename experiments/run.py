@@ -1,0 +1,539 @@
+"""``python -m experiments.run``: solve a suite (or your own grid), check it, report it.
+
+With no arguments: the `default` suite (the lecture examples and a small synthetic
+sweep) on every available backend of both layers, into results/<timestamp>/
+(and results/latest), then a summary in the terminal. ``--help`` lists the options.
+
+Flow: problems (suite or grid) x (layer, backend) -> tasks -> isolated solves
+(local processes or Dask) -> rows.jsonl as they finish -> results.parquet/csv
+-> duality.csv, agreement, report.md, figures/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata as md
+import json
+import os
+import platform
+import re
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments import results_table
+from experiments.datasets import DATASETS, Dataset, load_dataset
+from experiments.suites import FORMULATION_NAMES, SUITES, get_suite, grid
+from formulations.errors import SVMInputError
+from formulations.kernels import Kernel
+from formulations.validation import check_C
+
+#: Parameters for generators that need a size when the command line gives none.
+DEFAULT_PARAMS = {"separable": {"n": 100}, "overlapping": {"n": 100}, "nonlinear": {"n": 100},
+                  "sparse_features": {"n": 100}, "gendata": {"n_pos": 50, "n_neg": 50}}
+PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy", "highspy",
+            "cyipopt-wheels", "clarabel", "osqp", "scs", "piqp", "proxsuite", "daqp", "qpsolvers", "dask",
+            "distributed", "tqdm"]
+
+
+class UsageError(Exception):
+    """A bad command line: printed as one clear line, exit code 2."""
+
+
+# ------------------------------------------------------------------ parsing helpers
+
+
+def split_top(text: str) -> list[str]:
+    """Split at commas outside parentheses: 'a(n=1,seed=2),b' -> ['a(n=1,seed=2)', 'b']."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def parse_dataset(spec: str) -> tuple[str, dict]:
+    """'overlapping(n=200,seed=1)' -> ('overlapping', {'n': 200, 'seed': 1})."""
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*", spec)
+    if not m:
+        raise UsageError(f"cannot read dataset {spec!r}; write NAME or NAME(key=value,...)")
+    name, inner = m.group(1), m.group(2)
+    if name not in DATASETS:
+        raise UsageError(f"unknown dataset {name!r}; datasets: {', '.join(DATASETS)} (see --list)")
+    params = {}
+    for item in split_top(inner or ""):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise UsageError(f"dataset {spec!r}: parameter {item!r} is not key=value")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key.strip()] = value.strip()
+    return name, params
+
+
+def parse_floats(text: str, what: str) -> list[float]:
+    out = []
+    for item in text.split(","):
+        try:
+            out.append(float(item))
+        except ValueError:
+            raise UsageError(f"{what}: {item!r} is not a number") from None
+    return out
+
+
+def parse_names(text: str | None, allowed, what: str) -> list[str] | None:
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
+    return names
+
+
+def kernels_from(args) -> list[Kernel]:
+    names = [k.strip() for k in args.kernel.split(",")]
+    gammas = [None] if args.gamma is None else [None if g in ("auto", "") else float(g) for g in args.gamma.split(",")]
+    degrees = [3] if args.degree is None else [int(d) for d in args.degree.split(",")]
+    coef0s = [0.0] if args.coef0 is None else parse_floats(args.coef0, "--coef0")
+    out = {}
+    try:
+        for name in names:
+            for g in gammas:
+                for deg in degrees:
+                    for c0 in coef0s:
+                        k = Kernel(name, gamma=g, degree=deg, coef0=c0)
+                        if k.name == "linear":
+                            k = Kernel("linear")
+                        out.setdefault(k.label, k)
+    except (SVMInputError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return list(out.values())
+
+
+def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict]:
+    """The user's CSV: numeric feature columns plus one label column with any two distinct values."""
+    from formulations.validation import check_labels, check_X
+
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"--data {path}: no such file")
+    if not label_column:
+        raise UsageError("--data needs --label-column NAME (the column holding the two class labels)")
+    frame = pd.read_csv(p)
+    if len(frame) == 0:
+        raise UsageError(f"{p.name} is empty: it has a header but no data rows")
+    if label_column not in frame.columns:
+        raise UsageError(f"--label-column {label_column!r} is not a column of {p.name}; "
+                         f"columns: {', '.join(map(str, frame.columns))}")
+    features = frame.drop(columns=[label_column])
+    non_numeric = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if non_numeric:
+        raise UsageError(f"{p.name}: feature columns must be numeric; not numeric: {', '.join(map(str, non_numeric))}")
+    if features.shape[1] == 0:
+        raise UsageError(f"{p.name}: no feature columns besides {label_column!r}")
+    try:  # NaN (an empty cell) / infinity named by row and column, as the API does
+        check_X(features.to_numpy(dtype=float))
+    except SVMInputError as exc:
+        raise UsageError(f"{p.name}: {exc}; an empty cell reads as NaN "
+                         f"(feature columns: {', '.join(map(str, features.columns))})") from None
+    missing = frame[label_column].isna().to_numpy()
+    if missing.any():
+        raise UsageError(f"{p.name}: label column {label_column!r} has a missing label at row {int(np.argmax(missing))}")
+    try:
+        # a plain list -> numpy picks a numeric or a unicode dtype (object arrays of str trip np.unique users)
+        y, labels = check_labels(np.asarray(frame[label_column].tolist()))
+    except SVMInputError as exc:
+        raise UsageError(f"{p.name}, column {label_column!r}: {exc}") from None
+    mapping = labels.as_dict()
+    ds = Dataset(name=p.stem, X=features.to_numpy(dtype=float), y=y,
+                 description=f"user data {p.name}: {len(y)} rows, features {', '.join(map(str, features.columns))}; "
+                             f"labels {mapping}",
+                 source=str(p.resolve()))
+    return ds, mapping
+
+
+# ------------------------------------------------------------------ run pieces
+
+
+def environment() -> dict:
+    from solvers.registry import backend_table
+
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            versions[name] = "not installed"
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "packages": versions, "backends": backend_table()}
+
+
+def default_out_dir(base: Path = Path("results")) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = base / stamp
+    i = 1
+    while out.exists():
+        out = base / f"{stamp}-{i}"
+        i += 1
+    return out
+
+
+def point_latest(out: Path) -> None:
+    """results/latest -> this run (a symlink, or a text file holding the path where links are not allowed)."""
+    latest = out.parent / "latest"
+    try:
+        if latest.is_symlink() or latest.is_file():
+            latest.unlink()
+        if not latest.exists():
+            latest.symlink_to(out.name, target_is_directory=True)
+    except OSError:
+        latest.with_suffix(".txt").write_text(str(out.resolve()) + "\n")
+
+
+def resolve_latest(base: Path = Path("results")) -> Path | None:
+    latest = base / "latest"
+    if latest.exists():
+        return latest.resolve()
+    if latest.with_suffix(".txt").exists():
+        return Path(latest.with_suffix(".txt").read_text().strip())
+    return None
+
+
+def parse_faults(specs: list[str] | None) -> dict:
+    """--inject-fault '[layer/]backend=kind' ('*' for any) -> {(layer, backend): kind}."""
+    faults = {}
+    for spec in specs or []:
+        sel, eq, kind = spec.partition("=")
+        if not eq or not kind:
+            raise UsageError(f"--inject-fault {spec!r}: write [LAYER/]BACKEND=KIND, e.g. cvxpy/osqp=raise")
+        layer, _, backend = sel.rpartition("/")
+        faults[(layer or "*", backend or "*")] = kind
+    return faults
+
+
+def problems_from(args) -> tuple[str, list]:
+    """The suite's problems, or a custom grid when --datasets or --data is given."""
+    custom = args.datasets is not None or args.data is not None
+    forms = parse_names(args.formulations, FORMULATION_NAMES, "formulation")
+    if not custom:
+        for opt in ("C", "gamma", "degree", "coef0"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt} applies to a grid of your own: give --datasets or --data too "
+                                 f"(suite {args.suite!r} fixes its own parameters)")
+        if args.kernel != "linear":
+            raise UsageError("--kernel applies to a grid of your own: give --datasets or --data too")
+        try:
+            suite = get_suite(args.suite)
+        except SVMInputError as exc:
+            raise UsageError(str(exc)) from None
+        problems = suite.problems(args.seed)
+        if forms:
+            problems = [p for p in problems if p.formulation in forms]
+        name = suite.name
+    else:
+        specs = []
+        for item in split_top(args.datasets or ""):
+            dname, params = parse_dataset(item)
+            params = {**DEFAULT_PARAMS.get(dname, {}), **params}
+            if "seed" in _signature(dname) and "seed" not in params:
+                params["seed"] = args.seed
+            specs.append((dname, params))
+        if args.data:
+            specs.append((f"csv:{args.data}", {}))
+        Cs = parse_floats(args.C, "--C") if args.C is not None else [1.0]
+        for c in Cs:  # refused here, before any solve (C = inf is the hard margin)
+            check_C(c, allow_infinite=True)
+        problems = grid(specs, Cs=Cs, kernels=kernels_from(args), formulations=forms,
+                        profile=args.profile or "default")
+        name = "custom"
+    if args.profile:
+        from dataclasses import replace
+
+        problems = [replace(p, profile=args.profile) for p in problems]
+    return name, problems
+
+
+def _signature(name: str) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(DATASETS[name]).parameters)
+
+
+def build_datasets(problems, args) -> tuple[dict, dict]:
+    """{dataset_key: Dataset} and {dataset name: label map} for every problem."""
+    from experiments.sweep import dataset_key
+
+    datasets, maps = {}, {}
+    for p in problems:
+        key = dataset_key(p.dataset, p.params)
+        if key in datasets:
+            continue
+        if p.dataset.startswith("csv:"):
+            ds, mapping = read_csv_dataset(p.dataset[4:], args.label_column)
+            maps[ds.name] = mapping
+        else:
+            try:
+                ds = load_dataset(p.dataset, **p.params)
+            except SVMInputError as exc:
+                raise UsageError(str(exc)) from None
+        datasets[key] = ds
+    return datasets, maps
+
+
+def backends_from(args) -> list[tuple[str, str]]:
+    from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_backends
+
+    layers = parse_names(args.layers, LAYERS, "layer") or list(LAYERS)
+    names = parse_names(args.backends, BACKEND_NAMES, "backend")
+    if names:
+        missing = [(lay, n) for lay in layers for n in names if not availability(lay, n)[0]]
+        for lay, n in missing:
+            print(f"note: {lay}/{n} is not available ({availability(lay, n)[1]}); skipped", file=sys.stderr)
+    pairs = [(lay, n) for lay, n in available_backends() if lay in layers and (names is None or n in names)]
+    if not pairs:
+        raise UsageError("no available backend matches --layers/--backends (see --list)")
+    return pairs
+
+
+def save_data(out: Path, datasets: dict, maps: dict) -> dict:
+    info = {}
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for ds in datasets.values():
+        fname = "data/" + re.sub(r"[^A-Za-z0-9]+", "_", ds.name).strip("_") + ".npz"
+        np.savez_compressed(out / fname, X=ds.X, y=ds.y)
+        info[ds.name] = {"file": fname, "n": ds.n, "d": ds.d, "description": ds.description, "source": ds.source,
+                         "label_map": maps.get(ds.name, {})}
+    return info
+
+
+def run_section(suite, args) -> int:
+    """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
+    out = Path(args.out) if args.out else default_out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.out:
+        point_latest(out)
+    section = suite.section(out)
+    print(f"{suite.name}: {getattr(section, 'title', '')} -> {out}")
+    if getattr(section, "passed", None) is False:
+        print("some checks FAILED: see the report")
+        return 1
+    return 0
+
+
+def print_list() -> None:
+    from solvers.profiles import PROFILES
+    from solvers.registry import backend_table
+
+    print("Datasets (NAME or NAME(key=value,...) for --datasets):")
+    for name, fn in DATASETS.items():
+        doc = (fn.__doc__ or "").strip().splitlines()[0]
+        print(f"  {name:<18} {doc}")
+    print("\nSuites (--suite):")
+    for name, suite in SUITES.items():
+        size = "writes its own report" if suite.section else f"{len(suite.problems(0))} problems x backends"
+        print(f"  {name:<18} {suite.description} [{size}]")
+    print("\nFormulations (--formulations):", ", ".join(FORMULATION_NAMES))
+    print("Kernels (--kernel): linear, poly, rbf, sigmoid")
+    print("Profiles (--profile):", ", ".join(f"{p.name} ({p.description}; check tol {p.check_tol:g})"
+                                            for p in PROFILES.values()))
+    print("\nBackends (--layers, --backends):")
+    print(pd.DataFrame(backend_table()).to_string(index=False))
+
+
+def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
+    from experiments import analysis
+
+    lines = [f"\n{len(df)} solves in {wall:.1f} s; verified optimal: {(df.status == 'optimal').sum()}", ""]
+    lines.append(analysis.status_counts(df).to_string())
+    wb = analysis.wb_table(df)
+    if not wb.empty:
+        lec = wb[wb.dataset.isin(["example_5_1", "exercise_5_4"]) & (wb.status == "optimal")]
+        if not lec.empty:
+            wcols = [c for c in lec.columns if re.fullmatch(r"w\d+", c)]
+            t = lec.groupby(["dataset", "formulation"], sort=False)[wcols + ["b", "objective"]].agg(["min", "max"])
+            lines += ["", "Lecture examples, w* and b* over all verified backends and layers (min, max):",
+                      t.round(4).to_string()]
+    ds = tables.get("duality_summary")
+    if ds is not None and not ds.empty:
+        lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
+                  ds.to_string(index=False, float_format=lambda v: f"{v:.2e}")]
+    lines += ["", f"results: {out}/results.parquet, results.csv, duality.csv, report.md, figures/"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from solvers.profiles import PROFILES
+
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.run",
+        description="Solve SVM primal and dual formulations with every backend, check strong duality and KKT, "
+                    "and write a results table, report.md and figures.",
+    )
+    p.add_argument("--suite", default="default", help="named suite (see --list; default: default)")
+    p.add_argument("--list", action="store_true", help="list datasets, suites, formulations and backends, and exit")
+    p.add_argument("--datasets", help="comma list of NAME or NAME(key=value,...): a grid of your own instead of "
+                                      "the suite, e.g. 'example_5_1,overlapping(n=200,seed=1)'")
+    p.add_argument("--data", metavar="FILE.csv", help="your own data: a CSV with numeric features and a label column")
+    p.add_argument("--label-column", metavar="NAME", help="the label column of --data (any two distinct values)")
+    p.add_argument("--formulations", help="comma list (default: every one that applies)")
+    p.add_argument("--layers", help="comma list of pyomo,cvxpy (default: both)")
+    p.add_argument("--backends", help="comma list (default: every available one)")
+    p.add_argument("--C", help="comma list of C > 0 for a grid; 'inf' = hard margin (default 1)")
+    p.add_argument("--kernel", default="linear",
+                   help="comma list of linear|poly|rbf|sigmoid for a grid (default linear)")
+    p.add_argument("--gamma", help="comma list of kernel gamma (default: 1/d)")
+    p.add_argument("--degree", help="comma list of poly degrees (default 3)")
+    p.add_argument("--coef0", help="comma list of poly/sigmoid coef0 (default 0)")
+    p.add_argument("--profile", choices=sorted(PROFILES), help="accuracy profile for every solve "
+                                                                   "(default: the suite's; a grid: default)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default results/<timestamp>, and results/latest "
+                                                "points to it; with --resume: results/latest)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="solves at a time (default: the number of CPUs)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
+    p.add_argument("--resume", action="store_true", help="skip tasks already recorded in --out")
+    p.add_argument("--retry-failed", action="store_true", help="with --resume: run error/time_limit rows again")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data sets (default 0)")
+    p.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="local processes (default), or a Dask distributed cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (none: a LocalCluster)")
+    p.add_argument("--no-figures", action="store_true", help="skip figures/")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
+                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS ('*' = any)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args, argv)
+    except (UsageError, SVMInputError) as exc:  # bad input: one clear line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args, argv=None) -> int:
+    from tqdm import tqdm
+
+    from experiments import analysis
+    from experiments.sweep import make_tasks, run_dask, run_local
+
+    if args.list:
+        print_list()
+        return 0
+    if args.workers < 1:
+        raise UsageError("--workers must be >= 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be > 0 seconds")
+    if args.scheduler and args.executor != "dask":
+        raise UsageError("--scheduler needs --executor dask")
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed needs --resume")
+
+    if args.datasets is None and args.data is None:
+        suite = SUITES.get(args.suite)
+        if suite is not None and suite.section is not None:
+            return run_section(suite, args)
+    suite_name, problems = problems_from(args)
+    datasets, maps = build_datasets(problems, args)
+    backends = backends_from(args)
+
+    if args.out:
+        out = Path(args.out)
+    elif args.resume:
+        out = resolve_latest()
+        if out is None:
+            raise UsageError("--resume without --out needs a previous run under results/latest")
+    else:
+        out = default_out_dir()
+    if out.exists() and not args.resume and (out / results_table.JOURNAL).exists():
+        raise UsageError(f"{out} already holds a run; use --resume to complete it or another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.out and not args.resume:
+        point_latest(out)
+
+    run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    tasks = make_tasks(problems, datasets, backends, suite=suite_name, timeout=args.timeout,
+                       faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps)
+    journal = results_table.Journal(out)
+    done = journal.done_keys(retry_failed=args.retry_failed) if args.resume else set()
+    todo = [t for t in tasks if t.key not in done]
+
+    meta_path = out / "run.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
+    meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv if argv is not None
+                                                                                 else sys.argv[1:]),
+                executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
+                started=datetime.now().isoformat(timespec="seconds"), tasks=len(tasks), datasets=data_info,
+                runs=meta.get("runs", []) + [run_id])
+    meta_path.write_text(json.dumps(meta, indent=1))
+    (out / "environment.json").write_text(json.dumps(environment(), indent=1))
+
+    print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs)"
+          + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
+          file=sys.stderr)
+    start = time.perf_counter()
+    bar = tqdm(total=len(todo), unit="solve", disable=args.no_progress, dynamic_ncols=True)
+    failed = 0
+
+    def on_row(row: dict) -> None:
+        nonlocal failed
+        journal.append(row)
+        failed += row.get("status") != "optimal"
+        bar.update(1)
+        bar.set_postfix_str(f"not optimal: {failed}", refresh=False)
+
+    log_dir = str((out / "logs").resolve())
+    interrupted = False
+    try:
+        if args.executor == "dask":
+            run_dask(todo, on_row, scheduler=args.scheduler, workers=args.workers, log_dir=log_dir)
+        else:
+            run_local(todo, on_row, workers=args.workers, log_dir=log_dir)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    wall = time.perf_counter() - start
+    df = results_table.consolidate(out)
+    if interrupted:
+        print(f"\ninterrupted: {len(df)} finished solves are saved in {out}; "
+              f"complete the run with: python -m experiments.run --resume --out {out} [same options]",
+              file=sys.stderr)
+        return 130
+    meta.update(wall_s=wall, finished=datetime.now().isoformat(timespec="seconds"))
+    meta_path.write_text(json.dumps(meta, indent=1))
+
+    from experiments.report import build_report
+
+    build_report(out, figures=not args.no_figures)
+    tables = {"duality_summary": analysis.duality_summary(pd.read_csv(out / "duality.csv"))
+              if (out / "duality.csv").stat().st_size > 0 else pd.DataFrame()}
+    print(summarize(df, tables, out, wall))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
