@@ -90,7 +90,8 @@ def build_hull_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
     m.rows_a, m.rows_b = idx_a, idx_b
     m.lam = pyo.Var(m.IA, domain=pyo.NonNegativeReals)
     m.mu = pyo.Var(m.IB, domain=pyo.NonNegativeReals)
-    gap = linear_rows(np.hstack([XA.T, -XB.T]), list(m.lam.values()) + list(m.mu.values()))
+    # sum_A lambda_i x_ij - sum_B mu_k x_kj, one row per feature j
+    gap = linear_rows(np.hstack([XA.T, -XB.T]), [*m.lam.values(), *m.mu.values()])
     m.meet = pyo.Constraint(m.J, rule=lambda m, j: gap[j] == 0)
     m.sum_lambda = pyo.Constraint(expr=pyo.quicksum(m.lam.values()) == 1)
     m.sum_mu = pyo.Constraint(expr=pyo.quicksum(m.mu.values()) == 1)

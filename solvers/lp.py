@@ -12,13 +12,14 @@ LPs. Here the read-back is by constraint name, and the checks are the LPs' own:
                              sum_i alpha_i y_i = 0, 0 <= alpha <= C
 
 Each solve returns both: a primal solve's `alpha` are the multipliers of its
-margin rows, a dual solve's (w, b) the multipliers of its corr_upper/corr_lower
+margin rows, a dual solve's (w, b) the multipliers of its lift (or corr_upper/corr_lower)
 and balance rows. Weak duality D(alpha) <= P(w, b) holds for any feasible pair,
 so a zero gap with both feasible proves both optimal.
 
 HiGHS runs its LP solver as one of two named methods (HiGHS's option `solver`):
-"simplex" (HiGHS's choice of primal/dual simplex) and "ipm" (interior point,
-followed by crossover to a vertex, HiGHS's default). The method is recorded in
+"simplex" (HiGHS picks the variant; dual simplex on these LPs) and "ipm"
+(HiGHS's interior point method IPX, followed by crossover to a vertex, as HiGHS
+does by default). The method is recorded in
 `Solution.extras["method"]` and `extras["setting"]` ("highs-simplex").
 
 Multipliers are returned in Pyomo's convention in both layers, d objective* /
@@ -38,7 +39,6 @@ import pyomo.environ as pyo
 from formulations import l1_svm, separability, validation
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
-from formulations.model import CvxpyModel
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY
 from solvers import solution as st
 from solvers.errors import BackendError, UnsupportedModelError
@@ -63,7 +63,10 @@ BUILDERS = {
 HIGHS_METHODS = {"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}
 
 # Backends that accept an LP (a QP with P = 0) in this project, in preference order.
-# DAQP is dense (fine for the lecture data only).
+# Measured on the lecture data: HiGHS, Clarabel, PIQP, SCS and Ipopt solve all four LPs;
+# OSQP stops at its iteration limit on some, ProxQP claims feasible LPs infeasible (an
+# "infeasible" 1-norm LP is turned into an error by solve_lp), DAQP is dense and through
+# the Pyomo bridge finds no point for the zero-objective LPs.
 LP_BACKENDS = ("highs", "clarabel", "piqp", "scs", "osqp", "proxqp", "ipopt", "daqp")
 
 # Default threshold for counting w_j as nonzero: |w_j| > NZ_REL_TOL * max_k |w_k|.
@@ -75,7 +78,16 @@ def setting_label(backend: str, method: str | None) -> str:
     return f"{backend}-{method}" if method else backend
 
 
-def lp_settings(layers=LAYERS, backends=LP_BACKENDS, highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
+def parse_setting(setting: str) -> tuple[str, str | None]:
+    """"highs-simplex" -> ("highs", "simplex"); "clarabel" -> ("clarabel", None) (inverse of setting_label)."""
+    backend, _, method = setting.partition("-")
+    if method and method not in HIGHS_METHODS:
+        raise SVMInputError(f"unknown setting {setting!r}; HiGHS methods are {list(HIGHS_METHODS)}")
+    return backend, method or None
+
+
+def lp_settings(layers=LAYERS, backends=LP_BACKENDS,
+                highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
     """(layer, backend, method) for every available LP setting; HiGHS once per method."""
     out = []
     for layer in layers:
@@ -104,18 +116,19 @@ def method_options(layer: str, backend: str, method: str | None) -> dict:
 
 
 def build_lp(formulation: str, layer: str, X: np.ndarray, y: np.ndarray, C: float | None = None,
-             abs_form: str = "bound"):
+             abs_form: str = "bound", corr_form: str = "lift"):
     """Build one LP formulation in one layer from already-validated data."""
     try:
         builder = BUILDERS[(formulation, layer)]
     except KeyError:
         if formulation not in LP_FORMULATIONS:
-            raise SVMInputError(f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}") from None
+            raise SVMInputError(
+                f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}") from None
         raise SVMInputError(f"unknown layer {layer!r}; choose one of {list(LAYERS)}") from None
     if formulation == L1_PRIMAL:
         return builder(X, y, C, abs_form=abs_form)
     if formulation == L1_DUAL:
-        return builder(X, y, C)
+        return builder(X, y, C, corr_form=corr_form)
     return builder(X, y)
 
 
@@ -130,7 +143,7 @@ def read_values(model, layer: str) -> dict[str, np.ndarray | float]:
     """Variable values by name (b as a float)."""
     out: dict = {}
     if layer == "pyomo":
-        for name in ("w", "t", "w_plus", "w_minus", "b", "xi", "alpha", "lam", "mu"):
+        for name in ("w", "t", "w_plus", "w_minus", "b", "xi", "alpha", "corr", "lam", "mu"):
             comp = getattr(model, name, None)
             if comp is None:
                 continue
@@ -303,6 +316,7 @@ def solve_lp(
     C: float | None = None,
     method: str | None = None,
     abs_form: str = "bound",
+    corr_form: str = "lift",
     profile: str = "default",
     time_limit: float | None = None,
     options: dict | None = None,
@@ -312,7 +326,9 @@ def solve_lp(
 
     formulation: "separability", "hull_intersection", "l1_primal" or "l1_dual".
     C (> 0) is needed by the 1-norm SVM LPs only. `method` ("simplex" / "ipm")
-    picks HiGHS's LP method; None leaves HiGHS's default ("choose"). The
+    picks HiGHS's LP method; None leaves HiGHS's default ("choose").
+    `abs_form` ("bound" / "split") and `corr_form` ("lift" / "rows") choose how
+    l1_primal writes |w_j| and l1_dual writes |sum_i alpha_i y_i x_ij| <= 1. The
     Solution carries w, b, xi, alpha and the decision values for the 1-norm
     LPs (whichever of them came as multipliers); for `hull_intersection`,
     extras hold `lam`, `mu` and the common `point`. All multipliers, by
@@ -330,7 +346,7 @@ def solve_lp(
     adapter = get_backend(layer, backend)
 
     start = time.perf_counter()
-    model = build_lp(formulation, layer, X, y, C, abs_form=abs_form)
+    model = build_lp(formulation, layer, X, y, C, abs_form=abs_form, corr_form=corr_form)
     build_s = time.perf_counter() - start
 
     sol = st.Solution(
@@ -341,6 +357,8 @@ def solve_lp(
     )
     if formulation == L1_PRIMAL:
         sol.extras["abs_form"] = abs_form
+    if formulation == L1_DUAL:
+        sol.extras["corr_form"] = corr_form
     try:
         raw = adapter.solve(model, opts, time_limit)
     except (BackendError, UnsupportedModelError) as exc:
@@ -349,9 +367,20 @@ def solve_lp(
     sol.solver_status = sol.status = raw.status
     sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
     sol.objective = raw.objective
+    if formulation in (L1_PRIMAL, L1_DUAL) and raw.status in (st.INFEASIBLE, st.UNBOUNDED):
+        # Both LPs are feasible and bounded for every data set and C > 0 (w = 0, b = 0, xi = 1
+        # and alpha = 0 are feasible; the objectives are bounded by 0 and by C l): the claim is wrong.
+        sol.status = st.ERROR
+        sol.message = (f"{backend} claims {formulation} is {raw.status}, but it is feasible and bounded "
+                       f"for any data and C > 0. {sol.message}").strip()
+        return sol
     if raw.status not in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
         return sol
 
+    if layer == "cvxpy":  # split the adapter's time into cvxpy's compilation and the solver's own
+        stats = model.problem.solver_stats
+        sol.extras["compile_s"] = getattr(model.problem, "compilation_time", None)
+        sol.extras["solver_s"] = getattr(stats, "solve_time", None) if stats is not None else None
     values = read_values(model, layer)
     mults = read_multipliers(model, layer) if raw.has_duals else {}
     sol.extras["multipliers"] = mults
@@ -392,9 +421,15 @@ def _l1_readback(sol: st.Solution, formulation: str, X, y, values: dict, mults: 
             sol.extras["corr_multiplier_mismatch"] = float(np.abs((p - q) - X.T @ (y * sol.alpha)).max())
         return
     sol.alpha = values.get("alpha")
-    upper, lower, balance = mults.get("corr_upper"), mults.get("corr_lower"), mults.get("balance")
-    if _finite(upper) and _finite(lower) and _finite(balance):
-        sol.w = upper + lower  # w = w+ - w-, with w+ = dual(upper) >= 0 and w- = -dual(lower) >= 0
+    balance = mults.get("balance")
+    if "lift" in mults:
+        w = mults["lift"]  # d max / d rhs of corr_j = sum_i alpha_i y_i x_ij: w_j
+    elif "corr_upper" in mults and "corr_lower" in mults:
+        w = mults["corr_upper"] + mults["corr_lower"]  # w+ = dual(upper) >= 0, w- = -dual(lower) >= 0
+    else:
+        w = None
+    if _finite(w) and _finite(balance):
+        sol.w = w
         sol.b = sol.b_multiplier = float(balance[0])
         sol.b_rule = "multiplier"
         cap = mults.get("cap")
