@@ -3,6 +3,12 @@
 Every public entry point (the Python API, the estimator, the CLI) passes its input
 through these functions, so a bad input is refused with the same clear message
 wherever it comes in, and no solver ever sees it.
+
+    data         check_X, check_labels, check_data (X two-dimensional, numeric, finite;
+                 exactly two labels of any type, mapped to -1/+1 with the LabelMap kept)
+    parameters   check_C, check_kernel, check_choice, check_time_limit, check_options
+    kernels      check_gram (square, finite, symmetric, matching y)
+    memory       check_memory: an O(n^2) estimate against a budget, before allocation
 """
 
 from __future__ import annotations
@@ -107,11 +113,17 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     if classes.size != 2:
         raise SVMInputError(
             f"y must contain exactly two classes, found {classes.size} class"
-            f"{'es' if classes.size != 1 else ''}: {list(classes[:5])}"
+            f"{'es' if classes.size != 1 else ''}: {[_plain(c) for c in classes[:5]]}"
+            f"{' ...' if classes.size > 5 else ''}"
         )
-    labels = LabelMap(negative=classes[0].item(), positive=classes[1].item())
+    labels = LabelMap(negative=_plain(classes[0]), positive=_plain(classes[1]))
     signs = np.where(arr == classes[1], 1.0, -1.0)
     return signs, labels
+
+
+def _plain(value):
+    """A numpy scalar as its Python value; labels from object arrays already are."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_C(C, allow_infinite: bool = False) -> float:
@@ -279,6 +291,14 @@ def gram_bytes(n: int, layer: str = "cvxpy", kernel_form: str = "dense") -> floa
     return per_entry * float(n) * float(n)
 
 
+def _human_bytes(count: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} TiB"
+
+
 def check_memory(n: int, what: str, *, layer: str = "cvxpy", kernel_form: str = "dense",
                  budget: float | None = None) -> float:
     """Refuse an O(n^2) object before it is allocated if it would not fit the budget."""
@@ -286,8 +306,8 @@ def check_memory(n: int, what: str, *, layer: str = "cvxpy", kernel_form: str = 
     allowed = memory_budget(budget)
     if need > allowed:
         raise MemoryBudgetError(
-            f"{what} on n = {n:,} samples would need about {need / 2**30:.2f} GiB "
-            f"(O(n^2)), more than the memory budget of {allowed / 2**30:.2f} GiB; use fewer "
+            f"{what} on n = {n:,} samples would need about {_human_bytes(need)} "
+            f"(O(n^2)), more than the memory budget of {_human_bytes(allowed)}; use fewer "
             f"samples, the linear 'dual' or 'soft_primal' formulation (O(n d)), or raise the "
             f"budget (${MEMORY_BUDGET_ENV} in bytes)"
         )

@@ -316,8 +316,13 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
             sol.checks["verified"] = False
             sol.checks["verdict"] = f"{sol.checks.get('verdict', '')}; {reason}".lstrip("; ")
             false_claims.append(reason)
-    elif claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.decision is not None:
+    elif claimed == st.OPTIMAL and sol.decision is not None:
         false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
+    if claimed in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT) and math.isfinite(sol.objective) \
+            and sol.objective < -tol * max(1.0, abs(sol.objective)):
+        # every SVM optimum is >= 0: a negative value returned as a result (e.g. at an iteration limit)
+        # is not an estimate of anything
+        false_claims.append(f"the backend returned an impossible objective {sol.objective:.6g} < 0 ({claimed})")
 
     # 2. statuses that cannot be true for this formulation
     impossible = ""
@@ -368,11 +373,15 @@ def _brief(cert: Certificate) -> dict:
 
 
 def withhold_unverified(sol: st.Solution) -> None:
-    """No w*, b* or objective as a result unless the status is `optimal`.
+    """No w*, b* or objective as a result when the solve ended without an optimum.
 
-    What the backend returned is kept in extras["unverified"] for diagnosis only.
+    Infeasible, unbounded, error, iteration- and time-limit stops have their
+    point moved to extras["unverified"] (for diagnosis only). `optimal_inaccurate`
+    (the solver claimed an optimum the project could not verify) keeps its point:
+    the status says it is unverified, the results table leaves it blank and the
+    estimator accepts it only with a ConvergenceWarning.
     """
-    if sol.status == st.OPTIMAL:
+    if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
         return
     if sol.w is not None or math.isfinite(sol.b) or math.isfinite(sol.objective):
         sol.extras["unverified"] = {

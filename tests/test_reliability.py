@@ -1,0 +1,386 @@
+"""Honest statuses: infeasibility, extreme C, false solver claims, bad scaling, faults in a sweep.
+
+The project's status is `optimal` only for a point it has verified; a solver's
+claim that contradicts what is known about the SVM (a soft margin is always
+feasible and bounded, a primal is never unbounded, a dual never infeasible, a
+hard margin is infeasible exactly on non-separable data) is refuted and
+labelled; and a sweep keeps every row when a solve crashes or hangs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from experiments.datasets import example_5_1, exercise_5_4, overlapping, separable
+from formulations import scaling
+from solvers import registry
+from solvers import solution as st
+from solvers.api import solve
+from solvers.checks import farkas_check, separability_certificate
+from tests.conftest import backend_params
+
+NOT_OPTIMAL = {st.INFEASIBLE, st.UNBOUNDED, st.ERROR, st.ITERATION_LIMIT, st.TIME_LIMIT, st.OPTIMAL_INACCURATE}
+
+
+def _no_result(sol: st.Solution) -> None:
+    """A solve without an optimum reports no w*, b* or objective."""
+    if sol.status not in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+        assert sol.w is None and math.isnan(sol.b) and math.isnan(sol.objective), sol.extras.get("unverified")
+
+
+# --------------------------------------------------------------------------- Farkas certificates
+
+
+def test_project_certificate_on_the_notes_data():
+    """Exercise 5.4 is not separable (the LP finds lambda and it checks out); Example 5.1 is."""
+    ds = exercise_5_4()
+    cert = separability_certificate(ds.X, ds.y)
+    assert cert.holds and "not linearly separable" in cert.note
+    lam = cert.lam
+    assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0)
+    assert np.linalg.norm(ds.X.T @ (lam * ds.y)) < 1e-9 and abs(ds.y @ lam) < 1e-12
+    # the point where the two convex hulls meet: the same from both classes
+    pos, neg = ds.y > 0, ds.y < 0
+    meet_a = ds.X[pos].T @ lam[pos] / lam[pos].sum()
+    meet_b = ds.X[neg].T @ lam[neg] / lam[neg].sum()
+    np.testing.assert_allclose(meet_a, meet_b, atol=1e-9)
+
+    sep = separability_certificate(example_5_1().X, example_5_1().y)
+    assert not sep.holds and sep.note.startswith("linearly separable")
+
+
+def test_farkas_check_refuses_wrong_certificates():
+    # XOR: the diagonals' midpoints coincide, lambda = 1/4 each is a certificate.
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    good = farkas_check(X, y, np.full(4, 0.25), tol=1e-9)
+    assert good.holds and good.stationarity == pytest.approx(0.0, abs=1e-15)
+    assert farkas_check(X, y, -np.full(4, 0.25), tol=1e-9).sign == -1  # either sign convention
+    unbalanced = farkas_check(X, y, np.array([0.5, 0.3, 0.1, 0.1]), tol=1e-6)
+    assert not unbalanced.holds and unbalanced.balance == pytest.approx(0.6) and "balance" in unbalanced.note
+    negative = farkas_check(X, y, np.array([1.0, 1.0, 1.0, 1.0]) - np.array([0, 0, 0, 1.5]), tol=1e-6)
+    assert not negative.holds and "negativity" in negative.note
+    assert not farkas_check(X, y, None).holds and farkas_check(X, y, None).note == "no certificate returned"
+    assert not farkas_check(X, y, np.zeros(4)).holds
+
+
+# --------------------------------------------------------------------------- hard margin, not separable
+
+# Backends measured to return a Farkas certificate that holds (recorded, and asserted so a
+# regression in reading certificates back is noticed).
+CERTIFICATE_HOLDS = {("pyomo", "clarabel"), ("pyomo", "piqp"), ("pyomo", "ipopt"),
+                     ("cvxpy", "clarabel"), ("cvxpy", "osqp"), ("cvxpy", "scs")}
+
+
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_hard_primal_not_separable_is_never_optimal(layer, backend):
+    ds = exercise_5_4()
+    sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend=backend)
+    assert sol.status in NOT_OPTIMAL - {st.OPTIMAL_INACCURATE}
+    if sol.solver_status == st.INFEASIBLE:
+        assert sol.status == st.INFEASIBLE
+    assert "not linearly separable" in sol.message
+    assert sol.extras["separability"]["holds"] is True
+    cert = sol.extras["certificate"]
+    if cert["note"] != "no certificate returned":  # checked and recorded either way
+        assert math.isfinite(cert["stationarity"]) and isinstance(cert["holds"], bool)
+    if (layer, backend) in CERTIFICATE_HOLDS:
+        assert cert["holds"] is True, cert
+        assert cert["stationarity"] <= 1e-4 and cert["balance"] <= 1e-4
+    _no_result(sol)
+
+
+@pytest.mark.parametrize("formulation", ["dual", "kernel_dual"])
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_hard_dual_not_separable_is_unbounded_never_optimal(layer, backend, formulation):
+    """C = inf: the linear dual, and the kernel dual with the linear kernel (the ray is checked
+    in feature space, through a factor of K)."""
+    ds = exercise_5_4()
+    kwargs = {"kernel": "linear"} if formulation == "kernel_dual" else {}
+    sol = solve(formulation, ds.X, ds.y, layer=layer, backend=backend, C=math.inf, **kwargs)
+    assert sol.status in NOT_OPTIMAL - {st.OPTIMAL_INACCURATE}
+    if sol.solver_status in (st.UNBOUNDED, st.OPTIMAL):
+        # HiGHS claims `optimal` (objective 4e7): its alpha is checked as a ray instead
+        assert sol.status == st.UNBOUNDED
+    if sol.solver_status == st.OPTIMAL:
+        assert sol.extras["certificate"]["holds"] is True
+        assert "claimed optimal on a problem with no optimum" in sol.extras["false_status"]
+    assert "not linearly separable" in sol.message
+    _no_result(sol)
+
+
+def test_hard_margin_on_separable_data_reported_infeasible_is_a_backend_failure(monkeypatch):
+    """A false `infeasible` on separable data is refuted by the project's LP."""
+    ds = example_5_1()
+    adapter = registry.get_backend("cvxpy", "clarabel")
+    monkeypatch.setattr(adapter, "solve", lambda model, opts, tl=None: st.RawResult(st.INFEASIBLE, "fake"))
+    sol = solve("hard_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel")
+    assert sol.status == st.ERROR and sol.solver_status == st.INFEASIBLE
+    assert "linearly separable" in sol.extras["false_status"]
+
+
+# --------------------------------------------------------------------------- extreme C and false statuses
+
+
+# (id, data set, C). C = 1e12 on a small separable set is the hard margin in disguise:
+# Clarabel calls it unbounded/infeasible, DAQP infeasible, ProxQP "optimal" at a wrong objective,
+# OSQP and ProxQP stop at iteration limits with negative objectives. At C = 1e4 on overlapping
+# data ProxQP calls the (always feasible) soft margin infeasible.
+EXTREME = [("separable10-C1e12", lambda: separable(10, seed=0), 1e12),
+           ("example_5_1-C1e12", example_5_1, 1e12),
+           ("overlapping60-C1e4", lambda: overlapping(60, d=2, seed=0), 1e4)]
+_REFERENCES: dict = {}
+
+
+def _reference(case):
+    """The optimum from a trusted interior-point backend at high accuracy, verified by the project."""
+    name, make, C = case
+    if name not in _REFERENCES:
+        ds = make()
+        for formulation, backend in (("soft_primal", "clarabel"), ("dual", "clarabel"), ("soft_primal", "piqp")):
+            ref = solve(formulation, ds.X, ds.y, layer="cvxpy", backend=backend, C=C, profile="high")
+            if ref.status == st.OPTIMAL:
+                break
+        else:  # C = 1e12 defeats them too: on separable data the hard margin is the same problem
+            ref = solve("hard_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", profile="high")
+            assert ref.status == st.OPTIMAL
+            assert ref.alpha.max() < 1e-3 * C  # so C never binds: the soft optimum is the hard one
+        _REFERENCES[name] = (ds, ref)
+    return _REFERENCES[name]
+
+
+@pytest.mark.parametrize("case", EXTREME, ids=lambda c: c[0])
+@pytest.mark.parametrize("formulation", ["soft_primal", "dual"])
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_extreme_c_never_optimal_when_wrong(layer, backend, formulation, case):
+    ds, ref = _reference(case)
+    sol = solve(formulation, ds.X, ds.y, layer=layer, backend=backend, C=case[2])
+    if sol.status == st.OPTIMAL:
+        assert sol.objective == pytest.approx(ref.objective, rel=1e-4)
+        np.testing.assert_allclose(sol.w, ref.w, atol=1e-3 * max(1.0, np.abs(ref.w).max()))
+        if ref.checks["n_free_sv"] > 0:  # b* is unique
+            assert sol.b == pytest.approx(ref.b, abs=1e-3 * max(1.0, abs(ref.b)))
+    if sol.solver_status in (st.INFEASIBLE, st.UNBOUNDED):  # Clarabel, DAQP, ProxQP here
+        assert sol.status == st.ERROR and "backend failure" in sol.extras["false_status"]
+    if sol.solver_status == st.OPTIMAL and sol.status != st.OPTIMAL:
+        assert sol.extras["false_status"]  # the refuted claim is recorded with its reason
+    _no_result(sol)
+
+
+def _fake(monkeypatch, layer, backend, **changes):
+    """Run the real backend, then make it claim something else (status, objective)."""
+    adapter = registry.get_backend(layer, backend)
+    real = adapter.solve
+
+    def lying_solve(model, options, time_limit=None):
+        raw = real(model, options, time_limit)
+        for key, value in changes.items():
+            setattr(raw, key, value(raw.objective) if callable(value) else value)
+        return raw
+
+    monkeypatch.setattr(adapter, "solve", lying_solve)
+
+
+FALSE_CLAIMS = [
+    # (id, formulation, claim, words in extras["false_status"], expected project status)
+    ("proxqp objective x1000", "soft_primal", {"status": st.OPTIMAL, "objective": lambda f: 1000 * f},
+     "differs from the recomputed", st.OPTIMAL_INACCURATE),
+    ("osqp negative objective at iteration limit", "soft_primal",
+     {"status": st.ITERATION_LIMIT, "objective": -5.4e21}, "impossible objective", st.ITERATION_LIMIT),
+    ("ipopt negative objective claimed optimal", "soft_primal", {"status": st.OPTIMAL, "objective": -99997.0},
+     "impossible objective", st.OPTIMAL_INACCURATE),
+    ("proxqp soft margin infeasible", "soft_primal", {"status": st.INFEASIBLE}, "always feasible", st.ERROR),
+    ("clarabel soft margin unbounded", "soft_primal", {"status": st.UNBOUNDED}, "cannot be unbounded", st.ERROR),
+    ("daqp soft dual infeasible", "dual", {"status": st.INFEASIBLE}, "cannot be infeasible", st.ERROR),
+    ("clarabel soft dual unbounded", "dual", {"status": st.UNBOUNDED}, "always feasible and bounded", st.ERROR),
+]
+
+
+@pytest.mark.parametrize("case", FALSE_CLAIMS, ids=lambda c: c[0])
+def test_false_claims_are_refuted(case, monkeypatch):
+    """Whatever a backend claims, the project's status follows the evidence (real point, fake claim)."""
+    _, formulation, claim, words, expected = case
+    ds = exercise_5_4()
+    _fake(monkeypatch, "cvxpy", "clarabel", **claim)
+    sol = solve(formulation, ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    assert sol.status == expected
+    assert words in sol.extras["false_status"]
+    assert words in sol.message
+    _no_result(sol)
+
+
+def test_honest_solve_is_not_flagged():
+    ds = exercise_5_4()
+    sol = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    assert sol.status == st.OPTIMAL and "false_status" not in sol.extras
+    assert sol.checks["objective_claim"] == "consistent"
+    assert sol.objective == pytest.approx(sol.checks["primal_objective"], rel=1e-6)
+
+
+# --------------------------------------------------------------------------- bad scaling
+
+
+def test_badly_scaled_features_warn_with_the_ratio():
+    ds = separable(20, d=2, seed=3)
+    X = ds.X * np.array([1.0, 1e8])
+    ratio, hi, lo = scaling.scale_ratio(X)
+    expected = (X[:, 1].std() / X[:, 0].std())
+    assert ratio == pytest.approx(expected) and (hi, lo) == (1, 0)
+    with pytest.warns(scaling.BadScalingWarning, match=re.escape(f"ratio of feature scales {expected:.3g} ")):
+        sol = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0)
+    assert sol.extras["scale_ratio"] == pytest.approx(expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scaling.BadScalingWarning)
+        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0)  # well scaled: silent
+
+
+def _shifted(seed: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Separable data whose features all have standard deviation `scale` and far-off means."""
+    ds = separable(24, d=3, seed=seed)
+    Z = (ds.X - ds.X.mean(axis=0)) / ds.X.std(axis=0)
+    return scale * Z + np.array([50.0, -20.0, 7.0]), ds.y
+
+
+@pytest.mark.parametrize("formulation,C", [("hard_primal", None), ("soft_primal", 1.0), ("dual", 1.0)])
+def test_standardize_maps_w_b_back_to_original_units(formulation, C):
+    """Centring changes nothing (b absorbs the shift): the mapped-back answer is the unscaled one."""
+    X, y = _shifted(seed=5, scale=1.0)
+    plain = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=C, profile="high")
+    std = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=C, profile="high", standardize=True)
+    assert plain.status == std.status == st.OPTIMAL
+    np.testing.assert_allclose(std.w, plain.w, atol=1e-6)
+    assert std.b == pytest.approx(plain.b, abs=1e-5)
+    np.testing.assert_allclose(std.decision, X @ std.w + std.b, atol=1e-6)  # w, b are in X's units
+    assert std.extras["standardized"]["mean"] == pytest.approx(X.mean(axis=0).tolist())
+
+
+def test_standardize_uniform_scale_hard_margin():
+    """All features scaled by s: the hard margin finds the same classifier, w in original units."""
+    X, y = _shifted(seed=6, scale=40.0)
+    plain = solve("hard_primal", X, y, layer="cvxpy", backend="clarabel", profile="high")
+    std = solve("hard_primal", X, y, layer="cvxpy", backend="clarabel", profile="high", standardize=True)
+    assert plain.status == std.status == st.OPTIMAL
+    np.testing.assert_allclose(std.w, plain.w, rtol=1e-5, atol=1e-8)
+    assert std.b == pytest.approx(plain.b, rel=1e-5, abs=1e-6)
+    np.testing.assert_allclose(std.extras["w_standardized"], 40.0 * plain.w, rtol=1e-5)
+
+
+def test_standardize_rescues_badly_scaled_data():
+    """Feature 1 is 1e8 times feature 0: standardized, every point is classified and verified."""
+    ds = separable(30, d=2, seed=1)
+    X = ds.X * np.array([1.0, 1e8])
+    sol = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, standardize=True)
+    assert sol.status == st.OPTIMAL
+    assert np.linalg.norm(sol.extras["w_standardized"]) > 0.1  # not the degenerate w = 0
+    assert np.mean(np.sign(X @ sol.w + sol.b) == ds.y) == 1.0
+
+
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_badly_scaled_never_optimal_when_wrong(layer, backend):
+    """Feature 1 is 1e8 times feature 0 (scikit-learn's LinearSVC returns w = 0 here): whatever a
+    backend returns, `optimal` means the reference optimum, never a degenerate w = 0."""
+    ds = separable(30, d=2, seed=1)
+    X = ds.X * np.array([1.0, 1e8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scaling.BadScalingWarning)
+        ref = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, profile="high")
+        sol = solve("soft_primal", X, ds.y, layer=layer, backend=backend, C=1.0)
+    assert ref.status == st.OPTIMAL and abs(ref.w[0]) > 0.5  # the optimum is far from w = 0
+    if sol.status == st.OPTIMAL:
+        assert sol.objective == pytest.approx(ref.objective, rel=1e-4)
+        np.testing.assert_allclose(sol.w, ref.w, rtol=1e-3)
+        assert sol.checks["train_accuracy"] == ref.checks["train_accuracy"] == 1.0
+    _no_result(sol)
+
+
+# --------------------------------------------------------------------------- faults in a sweep
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return pytest.importorskip("experiments.sweep")
+
+
+def _task(sweep, order: int, formulation="soft_primal", C=10.0, layer="cvxpy", backend="clarabel",
+          ds=None, fault="", timeout=None):
+    from formulations.kernels import Kernel
+
+    ds = ds or exercise_5_4()
+    return sweep.Task(
+        key=f"{ds.name}|{formulation}|{layer}/{backend}|{order}", order=order, suite="reliability",
+        dataset=ds.name, formulation=formulation, layer=layer, backend=backend, C=C, kernel=Kernel("linear"),
+        profile="default", kernel_form="dense", X=np.asarray(ds.X), y=np.asarray(ds.y), timeout=timeout,
+        fault=fault,
+    )
+
+
+def _run(sweep, tasks, tmp_path, killer=None) -> dict:
+    rows = {}
+    thread = None
+    if killer is not None:
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+    sweep.run_local(tasks, lambda row: rows.__setitem__(row["task_key"], row), workers=1,
+                    log_dir=str(tmp_path / "logs"))
+    if thread is not None:
+        thread.join(30)
+    return rows
+
+
+def test_a_worker_killed_mid_solve_loses_no_other_row(sweep, tmp_path):
+    """SIGKILL the process of a long solve while it runs: that row says so, every other row is there."""
+    long = overlapping(2000, d=20, seed=0)  # pyomo/highs needs minutes for this soft margin
+    # its timeout only bounds the test if the kill below never happens (then the test fails)
+    tasks = [_task(sweep, 0, layer="pyomo", backend="highs", ds=long, C=1.0, timeout=90.0),
+             _task(sweep, 1), _task(sweep, 2, formulation="dual"), _task(sweep, 3, layer="pyomo", backend="piqp")]
+    killed = []
+
+    def killer():
+        import psutil
+
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with sweep._LIVE_LOCK:
+                procs = list(sweep._LIVE)
+            for proc in procs:
+                try:
+                    if psutil.Process(proc.pid).cpu_times().user > 1.0:  # well into model build / solve
+                        os.kill(proc.pid, signal.SIGKILL)
+                        killed.append(proc.pid)
+                        return
+                except (psutil.NoSuchProcess, ValueError):
+                    pass
+            time.sleep(0.1)
+
+    rows = _run(sweep, tasks, tmp_path, killer)
+    assert killed, "the long solve finished before it could be killed"
+    assert set(rows) == {t.key for t in tasks}  # rows lost: 0
+    dead = rows[tasks[0].key]
+    assert dead["status"] == st.ERROR and "SIGKILL" in dead["error"]
+    for task in tasks[1:]:
+        assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE), rows[task.key]
+        assert rows[task.key]["primal_objective"] == pytest.approx(27.03, abs=0.05)  # Exercise 5.4, C = 10
+
+
+def test_a_hanging_solve_becomes_a_time_limit_row(sweep, tmp_path):
+    """A solve stuck past --timeout is killed; the rows before and after it are all there."""
+    tasks = [_task(sweep, 0), _task(sweep, 1, fault="sleep:600", timeout=1.0), _task(sweep, 2, formulation="dual"),
+             _task(sweep, 3, fault="crash"), _task(sweep, 4, fault="raise")]
+    start = time.perf_counter()
+    rows = _run(sweep, tasks, tmp_path)
+    assert time.perf_counter() - start < 120
+    assert set(rows) == {t.key for t in tasks}
+    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after" in rows[tasks[1].key]["error"]
+    assert rows[tasks[3].key]["status"] == st.ERROR and "SIGSEGV" in rows[tasks[3].key]["error"]
+    assert rows[tasks[4].key]["status"] == st.ERROR and "injected fault" in rows[tasks[4].key]["error"]
+    for task in (tasks[0], tasks[2]):
+        assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
