@@ -5,69 +5,119 @@ r"""Kernel dual (001 "Nonlinear SVM"; 000 `svm(K, y, C)`; Exercise 5.5).
                  0 <= alpha_i <= C
 
 with the Gram matrix K_ij = k(x_i, x_j) given precomputed (Mercer's condition,
-K positive semidefinite, is checked by the caller: formulations.kernels).
+K positive semidefinite, is checked by the caller: formulations.kernels.mercer_check).
 
 Two ways to hand the quadratic form to a solver:
 
-- ``form="dense"``: the matrix Q = Y K Y itself (cvxpy `quad_form`, its PSD probe
-  replaced by the project's own Mercer check; Pyomo: one linear expression per row);
-- ``form="factor"``: K = L L' (L is l x r), a lifted variable v = L' (y * alpha)
-  [factor] and the objective sum alpha - 1/2 ||v||^2, which pays when r << l.
+- ``form="dense"``: the matrix Q = Y K Y itself, Y = diag(y). cvxpy:
+  ``quad_form(alpha, psd_wrap(Q))`` (cvxpy's own eigenvalue probe is skipped: PSD
+  is settled by the project's Mercer check). Pyomo: a `QuadraticForm` component
+  (formulations.quadratic_form) that keeps Q as an array, so the model is built
+  without a Python object per term and the standard-form bridge reads Q directly.
+- ``form="factor"``: K ~ L L' (L is n x r, formulations.kernels.factorize), a
+  lifted variable v = L' (y * alpha)                           [factor]
+  and the objective sum_i alpha_i - 1/2 ||v||^2, which pays when r << n. The rank r
+  and the relative residual ||K - L L'||_F / ||K||_F are recorded in the model
+  (Pyomo: attributes `factor_rank`, `factor_residual`, `factor_method`; cvxpy:
+  `CvxpyModel.info`), and `model_info` collects them for `Solution.extras`.
+
+`choose_form` picks the faster form for a case (dense unless a low-rank factor
+is much smaller than n) and says why.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
-from formulations.model import KERNEL_DUAL, CvxpyModel, linear_rows, new_pyomo_model
+from formulations.model import KERNEL_DUAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.quadratic_form import QuadraticForm
 
 FORMS = ("dense", "factor")
 
+#: choose_form takes the factor when its rank is at most this fraction of n.
+#: Measured on the 2-core machine (experiments.kernel_forms.time_forms: Gaussian kernel,
+#: d = 10, Clarabel, build + solve seconds, cvxpy / pyomo):
+#:   n = 1000: dense 3.4 / 2.8; factor r = 50: 0.4 / 0.4, r = 100: 1.9 / 1.8, r = 250: 3.7 / 4.1,
+#:             r = 1000 (full): 47 / 51
+#:   n = 2000: dense 19 / 14;   factor r = 100: 4.6 / 4.4, r = 200: 8.4 / 8.5, r = 500: 30 / 29
+#: so a factor of rank n/10 is about twice as fast as the dense form and one of rank n/4
+#: is already slower.
+FACTOR_RANK_FRACTION = 0.1
 
-def _factor(K: np.ndarray, L: np.ndarray | None) -> np.ndarray:
-    if L is not None:
-        return np.asarray(L, dtype=float)
-    from formulations.kernels import factorize
 
-    return factorize(K).L
+def _check_form(form: str) -> None:
+    if form not in FORMS:
+        raise ValueError(f"unknown kernel-dual form {form!r}; choose one of {FORMS}")
+
+
+@dataclass
+class _FactorInfo:
+    L: np.ndarray
+    rank: int
+    residual: float
+    method: str
+
+
+def _factor(K: np.ndarray, L: np.ndarray | None) -> _FactorInfo:
+    """The factor to use: the given L (its residual measured against K) or a new one."""
+    if L is None:
+        from formulations.kernels import factorize
+
+        f = factorize(K)
+        return _FactorInfo(f.L, f.rank, f.residual, f.method)
+    L = np.asarray(L, dtype=float)
+    if L.ndim != 2 or L.shape[0] != K.shape[0]:
+        raise ValueError(f"the factor L must have shape (n, r) with n = {K.shape[0]}, got {L.shape}")
+    norm_K = np.linalg.norm(K)
+    residual = float(np.linalg.norm(K - L @ L.T) / norm_K) if norm_K > 0 else 0.0
+    return _FactorInfo(L, L.shape[1], residual, "given")
 
 
 def build_pyomo(
     K: np.ndarray, y: np.ndarray, C: float, form: str = "dense", L: np.ndarray | None = None
 ) -> pyo.ConcreteModel:
-    if form not in FORMS:
-        raise ValueError(f"unknown kernel-dual form {form!r}; choose one of {FORMS}")
+    """The kernel dual as a Pyomo model (maximise; components alpha, balance, obj,
+    and for form="factor" also v, factor)."""
+    _check_form(form)
+    y = np.asarray(y, dtype=float)
     n = len(y)
     m = new_pyomo_model(KERNEL_DUAL, n)
     m.C = float(C)
     m.form = form
     upper = None if math.isinf(C) else float(C)
     m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
-    m.balance = pyo.Constraint(expr=linear_rows(y[None, :], m.alpha)[0] == 0)
+    m.balance = pyo.Constraint(expr=linear_sum(y, m.alpha) == 0)
     if form == "dense":
-        Q = (y[:, None] * K) * y[None, :]
-        rows = linear_rows(Q, m.alpha)  # (Q alpha)_i
-        quad = pyo.quicksum(m.alpha[i] * rows[i] for i in m.I)
+        # alpha' (Y K Y) alpha, kept as the matrix (no expression per term).
+        m.quad = QuadraticForm((y[:, None] * K) * y[None, :], m.alpha)
+        quad = m.quad
     else:
-        F = _factor(K, L)
-        m.R = pyo.RangeSet(0, F.shape[1] - 1)
+        f = _factor(K, L)
+        m.factor_rank, m.factor_residual, m.factor_method = f.rank, f.residual, f.method
+        m.R = pyo.RangeSet(0, f.rank - 1)
         m.v = pyo.Var(m.R)
-        combos = linear_rows((y[:, None] * F).T, m.alpha)  # (L' (y * alpha))_k
-        m.factor = pyo.Constraint(m.R, rule=lambda m, k: m.v[k] - combos[k] == 0)
+        # Rows v_k - sum_i L_ik y_i alpha_i = 0, as one r x (n + r) matrix.
+        rows = sp.hstack([sp.csr_matrix(-(y[:, None] * f.L).T), sp.identity(f.rank, format="csr")],
+                         format="csr")
+        m.factor = matrix_rows(rows, [*m.alpha.values(), *m.v.values()], lower=0.0, upper=0.0)
         quad = pyo.quicksum(m.v[k] ** 2 for k in m.R)
-    m.obj = pyo.Objective(expr=pyo.quicksum(m.alpha.values()) - 0.5 * quad, sense=pyo.maximize)
+    m.obj = pyo.Objective(expr=linear_sum(1.0, m.alpha) - 0.5 * quad, sense=pyo.maximize)
     return m
 
 
 def build_cvxpy(
     K: np.ndarray, y: np.ndarray, C: float, form: str = "dense", L: np.ndarray | None = None
 ) -> CvxpyModel:
-    if form not in FORMS:
-        raise ValueError(f"unknown kernel-dual form {form!r}; choose one of {FORMS}")
+    """The kernel dual as a cvxpy problem (variables alpha (and v); constraints
+    balance (and factor)); `info` holds the form and, for a factor, its rank and residual."""
+    _check_form(form)
+    y = np.asarray(y, dtype=float)
     n = len(y)
     alpha = cp.Variable(n, name="alpha", nonneg=True)
     balance = y @ alpha == 0
@@ -76,16 +126,70 @@ def build_cvxpy(
         constraints.append(alpha <= float(C))
     variables = {"alpha": alpha}
     named = {"balance": balance}
+    info: dict = {"form": form}
     if form == "dense":
         Q = (y[:, None] * K) * y[None, :]
         quad = cp.quad_form(alpha, cp.psd_wrap(Q))
     else:
-        F = _factor(K, L)
-        v = cp.Variable(F.shape[1], name="v")
-        factor = v == F.T @ cp.multiply(y, alpha)
+        f = _factor(K, L)
+        info.update(factor_rank=f.rank, factor_residual=f.residual, factor_method=f.method)
+        v = cp.Variable(f.rank, name="v")
+        factor = v == f.L.T @ cp.multiply(y, alpha)
         constraints.append(factor)
         variables["v"] = v
         named["factor"] = factor
         quad = cp.sum_squares(v)
     problem = cp.Problem(cp.Maximize(cp.sum(alpha) - 0.5 * quad), constraints)
-    return CvxpyModel(KERNEL_DUAL, problem, variables, named, info={"form": form})
+    return CvxpyModel(KERNEL_DUAL, problem, variables, named, info=info)
+
+
+def model_info(model) -> dict:
+    """{"kernel_form": form, and for a factor "factor_rank", "factor_residual"
+    (||K - L L'||_F / ||K||_F), "factor_method"}, from either layer's model."""
+    source = model.info if isinstance(model, CvxpyModel) else vars(model)
+    info = {"kernel_form": source.get("form")}
+    info.update((key, source[key]) for key in ("factor_rank", "factor_residual", "factor_method") if key in source)
+    return info
+
+
+# --------------------------------------------------------------------------- form choice
+
+
+@dataclass
+class FormChoice:
+    """Which form `choose_form` picked, why, and the factor it found (if any)."""
+
+    form: str
+    reason: str
+    rank: int | None = None  # rank of the factor found, None when the search stopped at the cap
+    residual: float | None = None
+    L: np.ndarray | None = None
+
+    def as_dict(self) -> dict:
+        return {"kernel_form": self.form, "kernel_form_reason": self.reason,
+                "auto_factor_rank": self.rank, "auto_factor_residual": self.residual}
+
+
+def choose_form(K: np.ndarray, rtol: float = 1e-10, fraction: float = FACTOR_RANK_FRACTION) -> FormChoice:
+    """The faster kernel-dual form for Gram matrix K: "factor" if K has a factor of
+    rank r <= fraction * n to relative tolerance rtol, else "dense".
+
+    The search is a pivoted Cholesky capped at fraction * n columns, O(n r^2): it
+    never pays for a full factor that would be thrown away. A factor it finds is
+    returned (`L`) so the model need not factor K again.
+    """
+    from formulations.kernels import factorize
+
+    n = K.shape[0]
+    cap = max(1, int(fraction * n))
+    if cap >= n:  # tiny problems: both forms are instant; the dense one has no rounding to discuss
+        return FormChoice("dense", f"n = {n}: too small for a factor to pay")
+    f = factorize(K, rtol=rtol, max_rank=cap + 1)
+    if f.rank <= cap:
+        return FormChoice(
+            "factor",
+            f"K has rank {f.rank} <= {fraction:g} n = {cap} (pivoted Cholesky, rtol {rtol:g}); "
+            f"the factor form has {f.rank} lifted variables instead of an n x n matrix",
+            rank=f.rank, residual=f.residual, L=f.L,
+        )
+    return FormChoice("dense", f"K has numerical rank > {fraction:g} n = {cap} (pivoted Cholesky, rtol {rtol:g})")

@@ -74,3 +74,24 @@ def test_hard_margin_alpha_has_no_upper_bound():
 def test_weights_from_alpha():
     X = np.array([[1.0, 2.0], [3.0, -1.0]])
     np.testing.assert_allclose(weights_from_alpha(X, np.array([1.0, -1.0]), np.array([2.0, 1.0])), [-1.0, 5.0])
+
+
+def test_multiplier_left_just_off_its_bound_barely_moves_b():
+    """An interior-point zero (alpha = 1e-6) whose point is far from the margin must not drag b*."""
+    y = np.array([1.0, -1.0, 1.0])
+    alpha = np.array([0.5, 0.5, 1e-6])
+    g = np.array([0.2, 0.4, 5.0])  # point 2 is far outside: y - g = -4
+    est = recover_bias(alpha, y, g, C=1.0, tol=1e-7)
+    assert est.n_free == 3
+    assert est.b == pytest.approx(np.mean([1 - 0.2, -1 - 0.4]), abs=1e-5)
+
+
+def test_kernel_dual_bias_from_interior_point_solvers_is_verified():
+    """Measured before the weighting: Clarabel's b* on gendata(15, 15), rbf gamma 1, was 1e-4 off."""
+    from experiments.datasets import gendata
+    from formulations.kernels import Kernel
+
+    ds = gendata(15, 15)
+    sol = solve("kernel_dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, kernel=Kernel("rbf", gamma=1.0))
+    assert sol.status == "optimal"
+    assert sol.b == pytest.approx(sol.b_multiplier, abs=1e-6)
