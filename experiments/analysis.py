@@ -14,6 +14,15 @@ formulation, layer and backend solves the same problem, so:
 * the primal's margin-constraint multipliers against the dual's alpha*
   (``multipliers``). alpha* need not be unique (degenerate problems), so a
   difference here is a finding, not automatically an error.
+
+The LP formulations form groups of their own (the 1-norm SVM is another problem
+than the 2-norm SVM, and separability has no optimum to compare): the group's
+second field is ``l1-norm`` or ``separability`` instead of the kernel. The 1-norm
+pairs join the strong-duality table (P* of l1_primal against D* of l1_dual);
+``l1_pairs`` holds, per LP setting, both optima and the multipliers of one LP
+against the solution of the other (the columns of experiments.l1_compare's
+``l1_duality_table``, computed from the sweep's rows instead of new solves);
+``separability_verdicts`` the separability rows.
 """
 
 from __future__ import annotations
@@ -27,7 +36,13 @@ import numpy as np
 import pandas as pd
 
 from experiments.results_table import from_json
-from formulations.model import DUAL_FORMULATIONS, PRIMAL_FORMULATIONS
+from experiments.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
+from formulations.model import DUAL_FORMULATIONS as QP_DUALS
+from formulations.model import PRIMAL_FORMULATIONS as QP_PRIMALS
+
+PRIMAL_FORMULATIONS = QP_PRIMALS + (L1_PRIMAL,)
+DUAL_FORMULATIONS = QP_DUALS + (L1_DUAL,)
+FAMILY = {L1_PRIMAL: "l1-norm", L1_DUAL: "l1-norm", SEPARABILITY: "separability"}
 
 HARD_MARGIN_SVC_C = 1e8  # libsvm has no C = inf; a C no alpha_i reaches gives the hard margin
 SVC_MAX_ITER = 1_000_000  # about a second here; an infeasible hard margin would otherwise run for ever
@@ -35,11 +50,32 @@ OPTIMAL = "optimal"
 
 
 def with_groups(df: pd.DataFrame) -> pd.DataFrame:
-    """Add `group` (the problem) and `solver` (layer/backend) columns."""
+    """Add `group` (the problem) and `solver` (layer/backend, with HiGHS's LP method: layer/highs-simplex)."""
     df = df.copy()
-    df["group"] = [f"{d} | {k} | C={c:g} | {p}" for d, k, c, p in zip(df.dataset, df.kernel, df.C, df.profile)]
-    df["solver"] = df.layer + "/" + df.backend
+    family = [FAMILY.get(f, k) for f, k in zip(df.formulation, df.kernel)]
+    df["group"] = [f"{d} | {k} | C={c:g} | {p}" for d, k, c, p in zip(df.dataset, family, df.C, df.profile)]
+    method = df["method"].fillna("").astype(str) if "method" in df.columns else pd.Series("", index=df.index)
+    df["solver"] = df.layer + "/" + df.backend + np.where(method != "", "-" + method, "")
     return df
+
+
+def verdict(value) -> bool | None:
+    """A `separable` cell (True / False / NA, numpy or pandas) as True / False / None."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return bool(value)
+
+
+def separable_mask(df: pd.DataFrame, value: bool) -> pd.Series:
+    """Rows whose `separable` cell is `value` (NA counts as neither)."""
+    if "separable" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["separable"].map(lambda v: verdict(v) is value).astype(bool)
+
+
+def qp_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The 2-norm SVM rows (the QP formulations), without the LP ones."""
+    return df[~df.formulation.isin(LP_FORMULATIONS)]
 
 
 def _group_order(df: pd.DataFrame) -> list[str]:
@@ -86,10 +122,12 @@ def duality_pairs(df: pd.DataFrame) -> pd.DataFrame:
                     "dual_formulation": d.formulation, "dual_layer": d.layer, "dual_backend": d.backend,
                     "P_star": p.primal_objective, "D_star": d.dual_objective, "gap": gap,
                     "rel_gap": abs(gap) / max(1.0, abs(p.primal_objective)),
+                    "primal_solver": p.solver, "dual_solver": d.solver,
                 })
     return pd.DataFrame(rows, columns=[
         "group", "dataset", "kernel", "C", "profile", "primal_formulation", "primal_layer", "primal_backend",
-        "dual_formulation", "dual_layer", "dual_backend", "P_star", "D_star", "gap", "rel_gap"])
+        "dual_formulation", "dual_layer", "dual_backend", "P_star", "D_star", "gap", "rel_gap", "primal_solver",
+        "dual_solver"])
 
 
 def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -105,8 +143,7 @@ def gap_matrix(pairs: pd.DataFrame) -> pd.DataFrame:
     """Largest |P* - D*| / max(1, |P*|) over all groups, primal solver (rows) x dual solver (columns)."""
     if pairs.empty:
         return pd.DataFrame()
-    p = pairs.assign(primal=pairs.primal_layer + "/" + pairs.primal_backend,
-                     dual=pairs.dual_layer + "/" + pairs.dual_backend)
+    p = pairs.assign(primal=pairs.primal_solver, dual=pairs.dual_solver)  # layer/backend[-LP method]
     return p.pivot_table(index="primal", columns="dual", values="rel_gap", aggfunc="max")
 
 
@@ -152,7 +189,9 @@ def sklearn_reference(df: pd.DataFrame, data: dict) -> pd.DataFrame:
     for group in _group_order(df):
         first = df[df.group == group].iloc[0]
         row = {"group": group}
-        if first.dataset not in data:
+        if first.formulation in LP_FORMULATIONS:
+            row["svc_note"] = "LP (no SVC reference)"
+        elif first.dataset not in data:
             row["svc_note"] = "data not saved with the run"
         else:
             X, y = data[first.dataset]
@@ -176,6 +215,7 @@ def agreement(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> pd.Dat
     """Per group: spread of objective, w*, b* over verified rows, and the largest distance to SVC."""
     df = with_groups(df)
     ref = {} if reference is None or reference.empty else reference.set_index("group").to_dict("index")
+    df = df[df.formulation != SEPARABILITY]  # any separating hyperplane: nothing to agree on
     rows = []
     for group in _group_order(df):
         g = df[df.group == group]
@@ -249,7 +289,7 @@ def multipliers_summary(mult: pd.DataFrame) -> pd.DataFrame:
 
 def wb_table(df: pd.DataFrame, max_d: int = 5) -> pd.DataFrame:
     """w* and b* per (dataset, formulation, layer, backend) for the linear problems with d <= max_d."""
-    df = with_groups(df)
+    df = with_groups(qp_rows(df))
     lin = df[(df.kernel == "linear") & (df.d <= max_d)]
     rows = []
     for r in lin.itertuples():
@@ -290,8 +330,93 @@ def timing_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def failures(df: pd.DataFrame) -> pd.DataFrame:
-    bad = df[df.status != OPTIMAL]
-    return bad[["dataset", "formulation", "kernel", "C", "layer", "backend", "status", "error"]].reset_index(drop=True)
+    """Rows not verified optimal; a separability row that proved the data not separable is an answer, not a
+    failure, and is left out."""
+    proven = (df.formulation == SEPARABILITY) & (df.status == "infeasible") & separable_mask(df, False)
+    bad = df[(df.status != OPTIMAL) & ~proven]
+    method = bad["method"] if "method" in bad.columns else ""
+    return bad.assign(method=method)[["dataset", "formulation", "kernel", "C", "layer", "backend", "method", "status",
+                                      "error"]].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ LP tables
+
+
+def _max_abs_diff(a, b) -> float:
+    if a is None or b is None or len(a) != len(b):
+        return math.nan
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max())
+
+
+def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
+    """One row per (1-norm group, LP setting) holding both l1_primal and l1_dual.
+
+    P* (l1_primal's optimum), D* (l1_dual's), rel_objective_diff = |P* - D*| / max(1, |P*|);
+    the multipliers of one LP against the solution of the other: alpha_mult_vs_dual =
+    max_i |dual(margin_i) of l1_primal - alpha_i of l1_dual|, w_mult_vs_primal =
+    max_j |dual(lift_j) of l1_dual - w_j of l1_primal|, b_mult_vs_primal; and, with the
+    data, cross_primal = P at l1_dual's (w, b) and cross_dual = D at l1_primal's alpha,
+    which equal P* and D* even where the LP's solution is not unique. Verified rows only
+    for the numbers; the statuses say which.
+    """
+    from solvers.lp import l1_objectives
+
+    df = with_groups(df[df.formulation.isin(L1_FORMULATIONS)])
+    cols = ["group", "dataset", "C", "n", "d", "layer", "backend", "method", "setting", "primal_status",
+            "dual_status", "P_star", "D_star", "rel_objective_diff", "primal_rel_gap", "dual_rel_gap",
+            "alpha_mult_vs_dual", "w_mult_vs_primal", "b_mult_vs_primal", "cross_primal", "cross_dual", "nnz_w",
+            "n_sv", "solve_s_primal", "solve_s_dual"]
+    rows = []
+    for (group, solver), g in df.groupby(["group", "solver"], sort=False):
+        p = g[g.formulation == L1_PRIMAL]
+        d = g[g.formulation == L1_DUAL]
+        if p.empty or d.empty:
+            continue
+        p, d = p.iloc[0], d.iloc[0]
+        P, D = p.objective, d.objective
+        row = {"group": group, "dataset": p.dataset, "C": p.C, "n": p.n, "d": p.d, "layer": p.layer,
+               "backend": p.backend, "method": p.method, "setting": solver.split("/", 1)[1],
+               "primal_status": p.status, "dual_status": d.status, "P_star": P, "D_star": D,
+               "rel_objective_diff": abs(P - D) / max(1.0, abs(P)) if pd.notna(P) and pd.notna(D) else math.nan,
+               "primal_rel_gap": p.rel_duality_gap, "dual_rel_gap": d.rel_duality_gap,
+               "nnz_w": p.nnz_w, "n_sv": p.n_sv, "solve_s_primal": p.solve_s, "solve_s_dual": d.solve_s}
+        wp, wd = from_json(p.w), from_json(d.w)
+        ap, ad = from_json(p.alpha), from_json(d.alpha)
+        row.update(alpha_mult_vs_dual=_max_abs_diff(ap, ad), w_mult_vs_primal=_max_abs_diff(wd, wp),
+                   b_mult_vs_primal=abs(d.b - p.b) if pd.notna(d.b) and pd.notna(p.b) else math.nan)
+        if data and p.dataset in data and wd is not None and ap is not None:
+            X, y = data[p.dataset]
+            cross = l1_objectives(X, y, float(p.C), np.asarray(wd), float(d.b), np.asarray(ap))
+            row.update(cross_primal=cross["primal"], cross_dual=cross["dual"])
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    for c in cols:
+        if c not in out.columns:
+            out[c] = np.nan
+    return out[cols]
+
+
+def separability_verdicts(df: pd.DataFrame) -> pd.DataFrame:
+    """The separability rows: per data set and LP setting, the verified verdict and the size of its proof
+    (min_i y_i (w'x_i + b) for a hyperplane, the largest verification residual for a common point)."""
+    import json
+
+    df = with_groups(df[df.formulation == SEPARABILITY])
+    rows = []
+    for r in df.itertuples():
+        cert = json.loads(r.certificate) if r.certificate else {}
+        sep = verdict(r.separable)
+        point = cert.get("point")
+        rows.append({
+            "dataset": r.dataset, "solver": r.solver, "status": r.status,
+            "separable": {True: "yes", False: "no"}.get(sep, "undecided"),
+            "min_margin": cert.get("min_margin") if sep is True else math.nan,
+            "certificate_residual": (cert.get("certificate") or {}).get("max_residual") if sep is False else math.nan,
+            "common_point": "(" + ", ".join(f"{v:.6g}" for v in point) + ")" if sep is False and point else "",
+            "solve_s": r.solve_s, "error": "" if sep is not None else r.error,
+        })
+    return pd.DataFrame(rows, columns=["dataset", "solver", "status", "separable", "min_margin",
+                                       "certificate_residual", "common_point", "solve_s", "error"])
 
 
 def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None) -> dict[str, pd.DataFrame]:

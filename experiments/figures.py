@@ -5,7 +5,10 @@
   f(x) = +-1 dashed, and the support vectors circled, as in the lecture notes' plots;
 * ``gap_kkt_by_backend.png``: the relative duality gap and the largest scaled KKT
   residual of every solve, per (layer, backend), on a log scale;
-* ``time_by_backend.png``: build and solve time of every solve per (layer, backend), log scale.
+* ``time_by_backend.png``: build and solve time of every solve per (layer, backend), log scale;
+* ``separability_<dataset>.png`` for every 2-D data set checked for linear separability
+  (separability.json): both classes, both convex hulls, and the common point of the
+  hulls (not separable) or the LP's separating line (separable).
 """
 
 from __future__ import annotations
@@ -150,6 +153,35 @@ def time_figure(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def separability_figures(out_dir: str | Path, data: dict) -> list[Path]:
+    """One certificate figure per 2-D data set of out_dir/separability.json (experiments.separability)."""
+    import json
+
+    from experiments.report import result_from_record
+    from experiments.separability import plot_certificate
+
+    out = Path(out_dir)
+    path = out / "separability.json"
+    if not path.exists():
+        return []
+    paths = []
+    for name, rec in json.loads(path.read_text()).items():
+        if name not in data or int(rec.get("d", 0)) != 2 or rec.get("separable") is None:
+            continue
+        X, y = data[name]
+        res = result_from_record(rec["certificate"])
+        verdict = "separable" if res.separable else "NOT linearly separable: conv(A) and conv(B) meet"
+        fig = plot_certificate(X, y, res, title=f"{name}: {verdict}")
+        target = out / "figures" / separability_figure_name(name)
+        fig.savefig(target, dpi=110)
+        paths.append(target)
+    return paths
+
+
+def separability_figure_name(dataset: str) -> str:
+    return f"separability_{_slug(dataset)}.png"
+
+
 def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None) -> list[Path]:
     """Every figure of a run into out_dir/figures; returns the paths written."""
     out = Path(out_dir)
@@ -171,4 +203,5 @@ def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None
             continue
         X, y = data[first.dataset]
         paths.append(separator_figure(row, X, y, figdir / f"separator_{_slug(group)}.png"))
+    paths += separability_figures(out, data)
     return paths

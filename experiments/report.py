@@ -1,9 +1,9 @@
 """report.md of a run, rebuilt from the saved table alone: ``python -m experiments.report DIR``.
 
 Reads DIR/results.parquet (or results.csv, or the rows.jsonl journal), run.json,
-environment.json and the data saved under DIR/data, recomputes the derived
-tables (duality.csv, agreement.csv, multipliers.csv), redraws the figures and
-writes DIR/report.md.
+environment.json, separability.json, l1_vs_l2.csv and the data saved under DIR/data,
+recomputes the derived tables (duality.csv, agreement.csv, multipliers.csv,
+l1_duality.csv), redraws the figures and writes DIR/report.md.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ def _fmt(value, spec: str = ".4g") -> str:
     return str(value)
 
 
-def md(df: pd.DataFrame, spec: str = ".4g", index: bool = True, specs: dict | None = None) -> str:
-    """DataFrame -> markdown with floats formatted (per-column `specs` override `spec`)."""
+def md(df: pd.DataFrame, spec: str = ".4g", index: bool = True, specs: dict | None = None,
+       numparse: bool = True) -> str:
+    """DataFrame -> markdown with floats formatted (per-column `specs` override `spec`); numparse=False
+    keeps the formatted digits (tabulate would otherwise re-read them as numbers and round to 6 digits)."""
     if df is None or df.empty:
         return "_(none)_"
     out = df.copy()
@@ -43,7 +45,7 @@ def md(df: pd.DataFrame, spec: str = ".4g", index: bool = True, specs: dict | No
         s = (specs or {}).get(col, spec)
         if out[col].dtype.kind == "f" or out[col].dtype == object:
             out[col] = [_fmt(v, s) for v in out[col]]
-    return out.to_markdown(index=index)
+    return out.to_markdown(index=index) if numparse else out.to_markdown(index=index, disable_numparse=True)
 
 
 def _wb_cell(row) -> str:
@@ -55,7 +57,7 @@ def _wb_cell(row) -> str:
 
 def wb_section(df: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     """One table per linear low-dimensional problem: rows layer/backend, columns formulations, cells w* / b*."""
-    g = analysis.with_groups(df)
+    g = analysis.with_groups(analysis.qp_rows(df))
     lin = g[(g.kernel == "linear") & (g.d <= 5)]
     ref = {} if reference.empty else reference.set_index("group").to_dict("index")
     lines = []
@@ -91,6 +93,134 @@ def kernel_section(df: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
             t.loc["scikit-learn SVC"] = ["libsvm", "", r["svc_objective"], r["svc_b"], r["svc_n_sv"], np.nan]
         lines += [f"### {group}", "", md(t, specs={"rel_duality_gap": ".1e", "objective": ".8g", "b": ".6f"}), ""]
     return lines
+
+
+# ------------------------------------------------------------------ LP sections
+
+
+def result_from_record(rec: dict):
+    """experiments.sweep.certificate_record -> a SeparabilityResult (for format_certificate / plot_certificate)."""
+    from experiments.separability import SeparabilityResult
+
+    def arr(v):
+        return None if v is None else np.asarray(v, dtype=float)
+
+    res = SeparabilityResult(separable=rec.get("separable"), layer=rec.get("layer", ""),
+                             backend=rec.get("backend", ""), method=rec.get("method"), feasibility=None,
+                             w=arr(rec.get("w")), b=math.nan if rec.get("b") is None else rec["b"],
+                             min_margin=math.nan if rec.get("min_margin") is None else rec["min_margin"],
+                             point=arr(rec.get("point")), message=rec.get("message", ""),
+                             certificate={k: (math.nan if v is None else v)
+                                          for k, v in (rec.get("certificate") or {}).items()})
+    for name, rows_attr in (("lam", "rows_a"), ("mu", "rows_b")):
+        if f"{name}_idx" not in rec:
+            continue
+        weights = np.zeros(rec[f"n_{name}"])
+        rows = np.full(rec[f"n_{name}"], -1, dtype=int)  # only the rows with a positive weight are kept
+        weights[rec[f"{name}_idx"]] = rec[f"{name}_val"]
+        rows[rec[f"{name}_idx"]] = rec[f"{name}_rows"]
+        setattr(res, name, weights)
+        setattr(res, rows_attr, rows)
+    return res
+
+
+def _features(kept: str, d: int, show: int = 10) -> str:
+    cols = kept.split()
+    if len(cols) == d:
+        return f"all {d}"
+    return " ".join(cols[:show]) + (f" ... ({len(cols)})" if len(cols) > show else "")
+
+
+def separability_section(out: Path, df: pd.DataFrame) -> list[str]:
+    """The verdict and its proof per data set (separability.json), the figure, the hard-margin rows on
+    those data, and the separability rows of every LP setting."""
+    from experiments.figures import separability_figure_name
+    from experiments.separability import format_certificate
+
+    path = out / "separability.json"
+    records = json.loads(path.read_text()) if path.exists() else {}
+    verdicts = analysis.separability_verdicts(df)
+    if not records and verdicts.empty:
+        return []
+    L = ["## Linear separability", "",
+         "A (+1) and B (-1) are strictly linearly separable exactly when conv(A) and conv(B) do not intersect",
+         "(001). The sweep checks every data set with a hard-margin problem (or a `separability` problem) once,",
+         "before those solves: the feasibility LP y_i (w'x_i + b) >= 1 for all i; when it has no verified",
+         "solution, the convex-hull LP sum_A lambda_i x_i = sum_B mu_j x_j, sum lambda = sum mu = 1,",
+         "lambda, mu >= 0, whose solution is a point of both hulls, verified here (not taken from the solver).", ""]
+    hard = df[~df.formulation.isin(analysis.LP_FORMULATIONS)]
+    for name, rec in records.items():
+        res = result_from_record(rec.get("certificate") or {})
+        verdict = {True: "linearly separable", False: "not linearly separable", None: "undecided"}[rec.get("separable")]
+        L += [f"### {name} (n = {rec.get('n')}, d = {rec.get('d')}): {verdict}", ""]
+        L += [format_certificate(res) if rec.get("certificate") else f"check failed: {rec.get('message', '')}", ""]
+        fig = out / "figures" / separability_figure_name(name)
+        if fig.exists():
+            L += [f"![separability of {name}](figures/{fig.name})", ""]
+        rows = hard[(hard.dataset == name) & analysis.separable_mask(hard, False)]
+        if len(rows):
+            counts = ", ".join(f"{k} {v}" for k, v in rows.status.value_counts().items())
+            L += [f"Hard-margin solves on these data: {len(rows)} rows, "
+                  f"{int((rows.status == 'optimal').sum())} optimal (statuses: {counts}): the hard margin has no "
+                  "solution, so no row may be optimal.", ""]
+    if not verdicts.empty:
+        L += ["### The separability LPs through every LP setting", "",
+              "`min_margin` = min_i y_i (w'x_i + b) of the returned hyperplane (> 0: separable); "
+              "`certificate_residual` = the largest residual of the common point's verification (<= 1e-8).", "",
+              md(verdicts, index=False, specs={"min_margin": ".6g", "certificate_residual": ".1e",
+                                                "solve_s": ".3f"}), ""]
+    return L
+
+
+def l1_section(out: Path, df: pd.DataFrame, data: dict) -> list[str]:
+    """1-norm SVM: l1_primal against its LP dual l1_dual, per LP setting; then 1-norm vs 2-norm."""
+    from experiments.suites import L1_VS_L2
+
+    pairs = analysis.l1_pairs(df, data)
+    L = []
+    if not pairs.empty:
+        pairs.to_csv(out / "l1_duality.csv", index=False)
+        L += ["## 1-norm SVM (LP): primal and LP dual", "",
+              "l1_primal: min sum_j |w_j| + C sum_i xi_i s.t. y_i (w'x_i + b) >= 1 - xi_i, xi >= 0;",
+              "l1_dual: max sum_i alpha_i s.t. |sum_i alpha_i y_i x_ij| <= 1, sum_i alpha_i y_i = 0,",
+              "0 <= alpha_i <= C. Strong duality is exact for LPs: P* = D*. Per LP setting (HiGHS's simplex and",
+              "ipm are two settings): both optima, `rel_objective_diff` = |P* - D*| / max(1, |P*|), the",
+              "multipliers of one LP against the solution of the other (`alpha_mult_vs_dual`: the primal's margin",
+              "multipliers vs the dual's alpha; `w_mult_vs_primal`, `b_mult_vs_primal`: the dual's multipliers vs",
+              "the primal's w, b; they may differ where the LP's solution is not unique), and `cross_primal` = P",
+              "at the dual's (w, b), `cross_dual` = D at the primal's alpha (these equal P* and D* in any case).",
+              "Blank numbers: not verified optimal (see the statuses). All pairs in `l1_duality.csv`.", ""]
+        for group, g in pairs.groupby("group", sort=False):
+            t = g.drop(columns=["group", "dataset", "C", "n", "d", "layer", "backend", "method"])
+            t.insert(0, "solver", g.layer + "/" + g.setting)
+            t = t.drop(columns=["setting"])
+            L += [f"### {group} (n = {int(g.n.iloc[0])}, d = {int(g.d.iloc[0])})", "",
+                  md(t, index=False, specs={"P_star": ".12g", "D_star": ".12g", "cross_primal": ".12g",
+                                            "cross_dual": ".12g", "rel_objective_diff": ".1e",
+                                            "primal_rel_gap": ".1e", "dual_rel_gap": ".1e",
+                                            "alpha_mult_vs_dual": ".1e", "w_mult_vs_primal": ".1e",
+                                            "b_mult_vs_primal": ".1e", "solve_s_primal": ".3f",
+                                            "solve_s_dual": ".3f"}, numparse=False), ""]
+            ok = analysis.with_groups(df)
+            ok = ok[(ok.group == group) & (ok.formulation == "l1_primal") & (ok.status == "optimal")]
+            if len(ok) and int(g.d.iloc[0]) <= 5:
+                r = ok.iloc[0]
+                w = from_json(r.w)
+                L += [f"w* = ({', '.join(f'{v:.6g}' for v in w)}), b* = {r.b:.6g} ({r.solver})", ""]
+    comp = out / L1_VS_L2
+    if comp.exists():
+        t = pd.read_csv(comp, keep_default_na=False, na_values=[""], dtype={"kept_features": str})
+        first = t.iloc[0]
+        t["kept_features"] = [_features(str(k or ""), int(first.d)) for k in t.kept_features.fillna("")]
+        L += ["## 1-norm vs 2-norm SVM on the same data", "",
+              f"{first.dataset}: n = {first.n} training points (a stratified 70/30 split), d = {first.d}, "
+              f"C = {first.C:g}, for both models. The 1-norm SVM (an LP, HiGHS) puts its optimum at a vertex where",
+              "most w_j are exactly 0 (features dropped); the 2-norm SVM (a QP, Clarabel) shrinks every w_j but",
+              "zeroes none. `nnz_w`: |w_j| > 1e-6 max_k |w_k|; `kept_features`: their columns (0-based).", "",
+              md(t.drop(columns=["dataset", "C", "n", "d"]), index=False,
+                 specs={"objective": ".8g", "train_accuracy": ".3f", "test_accuracy": ".3f", "build_s": ".3f",
+                        "solve_s": ".3f", "rel_duality_gap": ".1e"}), ""]
+    return L
 
 
 def build_report(out_dir: str | Path, figures: bool = True) -> Path:
@@ -129,10 +259,13 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
           "and the scaled KKT residuals recomputed from the returned point are below the profile's check",
           "tolerance (default 1e-4, high 1e-6). Result columns (objective, w*, b*) are blank otherwise.", ""]
     L += ["## Status per layer/backend", "", analysis.status_counts(df).to_markdown(), ""]
-    L += ["## w* and b* per backend and layer (linear problems)", ""] + wb_section(df, tables["reference"])
+    wb = wb_section(df, tables["reference"])
+    if wb:
+        L += ["## w* and b* per backend and layer (linear problems)", ""] + wb
     ker = kernel_section(df, tables["reference"])
     if ker:
         L += ["## Kernel problems: b*, dual optimum, support vectors", ""] + ker
+    L += separability_section(out, df)
     L += ["## Strong duality across formulations", "",
           "For every verified primal solve (P* at its w*, b*, xi*) and every verified dual solve (D* at its",
           "alpha*) of the same problem: gap = P* - D* (all pairs in `duality.csv`).", "",
@@ -140,6 +273,7 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
                                                                           "max_rel_gap": ".2e"}), "",
           "Gap matrix: largest |P* - D*| / max(1, |P*|) over all problems, primal solver (rows) x dual solver",
           "(columns).", "", md(tables["gap_matrix"], spec=".0e"), ""]
+    L += l1_section(out, df, data)
     L += ["## Agreement across formulations, layers, backends and with scikit-learn", "",
           "Spreads are max - min over the verified rows of a problem; `*_vs_svc` is the largest distance to",
           "scikit-learn's SVC (libsvm, tol 1e-10) on the same data, kernel and C.", "",
@@ -158,6 +292,7 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
     fails = analysis.failures(df)
     L += [f"## Failures and rejected solves ({len(fails)})", "",
           md(fails.assign(error=fails.error.str.slice(0, 160)), index=False) if len(fails) else "_(none)_", ""]
+    fig_paths = [p for p in fig_paths if not p.name.startswith("separability_")]  # shown in their section
     if fig_paths:
         L += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in fig_paths] + [""]
     if env:

@@ -8,6 +8,13 @@ one row per task key (the last one written wins), sorted in the sweep's order.
 Result columns (objective, w, b, alpha, b_multiplier) are filled only for rows
 whose verified status is ``optimal``; what the solver returned otherwise stays in
 the ``raw_*`` columns, for diagnosis only.
+
+LP rows: ``method`` is HiGHS's LP method ("simplex" / "ipm"; blank otherwise), so
+(layer, backend, method) names one setting; ``nnz_w`` counts the nonzero weights.
+``separable`` (True / False / blank) is the verified answer of the separability
+check, on the hard-margin rows and on ``separability`` rows, whose ``certificate``
+column holds the proof as JSON (the hyperplane, or the common point of both hulls
+with lambda, mu and the verification residuals).
 """
 
 from __future__ import annotations
@@ -25,15 +32,15 @@ CSV = "results.csv"
 
 #: Column order of the table (extra columns, if any, follow in alphabetical order).
 COLUMNS = [
-    "task_key", "suite", "dataset", "n", "d", "formulation", "layer", "backend", "profile",
+    "task_key", "suite", "dataset", "n", "d", "formulation", "layer", "backend", "method", "profile",
     "kernel", "gamma", "degree", "coef0", "C", "kernel_form",
-    "status", "solver_status", "raw_status", "verdict",
+    "status", "solver_status", "raw_status", "verdict", "separable",
     "objective", "primal_objective", "dual_objective", "duality_gap", "rel_duality_gap",
-    "w", "b", "b_rule", "b_multiplier", "n_sv", "n_free_sv", "n_bound_sv", "margin",
+    "w", "b", "b_rule", "b_multiplier", "n_sv", "n_free_sv", "n_bound_sv", "nnz_w", "margin",
     "kkt_stationarity", "kkt_balance", "kkt_primal_feasibility", "kkt_dual_feasibility",
     "kkt_complementarity", "alpha_source", "train_accuracy",
     "iterations", "build_s", "solve_s", "wall_s", "error", "message",
-    "backend_version", "label_map", "alpha", "raw_objective", "raw_w", "raw_b",
+    "backend_version", "label_map", "alpha", "raw_objective", "raw_w", "raw_b", "certificate",
     "log", "run_id", "order", "fault",
 ]
 
@@ -124,9 +131,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     extra = sorted(c for c in df.columns if c not in COLUMNS)
     df = df[COLUMNS + extra]
     for col in ("w", "alpha", "raw_w", "error", "message", "verdict", "b_rule", "log", "label_map", "fault",
-                "alpha_source", "kernel_form", "raw_status", "backend_version"):
+                "alpha_source", "kernel_form", "raw_status", "backend_version", "method", "certificate"):
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
-    for col in ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "order", "degree"):
+    df["separable"] = df["separable"].map(_as_bool).astype("boolean")
+    for col in ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "nnz_w", "order", "degree"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
     for col in ("C", "gamma", "coef0", "objective", "primal_objective", "dual_objective", "duality_gap",
                 "rel_duality_gap", "b", "b_multiplier", "margin", "kkt_stationarity", "kkt_balance",
@@ -134,6 +142,15 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                 "iterations", "build_s", "solve_s", "wall_s", "raw_objective", "raw_b"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     return df.sort_values(["order", "task_key"], kind="stable").reset_index(drop=True)
+
+
+def _as_bool(value):
+    """True / False from a journal (bool), a CSV ("True"), or nothing (None, NaN, "") -> NA."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return pd.NA
+    if isinstance(value, str):
+        return {"true": True, "false": False}.get(value.strip().lower(), pd.NA)
+    return bool(value)
 
 
 def consolidate(out_dir: str | Path) -> pd.DataFrame:
@@ -149,7 +166,10 @@ def load(out_dir: str | Path) -> pd.DataFrame:
     """The saved table of a run: results.parquet, else results.csv, else the journal."""
     out = Path(out_dir)
     if (out / PARQUET).exists():
-        return pd.read_parquet(out / PARQUET)
+        df = pd.read_parquet(out / PARQUET)
+        if set(COLUMNS) - set(df.columns):  # a table written before a column was added: fill it in
+            return frame(df.to_dict("records"))
+        return df
     if (out / CSV).exists():
         return frame(pd.read_csv(out / CSV, keep_default_na=False, na_values=[""]).to_dict("records"))
     if (out / JOURNAL).exists():

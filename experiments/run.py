@@ -7,6 +7,14 @@ sweep) on every available backend of both layers, into results/<timestamp>/
 Flow: problems (suite or grid) x (layer, backend) -> tasks -> isolated solves
 (local processes or Dask) -> rows.jsonl as they finish -> results.parquet/csv
 -> duality.csv, agreement, report.md, figures/.
+
+Before the sweep, every data set with a hard-margin problem (C = inf, linear) or a
+`separability` problem is checked once for linear separability (pyomo/highs, in
+an isolated process); the verdicts and their proofs go to separability.json and
+into the `separable` column of the hard-margin rows. LP formulations (`--suite lp`,
+or `--formulations separability,l1_primal,l1_dual` with a grid) run on every LP
+setting: HiGHS's simplex and ipm (two settings, column `method`) and the other
+LP-capable backends.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import pandas as pd
 
 from experiments import results_table
 from experiments.datasets import DATASETS, Dataset, load_dataset
-from experiments.suites import FORMULATION_NAMES, SUITES, get_suite, grid
+from experiments.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.validation import check_C
@@ -262,6 +270,10 @@ def problems_from(args) -> tuple[str, list]:
         problems = grid(specs, Cs=Cs, kernels=kernels_from(args), formulations=forms,
                         profile=args.profile or "default")
         name = "custom"
+    if not problems:
+        raise UsageError("no problem to solve: no formulation of --formulations applies to the chosen C and kernel "
+                         "(hard_primal: C = inf; soft_primal, l1_primal, l1_dual: finite C; nonlinear kernels: "
+                         "kernel_dual only)")
     if args.profile:
         from dataclasses import replace
 
@@ -322,6 +334,43 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
     return info
 
 
+SEPARABILITY_FILE = "separability.json"
+
+
+def check_separability(problems, datasets: dict, out: Path, args, run_id: str, suite_name: str) -> dict:
+    """Is each data set with a hard-margin or separability problem linearly separable? Once per data set.
+
+    `experiments.separability.is_separable` through pyomo/highs, in an isolated process (a crash or
+    a timeout is a verdict of None). Writes out/separability.json ({dataset: record}; with
+    --resume, data sets already checked are kept) and returns {dataset: separable (True/False/None)}.
+    """
+    from experiments.sweep import dataset_key, run_isolated, separability_task
+
+    path = out / SEPARABILITY_FILE
+    records = json.loads(path.read_text()) if args.resume and path.exists() else {}
+    todo = {}
+    for p in problems:
+        if p.formulation == SEPARABILITY or is_hard_margin(p.formulation, p.C, p.kernel):
+            ds = datasets[dataset_key(p.dataset, p.params)]
+            todo.setdefault(ds.name, (ds, p.profile))
+    for name, (ds, profile) in todo.items():
+        if name in records:
+            continue
+        task = separability_task(ds, profile=profile, timeout=args.timeout, run_id=run_id, suite=suite_name)
+        row = run_isolated(task, str((out / "logs").resolve()))
+        cert = json.loads(row["certificate"]) if row.get("certificate") else {}
+        records[name] = {"dataset": name, "n": ds.n, "d": ds.d, "status": row.get("status"),
+                         "separable": row.get("separable"), "message": row.get("verdict") or row.get("error", ""),
+                         "solve_s": row.get("solve_s"), "wall_s": row.get("wall_s"), "certificate": cert}
+        verdict = {True: "linearly separable", False: "NOT linearly separable", None: "undecided"}[row.get("separable")]
+        print(f"separability ({task.layer}/{task.backend}): {name}: {verdict}"
+              + (f"; common point {tuple(round(v, 6) for v in cert['point'])}" if row.get("separable") is False
+                 and cert.get("point") else ""), file=sys.stderr)
+    if todo or records:
+        path.write_text(json.dumps(records, indent=1))
+    return {name: rec.get("separable") for name, rec in records.items()}
+
+
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
     out = Path(args.out) if args.out else default_out_dir()
@@ -349,6 +398,8 @@ def print_list() -> None:
         size = "writes its own report" if suite.section else f"{len(suite.problems(0))} problems x backends"
         print(f"  {name:<18} {suite.description} [{size}]")
     print("\nFormulations (--formulations):", ", ".join(FORMULATION_NAMES))
+    print("  (separability, l1_primal, l1_dual are LPs: they run on HiGHS simplex and ipm and the other LP-capable "
+          "backends, and join a grid only when named here)")
     print("Kernels (--kernel): linear, poly, rbf, sigmoid")
     print("Profiles (--profile):", ", ".join(f"{p.name} ({p.description}; check tol {p.check_tol:g})"
                                             for p in PROFILES.values()))
@@ -373,6 +424,31 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
     if ds is not None and not ds.empty:
         lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
                   ds.to_string(index=False, float_format=lambda v: f"{v:.2e}")]
+    sep_path = out / SEPARABILITY_FILE
+    if sep_path.exists():
+        lines += ["", "Linear separability (pyomo/highs, checked before the hard-margin solves):"]
+        for name, rec in json.loads(sep_path.read_text()).items():
+            verdict = {True: "separable", False: "NOT linearly separable", None: "undecided"}[rec.get("separable")]
+            point = rec.get("certificate", {}).get("point")
+            extra = (f": common point of both hulls ({', '.join(f'{v:.6g}' for v in point)}), verified to "
+                     f"{rec['certificate']['certificate']['max_residual']:.1e}") if rec.get("separable") is False \
+                and point else ""
+            lines.append(f"  {name}: {verdict}{extra}")
+        hard = df[analysis.separable_mask(df, False) & (df.formulation != SEPARABILITY)]
+        if len(hard):
+            lines.append(f"  hard-margin rows on data that are not separable: {len(hard)}, optimal: "
+                         f"{int((hard.status == 'optimal').sum())} (statuses: "
+                         + ", ".join(f"{k} {v}" for k, v in hard.status.value_counts().items()) + ")")
+    l1 = tables.get("l1_pairs")
+    if l1 is not None and not l1.empty:
+        both = l1[(l1.primal_status == "optimal") & (l1.dual_status == "optimal")]
+        lines += ["", f"1-norm SVM: {len(both)} of {len(l1)} (problem, LP setting) pairs verified in both LPs; "
+                      f"largest |P* - D*| / max(1, |P*|): {both.rel_objective_diff.max():.1e}"]
+        for group, g in l1.groupby("group", sort=False):
+            ok = g[(g.primal_status == "optimal") & (g.dual_status == "optimal")]
+            lines.append(f"  {group}: P* = {ok.P_star.median():.10g}, nonzero w_j: "
+                         f"{int(ok.nnz_w.median()) if len(ok) else '-'} of {int(g.d.iloc[0])}"
+                         if len(ok) else f"  {group}: no setting verified both LPs")
     lines += ["", f"results: {out}/results.parquet, results.csv, duality.csv, report.md, figures/"]
     return "\n".join(lines)
 
@@ -474,8 +550,9 @@ def run(args, argv=None) -> int:
         point_latest(out)
 
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    separable = check_separability(problems, datasets, out, args, run_id, suite_name)
     tasks = make_tasks(problems, datasets, backends, suite=suite_name, timeout=args.timeout,
-                       faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps)
+                       faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps, separable=separable)
     journal = results_table.Journal(out)
     done = journal.done_keys(retry_failed=args.retry_failed) if args.resume else set()
     todo = [t for t in tasks if t.key not in done]
@@ -491,7 +568,8 @@ def run(args, argv=None) -> int:
     meta_path.write_text(json.dumps(meta, indent=1))
     (out / "environment.json").write_text(json.dumps(environment(), indent=1))
 
-    print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs)"
+    print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
+          f"their LP settings)"
           + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
           file=sys.stderr)
     start = time.perf_counter()
@@ -526,11 +604,19 @@ def run(args, argv=None) -> int:
     meta.update(wall_s=wall, finished=datetime.now().isoformat(timespec="seconds"))
     meta_path.write_text(json.dumps(meta, indent=1))
 
+    suite = SUITES.get(suite_name)
+    if suite is not None and suite.after is not None:
+        try:  # the suite's own extra tables (the lp suite: 1-norm vs 2-norm); a failure must not cost the report
+            suite.after(out, args.seed)
+        except Exception as exc:
+            print(f"warning: {suite_name} extras failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
     from experiments.report import build_report
 
     build_report(out, figures=not args.no_figures)
     tables = {"duality_summary": analysis.duality_summary(pd.read_csv(out / "duality.csv"))
-              if (out / "duality.csv").stat().st_size > 0 else pd.DataFrame()}
+              if (out / "duality.csv").stat().st_size > 0 else pd.DataFrame(),
+              "l1_pairs": analysis.l1_pairs(df, analysis.load_data(out))}
     print(summarize(df, tables, out, wall))
     return 0
 

@@ -12,6 +12,12 @@ synthetic generators) and register it::
 hard margin (hard_primal, dual with C = inf, kernel_dual with C = inf); a finite
 C means the soft margin (soft_primal, dual, kernel_dual); a nonlinear kernel
 applies to kernel_dual only.
+
+The LP formulations (solvers.lp) join a grid only when asked for by name:
+``separability`` (is the data linearly separable? once per data set, C = inf),
+``l1_primal`` and ``l1_dual`` (the 1-norm SVM and its LP dual, finite C, linear).
+The sweep crosses them with the LP settings (HiGHS's simplex and ipm as two
+settings, and the other LP-capable backends) instead of the QP backends.
 """
 
 from __future__ import annotations
@@ -24,8 +30,26 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 
-FORMULATION_NAMES = (HARD_PRIMAL, SOFT_PRIMAL, DUAL, KERNEL_DUAL)
+# The LP formulations' names (formulations.separability / formulations.l1_svm), spelled out
+# here so that reading a suite does not import the LP builders.
+SEPARABILITY, L1_PRIMAL, L1_DUAL = "separability", "l1_primal", "l1_dual"
+QP_FORMULATIONS = (HARD_PRIMAL, SOFT_PRIMAL, DUAL, KERNEL_DUAL)
+LP_FORMULATIONS = (SEPARABILITY, L1_PRIMAL, L1_DUAL)
+L1_FORMULATIONS = (L1_PRIMAL, L1_DUAL)
+FORMULATION_NAMES = QP_FORMULATIONS + LP_FORMULATIONS
+#: The formulations that solve the hard margin when C = inf (linear kernel): the sweep checks
+#: linear separability first, since without it they have no solution.
+HARD_MARGIN_FORMULATIONS = (HARD_PRIMAL, DUAL, KERNEL_DUAL)
 LINEAR = Kernel("linear")
+
+
+def is_lp(formulation: str) -> bool:
+    return formulation in LP_FORMULATIONS
+
+
+def is_hard_margin(formulation: str, C: float, kernel: Kernel) -> bool:
+    """A hard-margin SVM in input space (C = inf, linear kernel): it exists only for separable data."""
+    return formulation in HARD_MARGIN_FORMULATIONS and math.isinf(C) and kernel.name == "linear"
 
 
 @dataclass(frozen=True)
@@ -54,6 +78,10 @@ class Problem:
             raise SVMInputError("hard_primal has no C (it is the C = inf case)")
         if self.formulation == SOFT_PRIMAL and not math.isfinite(self.C):
             raise SVMInputError("soft_primal needs a finite C > 0; for C = inf use hard_primal")
+        if self.formulation in L1_FORMULATIONS and not math.isfinite(self.C):
+            raise SVMInputError(f"{self.formulation} (the 1-norm SVM) needs a finite C > 0")
+        if self.formulation == SEPARABILITY and math.isfinite(self.C):
+            raise SVMInputError("separability has no C (it is written with C = inf, as the hard margin)")
         object.__setattr__(self, "params", dict(self.params))
 
     def __hash__(self) -> int:  # params is a dict: hash its items
@@ -68,6 +96,9 @@ class Suite:
     problems: Callable[[int], list[Problem]]  # seed -> problems
     # A suite that writes its own report (the coursework demos): out_dir -> Section.
     section: Callable[[object], object] | None = None
+    # Extra work after the sweep, before the report (out_dir, seed) -> None; it writes its
+    # own files into out_dir, which the report reads (the lp suite's 1-norm vs 2-norm table).
+    after: Callable[[object, int], None] | None = None
 
 
 SUITES: dict[str, Suite] = {}
@@ -95,6 +126,11 @@ def applicable(C: float, kernel: Kernel) -> tuple[str, ...]:
     return (SOFT_PRIMAL, DUAL, KERNEL_DUAL)
 
 
+def lp_applicable(C: float, kernel: Kernel) -> tuple[str, ...]:
+    """The 1-norm SVM LPs that fit this C and kernel (linear, finite C); used when asked for by name."""
+    return L1_FORMULATIONS if kernel.name == "linear" and math.isfinite(C) else ()
+
+
 def grid(
     datasets: Iterable[tuple[str, Mapping]],
     Cs: Iterable[float] = (1.0,),
@@ -102,13 +138,21 @@ def grid(
     formulations: Iterable[str] | None = None,
     profile: str = "default",
 ) -> list[Problem]:
-    """Every (dataset, C, kernel) crossed with the formulations that apply (a subset if given)."""
+    """Every (dataset, C, kernel) crossed with the formulations that apply (a subset if given).
+
+    LP formulations only when named in `formulations`: `separability` once per data
+    set (it has no C), `l1_primal` / `l1_dual` for every finite C (linear kernel).
+    """
     wanted = None if formulations is None else tuple(formulations)
+    Cs, kernels = list(Cs), list(kernels)
     problems = []
     for name, params in datasets:
+        if wanted is not None and SEPARABILITY in wanted:
+            problems.append(Problem(name, SEPARABILITY, math.inf, LINEAR, params, profile))
         for kernel in kernels:
             for C in Cs:
-                for form in applicable(C, kernel):
+                forms = applicable(C, kernel) + (lp_applicable(C, kernel) if wanted is not None else ())
+                for form in forms:
                     if wanted is None or form in wanted:
                         problems.append(Problem(name, form, C, kernel, params, profile))
     return problems
@@ -157,6 +201,56 @@ register(Suite(
 ))
 register(Suite("smoke", "Four tiny problems (Example 5.1 primal+dual, Exercise 5.5 rbf, overlapping n=20) for tests",
                _smoke))
+
+#: The lp suite's synthetic set: 50 features of which 3 carry the label (the 1-norm SVM drops the rest).
+LP_SPARSE = {"n": 300, "d": 50}
+LP_SPARSE_C = 0.05
+L1_VS_L2 = "l1_vs_l2.csv"  # written by the lp suite after its sweep, read by the report
+
+
+def _lp(seed: int) -> list[Problem]:
+    """Separability of the lecture data, and the 1-norm SVM with its LP dual.
+
+    Profile `high` (about 1e-9): the claim to show is primal optimum = dual optimum
+    to 1e-9 relative, which HiGHS's simplex and ipm (with crossover) meet exactly.
+    """
+    high = "high"
+    sparse = {**LP_SPARSE, "seed": seed}
+    return [
+        Problem("example_5_1", SEPARABILITY, profile=high),
+        Problem("exercise_5_4", SEPARABILITY, profile=high),
+        *[Problem("exercise_5_4", f, 10.0, profile=high) for f in L1_FORMULATIONS],
+        *[Problem("example_5_1", f, 1.0, profile=high) for f in L1_FORMULATIONS],
+        *[Problem("sparse_features", f, LP_SPARSE_C, params=sparse, profile=high) for f in L1_FORMULATIONS],
+    ]
+
+
+def _lp_after(out_dir, seed: int) -> None:
+    """1-norm vs 2-norm SVM on sparse_features (70/30 split, both layers) -> out_dir/l1_vs_l2.csv."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from experiments.l1_compare import compare_on_dataset
+
+    frames = [compare_on_dataset("sparse_features", LP_SPARSE_C, seed=seed,
+                                 dataset_params={**LP_SPARSE, "seed": seed}, layer=layer, l1_backend="highs",
+                                 method="simplex", l2_backend="clarabel", profile="high")
+              for layer in ("pyomo", "cvxpy")]
+    table = pd.concat(frames, ignore_index=True)
+    table["kept_features"] = table.kept_features.map(lambda v: " ".join(map(str, v)))
+    table.to_csv(Path(out_dir) / L1_VS_L2, index=False)
+
+
+register(Suite(
+    "lp",
+    "LPs where HiGHS shines: separability (with its convex-hull certificate) of Example 5.1 and Exercise 5.4; "
+    "the 1-norm SVM and its LP dual on Exercise 5.4 (C=10), Example 5.1 (C=1), sparse_features(n=300, d=50) "
+    "(C=0.05); every LP setting (HiGHS simplex and ipm, and the other LP-capable backends); profile high; "
+    "plus the 1-norm vs 2-norm comparison",
+    _lp,
+    after=_lp_after,
+))
 
 
 def _coursework_section(name: str) -> Callable[[object], object]:

@@ -8,6 +8,14 @@ crash (even a segfault inside a solver) or a timeout comes back as a row with
 status ``error`` or ``time_limit`` and its message, and the sweep goes on.
 The solver's console output goes to ``logs/<task id>.log``, not the terminal.
 
+A task names its formulation; `execute_task` sends the QPs to `solvers.api.solve`,
+the 1-norm SVM LPs to `solvers.lp.solve_lp` and `separability` to
+`experiments.separability.is_separable` (the row then carries the verdict in
+`separable` and its proof, as JSON, in `certificate`). LP tasks carry a HiGHS
+`method` ("simplex" / "ipm"; "" for other backends). A hard-margin task carries
+the separability verdict of its data (`separable`); when the data are proven not
+separable, no hard-margin row can be `optimal` (the problem has no solution).
+
 Two executors run the same function, `run_isolated`:
 
 * ``local``: a thread pool of ``workers`` threads, each waiting on its child;
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import math
 import multiprocessing
@@ -39,18 +48,21 @@ from pathlib import Path
 import numpy as np
 
 from experiments.results_table import to_json
-from experiments.suites import Problem
+from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.model import KERNEL_DUAL
 
-ERROR, TIME_LIMIT, OPTIMAL = "error", "time_limit", "optimal"
+ERROR, TIME_LIMIT, OPTIMAL, INFEASIBLE, ITERATION_LIMIT = "error", "time_limit", "optimal", "infeasible", \
+    "iteration_limit"
+#: Columns that hold a verified result: blanked when a row is downgraded.
+RESULT_FIELDS = ("objective", "w", "b", "b_multiplier", "alpha")
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
     "piqp", "proxsuite", "daqp", "cyipopt", "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
-    "solvers.registry", "experiments.sweep",
+    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.sweep",
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
@@ -79,6 +91,8 @@ class Task:
     timeout: float | None = None
     fault: str = ""  # testing aid: "raise", "crash", "exit", "sleep:S"
     run_id: str = ""
+    method: str | None = None  # HiGHS's LP method ("simplex" / "ipm") for an LP task; None otherwise
+    separable: bool | None = None  # a hard-margin task: the verdict of the separability check on its data
 
     @property
     def id(self) -> str:
@@ -98,7 +112,12 @@ class Task:
             "coef0": k.coef0 if k.name in ("poly", "sigmoid") else math.nan,
             "C": self.C, "kernel_form": self.kernel_form if self.formulation == KERNEL_DUAL else "",
             "label_map": _json_dict(self.label_map), "fault": self.fault, "run_id": self.run_id,
+            "method": self.method or "", "separable": self.separable,
         }
+
+    @property
+    def hard_margin(self) -> bool:
+        return is_hard_margin(self.formulation, self.C, self.kernel)
 
 
 def _json_dict(d: dict) -> str:
@@ -107,11 +126,34 @@ def _json_dict(d: dict) -> str:
     return json.dumps(d, sort_keys=True) if d else ""
 
 
-def task_key(dataset: str, problem: Problem, layer: str, backend: str) -> str:
-    """Readable and unique: what is solved, by what, at which profile."""
+def setting(backend: str, method: str | None) -> str:
+    """"highs-simplex" for an LP method, the backend's name otherwise (solvers.lp.setting_label)."""
+    return f"{backend}-{method}" if method else backend
+
+
+def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None) -> str:
+    """Readable and unique: what is solved, by what (and which HiGHS LP method), at which profile."""
     kernel = problem.kernel.label if problem.formulation == KERNEL_DUAL else "linear"
     form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
-    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{backend}|{problem.profile}"
+    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{setting(backend, method)}|{problem.profile}"
+
+
+def lp_settings_for(backends: Iterable[tuple[str, str]],
+                    highs_methods: Iterable[str] | None = None) -> list[tuple[str, str, str | None]]:
+    """The LP settings among the given (layer, backend) pairs: LP-capable backends only, HiGHS once per
+    LP method (simplex, ipm), in the pairs' order."""
+    from solvers.lp import HIGHS_METHODS, LP_BACKENDS  # lazy: imports the LP builders
+
+    methods = tuple(HIGHS_METHODS) if highs_methods is None else tuple(highs_methods)
+    out = []
+    for layer, backend in backends:
+        if backend not in LP_BACKENDS:
+            continue
+        if backend == "highs":
+            out.extend((layer, backend, m) for m in methods)
+        else:
+            out.append((layer, backend, None))
+    return out
 
 
 def make_tasks(
@@ -124,16 +166,32 @@ def make_tasks(
     faults: dict[tuple[str, str], str] | None = None,
     run_id: str = "",
     label_maps: dict[str, dict] | None = None,
+    separable: dict[str, bool | None] | None = None,
+    highs_methods: Iterable[str] | None = None,
 ) -> list[Task]:
     """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
     (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind; `label_maps`
-    records, per dataset name, how the user's labels became -1/+1."""
+    records, per dataset name, how the user's labels became -1/+1.
+
+    QP formulations get every pair; LP formulations every LP setting among the pairs
+    (`lp_settings_for`: HiGHS once per method in `highs_methods`, default simplex and ipm).
+    `separable` maps a dataset name to its separability verdict, recorded in its hard-margin tasks.
+    """
     backends = list(backends)
+    lp_pairs = None
     tasks, seen = [], set()
     for problem in problems:
         ds = datasets[dataset_key(problem.dataset, problem.params)]
-        for layer, backend in backends:
-            key = task_key(ds.name, problem, layer, backend)
+        if is_lp(problem.formulation):
+            if lp_pairs is None:
+                lp_pairs = lp_settings_for(backends, highs_methods)
+            settings = lp_pairs
+        else:
+            settings = [(layer, backend, None) for layer, backend in backends]
+        verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
+                                                                   problem.kernel) else None
+        for layer, backend, method in settings:
+            key = task_key(ds.name, problem, layer, backend, method)
             if key in seen:
                 continue
             seen.add(key)
@@ -143,8 +201,20 @@ def make_tasks(
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
+                method=method, separable=verdict,
             ))
     return tasks
+
+
+def separability_task(ds, *, profile: str = "default", timeout: float | None = None, run_id: str = "",
+                      suite: str = "") -> Task:
+    """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
+    pyomo/highs (HiGHS's default LP method)."""
+    problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
+    return Task(key=task_key(ds.name, problem, "pyomo", "highs") + "|check", order=-1, suite=suite,
+                dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
+                kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
+                timeout=timeout, run_id=run_id)
 
 
 def dataset_key(name: str, params) -> tuple:
@@ -218,21 +288,137 @@ def solution_row(sol, task: Task) -> dict:
     return row
 
 
+def lp_solution_row(sol, task: Task) -> dict:
+    """The table's columns from a 1-norm SVM LP `Solution` (solvers.lp's checks, in the QP columns' places).
+
+    kkt_primal_feasibility / kkt_dual_feasibility / kkt_complementarity hold the LP's
+    primal infeasibility, dual infeasibility (|sum_i alpha_i y_i x_ij| <= 1, 0 <= alpha <= C,
+    sum alpha_i y_i = 0) and complementarity (scaled by max(1, C)); `nnz_w` the nonzero weights.
+    """
+    row = solution_row(sol, task)
+    checks = sol.checks or {}
+    row.update(
+        kkt_primal_feasibility=checks.get("primal_infeasibility"),
+        kkt_dual_feasibility=checks.get("dual_infeasibility"),
+        kkt_complementarity=checks.get("complementarity"),
+        nnz_w=checks.get("nnz_w"),
+        alpha_source="multipliers" if task.formulation == L1_PRIMAL else "variables",
+    )
+    if checks.get("n_sv") is not None and checks.get("n_bound_sv") is not None:
+        row["n_free_sv"] = int(checks["n_sv"]) - int(checks["n_bound_sv"])
+    return row
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _array(a):
+    return None if a is None else [float(v) for v in np.asarray(a, dtype=float).ravel()]
+
+
+def certificate_record(res) -> dict:
+    """An `experiments.separability.SeparabilityResult` as plain JSON-able data (the proof either way).
+
+    lambda and mu keep their positive entries only (`lam_idx`: positions within A's rows,
+    `lam_rows`: 0-based rows of X), so the record stays small for large data.
+    """
+    rec = {"separable": res.separable, "verified": bool(res.verified), "layer": res.layer,
+           "backend": res.backend, "method": res.method, "message": res.message,
+           "w": _array(res.w), "b": _nan_to_none(float(res.b)), "min_margin": _nan_to_none(float(res.min_margin)),
+           "point": _array(res.point),
+           "certificate": {k: _nan_to_none(float(v)) if isinstance(v, (float, np.floating)) else
+                           (int(v) if isinstance(v, (np.integer,)) else v)
+                           for k, v in res.certificate.items() if np.isscalar(v)}}
+    for name, weights, rows in (("lam", res.lam, res.rows_a), ("mu", res.mu, res.rows_b)):
+        if weights is None:
+            continue
+        idx = np.flatnonzero(np.asarray(weights) > 0)
+        rec[f"{name}_idx"] = idx.tolist()
+        rec[f"{name}_val"] = [float(v) for v in np.asarray(weights)[idx]]
+        rec[f"{name}_rows"] = [int(r) for r in np.asarray(rows)[idx]]
+        rec[f"n_{name}"] = int(len(weights))
+    return rec
+
+
+def separability_row(res, task: Task) -> dict:
+    """The table's columns from `is_separable`: the verdict is the row's status.
+
+    optimal: the feasibility LP gave a hyperplane with min_i y_i (w'x_i + b) > 0 (w, b filled);
+    infeasible: no hyperplane exists, proven by a verified common point of both hulls;
+    otherwise undecided (the feasibility LP's status if it stopped early, else error).
+    """
+    feas, hull = res.feasibility, res.hull
+    if res.separable is True and res.verified:
+        status = OPTIMAL
+    elif res.separable is False and res.verified:
+        status = INFEASIBLE
+    else:
+        status = feas.status if feas.status in (ITERATION_LIMIT, TIME_LIMIT, ERROR) else ERROR
+    optimal = status == OPTIMAL
+    raw = str(feas.raw_status) + (f"; hull LP: {hull.raw_status}" if hull is not None else "")
+    return {
+        "status": status, "solver_status": feas.solver_status, "raw_status": raw,
+        "separable": res.separable if res.verified else None,
+        "objective": 0.0 if optimal else math.nan,
+        "w": to_json(res.w) if optimal else "", "b": res.b if optimal else math.nan,
+        "raw_w": to_json(feas.w), "raw_b": feas.b, "raw_objective": feas.objective,
+        "kkt_primal_feasibility": (feas.checks or {}).get("primal_infeasibility") if res.separable is True else
+        math.nan,
+        "train_accuracy": (feas.checks or {}).get("train_accuracy") if res.separable is True else math.nan,
+        "iterations": feas.iterations, "build_s": res.build_s, "solve_s": res.solve_s,
+        "backend_version": feas.backend_version, "verdict": res.message,
+        "message": "; ".join(m for m in (feas.message, hull.message if hull is not None else "") if m),
+        "certificate": json.dumps(certificate_record(res)),
+        "error": "" if optimal else res.message,
+    }
+
+
+def _hard_margin_guard(row: dict, task: Task) -> dict:
+    """A hard-margin row on data proven not separable: never optimal, and the error says why."""
+    if not (task.hard_margin and task.separable is False):
+        return row
+    why = ("the data are not linearly separable (verified common point of conv(A) and conv(B)): "
+           "the hard margin has no solution")
+    if row.get("status") == OPTIMAL:  # a check that let an impossible point through: refuse it, loudly
+        row.update({k: (math.nan if k in ("objective", "b", "b_multiplier") else "") for k in RESULT_FIELDS})
+        row.update(status=ERROR, error=f"accepted by the checks, but {why}")
+    else:
+        row["error"] = f"{why}; {row.get('error') or ''}".rstrip("; ")
+    return row
+
+
 def execute_task(task: Task) -> dict:
     """Solve one task in this process and return its row; never raises."""
-    from solvers.api import solve  # heavy: imported where the solve runs
-
     row = task.params()
     start = time.perf_counter()
     try:
         _inject(task.fault)
-        kernel = task.kernel if task.formulation == KERNEL_DUAL else None
-        sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
-                    kernel=kernel, kernel_form=task.kernel_form, profile=task.profile, time_limit=task.timeout)
-        row.update(solution_row(sol, task))
+        if task.formulation == SEPARABILITY:
+            from experiments.separability import is_separable  # heavy: imported where the solve runs
+
+            res = is_separable(task.X, task.y, task.layer, task.backend, task.method, profile=task.profile,
+                               time_limit=task.timeout)
+            row.update(separability_row(res, task))
+        elif task.formulation in L1_FORMULATIONS:
+            from solvers.lp import solve_lp
+
+            sol = solve_lp(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
+                           method=task.method, profile=task.profile, time_limit=task.timeout)
+            row.update(lp_solution_row(sol, task))
+        else:
+            from solvers.api import solve
+
+            kernel = task.kernel if task.formulation == KERNEL_DUAL else None
+            sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
+                        kernel=kernel, kernel_form=task.kernel_form, profile=task.profile, time_limit=task.timeout)
+            row.update(solution_row(sol, task))
     except Exception as exc:  # any failure is a row, not a crashed sweep
         row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__,
                    error=f"{type(exc).__name__}: {exc}", message=traceback.format_exc(limit=3))
+    row = _hard_margin_guard(row, task)
     row["wall_s"] = time.perf_counter() - start
     return row
 
@@ -240,7 +426,7 @@ def execute_task(task: Task) -> dict:
 def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
     row = task.params()
     row.update(status=status, solver_status=status, raw_status=status, error=error, wall_s=wall_s)
-    return row
+    return _hard_margin_guard(row, task)
 
 
 # ------------------------------------------------------------------ isolation

@@ -120,6 +120,20 @@ def test_default_suite_strong_duality_table(default_run):
     assert ex.P_star.round(4).eq(0.7167).all()
 
 
+def test_default_suite_checks_separability_before_the_hard_margin(default_run):
+    out, df = default_run
+    rec = json.loads((out / "separability.json").read_text())
+    assert set(rec) == {"example_5_1"}  # the only hard-margin data of the default suite
+    assert rec["example_5_1"]["separable"] is True and rec["example_5_1"]["status"] == "optimal"
+    X, y = analysis.load_data(out)["example_5_1"]
+    cert = rec["example_5_1"]["certificate"]
+    assert np.min(y * (X @ np.asarray(cert["w"]) + cert["b"])) > 0  # the LP's hyperplane separates the data
+    hard = df[np.isinf(df.C)]
+    assert len(hard) and (hard.separable == True).all()  # noqa: E712
+    assert df[np.isfinite(df.C)].separable.isna().all()
+    assert "### example_5_1 (n = 60, d = 2): linearly separable" in (out / "report.md").read_text()
+
+
 # ------------------------------------------------------------------ failures and timeouts
 
 
