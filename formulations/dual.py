@@ -18,7 +18,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.model import DUAL, CvxpyModel, linear_rows, new_pyomo_model
+import scipy.sparse as sp
+
+from formulations.model import DUAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
@@ -28,11 +30,12 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.Concre
     upper = None if math.isinf(C) else float(C)
     m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
     m.w = pyo.Var(m.J)
-    combos = linear_rows((y[:, None] * X).T, m.alpha)  # sum_i alpha_i y_i x_ij
-    m.lift = pyo.Constraint(m.J, rule=lambda m, j: m.w[j] - combos[j] == 0)
-    m.balance = pyo.Constraint(expr=linear_rows(y[None, :], m.alpha)[0] == 0)
+    # Rows w_j - sum_i alpha_i y_i x_ij = 0 as one sparse d x (n + d) matrix.
+    rows = sp.hstack([sp.csr_matrix(-(y[:, None] * X).T), sp.identity(d, format="csr")], format="csr")
+    m.lift = matrix_rows(rows, [*m.alpha.values(), *m.w.values()], lower=0.0, upper=0.0)
+    m.balance = pyo.Constraint(expr=linear_sum(y, m.alpha) == 0)
     m.obj = pyo.Objective(
-        expr=pyo.quicksum(m.alpha.values()) - 0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J),
+        expr=linear_sum(1.0, m.alpha) - 0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J),
         sense=pyo.maximize,
     )
     return m

@@ -14,7 +14,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.model import HARD_PRIMAL, CvxpyModel, linear_rows, new_pyomo_model
+import scipy.sparse as sp
+
+from formulations.model import HARD_PRIMAL, CvxpyModel, matrix_rows, new_pyomo_model
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
@@ -22,8 +24,9 @@ def build_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
     m = new_pyomo_model(HARD_PRIMAL, n, d)
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
-    scores = linear_rows(y[:, None] * X, m.w)  # y_i x_i' w
-    m.margin = pyo.Constraint(m.I, rule=lambda m, i: scores[i] + float(y[i]) * m.b >= 1)
+    # Rows [y_i x_i', y_i] (w, b) >= 1, kept as one sparse matrix (no expression per term).
+    rows = sp.hstack([sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None])], format="csr")
+    m.margin = matrix_rows(rows, [*m.w.values(), m.b], lower=1.0)
     m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J), sense=pyo.minimize)
     return m
 

@@ -9,6 +9,7 @@ solved by any backend.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,73 @@ class CvxpyModel:
     info: dict = field(default_factory=dict)
 
 
+from pyomo.core.expr.numeric_expr import LinearExpression  # noqa: E402
+from pyomo.repn.beta.matrix import MatrixConstraint, _LinearMatrixConstraintData  # noqa: E402
+
+
+class _MatrixRowData(_LinearMatrixConstraintData):
+    """One row of a `MatrixRows`: its body and expression are built on request only."""
+
+    __slots__ = ()
+
+    @property
+    def body(self):
+        comp = self.parent_component()
+        lo, hi = comp._prows[self._index], comp._prows[self._index + 1]
+        return LinearExpression(
+            constant=0.0,
+            linear_coefs=comp._vals[lo:hi].tolist(),
+            linear_vars=[comp._varmap[k] for k in comp._jcols[lo:hi]],
+        )
+
+    @property
+    def expr(self):
+        lower, body, upper = self.lower, self.body, self.upper
+        if self.equality:
+            return body == upper
+        if lower is not None and upper is not None:
+            return pyo.inequality(lower, body, upper)
+        return body >= lower if lower is not None else body <= upper
+
+
+class MatrixRows(MatrixConstraint):
+    """Pyomo's `MatrixConstraint` (rows in CSR form) whose rows give `expr` and a
+    `LinearExpression` body, so Pyomo's solver interfaces accept them."""
+
+    def construct(self, data=None):
+        if self._constructed:
+            return
+        self._constructed = True
+        # One weak reference shared by all rows (the parent constructor makes one per row).
+        ref = weakref.ref(self)
+        new = object.__new__
+        data = []
+        for i in range(len(self._range_types)):
+            row = new(_MatrixRowData)
+            row._component, row._index, row._active = ref, i, True
+            data.append(row)
+        self._data = tuple(data)
+
+    def csr(self):
+        """(indptr, indices, data, lower, upper, variables) of the rows."""
+        return (self._prows, self._jcols, self._vals, self._ranges[0::2], self._ranges[1::2], self._varmap)
+
+
+def linear_sum(coefs, variables):
+    """sum_k coefs_k variables_k as one linear expression built from arrays.
+
+    A common coefficient c gives c * (sum of the variables), whose terms are the
+    variables themselves: no term object per variable is created.
+    """
+    var_list = list(variables.values()) if hasattr(variables, "values") else list(variables)
+    coefs = np.asarray(coefs, dtype=float)
+    if coefs.ndim == 0:
+        total = pyo.quicksum(var_list)
+        return total if float(coefs) == 1.0 else float(coefs) * total
+    coefs = np.broadcast_to(coefs, (len(var_list),))
+    return LinearExpression(constant=0.0, linear_coefs=coefs.tolist(), linear_vars=var_list)
+
+
 def new_pyomo_model(formulation: str, n: int, d: int | None = None) -> pyo.ConcreteModel:
     """An empty Pyomo model with the sample (and feature) index sets and a dual suffix."""
     model = pyo.ConcreteModel(name=formulation)
@@ -45,6 +113,40 @@ def new_pyomo_model(formulation: str, n: int, d: int | None = None) -> pyo.Concr
     # Multipliers arrive here (Pyomo's convention: d objective / d right-hand side).
     model.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
     return model
+
+
+def matrix_rows(M, variables, *, lower=None, upper=None):
+    """Rows ``lower <= M @ variables <= upper`` as one matrix-based Pyomo constraint.
+
+    The rows are kept as the CSR arrays of M (Pyomo's `MatrixConstraint`), not
+    as one expression object per row: construction is O(nnz) in numpy, and the
+    standard-form bridge (solvers.pyomo_standard_form) reads the arrays back
+    without walking expressions. Each row is still a constraint of its own
+    (`model.margin[i]`, with its multiplier in `model.dual`), and asking a row
+    for its `body` or `expr` builds the ordinary linear expression, so every
+    other Pyomo tool (e.g. the HiGHS interface) reads the model unchanged.
+    `lower`/`upper`: scalars or length-m arrays; equal bounds make equality rows.
+    """
+    import scipy.sparse as sp
+
+    M = sp.csr_matrix(M, dtype=float)
+    M.sum_duplicates()
+    M.sort_indices()
+    m_rows, n_cols = M.shape
+    var_list = list(variables.values()) if hasattr(variables, "values") else list(variables)
+    if len(var_list) != n_cols:
+        raise ValueError(f"matrix_rows: M has {n_cols} columns but {len(var_list)} variables were given")
+    lo = np.broadcast_to(np.asarray(-np.inf if lower is None else lower, dtype=float), (m_rows,))
+    hi = np.broadcast_to(np.asarray(np.inf if upper is None else upper, dtype=float), (m_rows,))
+    if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or np.any(lo > hi):
+        raise ValueError("matrix_rows: bounds must satisfy lower <= upper and not be NaN")
+    ranges = np.empty(2 * m_rows)
+    ranges[0::2], ranges[1::2] = lo, hi
+    kinds = np.zeros(m_rows, dtype=np.uint8)
+    kinds[np.isfinite(lo)] |= MatrixRows.LowerBound
+    kinds[np.isfinite(hi)] |= MatrixRows.UpperBound
+    kinds[np.isfinite(lo) & (lo == hi)] = MatrixRows.Equality
+    return MatrixRows(m_rows, n_cols, M.nnz, M.indptr, M.indices, M.data, ranges, kinds, var_list)
 
 
 def linear_rows(M: np.ndarray, variables) -> list:

@@ -14,7 +14,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_rows, new_pyomo_model
+import scipy.sparse as sp
+
+from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
@@ -24,10 +26,13 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
-    scores = linear_rows(y[:, None] * X, m.w)
-    m.margin = pyo.Constraint(m.I, rule=lambda m, i: scores[i] + float(y[i]) * m.b + m.xi[i] >= 1)
+    # Rows [y_i x_i', y_i, e_i'] (w, b, xi) >= 1 as one sparse matrix (no expression per term).
+    rows = sp.hstack(
+        [sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
+    )
+    m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
     m.obj = pyo.Objective(
-        expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + float(C) * pyo.quicksum(m.xi.values()),
+        expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + linear_sum(float(C), m.xi),
         sense=pyo.minimize,
     )
     return m

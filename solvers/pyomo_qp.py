@@ -88,7 +88,12 @@ def solve_standard_qp(qp: StandardQP, solver: str, options: dict):
         A=qp.A if qp.A.shape[0] else None, b=qp.b if qp.A.shape[0] else None,
         lb=qp.lb, ub=qp.ub,
     )
-    if solver in ("daqp",):  # dense-only solvers in qpsolvers
+    n = qp.P.shape[0]
+    nnz = qp.P.nnz if hasattr(qp.P, "nnz") else np.count_nonzero(qp.P)
+    dense_P = n > 0 and nnz > 0.25 * n * n  # e.g. the kernel dual's Y K Y
+    # qpsolvers picks PIQP's and ProxQP's dense or sparse backend from the matrix type: a dense P
+    # handed over as a sparse matrix took PIQP 105 s instead of 4 s at n = 2,000 (experiments.bench).
+    if solver in ("daqp",) or (dense_P and solver in ("piqp", "proxqp")):  # dense-only solvers in qpsolvers
         problem = Problem(*(m.toarray() if hasattr(m, "toarray") else m for m in
                             (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
     return solve_problem(problem, solver=solver, **options)

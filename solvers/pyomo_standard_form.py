@@ -61,39 +61,178 @@ def _single_objective(model):
     return objectives[0]
 
 
-def from_pyomo(model) -> StandardQP:
-    """Compile `model` (one quadratic objective, linear constraints, continuous variables)."""
-    objective = _single_objective(model)
-    for var in model.component_data_objects(pyo.Var, active=True):
-        if not var.is_continuous():
-            raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
+@dataclass
+class _ObjectiveTerms:
+    """An objective's terms: constant + sum coef*var + sum coef*var1*var2."""
 
+    constant: float
+    linear_vars: list
+    linear_coefs: list
+    quadratic_vars: list
+    quadratic_coefs: list
+
+
+def _objective_repn(objective) -> _ObjectiveTerms:
+    """Read the objective's terms.
+
+    Sums, scalar multiples, negations, linear expressions and squares of single
+    variables are split here without a visitor call per term (the long sums
+    C sum_i xi_i and sum_i alpha_i are read as arrays); any other sub-expression
+    goes through Pyomo's `generate_standard_repn`, and anything that is not
+    quadratic is refused.
+    """
+    from pyomo.core.base.var import VarData
+    from pyomo.core.expr import numeric_expr as ne
+
+    out = _ObjectiveTerms(0.0, [], [], [], [])
+    stack = [(objective.expr, 1.0)]
+    while stack:
+        expr, mult = stack.pop()
+        cls = type(expr)
+        if cls in (int, float) or (not hasattr(expr, "is_expression_type") and np.isscalar(expr)):
+            out.constant += mult * float(expr)
+        elif isinstance(expr, VarData) and not expr.fixed:
+            out.linear_vars.append(expr)
+            out.linear_coefs.append(mult)
+        elif cls in (ne.LinearExpression, ne.SumExpression):
+            args = expr.args
+            if all(isinstance(a, VarData) and not a.fixed for a in args):  # a plain sum of variables
+                out.linear_vars.extend(args)
+                out.linear_coefs.extend([mult] * len(args))
+            else:
+                stack.extend((a, mult) for a in args)
+        elif cls is ne.NegationExpression:
+            stack.append((expr.args[0], -mult))
+        elif cls in (ne.ProductExpression, ne.MonomialTermExpression) and not _is_expression(expr.args[0]) \
+                and not _is_variable(expr.args[0]):
+            stack.append((expr.args[1], mult * float(pyo.value(expr.args[0]))))
+        elif cls is ne.PowExpression and isinstance(expr.args[0], VarData) and not expr.args[0].fixed \
+                and not _is_expression(expr.args[1]) and float(pyo.value(expr.args[1])) == 2.0:
+            out.quadratic_vars.append((expr.args[0], expr.args[0]))
+            out.quadratic_coefs.append(mult)
+        else:
+            repn = generate_standard_repn(expr, quadratic=True, compute_values=True)
+            if repn.nonlinear_expr is not None:
+                raise UnsupportedModelError(
+                    f"objective {objective.name} is not quadratic: only QPs (quadratic objective, linear constraints) are supported"
+                )
+            out.constant += mult * float(pyo.value(repn.constant))
+            out.linear_vars.extend(repn.linear_vars)
+            out.linear_coefs.extend(mult * float(c) for c in repn.linear_coefs)
+            out.quadratic_vars.extend(repn.quadratic_vars)
+            out.quadratic_coefs.extend(mult * float(c) for c in repn.quadratic_coefs)
+    return out
+
+
+def _is_expression(obj) -> bool:
+    return hasattr(obj, "is_expression_type") and obj.is_expression_type()
+
+
+def _is_variable(obj) -> bool:
+    return hasattr(obj, "is_potentially_variable") and obj.is_potentially_variable()
+
+
+def _column_bounds(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of each column (fixed variables: lb = ub = value); refuses non-continuous ones.
+
+    A domain's bounds and continuity are looked up once per domain object, not once per
+    variable (an indexed variable's members share theirs); the variable's own bounds
+    are read with `var.lb`/`var.ub` only where it has some.
+    """
+    n = len(columns)
+    lb = np.full(n, -np.inf)
+    ub = np.full(n, np.inf)
+    domains: dict = {}
+    for k, var in enumerate(columns):
+        domain = getattr(var, "_domain", None)
+        info = domains.get(id(domain)) if domain is not None else None
+        if info is None:
+            if not var.is_continuous():  # every variable of the QP is checked
+                raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
+            dlo, dhi = var.domain.bounds()
+            info = (-np.inf if dlo is None else float(dlo), np.inf if dhi is None else float(dhi))
+            if domain is not None:
+                domains[id(domain)] = info
+        lo, hi = info
+        if getattr(var, "_lb", True) is not None or getattr(var, "_ub", True) is not None:
+            lo = -np.inf if var.lb is None else float(var.lb)
+            hi = np.inf if var.ub is None else float(var.ub)
+        if var.fixed:
+            lo = hi = float(var.value)
+        lb[k], ub[k] = lo, hi
+    return lb, ub
+
+
+def from_pyomo(model) -> StandardQP:
+    """Compile `model` (one quadratic objective, linear constraints, continuous variables).
+
+    Matrix-based constraints (formulations.model.MatrixRows) are read from their
+    CSR arrays directly; every other constraint goes through Pyomo's
+    LinearStandardFormCompiler.
+    """
+    from formulations.model import MatrixRows
+    from solvers.pyomo_quadratic import compile_quadratic_forms
+
+    from formulations.quadratic_form import QuadraticForm
+
+    # Only a model holding a QuadraticForm can take that path; looking costs one pass over components.
+    if any(isinstance(c, QuadraticForm) for c in model.component_objects(pyo.Expression, descend_into=True)):
+        fast = compile_quadratic_forms(model, from_pyomo)  # x'Qx kept as a matrix (formulations.quadratic_form)
+        if fast is not None:
+            return fast
+    objective = _single_objective(model)
+    blocks = [c for c in model.component_objects(pyo.Constraint, active=True) if isinstance(c, MatrixRows)]
+    has_other = any(
+        not isinstance(c, MatrixRows) and any(True for _ in c.values() if _.active)
+        for c in model.component_objects(pyo.Constraint, active=True)
+    )
     objective.deactivate()  # the compiler accepts linear objectives only; ours is read below
+    for block in blocks:
+        block.deactivate()  # read from its arrays below
     try:
-        info = LinearStandardFormCompiler().write(model, mixed_form=True)
+        info = LinearStandardFormCompiler().write(model, mixed_form=True) if has_other else None
     except (InvalidConstraintError, InvalidExpressionError) as exc:
         raise UnsupportedModelError(f"only linear constraints are supported: {exc}") from None
     finally:
         objective.activate()
+        for block in blocks:
+            block.activate()
 
-    repn = generate_standard_repn(objective.expr, quadratic=True, compute_values=True)
-    if repn.nonlinear_expr is not None:
-        raise UnsupportedModelError(
-            f"objective {objective.name} is not quadratic: only QPs (quadratic objective, linear constraints) are supported"
-        )
+    repn = _objective_repn(objective)
 
-    columns = list(info.columns)
+    columns = list(info.columns) if info is not None else []
     index = {id(v): k for k, v in enumerate(columns)}
-    for var in list(repn.linear_vars) + [v for pair in repn.quadratic_vars for v in pair]:
-        if id(var) not in index:  # a variable that appears in the objective only
-            index[id(var)] = len(columns)
+
+    def column_of(var) -> int:
+        k = index.get(id(var))
+        if k is None:  # a variable first met in a matrix block or in the objective
+            k = index[id(var)] = len(columns)
             columns.append(var)
+        return k
+
+    # Each block: its rows, the column of each of its variables, bounds and row kinds.
+    block_parts = []
+    for block in blocks:
+        indptr, indices, data, lower, upper, varmap = block.csr()
+        if not index:  # the usual case: the first block's variables are the first columns
+            index.update((id(v), k) for k, v in enumerate(varmap))
+            columns.extend(varmap)
+        colmap = np.fromiter((column_of(v) for v in varmap), dtype=np.int64, count=len(varmap))
+        block_parts.append((block, np.asarray(indptr), colmap[np.asarray(indices)], np.asarray(data, dtype=float),
+                            np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)))
+    for var in repn.linear_vars:
+        if id(var) not in index:
+            column_of(var)
+    for pair in repn.quadratic_vars:
+        for var in pair:
+            column_of(var)
     n = len(columns)
     sense = 1 if objective.sense == pyo.minimize else -1
 
     q = np.zeros(n)
-    for var, coef in zip(repn.linear_vars, repn.linear_coefs):
-        q[index[id(var)]] += coef
+    if repn.linear_vars:
+        lin_idx = np.fromiter((index[id(v)] for v in repn.linear_vars), dtype=np.int64, count=len(repn.linear_vars))
+        np.add.at(q, lin_idx, np.asarray(repn.linear_coefs, dtype=float))
     rows, cols, vals = [], [], []
     for (v1, v2), coef in zip(repn.quadratic_vars, repn.quadratic_coefs):
         i, j = index[id(v1)], index[id(v2)]
@@ -108,33 +247,60 @@ def from_pyomo(model) -> StandardQP:
             vals += [coef, coef]
     P = sp.csc_matrix((np.asarray(vals, dtype=float) * sense, (rows, cols)), shape=(n, n))
 
-    A_all = sp.csr_matrix(info.A, shape=(info.A.shape[0], n)) if info.A.shape[0] else sp.csr_matrix((0, n))
-    rhs = np.asarray(info.rhs, dtype=float)
-    kinds = np.array([row.bound_type for row in info.rows], dtype=int)
-    eq = np.flatnonzero(kinds == 0)
-    ineq = np.flatnonzero(kinds != 0)
-    signs = kinds[ineq].astype(float)  # +1: body <= rhs, -1: body >= rhs
-    G = sp.diags(signs) @ A_all[ineq] if ineq.size else sp.csr_matrix((0, n))
+    # Rows from the compiler: kind 0 is =, +1 is <=, -1 is >=.
+    eq_parts, g_parts, b_parts, h_parts = [], [], [], []
+    eq_rows: list = []
+    ineq_rows: list = []
+    if info is not None and info.A.shape[0]:
+        A_all = sp.csr_matrix(info.A, shape=(info.A.shape[0], n))
+        rhs = np.asarray(info.rhs, dtype=float)
+        kinds = np.array([row.bound_type for row in info.rows], dtype=int)
+        eq = np.flatnonzero(kinds == 0)
+        ineq = np.flatnonzero(kinds != 0)
+        signs = kinds[ineq].astype(float)  # +1: body <= rhs, -1: body >= rhs
+        eq_parts.append(A_all[eq])
+        b_parts.append(rhs[eq])
+        g_parts.append(sp.diags(signs) @ A_all[ineq])
+        h_parts.append(signs * rhs[ineq])
+        eq_rows += [info.rows[k].constraint for k in eq]
+        ineq_rows += [(info.rows[k].constraint, int(kinds[k])) for k in ineq]
+    for block, indptr, cols_, data, lower, upper in block_parts:
+        M = sp.csr_matrix((data, cols_, indptr), shape=(len(indptr) - 1, n))
+        datas = block._data
+        has_lo, has_hi = np.isfinite(lower), np.isfinite(upper)
+        eq = np.flatnonzero(has_lo & has_hi & (lower == upper))
+        ge = np.flatnonzero(has_lo & ~(has_hi & (lower == upper)))
+        le = np.flatnonzero(has_hi & ~(has_lo & (lower == upper)))
+        eq_parts.append(M[eq])
+        b_parts.append(upper[eq])
+        g_parts += [-M[ge], M[le]]
+        h_parts += [-lower[ge], upper[le]]
+        eq_rows += [datas[k] for k in eq]
+        ineq_rows += [(datas[k], -1) for k in ge] + [(datas[k], 1) for k in le]
 
-    lb = np.array([-np.inf if v.lb is None else float(v.lb) for v in columns])
-    ub = np.array([np.inf if v.ub is None else float(v.ub) for v in columns])
-    for k, var in enumerate(columns):
-        if var.fixed:
-            lb[k] = ub[k] = float(var.value)
+    def stack(parts, vec_parts):
+        if not parts:
+            return sp.csc_matrix((0, n)), np.zeros(0)
+        return sp.csc_matrix(sp.vstack(parts, format="csr")), np.concatenate(vec_parts)
+
+    A, b = stack(eq_parts, b_parts)
+    G, h = stack(g_parts, h_parts)
+
+    lb, ub = _column_bounds(columns)
     return StandardQP(
         P=P,
         q=q * sense,
         c0=float(repn.constant) * sense,
-        A=sp.csc_matrix(A_all[eq]),
-        b=rhs[eq],
-        G=sp.csc_matrix(G),
-        h=signs * rhs[ineq],
+        A=A,
+        b=b,
+        G=G,
+        h=h,
         lb=lb,
         ub=ub,
         columns=columns,
         sense=sense,
-        eq_rows=[info.rows[k].constraint for k in eq],
-        ineq_rows=[(info.rows[k].constraint, int(kinds[k])) for k in ineq],
+        eq_rows=eq_rows,
+        ineq_rows=ineq_rows,
     )
 
 

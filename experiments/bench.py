@@ -1,0 +1,634 @@
+"""The scaling benchmark: every path to the SVM optimum, growing n, against LIBLINEAR and LIBSVM.
+
+    python -m experiments.bench                 # the full run (n up to 1e5 linear, 20,000 kernel)
+    python -m experiments.bench --quick         # tiny n, a minute: what the tests run
+    python -m experiments.bench --budget 60 --out results/bench
+
+Problems (one optimum each, shared by all paths):
+
+- ``linear``: overlapping Gaussian blobs (experiments.datasets.overlapping), d = 20, C = 1;
+  paths: soft_primal and the lifted dual in Pyomo and cvxpy with every backend, the same
+  QPs handed to each solver alone on pre-assembled matrices (solvers.direct), and
+  scikit-learn's LinearSVC(loss='hinge', dual=True) (LIBLINEAR) and SVC(kernel='linear') (LIBSVM).
+- ``kernel``: the same blobs with d = 10 and the Gaussian kernel (gamma = 0.1), C = 1;
+  paths: the kernel dual as a dense quadratic form and as a full-rank factor in both layers,
+  the dense matrix handed to the solver alone, a low-rank factor (its effect on the optimum
+  is measured against the exact one), the working-set decomposition (solvers.working_set)
+  in each layer, and SVC(kernel='rbf') (LIBSVM).
+
+Each measurement runs in a fresh worker process (forked from a fork server that has
+the libraries imported): its peak memory (ru_maxrss) is its
+own, and a stuck solver is killed. A path whose solve exceeded the per-solve --budget at one
+n is not run at larger n (the row says so). Times: `build_s` (model construction or matrix
+assembly, plus the Gram matrix for kernel paths), `solve_s` (the backend's call, including
+a layer's compile and read-back), `total_s` = build + solve (what a user waits for),
+`solver_s` (the solver's own time inside). Accuracy: every point is checked by
+solvers.checks; `rel_obj_error` is (objective - best)/|best| in the worse direction
+(primal above, dual below the best verified optimum).
+Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench_report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+LINEAR_D = 20
+KERNEL_D = 10
+GAMMA = 0.1
+C_VALUE = 1.0
+SEED = 0
+
+LINEAR_N = (1_000, 10_000, 100_000)
+KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
+QUICK_LINEAR_N = (100, 300)
+QUICK_KERNEL_N = (60, 150)
+
+ALL_BACKENDS = ("highs", "ipopt", "clarabel", "osqp", "scs", "piqp", "proxqp", "daqp")
+
+
+@dataclass(frozen=True)
+class Path_:
+    """One way to the optimum: a series of measurements over n."""
+
+    problem: str  # "linear" | "kernel"
+    formulation: str  # soft_primal, dual, kernel_dual, liblinear, libsvm
+    layer: str  # pyomo, cvxpy, direct, sklearn
+    backend: str
+    form: str = ""  # kernel: dense, factor, lowrank, working_set; sklearn: default, tight
+    rank: int = 0  # low-rank factor's rank
+    profile: str = "scale"
+
+    @property
+    def label(self) -> str:
+        return path_label(self.problem, self.formulation, self.layer, self.backend, self.form, self.rank)
+
+
+def path_label(problem, formulation, layer, backend, form, rank) -> str:
+    """layer/formulation/backend (linear), layer/backend/form (kernel), sklearn/peer/tolerance."""
+    form = "" if not isinstance(form, str) else form
+    rank = int(rank) if isinstance(rank, (int, float)) and rank == rank else 0
+    if layer == "sklearn":
+        return f"sklearn/{backend}/{form}"
+    parts = [layer, formulation if problem == "linear" else "", backend, form + (f"{rank}" if rank else "")]
+    return "/".join(p for p in parts if p)
+
+
+@dataclass
+class Task:
+    path: Path_
+    n: int
+    budget: float
+
+
+@dataclass
+class Row:
+    problem: str
+    formulation: str
+    layer: str
+    backend: str
+    form: str
+    rank: int
+    profile: str
+    label: str
+    n: int
+    d: int
+    status: str = ""
+    raw_status: str = ""
+    build_s: float = math.nan
+    gram_s: float = math.nan
+    solve_s: float = math.nan
+    solver_s: float = math.nan
+    total_s: float = math.nan
+    peak_rss_mb: float = math.nan
+    base_rss_mb: float = math.nan
+    objective: float = math.nan  # the path's own objective (primal for primal paths, dual for dual)
+    objective_kind: str = ""
+    primal_objective: float = math.nan
+    dual_objective: float = math.nan
+    rel_gap: float = math.nan
+    rel_obj_error: float = math.nan
+    iterations: float = math.nan
+    n_sv: float = math.nan
+    version: str = ""
+    message: str = ""
+    extras: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- plan
+
+
+def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
+    """Every path of the benchmark, in the order they run."""
+    paths: list[Path_] = []
+    for form in ("default", "tight"):
+        paths.append(Path_("linear", "liblinear", "sklearn", "liblinear", form))
+        paths.append(Path_("linear", "libsvm", "sklearn", "libsvm", form))
+        paths.append(Path_("kernel", "libsvm", "sklearn", "libsvm", form))
+    for formulation in ("soft_primal", "dual"):
+        for backend in backends:
+            paths.append(Path_("linear", formulation, "direct", backend))
+            paths.append(Path_("linear", formulation, "cvxpy", backend))
+            paths.append(Path_("linear", formulation, "pyomo", backend))
+    kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
+    for backend in kernel_backends:
+        paths.append(Path_("kernel", "kernel_dual", "direct", backend, "dense"))
+    for backend in [b for b in ("clarabel", "piqp", "osqp") if b in backends]:
+        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "dense"))
+    for backend in [b for b in ("clarabel", "piqp") if b in backends]:
+        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "factor"))
+        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "factor"))
+        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "dense"))
+    ranks = (20, 50) if quick else (100, 400)
+    for rank in ranks:
+        if "piqp" in backends:
+            paths.append(Path_("kernel", "kernel_dual", "direct", "piqp", "lowrank", rank=rank))
+    for layer in ("direct", "cvxpy", "pyomo"):
+        for backend in [b for b in ("proxqp", "piqp", "clarabel") if b in backends]:
+            if layer == "pyomo" and backend == "clarabel":
+                continue
+            paths.append(Path_("kernel", "kernel_dual", layer, backend, "working_set"))
+    return paths
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def linear_data(n: int):
+    from experiments.datasets import overlapping
+
+    ds = overlapping(n, d=LINEAR_D, seed=SEED)
+    return ds.X, ds.y
+
+
+def kernel_data(n: int):
+    from experiments.datasets import overlapping
+
+    ds = overlapping(n, d=KERNEL_D, seed=SEED)
+    return ds.X, ds.y
+
+
+def primal_objective(X, y, w, b, C) -> float:
+    """P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w'x_i + b))."""
+    return float(0.5 * w @ w + C * np.maximum(0.0, 1.0 - y * (X @ w + b)).sum())
+
+
+def dual_objective_kernel(K_sv_sv, coef) -> float:
+    """D(alpha) = sum_i alpha_i - 1/2 u' K u with u_i = alpha_i y_i (sklearn's dual_coef_)."""
+    return float(np.abs(coef).sum() - 0.5 * coef @ (K_sv_sv @ coef))
+
+
+def gram_in_blocks(kernel, X, rows: int = 2000) -> np.ndarray:
+    """The n x n Gram matrix filled block row by block row: one n x n array, not several temporaries.
+
+    The result is symmetrised in place (kernels.gram makes the full matrix exactly symmetric;
+    the blocks' BLAS rounding may differ in the last bit).
+    """
+    from formulations.kernels import gram
+
+    n = len(X)
+    if n <= rows:
+        return gram(kernel, X)
+    K = np.empty((n, n))
+    for lo in range(0, n, rows):
+        K[lo:lo + rows] = gram(kernel, X[lo:lo + rows], X)
+    for lo in range(0, n, rows):  # K = (K + K')/2 block by block, without an n x n temporary
+        for lo2 in range(lo, n, rows):
+            a = K[lo:lo + rows, lo2:lo2 + rows]
+            b = K[lo2:lo2 + rows, lo:lo + rows]
+            mean = 0.5 * (a + b.T)
+            K[lo:lo + rows, lo2:lo2 + rows] = mean
+            K[lo2:lo2 + rows, lo:lo + rows] = mean.T
+    return K
+
+
+# ----------------------------------------------------------------------------- worker
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kilobytes
+
+
+def _fill_from_solution(row: Row, sol, kind: str) -> None:
+    checks = sol.checks or {}
+    row.status, row.raw_status = sol.status, str(sol.raw_status)[:120]
+    row.primal_objective = float(checks.get("primal_objective", math.nan))
+    row.dual_objective = float(checks.get("dual_objective", math.nan))
+    row.rel_gap = float(checks.get("rel_duality_gap", math.nan))
+    row.n_sv = float(checks.get("n_sv", math.nan))
+    row.iterations = float(sol.iterations) if sol.iterations is not None else math.nan
+    row.objective_kind = kind
+    row.objective = row.primal_objective if kind == "primal" else row.dual_objective
+    row.message = (row.message + " " + (sol.message or "")).strip()[:300]
+
+
+def _run_sklearn(task: Task, row: Row, X, y, K) -> None:
+    from sklearn.svm import SVC, LinearSVC
+
+    p = task.path
+    tight = p.form == "tight"
+    start = time.perf_counter()
+    if p.backend == "liblinear":
+        model = LinearSVC(loss="hinge", dual=True, C=C_VALUE, tol=1e-6 if tight else 1e-4,
+                          max_iter=1_000_000 if tight else 1000, random_state=SEED)
+    elif p.problem == "linear":
+        model = SVC(kernel="linear", C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
+    else:
+        model = SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    row.solve_s = row.solver_s = time.perf_counter() - start
+    row.build_s = 0.0
+    row.total_s = row.solve_s
+    row.message = "; ".join(str(w.message)[:100] for w in caught)
+    if p.problem == "linear":
+        w, b = np.ravel(model.coef_), float(np.ravel(model.intercept_)[0])
+        row.primal_objective = row.objective = primal_objective(X, y, w, b, C_VALUE)
+        row.objective_kind = "primal"
+    else:
+        from formulations.kernels import Kernel, gram
+
+        sv = model.support_
+        coef = np.ravel(model.dual_coef_)
+        row.dual_objective = row.objective = dual_objective_kernel(gram(Kernel("rbf", gamma=GAMMA), X[sv]), coef)
+        row.objective_kind = "dual"
+    row.n_sv = float(len(model.support_)) if hasattr(model, "support_") else math.nan
+    row.iterations = float(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else math.nan
+    row.status = "converged" if not any("converge" in str(w.message) for w in caught) else "iteration_limit"
+
+
+def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
+    import formulations
+    from solvers import solution as st
+    from solvers.api import _read_cvxpy, _read_pyomo, _recover
+    from solvers.checks import compute_checks, verified_status
+    from solvers.profiles import backend_options, get_profile
+    from solvers.cvxpy_layer import TIME_LIMIT_OPTION
+    from solvers.registry import get_backend
+
+    p = task.path
+    prof = get_profile(p.profile)
+    adapter = get_backend(p.layer, p.backend)
+    row.version = adapter.version()
+    start = time.perf_counter()
+    model = formulations.build(p.formulation, p.layer, X=X, y=y, C=C_VALUE, K=K,
+                               kernel_form=p.form or "dense", L=L)
+    built = time.perf_counter()
+    options = backend_options(p.backend, prof)
+    if p.layer == "pyomo" and p.backend in TIME_LIMIT_OPTION and p.backend != "highs":
+        # The qpsolvers bridge passes native options through: the solver's own time limit.
+        options[TIME_LIMIT_OPTION[p.backend]] = float(task.budget)
+    raw = adapter.solve(model, options, task.budget)
+    solved = time.perf_counter()
+    values: dict = {}
+    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
+        values = _read_pyomo(model, p.formulation) if p.layer == "pyomo" else \
+            _read_cvxpy(model, p.formulation, raw.has_duals)
+    read = time.perf_counter()
+    row.build_s += built - start
+    row.solve_s = read - built  # the adapter's whole call: compile, solver, read-back
+    row.solver_s = raw.solve_s
+    if p.layer == "cvxpy":
+        stats = model.problem.solver_stats
+        compile_s = float(getattr(model.problem, "_compilation_time", math.nan) or math.nan)
+        row.extras["cvxpy_compile_s"] = compile_s
+        if stats is not None and stats.solve_time:
+            row.solver_s = float(stats.solve_time)
+        elif math.isfinite(compile_s):  # the solver did not report its time: the call minus the compile
+            row.solver_s = raw.solve_s - compile_s
+    sol = st.Solution(formulation=p.formulation, layer=p.layer, backend=p.backend, status=raw.status,
+                      solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
+                      iterations=raw.iterations, profile=prof.name, message=raw.message)
+    Xd = X if X is not None else np.zeros((len(y), 0))
+    _recover(sol, values, p.formulation, Xd, y, K, C_VALUE)
+    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(raw.status, checks)
+    _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
+
+
+def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
+    from solvers import direct
+    from solvers import solution as st
+    from solvers.api import _recover
+    from solvers.checks import compute_checks, verified_status
+    from solvers.profiles import backend_options, get_profile
+
+    p = task.path
+    prof = get_profile(p.profile)
+    form = "factor" if p.form == "lowrank" else (p.form or "dense")
+    start = time.perf_counter()
+    asm = direct.assemble(p.formulation, X, y, C_VALUE, K=K, L=L, kernel_form=form)
+    row.build_s += time.perf_counter() - start
+    res = direct.solve_assembled(asm, p.backend, backend_options(p.backend, prof), task.budget)
+    row.solve_s = row.solver_s = res.solve_s
+    sol = st.Solution(formulation=p.formulation, layer="direct", backend=p.backend, status=res.status,
+                      solver_status=res.status, raw_status=res.raw_status, objective=res.objective,
+                      iterations=res.iterations, profile=prof.name, message=res.message)
+    Xd = X if X is not None else np.zeros((len(y), 0))
+    if res.x is not None:
+        _recover(sol, direct.named_values(asm, res), p.formulation, Xd, y, K, C_VALUE)
+    # A low-rank factor's point is checked against the exact K: its effect on the optimum shows.
+    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(res.status, checks)
+    _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
+
+
+def _run_working_set(task: Task, row: Row, y, K) -> None:
+    from solvers import working_set
+
+    p = task.path
+    # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000: 53 steps and 5.1 s against
+    # 203 steps and 6.9 s with q = 200); K comes from the bench's own Gram matrix (no re-validation).
+    q = 500 if task.n >= 2000 else (200 if task.n > 400 else 50)
+    sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
+                            validate=False)
+    row.extras["q"] = q
+    row.solve_s = sol.build_s + sol.solve_s  # selection and gradient updates + the subproblems
+    row.solver_s = sol.solve_s  # inside the subproblem solver calls
+    row.extras["outer_iterations"] = sol.iterations
+    row.extras["kkt_violation"] = sol.extras.get("kkt_violation")
+    _fill_from_solution(row, sol, "dual")
+
+
+def measure(task: Task) -> Row:
+    """One measurement (in the worker process)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    p = task.path
+    d = LINEAR_D if p.problem == "linear" else KERNEL_D
+    row = Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label, task.n, d)
+    try:
+        X, y = (linear_data if p.problem == "linear" else kernel_data)(task.n)
+        K = L = None
+        row.build_s = 0.0
+        if p.problem == "kernel" and p.layer != "sklearn":
+            from formulations.kernels import Kernel, factorize
+
+            start = time.perf_counter()
+            K = gram_in_blocks(Kernel("rbf", gamma=GAMMA), X)
+            if p.form in ("factor", "lowrank"):
+                fac = factorize(K, max_rank=p.rank or None)
+                L = fac.L
+                row.extras.update(rank=int(fac.rank), factor_residual=float(fac.residual))
+            row.gram_s = time.perf_counter() - start
+            row.build_s = row.gram_s  # LIBSVM computes its kernel inside fit: count ours too
+            X = None
+        row.base_rss_mb = _rss_mb()
+        if p.layer == "sklearn":
+            _run_sklearn(task, row, X, y, None)
+        elif p.form == "working_set":
+            _run_working_set(task, row, y, K)
+        elif p.layer == "direct":
+            _run_direct(task, row, X, y, K, L)
+        else:
+            _run_layer(task, row, X, y, K, L)
+        if p.layer != "sklearn":
+            row.total_s = row.build_s + row.solve_s
+    except MemoryError:
+        row.status, row.message = "memory_error", "MemoryError"
+    except Exception as exc:  # a crashing path is a failed row, not a crashed run
+        row.status = "error"
+        row.message = f"{type(exc).__name__}: {exc}"[:300] + " | " + traceback.format_exc(limit=2)[-200:]
+    row.peak_rss_mb = _peak_mb()
+    return row
+
+
+def _worker(task: Task, conn) -> None:
+    conn.send(asdict(measure(task)))
+    conn.close()
+
+
+# Imported once by the fork server, so that each worker starts in milliseconds with the
+# libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy).
+PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
+           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.direct",
+           "solvers.working_set", "solvers.registry"]
+_CTX = None
+
+
+def _context():
+    global _CTX
+    if _CTX is None:
+        _CTX = mp.get_context("forkserver")
+        _CTX.set_forkserver_preload(PRELOAD)
+    return _CTX
+
+
+def run_in_worker(task: Task, hard_timeout: float) -> dict:
+    """Measure in a fresh process (forked from a preloaded server); kill it after hard_timeout seconds."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(task, send), daemon=True)
+    start = time.perf_counter()
+    proc.start()
+    send.close()
+    result = None
+    try:
+        if receive.poll(hard_timeout):
+            result = receive.recv()
+    except EOFError:  # the worker died (e.g. killed by the OOM killer)
+        result = None
+    wall = time.perf_counter() - start
+    if proc.is_alive():
+        proc.kill()
+    proc.join(5)
+    receive.close()
+    if result is None:
+        p = task.path
+        row = Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label, task.n,
+                  LINEAR_D if p.problem == "linear" else KERNEL_D, status="killed",
+                  message=f"no result after {wall:.0f} s (exit code {proc.exitcode}): "
+                          + ("killed at the hard timeout" if wall >= hard_timeout else "the worker died"))
+        row.total_s = wall
+        result = asdict(row)
+    return result
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def _exceeded(row: dict, budget: float) -> str:
+    """Why a path stops here ("" if it goes on to the next n)."""
+    if row["status"] in ("killed", "memory_error"):
+        return f"{row['status']} at n={row['n']}"
+    total = row.get("total_s")
+    if total is not None and math.isfinite(total) and total > budget:
+        return f"took {total:.1f} s > budget {budget:g} s at n={row['n']}"
+    if row["status"] in ("time_limit",):
+        return f"time limit at n={row['n']}"
+    return ""
+
+
+def _matches(path: Path_, patterns: str) -> bool:
+    return any(pat and (pat in path.label or pat == path.problem) for pat in patterns.split(","))
+
+
+def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: str | None = None,
+        progress: bool = True, exclude: str | None = None, done: "pandas.DataFrame | None" = None,  # noqa: F821
+        kill_after: float | None = None) -> "pandas.DataFrame":  # noqa: F821
+    """Run the plan; rows of `done` (an earlier run's) are kept and their (path, n) not measured again."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    paths = plan(quick, backends)
+    if only:
+        paths = [p for p in paths if _matches(p, only)]
+    if exclude:
+        paths = [p for p in paths if not _matches(p, exclude)]
+    kill_after = kill_after if kill_after is not None else 2 * budget + 60
+    earlier: dict = {}
+    if done is not None and not done.empty:
+        done = done.copy()
+        done["form"] = done["form"].fillna("")
+        for record in done.to_dict("records"):
+            record["label"] = path_label(record["problem"], record["formulation"], record["layer"],
+                                         record["backend"], record["form"], record["rank"])
+            earlier[(record["problem"], record["label"], int(record["n"]))] = record
+    lin_n = QUICK_LINEAR_N if quick else LINEAR_N
+    ker_n = QUICK_KERNEL_N if quick else KERNEL_N
+    rows = []
+    jobs = [(p, n) for p in paths for n in (lin_n if p.problem == "linear" else ker_n)]
+    stopped: dict[Path_, str] = {}
+    bar = tqdm(total=len(jobs), disable=not progress, desc="bench", file=sys.stderr)
+    # n ascending across all paths: the cheap sizes of every path first.
+    for n in sorted(set(lin_n) | set(ker_n)):
+        for p in paths:
+            if n not in (lin_n if p.problem == "linear" else ker_n):
+                continue
+            bar.update(1)
+            bar.set_postfix_str(f"{p.label} n={n}")
+            if (p.problem, p.label, n) in earlier:  # measured by the earlier run: resume after it
+                row = earlier.pop((p.problem, p.label, n))
+                rows.append(row)
+                why = _exceeded(row, budget) or (row.get("message", "") if row["status"] == "not_run" else "")
+                if why and p not in stopped:
+                    stopped[p] = str(why).replace("stopped: ", "")
+                continue
+            if p in stopped:
+                row = asdict(Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label,
+                                 n, LINEAR_D if p.problem == "linear" else KERNEL_D, status="not_run",
+                                 message=f"stopped: {stopped[p]}"))
+                rows.append(row)
+                continue
+            row = run_in_worker(Task(p, n, budget), hard_timeout=kill_after)
+            rows.append(row)
+            why = _exceeded(row, budget)
+            if why:
+                stopped[p] = why
+            pd.DataFrame(rows).to_csv(out_dir / "results.partial.csv", index=False)
+    bar.close()
+    rows += list(earlier.values())  # an earlier run's rows of paths not in this plan
+    df = pd.DataFrame(rows)
+    df = add_errors(df)
+    return df
+
+
+def add_errors(df):
+    """rel_obj_error against the best verified optimum of each (problem, n)."""
+    import pandas as pd
+
+    df = df.copy()
+    df["rel_obj_error"] = np.nan
+    df["reference"] = np.nan
+    for (problem, n), group in df.groupby(["problem", "n"]):
+        ok = group[(group["status"] == "optimal") & group["rel_gap"].notna()]
+        if ok.empty:
+            continue
+        best = ok.loc[ok["rel_gap"].abs().idxmin()]
+        ref = best["primal_objective"] if math.isfinite(best["primal_objective"]) else best["dual_objective"]
+        if not math.isfinite(ref):
+            continue
+        idx = group.index
+        sign = np.where(df.loc[idx, "objective_kind"] == "primal", 1.0, -1.0)
+        df.loc[idx, "rel_obj_error"] = sign * (df.loc[idx, "objective"] - ref) / abs(ref)
+        df.loc[idx, "reference"] = ref
+    return pd.DataFrame(df)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny n (a minute): the version the tests run")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="per-solve budget in seconds: a path that exceeds it is not run at larger n "
+                             "(default 60, quick 20); a worker is killed after 2 x budget + 60 s")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default results/bench, "
+                                                                "quick: results/bench_quick)")
+    parser.add_argument("--backends", default=",".join(ALL_BACKENDS), help="comma-separated backends")
+    parser.add_argument("--only", default=None, help="run only paths whose label contains one of these "
+                        "(comma-separated; or 'linear'/'kernel'); without --resume their rows replace the same "
+                        "paths' rows in an existing <out>/results.csv")
+    parser.add_argument("--exclude", default=None, help="leave out paths whose label contains any of these "
+                        "(comma-separated)")
+    parser.add_argument("--resume", action="store_true", help="keep the rows of <out>/results.partial.csv (or "
+                        "results.csv) and measure only what they lack; paths they stopped stay stopped")
+    parser.add_argument("--kill-after", type=float, default=None, help="seconds after which a worker is killed "
+                        "(default 2 x budget + 60)")
+    parser.add_argument("--report-only", action="store_true", help="rebuild report.md from <out>/results.csv")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    budget = args.budget if args.budget is not None else (20.0 if args.quick else 60.0)
+    if budget <= 0:
+        parser.error("--budget must be > 0 seconds")
+    out = args.out or Path("results/bench_quick" if args.quick else "results/bench")
+    out.mkdir(parents=True, exist_ok=True)
+    backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
+    unknown = sorted(set(backends) - set(ALL_BACKENDS))
+    if unknown:
+        parser.error(f"unknown backends {unknown}; choose from {ALL_BACKENDS}")
+    import pandas as pd
+
+    from experiments import bench_report
+
+    if args.report_only:
+        df = pd.read_csv(out / "results.csv")
+    else:
+        start = time.perf_counter()
+        done = None
+        if args.resume:
+            source = out / "results.partial.csv" if (out / "results.partial.csv").exists() else out / "results.csv"
+            done = pd.read_csv(source) if source.exists() else None
+        df = run(args.quick, budget, out, backends, args.only, progress=not args.no_progress,
+                 exclude=args.exclude, done=done, kill_after=args.kill_after)
+        if args.only and not args.resume and (out / "results.csv").exists():
+            # A partial re-run replaces its own paths' rows and keeps the others.
+            old = pd.read_csv(out / "results.csv")
+            key = ["problem", "label"]
+            keep = old.merge(df[key].drop_duplicates(), on=key, how="left", indicator=True)["_merge"] == "left_only"
+            df = add_errors(pd.concat([old[keep.to_numpy()], df], ignore_index=True))
+        df.to_csv(out / "results.csv", index=False)
+        (out / "results.partial.csv").unlink(missing_ok=True)
+        print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s -> {out / 'results.csv'}")
+    command = "python -m experiments.bench" + (" --quick" if args.quick else "") + f" --budget {budget:g}"
+    bench_report.write_report(df, out, command=command, budget=budget, quick=args.quick)
+    print(f"report -> {out / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    # Run the module's own copy (not __main__'s) so the workers unpickle the same classes.
+    from experiments import bench as _bench
+
+    raise SystemExit(_bench.main())

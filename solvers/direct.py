@@ -1,0 +1,243 @@
+r"""The solver alone: each formulation's QP assembled from the data as matrices, no modeling layer.
+
+    min  1/2 x' P x + q' x     s.t.  A x = b,  G x <= h,  lb <= x <= ub
+
+The same problems the Pyomo and cvxpy models describe, written straight into
+sparse matrices (numpy/scipy, O(nnz)), so that the benchmark can put a number
+on what the modeling layers cost (experiments.bench):
+
+- ``soft_primal``   x = (w, b, xi):  P = diag(I_d, 0, 0),  q = (0, 0, C 1),
+                    G = -[Y X, y, I],  h = -1,  xi >= 0          [G rows: margin, multipliers alpha]
+- ``hard_primal``   x = (w, b):      P = diag(I_d, 0),  G = -[Y X, y],  h = -1
+- ``dual``          x = (alpha, w):  min -1'alpha + 1/2||w||^2,
+                    A = [[-(Y X)', I_d], [y', 0]],  b = 0,  0 <= alpha <= C
+                    (the lifted dual: l + d variables, no l x l matrix)
+- ``kernel_dual``   dense:  x = alpha, P = Y K Y (handed over as a dense array),
+                    q = -1, A = y', 0 <= alpha <= C;
+                    factor: x = (alpha, v), K = L L', A = [[-L'Y, I_r], [y', 0]],
+                    P = diag(0, I_r).
+
+The dual formulations are maximisations; the returned objective is in the
+formulation's own sense (D(alpha), not -D). The multipliers come back in the
+project's convention (alpha_i >= 0 of the margin rows; b = multiplier of the
+balance row, d D*/d rhs), and the point goes through the same recovery and
+checks as a layer's (solvers.api, solvers.checks).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from solvers import solution as st
+from solvers.pyomo_standard_form import StandardQP
+
+# Backends that can take the matrices directly: qpsolvers' names, plus Ipopt through cyipopt.
+DIRECT_BACKENDS = ("clarabel", "piqp", "osqp", "scs", "proxqp", "daqp", "highs", "ipopt")
+
+
+@dataclass
+class Assembled:
+    """A formulation's QP as matrices, and where its parts sit in x and in the rows."""
+
+    qp: StandardQP
+    formulation: str
+    sense: int  # +1 the formulation minimises, -1 it maximises (qp holds the minimisation form)
+    n: int
+    d: int
+    r: int = 0  # rank of the kernel factor (form "factor")
+    kernel_form: str = ""
+
+
+def _qp(P, q, A, b, G, h, lb, ub, sense) -> StandardQP:
+    n = len(q)
+    empty = sp.csc_matrix((0, n))
+    return StandardQP(
+        P=P, q=np.asarray(q, dtype=float), c0=0.0,
+        A=sp.csc_matrix(A) if A is not None else empty, b=np.zeros(0) if b is None else np.asarray(b, dtype=float),
+        G=sp.csc_matrix(G) if G is not None else empty, h=np.zeros(0) if h is None else np.asarray(h, dtype=float),
+        lb=np.asarray(lb, dtype=float), ub=np.asarray(ub, dtype=float),
+        columns=[None] * n, sense=sense, eq_rows=[], ineq_rows=[],  # no model behind the columns
+    )
+
+
+def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=None, kernel_form: str = "dense") -> Assembled:
+    """The QP of `formulation` as matrices (data already validated: y in {-1, +1})."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL):
+        X = np.asarray(X, dtype=float)
+        d = X.shape[1]
+        YX = sp.csr_matrix(y[:, None] * X)
+    if formulation == SOFT_PRIMAL:
+        P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
+        q = np.r_[np.zeros(d + 1), np.full(n, float(C))]
+        G = -sp.hstack([YX, sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csc")
+        lb = np.r_[np.full(d + 1, -np.inf), np.zeros(n)]
+        return Assembled(_qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1), formulation, 1, n, d)
+    if formulation == HARD_PRIMAL:
+        P = sp.diags(np.r_[np.ones(d), 0.0], format="csc")
+        G = -sp.hstack([YX, sp.csr_matrix(y[:, None])], format="csc")
+        return Assembled(_qp(P, np.zeros(d + 1), None, None, G, -np.ones(n), np.full(d + 1, -np.inf),
+                             np.full(d + 1, np.inf), 1), formulation, 1, n, d)
+    if formulation == DUAL:
+        P = sp.diags(np.r_[np.zeros(n), np.ones(d)], format="csc")
+        q = np.r_[-np.ones(n), np.zeros(d)]
+        A = sp.vstack([
+            sp.hstack([-YX.T, sp.identity(d)]),
+            sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, d))]),
+        ], format="csc")
+        lb = np.r_[np.zeros(n), np.full(d, -np.inf)]
+        ub = np.r_[np.full(n, float(C)), np.full(d, np.inf)]
+        return Assembled(_qp(P, q, A, np.zeros(d + 1), None, None, lb, ub, -1), formulation, -1, n, d)
+    if formulation == KERNEL_DUAL:
+        if kernel_form == "dense":
+            K = np.asarray(K, dtype=float)
+            P = (y[:, None] * K) * y[None, :]  # dense on purpose: the matrix is dense
+            qp = _qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
+                     np.zeros(n), np.full(n, float(C)), -1)
+            # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (with a sparse A
+            # next to the dense P, PIQP took its sparse backend: 9 s instead of 0.8 s at n = 1,000).
+            qp.P, qp.A = P, y[None, :].copy()
+            return Assembled(qp, formulation, -1, n, 0, kernel_form="dense")
+        if kernel_form == "factor":
+            if L is None:
+                from formulations.kernels import factorize
+
+                L = factorize(np.asarray(K, dtype=float)).L
+            L = np.asarray(L, dtype=float)
+            r = L.shape[1]
+            P = sp.diags(np.r_[np.zeros(n), np.ones(r)], format="csc")
+            A = sp.vstack([
+                sp.hstack([sp.csr_matrix(-(y[:, None] * L).T), sp.identity(r)]),
+                sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, r))]),
+            ], format="csc")
+            lb = np.r_[np.zeros(n), np.full(r, -np.inf)]
+            ub = np.r_[np.full(n, float(C)), np.full(r, np.inf)]
+            return Assembled(_qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1),
+                             formulation, -1, n, 0, r=r, kernel_form="factor")
+        raise ValueError(f"unknown kernel_form {kernel_form!r}; choose 'dense' or 'factor'")
+    raise ValueError(f"unknown formulation {formulation!r}")
+
+
+@dataclass
+class DirectResult:
+    status: str
+    raw_status: str
+    x: np.ndarray | None
+    eq_mult: np.ndarray | None  # qpsolvers' y: Lagrangian f + y'(Ax - b) + z'(Gx - h)
+    ineq_mult: np.ndarray | None
+    objective: float  # in the formulation's own sense
+    solve_s: float
+    iterations: int | None
+    message: str = ""
+
+
+def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
+                    time_limit: float | None = None) -> DirectResult:
+    """Hand the matrices to the solver (qpsolvers, or cyipopt for Ipopt) and time that call only."""
+    from solvers.pyomo_qp import iterations_of, map_raw_status, raw_status_of, solve_standard_qp
+
+    if backend not in DIRECT_BACKENDS:
+        raise ValueError(f"unknown direct backend {backend!r}; choose one of {DIRECT_BACKENDS}")
+    options = dict(options or {})
+    qp = asm.qp
+    start = time.perf_counter()
+    try:
+        if backend == "ipopt":
+            from solvers.pyomo_ipopt import IPOPT_STATUS, solve_qp_with_ipopt
+
+            qp_sparse = StandardQP(**{**qp.__dict__, "P": sp.csc_matrix(qp.P), "A": sp.csc_matrix(qp.A),
+                                      "G": sp.csc_matrix(qp.G)})
+            x, y_eq, z_in, info, iters = solve_qp_with_ipopt(qp_sparse, options, time_limit)
+            elapsed = time.perf_counter() - start
+            code = int(info["status"])
+            raw = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+            status = IPOPT_STATUS.get(code, st.ERROR)
+        else:
+            if time_limit is not None and backend in ("highs", "clarabel", "scs", "osqp"):
+                key = {"highs": "time_limit", "clarabel": "time_limit", "scs": "time_limit_secs",
+                       "osqp": "time_limit"}[backend]
+                options.setdefault(key, float(time_limit))
+            sol = solve_standard_qp(qp, backend, options)
+            elapsed = time.perf_counter() - start
+            raw = raw_status_of(sol.extras)
+            status = map_raw_status(raw, bool(sol.found))
+            raw = raw if raw is not None else ("found" if sol.found else "not found")
+            x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
+    except Exception as exc:  # a crashing solver is a failed row, not a crashed run
+        return DirectResult(st.ERROR, type(exc).__name__, None, None, None, math.nan,
+                            time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}")
+    has_point = x is not None and np.all(np.isfinite(x))
+    objective = qp.objective(np.asarray(x, dtype=float)) if has_point else math.nan  # own sense
+    return DirectResult(status if has_point or status != st.OPTIMAL else st.ERROR, str(raw),
+                        np.asarray(x, dtype=float) if has_point else None,
+                        None if y_eq is None else np.asarray(y_eq, dtype=float),
+                        None if z_in is None else np.asarray(z_in, dtype=float),
+                        objective, elapsed, iters)
+
+
+def named_values(asm: Assembled, res: DirectResult) -> dict:
+    """The point in the formulations' names (w, b, xi, alpha, b_multiplier), as solvers.api reads a model."""
+    out: dict = {}
+    if res.x is None:
+        return out
+    x, n, d = res.x, asm.n, asm.d
+    if asm.formulation in (HARD_PRIMAL, SOFT_PRIMAL):
+        out["w"], out["b"] = x[:d], float(x[d])
+        if asm.formulation == SOFT_PRIMAL:
+            out["xi"] = x[d + 1:]
+        if res.ineq_mult is not None and len(res.ineq_mult) == n:
+            out["alpha"] = res.ineq_mult  # z of -(margin) <= -1: alpha_i >= 0
+        return out
+    out["alpha"] = x[:n]
+    if asm.formulation == DUAL:
+        out["w"] = x[n:n + d]
+    if res.eq_mult is not None and len(res.eq_mult):
+        # Balance is the last equality row; min -D: d(-D*)/d rhs = -y, so d D*/d rhs = y.
+        out["b_multiplier"] = float(res.eq_mult[-1])
+    return out
+
+
+def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=None, L=None,
+          kernel_form: str = "dense", profile: str = "default", options: dict | None = None,
+          time_limit: float | None = None) -> st.Solution:
+    """Assemble, solve with the solver alone, recover and check: a `Solution` with layer "direct".
+
+    build_s is the assembly from numpy arrays, solve_s the solver call alone.
+    """
+    from formulations import validation
+    from solvers.api import _check_C, _recover
+    from solvers.checks import compute_checks, verified_status
+    from solvers.profiles import backend_options, get_profile
+
+    if K is not None and X is None:
+        X = np.zeros((len(y), 0))
+        y, labels = validation.check_labels(y)
+    else:
+        X, y, labels = validation.check_data(X, y)
+    C = _check_C(formulation, C)
+    prof = get_profile(profile)
+    start = time.perf_counter()
+    asm = assemble(formulation, X, y, C, K=K, L=L, kernel_form=kernel_form)
+    build_s = time.perf_counter() - start
+    opts = {**backend_options(backend, prof), **(options or {})}
+    res = solve_assembled(asm, backend, opts, time_limit)
+    sol = st.Solution(
+        formulation=formulation, layer="direct", backend=backend, status=res.status, solver_status=res.status,
+        raw_status=res.raw_status, objective=res.objective, build_s=build_s, solve_s=res.solve_s,
+        iterations=res.iterations, profile=prof.name, message=res.message,
+        extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
+        else {"labels": labels.as_dict()},
+    )
+    if res.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
+        _recover(sol, named_values(asm, res), formulation, X, y, K, C)
+    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(res.status, checks)
+    return sol
