@@ -61,7 +61,8 @@ def _read_pyomo(model, formulation: str) -> dict:
         if hasattr(model, name):
             out[name] = _values(getattr(model, name))
     if hasattr(model, "b"):
-        out["b"] = float(pyo.value(model.b, exception=False) or math.nan)
+        value = pyo.value(model.b, exception=False)
+        out["b"] = math.nan if value is None else float(value)  # b* = 0 is a valid answer
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
         duals = [model.dual.get(model.margin[i]) for i in model.I]
         if all(d is not None for d in duals):

@@ -116,3 +116,11 @@ def test_models_name_the_constraints_whose_multipliers_are_read():
         assert all(isinstance(getattr(model, n), pyo.Constraint) for n in names)
         cvx = formulations.build(formulation, "cvxpy", X=ds.X, y=ds.y, C=C)
         assert names <= set(cvx.constraints)
+
+
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_zero_bias_is_reported_as_zero(layer, backend):
+    """x = -1 (y = -1), x = +1 (y = +1): w* = 1 and b* = 0, which must not read as missing."""
+    sol = solve("hard_primal", np.array([[-1.0], [1.0]]), TWO_Y, layer=layer, backend=backend, profile="high")
+    assert sol.status == "optimal"
+    assert sol.w[0] == pytest.approx(1.0, abs=1e-5) and sol.b == pytest.approx(0.0, abs=1e-5)

@@ -174,3 +174,17 @@ def test_quick_bench_verified_rows_agree(quick_run):
     tight = df[(df["backend"] == "liblinear") & (df["form"] == "tight")]
     assert tight["rel_obj_error"].notna().all()
     assert (tight["rel_obj_error"] < 1e-2).all()
+
+
+def test_lp_bench_quick(tmp_path):
+    """`--lp --quick`: the 1-norm LPs through HiGHS, primal and dual optima equal, every row verified."""
+    import pandas as pd
+
+    from experiments.bench import main
+
+    assert main(["--lp", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    df = pd.read_csv(tmp_path / "lp.csv")
+    assert len(df) == 8 and (df.status == "optimal").all()
+    best = df.objective.min()
+    assert ((df.objective - best).abs() <= 1e-9 * best).all()
+    assert "l1_dual" in (tmp_path / "lp.md").read_text()
