@@ -20,8 +20,7 @@ than the 2-norm SVM, and separability has no optimum to compare): the group's
 second field is ``l1-norm`` or ``separability`` instead of the kernel. The 1-norm
 pairs join the strong-duality table (P* of l1_primal against D* of l1_dual);
 ``l1_pairs`` holds, per LP setting, both optima and the multipliers of one LP
-against the solution of the other (the columns of experiments.l1_compare's
-``l1_duality_table``, computed from the sweep's rows instead of new solves);
+against the solution of the other, computed from the sweep's rows;
 ``separability_verdicts`` the separability rows.
 """
 
@@ -420,7 +419,7 @@ def separability_verdicts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None) -> dict[str, pd.DataFrame]:
-    """duality.csv, agreement.csv, multipliers.csv in out_dir; returns every derived table."""
+    """duality.csv, agreement.csv, multipliers.csv (and l1_duality.csv) in out_dir; returns every derived table."""
     out = Path(out_dir)
     data = load_data(out) if data is None else data
     pairs = duality_pairs(df)
@@ -434,7 +433,10 @@ def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None
         "multipliers": multipliers(df),
     }
     tables["multipliers_summary"] = multipliers_summary(tables["multipliers"])
+    tables["l1_pairs"] = l1_pairs(df, data)
     pairs.to_csv(out / "duality.csv", index=False)
+    if not tables["l1_pairs"].empty:
+        tables["l1_pairs"].to_csv(out / "l1_duality.csv", index=False)
     tables["agreement"].to_csv(out / "agreement.csv", index=False)
     tables["multipliers"].to_csv(out / "multipliers.csv", index=False)
     return tables

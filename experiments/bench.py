@@ -164,23 +164,18 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
 # ----------------------------------------------------------------------------- data
 
 
-def linear_data(n: int):
+def bench_data(n: int, d: int):
     from experiments.datasets import overlapping
 
-    ds = overlapping(n, d=LINEAR_D, seed=SEED)
-    return ds.X, ds.y
-
-
-def kernel_data(n: int):
-    from experiments.datasets import overlapping
-
-    ds = overlapping(n, d=KERNEL_D, seed=SEED)
+    ds = overlapping(n, d=d, seed=SEED)
     return ds.X, ds.y
 
 
 def primal_objective(X, y, w, b, C) -> float:
     """P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w'x_i + b))."""
-    return float(0.5 * w @ w + C * np.maximum(0.0, 1.0 - y * (X @ w + b)).sum())
+    from formulations.recovery import slacks
+
+    return float(0.5 * w @ w + C * slacks(y, X @ w + b).sum())
 
 
 def dual_objective_kernel(K_sv_sv, coef) -> float:
@@ -238,7 +233,7 @@ def _fill_from_solution(row: Row, sol, kind: str) -> None:
     row.message = (row.message + " " + (sol.message or "")).strip()[:300]
 
 
-def _run_sklearn(task: Task, row: Row, X, y, K) -> None:
+def _run_sklearn(task: Task, row: Row, X, y) -> None:
     from sklearn.svm import SVC, LinearSVC
 
     p = task.path
@@ -298,7 +293,6 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
         # The qpsolvers bridge passes native options through: the solver's own time limit.
         options[TIME_LIMIT_OPTION[p.backend]] = float(task.budget)
     raw = adapter.solve(model, options, task.budget)
-    solved = time.perf_counter()
     values: dict = {}
     if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
         values = _read_pyomo(model, p.formulation) if p.layer == "pyomo" else \
@@ -380,7 +374,7 @@ def measure(task: Task) -> Row:
     d = LINEAR_D if p.problem == "linear" else KERNEL_D
     row = Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label, task.n, d)
     try:
-        X, y = (linear_data if p.problem == "linear" else kernel_data)(task.n)
+        X, y = bench_data(task.n, LINEAR_D if p.problem == "linear" else KERNEL_D)
         K = L = None
         row.build_s = 0.0
         if p.problem == "kernel" and p.layer != "sklearn":
@@ -397,7 +391,7 @@ def measure(task: Task) -> Row:
             X = None
         row.base_rss_mb = _rss_mb()
         if p.layer == "sklearn":
-            _run_sklearn(task, row, X, y, None)
+            _run_sklearn(task, row, X, y)
         elif p.form == "working_set":
             _run_working_set(task, row, y, K)
         elif p.layer == "direct":

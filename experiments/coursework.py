@@ -50,6 +50,7 @@ from experiments.datasets import (
 )
 from experiments.estimator import SVMClassifier
 from experiments.perceptron import perceptron_single_sample
+from formulations.recovery import slacks
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -230,8 +231,8 @@ def _fit_row(est: SVMClassifier, X: np.ndarray, y: np.ndarray, **extra) -> dict:
         n_sv=int(est.support_.size),
         n_free_sv=chk.get("n_free_sv"),
         margin=chk.get("margin"),
-        sum_xi=float(np.sum(np.maximum(0.0, 1.0 - y * f))),
-        train_acc=float(np.mean(est.predict(X) == y)),
+        sum_xi=float(slacks(y, f).sum()),
+        train_acc=float(np.mean(est.classes_[(f > 0).astype(int)] == y)),  # predict(X), without a 2nd f
         rel_gap=chk.get("rel_duality_gap"),
         b=float(est.intercept_[0]),
         max_abs_f_minus_svc=float(np.max(np.abs(f - svc.decision_function(X)))),
@@ -570,7 +571,7 @@ def _seeds_svm_checks(rows: list, layer: str, backend: str, profile: str) -> dic
     primal = _estimator("soft_primal", layer, backend, profile, C=C).fit(ds.X, ds.y)
     dual = _estimator("dual", layer, backend, profile, C=C).fit(ds.X, ds.y)
     svc = SVC(kernel="linear", C=C, tol=_SVC_TOL).fit(ds.X, ds.y)
-    xi = {name: np.maximum(0.0, 1.0 - ds.y * f) for name, f in (
+    xi = {name: slacks(ds.y, f) for name, f in (
         ("primal", primal.decision_function(ds.X)), ("dual", dual.decision_function(ds.X)),
         ("svc", svc.decision_function(ds.X)))}
     tol = 1e-4
@@ -867,7 +868,7 @@ def choose_C(
             "norm_w": float(np.linalg.norm(w)), "n_sv": int(est.support_.size),
             "n_bound_sv": est.solution_.checks.get("n_bound_sv"),
             "margin": 2.0 / float(np.linalg.norm(w)) if np.linalg.norm(w) > 0 else math.inf,
-            "sum_xi": float(np.sum(np.maximum(0.0, 1.0 - pds.y * f))),
+            "sum_xi": float(slacks(pds.y, f).sum()),
             "train_acc": float(np.mean(est.predict(pds.X) == pds.y)), "status": est.solution_.status,
         })
     path = pd.DataFrame(path_rows)

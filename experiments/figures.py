@@ -128,7 +128,12 @@ def gap_kkt_figure(df: pd.DataFrame, path: Path) -> Path:
     axes[0].set_title("relative duality gap |P - D| / max(1, |P|) per solve")
     _strip(axes[1], df, "kkt_max", solvers)
     axes[1].set_title("largest KKT residual per solve (unscaled)")
-    for tol, label in ((1e-4, "default check tol"), (1e-6, "high check tol")):
+    from solvers.profiles import PROFILES
+
+    tols: dict[float, list[str]] = {}
+    for prof in PROFILES.values():
+        tols.setdefault(prof.check_tol, []).append(prof.name)
+    for tol, label in ((t, "/".join(names) + " check tol") for t, names in tols.items()):
         axes[0].axhline(tol, color="grey", ls=":", lw=0.8)
         axes[0].annotate(label, (len(solvers) - 0.5, tol), fontsize=7, color="grey", ha="right", va="bottom")
     _legend(axes[0], sorted(df.status.unique()))

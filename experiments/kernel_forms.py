@@ -59,7 +59,7 @@ def low_rank_effect(X, y, kernel: Kernel, C: float, ranks, *, layer: str = "cvxp
 
     y, _ = check_labels(y, n=len(X))
     K = gram(kernel, X)
-    full = solve(KERNEL_DUAL, X, y, layer=layer, backend=backend, C=C, kernel=kernel, profile=profile)
+    full = solve(KERNEL_DUAL, X, y, layer=layer, backend=backend, C=C, K=K, profile=profile)
     if full.status != "optimal":
         raise RuntimeError(f"the full kernel dual did not solve: {full.status} {full.message}")
     D_full = full.checks["dual_objective"]

@@ -25,7 +25,7 @@ from experiments.datasets import load_dataset
 from formulations import validation
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
-from solvers.lp import NZ_REL_TOL, count_nonzero, setting_label, solve_lp
+from solvers.lp import NZ_REL_TOL, setting_label, solve_lp
 
 COLUMNS = ["dataset", "model", "formulation", "layer", "setting", "status", "C", "n", "d", "objective",
            "nnz_w", "n_sv", "train_accuracy", "test_accuracy", "build_s", "solve_s", "rel_duality_gap",
@@ -97,7 +97,7 @@ def compare_l1_l2(
         rows.append({
             "dataset": dataset, "model": model, "formulation": sol.formulation, "layer": sol.layer, "setting": setting,
             "status": sol.status, "C": float(C), "n": n, "d": d, "objective": sol.objective,
-            "nnz_w": count_nonzero(w, nz_rel_tol) if ok else -1,
+            "nnz_w": len(kept) if ok else -1,
             "n_sv": int(sol.checks.get("n_sv", -1)) if sol.checks else -1,
             "train_accuracy": _accuracy(X, y, w, sol.b), "test_accuracy": _accuracy(X_test, y_test, w, sol.b),
             "build_s": sol.build_s, "solve_s": sol.solve_s,
@@ -156,59 +156,4 @@ def lp_timings(
             "nnz_w": sol.checks.get("nnz_w", -1) if sol.checks else -1,
             "build_s": sol.build_s, "solve_s": sol.solve_s,
         })
-    return pd.DataFrame(rows)
-
-
-def _max_abs_diff(a, b) -> float:
-    if a is None or b is None:
-        return math.nan
-    return float(np.abs(np.asarray(a) - np.asarray(b)).max())
-
-
-def l1_duality_table(X, y, C: float, settings=None, *, profile: str = "default", time_limit: float | None = None,
-                     dataset: str = "") -> pd.DataFrame:
-    """The duality table of the 1-norm SVM: one row per LP setting (layer, backend, HiGHS method).
-
-    Columns: both optima and their relative difference; the gap the project
-    recomputes at each returned pair; the multipliers of one LP against the
-    solution of the other (alpha_mult_vs_dual = max |dual(margin) of l1_primal -
-    alpha of l1_dual|, w_mult_vs_primal = max |dual(corr) of l1_dual - w of
-    l1_primal|, b_mult_vs_primal); and cross objectives that hold even where the
-    LP's solution is not unique: P at the dual's (w, b) and D at the primal's alpha.
-    A setting that raises becomes a row with its message, not a crashed table.
-    """
-    from solvers.lp import l1_objectives, lp_settings
-
-    X, y, _ = validation.check_data(X, y)
-    C = validation.check_C(C)
-    rows = []
-    for layer, backend, method in settings if settings is not None else lp_settings():
-        row = {"dataset": dataset, "C": C, "n": X.shape[0], "d": X.shape[1], "layer": layer, "backend": backend,
-               "method": method or "default", "setting": setting_label(backend, method), "message": ""}
-        try:
-            p = solve_lp(L1_PRIMAL, X, y, layer=layer, backend=backend, C=C, method=method, profile=profile,
-                         time_limit=time_limit)
-            d = solve_lp(L1_DUAL, X, y, layer=layer, backend=backend, C=C, method=method, profile=profile,
-                         time_limit=time_limit)
-        except Exception as exc:  # a failing backend is a row, not a crashed table
-            row["message"] = f"{type(exc).__name__}: {exc}"
-            rows.append(row)
-            continue
-        row.update(
-            primal_status=p.status, dual_status=d.status, primal_objective=p.objective, dual_objective=d.objective,
-            rel_objective_diff=abs(p.objective - d.objective) / max(1.0, abs(p.objective)),
-            primal_rel_gap=p.checks.get("rel_duality_gap", math.nan) if p.checks else math.nan,
-            dual_rel_gap=d.checks.get("rel_duality_gap", math.nan) if d.checks else math.nan,
-            alpha_mult_vs_dual=_max_abs_diff(p.alpha, d.alpha),
-            w_mult_vs_primal=_max_abs_diff(d.w, p.w),
-            b_mult_vs_primal=abs(d.b - p.b) if math.isfinite(d.b) and math.isfinite(p.b) else math.nan,
-            nnz_w=p.checks.get("nnz_w", -1) if p.checks else -1,
-            build_s_primal=p.build_s, solve_s_primal=p.solve_s, build_s_dual=d.build_s, solve_s_dual=d.solve_s,
-            message="; ".join(m for m in (p.message, d.message) if m),
-        )
-        if d.w is not None and p.alpha is not None:
-            cross = l1_objectives(X, y, C, d.w, d.b, p.alpha)
-            row.update(cross_primal=cross["primal"], cross_dual=cross["dual"],
-                       cross_dual_infeasibility=cross["dual_infeasibility"])
-        rows.append(row)
     return pd.DataFrame(rows)

@@ -172,14 +172,12 @@ def separability_section(out: Path, df: pd.DataFrame) -> list[str]:
     return L
 
 
-def l1_section(out: Path, df: pd.DataFrame, data: dict) -> list[str]:
-    """1-norm SVM: l1_primal against its LP dual l1_dual, per LP setting; then 1-norm vs 2-norm."""
+def l1_section(out: Path, df: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
+    """1-norm SVM: l1_primal against its LP dual l1_dual (analysis.l1_pairs), per LP setting; then 1-norm vs 2-norm."""
     from experiments.suites import L1_VS_L2
 
-    pairs = analysis.l1_pairs(df, data)
     L = []
     if not pairs.empty:
-        pairs.to_csv(out / "l1_duality.csv", index=False)
         L += ["## 1-norm SVM (LP): primal and LP dual", "",
               "l1_primal: min sum_j |w_j| + C sum_i xi_i s.t. y_i (w'x_i + b) >= 1 - xi_i, xi >= 0;",
               "l1_dual: max sum_i alpha_i s.t. |sum_i alpha_i y_i x_ij| <= 1, sum_i alpha_i y_i = 0,",
@@ -225,6 +223,11 @@ def l1_section(out: Path, df: pd.DataFrame, data: dict) -> list[str]:
 
 def build_report(out_dir: str | Path, figures: bool = True) -> Path:
     """Recompute the derived tables (and figures) of a saved run and write out_dir/report.md."""
+    return write_report(out_dir, figures)[0]
+
+
+def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[str, pd.DataFrame]]:
+    """`build_report`, also returning the derived tables (analysis.write_tables) for the caller."""
     out = Path(out_dir)
     df = load(out)
     meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
@@ -273,7 +276,7 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
                                                                           "max_rel_gap": ".2e"}), "",
           "Gap matrix: largest |P* - D*| / max(1, |P*|) over all problems, primal solver (rows) x dual solver",
           "(columns).", "", md(tables["gap_matrix"], spec=".0e"), ""]
-    L += l1_section(out, df, data)
+    L += l1_section(out, df, tables["l1_pairs"])
     L += ["## Agreement across formulations, layers, backends and with scikit-learn", "",
           "Spreads are max - min over the verified rows of a problem; `*_vs_svc` is the largest distance to",
           "scikit-learn's SVC (libsvm, tol 1e-10) on the same data, kernel and C.", "",
@@ -305,7 +308,7 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
             L += ["Backends:", "", pd.DataFrame(bt).to_markdown(index=False), ""]
     path = out / "report.md"
     path.write_text("\n".join(L))
-    return path
+    return path, tables
 
 
 def main(argv: list[str] | None = None) -> int:

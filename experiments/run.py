@@ -512,7 +512,6 @@ def main(argv: list[str] | None = None) -> int:
 def run(args, argv=None) -> int:
     from tqdm import tqdm
 
-    from experiments import analysis
     from experiments.sweep import make_tasks, run_dask, run_local
 
     if args.list:
@@ -611,12 +610,9 @@ def run(args, argv=None) -> int:
         except Exception as exc:
             print(f"warning: {suite_name} extras failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
-    from experiments.report import build_report
+    from experiments.report import write_report
 
-    build_report(out, figures=not args.no_figures)
-    tables = {"duality_summary": analysis.duality_summary(pd.read_csv(out / "duality.csv"))
-              if (out / "duality.csv").stat().st_size > 0 else pd.DataFrame(),
-              "l1_pairs": analysis.l1_pairs(df, analysis.load_data(out))}
+    _, tables = write_report(out, figures=not args.no_figures)
     print(summarize(df, tables, out, wall))
     return 0
 

@@ -76,19 +76,6 @@ class SeparabilityResult:
     def build_s(self) -> float:
         return self.feasibility.build_s + (self.hull.build_s if self.hull is not None else 0.0)
 
-    def as_record(self) -> dict:
-        """A flat row for the runner's table."""
-        rec = {
-            "separable": self.separable, "verified": self.verified, "layer": self.layer, "backend": self.backend,
-            "method": self.method or "default", "feasibility_status": self.feasibility.status,
-            "hull_status": self.hull.status if self.hull is not None else "",
-            "min_margin": self.min_margin, "build_s": self.build_s, "solve_s": self.solve_s,
-            "consistent": self.consistent, "message": self.message,
-            "point": None if self.point is None else self.point.tolist(),
-        }
-        rec.update({f"cert_{k}": v for k, v in self.certificate.items() if np.isscalar(v)})
-        return rec
-
 
 def hull_violation(points: np.ndarray, p: np.ndarray) -> float:
     """max over the facets of conv(points) of the signed distance of p (<= 0 inside).
@@ -288,25 +275,3 @@ def plot_certificate(X, y, res: SeparabilityResult, ax=None, title: str | None =
     ax.set_title(title or f"Linear separability: {verdict}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=8)
     return fig
-
-
-def separability_table(X, y, settings=None, *, dataset: str = "", **kwargs) -> "pd.DataFrame":
-    """`is_separable` through every LP setting (default: solvers.lp.lp_settings()); one row each.
-
-    A setting that raises becomes a row with its message. kwargs go to `is_separable`.
-    """
-    import pandas as pd
-
-    from solvers.lp import lp_settings
-
-    rows = []
-    for layer, backend, method in settings if settings is not None else lp_settings():
-        try:
-            rec = is_separable(X, y, layer, backend, method, **kwargs).as_record()
-        except SVMInputError:
-            raise  # bad data is the caller's error, the same for every setting
-        except Exception as exc:
-            rec = {"separable": None, "verified": False, "layer": layer, "backend": backend,
-                   "method": method or "default", "message": f"{type(exc).__name__}: {exc}"}
-        rows.append({"dataset": dataset, **rec})
-    return pd.DataFrame(rows)

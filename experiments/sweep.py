@@ -47,16 +47,13 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.results_table import to_json
+from experiments.results_table import RESULT_COLUMNS, to_json
 from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.model import KERNEL_DUAL
 
-ERROR, TIME_LIMIT, OPTIMAL, INFEASIBLE, ITERATION_LIMIT = "error", "time_limit", "optimal", "infeasible", \
-    "iteration_limit"
-#: Columns that hold a verified result: blanked when a row is downgraded.
-RESULT_FIELDS = ("objective", "w", "b", "b_multiplier", "alpha")
+from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
@@ -121,21 +118,16 @@ class Task:
 
 
 def _json_dict(d: dict) -> str:
-    import json
-
     return json.dumps(d, sort_keys=True) if d else ""
-
-
-def setting(backend: str, method: str | None) -> str:
-    """"highs-simplex" for an LP method, the backend's name otherwise (solvers.lp.setting_label)."""
-    return f"{backend}-{method}" if method else backend
 
 
 def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None) -> str:
     """Readable and unique: what is solved, by what (and which HiGHS LP method), at which profile."""
+    from solvers.lp import setting_label  # lazy: the LP stack is only needed for LP rows
+
     kernel = problem.kernel.label if problem.formulation == KERNEL_DUAL else "linear"
     form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
-    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{setting(backend, method)}|{problem.profile}"
+    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{setting_label(backend, method)}|{problem.profile}"
 
 
 def lp_settings_for(backends: Iterable[tuple[str, str]],
@@ -383,7 +375,7 @@ def _hard_margin_guard(row: dict, task: Task) -> dict:
     why = ("the data are not linearly separable (verified common point of conv(A) and conv(B)): "
            "the hard margin has no solution")
     if row.get("status") == OPTIMAL:  # a check that let an impossible point through: refuse it, loudly
-        row.update({k: (math.nan if k in ("objective", "b", "b_multiplier") else "") for k in RESULT_FIELDS})
+        row.update({k: (math.nan if k in ("objective", "b", "b_multiplier") else "") for k in RESULT_COLUMNS})
         row.update(status=ERROR, error=f"accepted by the checks, but {why}")
     else:
         row["error"] = f"{why}; {row.get('error') or ''}".rstrip("; ")

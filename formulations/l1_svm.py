@@ -54,7 +54,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations.errors import SVMInputError
-from formulations.model import CvxpyModel, linear_rows, new_pyomo_model
+from formulations.model import CvxpyModel, linear_rows, linear_sum, new_pyomo_model
 
 L1_PRIMAL = "l1_primal"
 L1_DUAL = "l1_dual"
@@ -152,7 +152,7 @@ def build_dual_pyomo(X: np.ndarray, y: np.ndarray, C: float, corr_form: str = "l
     else:
         m.corr_upper = pyo.Constraint(m.J, rule=lambda m, j: combos[j] <= 1)
         m.corr_lower = pyo.Constraint(m.J, rule=lambda m, j: combos[j] >= -1)
-    m.balance = pyo.Constraint(expr=linear_rows(y[None, :], m.alpha)[0] == 0)
+    m.balance = pyo.Constraint(expr=linear_sum(y, m.alpha) == 0)
     m.cap = pyo.Constraint(m.I, rule=lambda m, i: m.alpha[i] <= float(C))
     m.obj = pyo.Objective(expr=pyo.quicksum(m.alpha.values()), sense=pyo.maximize)
     return m

@@ -33,8 +33,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
+from formulations import hard_primal
 from formulations.errors import SVMInputError
-from formulations.model import CvxpyModel, linear_rows, new_pyomo_model
+from formulations.model import CvxpyModel, linear_rows
 
 SEPARABILITY = "separability"
 HULL_INTERSECTION = "hull_intersection"
@@ -53,24 +54,18 @@ def split_classes(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
-    """The feasibility LP y_i (w'x_i + b) >= 1 with a zero objective."""
-    n, d = X.shape
-    m = new_pyomo_model(SEPARABILITY, n, d)
-    m.w = pyo.Var(m.J)
-    m.b = pyo.Var()
-    scores = linear_rows(y[:, None] * X, m.w)  # y_i x_i' w
-    m.margin = pyo.Constraint(m.I, rule=lambda m, i: scores[i] + float(y[i]) * m.b >= 1)
+    """The feasibility LP: the hard-margin primal's `margin` rows with a zero objective."""
+    m = hard_primal.build_pyomo(X, y)
+    m.formulation = SEPARABILITY
+    m.del_component(m.obj)
     m.obj = pyo.Objective(expr=0.0, sense=pyo.minimize)
     return m
 
 
 def build_cvxpy(X: np.ndarray, y: np.ndarray) -> CvxpyModel:
-    n, d = X.shape
-    w = cp.Variable(d, name="w")
-    b = cp.Variable(name="b")
-    margin = cp.multiply(y, X @ w + b) >= 1
-    problem = cp.Problem(cp.Minimize(0), [margin])
-    return CvxpyModel(SEPARABILITY, problem, {"w": w, "b": b}, {"margin": margin},
+    model = hard_primal.build_cvxpy(X, y)
+    problem = cp.Problem(cp.Minimize(0), model.problem.constraints)
+    return CvxpyModel(SEPARABILITY, problem, model.variables, model.constraints,
                       info={"sense": "min", "kinds": {"margin": ">="}})
 
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations import l1_svm, separability, validation
+from formulations import l1_svm, recovery, separability, validation
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY
@@ -398,7 +398,7 @@ def solve_lp(
         checks = l1_checks(X, y, C, sol.w, sol.b, sol.alpha, tol, nz_rel_tol)
         if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
             sol.decision = X @ sol.w + sol.b
-            sol.xi = np.maximum(0.0, 1.0 - y * sol.decision)
+            sol.xi = recovery.slacks(y, sol.decision)
     sol.checks = checks.as_dict()
     if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
         sol.status = st.OPTIMAL if checks.verified else st.OPTIMAL_INACCURATE
