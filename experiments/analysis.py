@@ -49,7 +49,13 @@ OPTIMAL = "optimal"
 
 
 def with_groups(df: pd.DataFrame) -> pd.DataFrame:
-    """Add `group` (the problem) and `solver` (layer/backend, with HiGHS's LP method: layer/highs-simplex)."""
+    """Add `group` (the problem) and `solver` (layer/backend, with HiGHS's LP method: layer/highs-simplex).
+
+    A frame that has both already (this function's output, or rows of it) is returned as it is,
+    not copied: a report groups its table once and hands the result to every table and figure.
+    """
+    if "group" in df.columns and "solver" in df.columns:
+        return df
     df = df.copy()
     family = [FAMILY.get(f, k) for f, k in zip(df.formulation, df.kernel)]
     df["group"] = [f"{d} | {k} | C={c:g} | {p}" for d, k, c, p in zip(df.dataset, family, df.C, df.profile)]
@@ -98,6 +104,14 @@ def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             with np.load(path) as npz:
                 data[name] = (npz["X"], npz["y"])
     return data
+
+
+def load_separability(out_dir: str | Path) -> dict:
+    """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
+    from experiments.run import SEPARABILITY_FILE
+
+    path = Path(out_dir) / SEPARABILITY_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 # ------------------------------------------------------------------ strong duality
@@ -398,8 +412,6 @@ def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
 def separability_verdicts(df: pd.DataFrame) -> pd.DataFrame:
     """The separability rows: per data set and LP setting, the verified verdict and the size of its proof
     (min_i y_i (w'x_i + b) for a hyperplane, the largest verification residual for a common point)."""
-    import json
-
     df = with_groups(df[df.formulation == SEPARABILITY])
     rows = []
     for r in df.itertuples():
@@ -422,6 +434,7 @@ def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None
     """duality.csv, agreement.csv, multipliers.csv (and l1_duality.csv) in out_dir; returns every derived table."""
     out = Path(out_dir)
     data = load_data(out) if data is None else data
+    df = with_groups(df)  # once for every table below
     pairs = duality_pairs(df)
     ref = sklearn_reference(df, data)
     tables = {

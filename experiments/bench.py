@@ -274,10 +274,9 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
 def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     import formulations
     from solvers import solution as st
-    from solvers.api import _read_cvxpy, _read_pyomo, _recover
-    from solvers.checks import compute_checks, verified_status
-    from solvers.profiles import backend_options, get_profile
+    from solvers.api import _read_cvxpy, _read_pyomo
     from solvers.cvxpy_layer import TIME_LIMIT_OPTION
+    from solvers.profiles import backend_options, get_profile
     from solvers.registry import get_backend
 
     p = task.path
@@ -309,22 +308,11 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
             row.solver_s = float(stats.solve_time)
         elif math.isfinite(compile_s):  # the solver did not report its time: the call minus the compile
             row.solver_s = raw.solve_s - compile_s
-    sol = st.Solution(formulation=p.formulation, layer=p.layer, backend=p.backend, status=raw.status,
-                      solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
-                      iterations=raw.iterations, profile=prof.name, message=raw.message)
-    Xd = X if X is not None else np.zeros((len(y), 0))
-    _recover(sol, values, p.formulation, Xd, y, K, C_VALUE)
-    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol)
-    sol.checks = checks.as_dict()
-    sol.status = verified_status(raw.status, checks)
-    _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
+    _verify_into(row, task, p.layer, raw, values, X, y, K)
 
 
 def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
     from solvers import direct
-    from solvers import solution as st
-    from solvers.api import _recover
-    from solvers.checks import compute_checks, verified_status
     from solvers.profiles import backend_options, get_profile
 
     p = task.path
@@ -335,16 +323,27 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
     row.build_s += time.perf_counter() - start
     res = direct.solve_assembled(asm, p.backend, backend_options(p.backend, prof), task.budget)
     row.solve_s = row.solver_s = res.solve_s
-    sol = st.Solution(formulation=p.formulation, layer="direct", backend=p.backend, status=res.status,
-                      solver_status=res.status, raw_status=res.raw_status, objective=res.objective,
-                      iterations=res.iterations, profile=prof.name, message=res.message)
-    Xd = X if X is not None else np.zeros((len(y), 0))
-    if res.x is not None:
-        _recover(sol, direct.named_values(asm, res), p.formulation, Xd, y, K, C_VALUE)
     # A low-rank factor's point is checked against the exact K: its effect on the optimum shows.
-    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol)
+    _verify_into(row, task, "direct", res, direct.named_values(asm, res) if res.x is not None else {}, X, y, K)
+
+
+def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -> None:
+    """Recover w*, b* from a returned point, run the project's checks on it and fill the row."""
+    from solvers import solution as st
+    from solvers.api import _recover
+    from solvers.checks import compute_checks, verified_status
+    from solvers.profiles import get_profile
+
+    p = task.path
+    prof = get_profile(p.profile)
+    sol = st.Solution(formulation=p.formulation, layer=layer, backend=p.backend, status=raw.status,
+                      solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
+                      iterations=raw.iterations, profile=prof.name, message=raw.message)
+    Xd = X if X is not None else np.zeros((len(y), 0))
+    Ku = _recover(sol, values, p.formulation, Xd, y, K, C_VALUE) if values else None
+    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol, Ku=Ku)
     sol.checks = checks.as_dict()
-    sol.status = verified_status(res.status, checks)
+    sol.status = verified_status(raw.status, checks)
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
@@ -353,8 +352,11 @@ def _run_working_set(task: Task, row: Row, y, K) -> None:
 
     p = task.path
     # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000: 53 steps and 5.1 s against
-    # 203 steps and 6.9 s with q = 200); K comes from the bench's own Gram matrix (no re-validation).
-    q = 500 if task.n >= 2000 else (200 if task.n > 400 else 50)
+    # 203 steps and 6.9 s with q = 200), except through cvxpy, whose compile grows with q^2
+    # (cvxpy/PIQP at n = 5,000: 2.8 s with q = 200, 3.4 s with q = 500). K comes from the bench's
+    # own Gram matrix (no re-validation).
+    large = 200 if p.layer == "cvxpy" else 500
+    q = large if task.n >= 2000 else (200 if task.n > 400 else 50)
     sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
                             validate=False)
     row.extras["q"] = q

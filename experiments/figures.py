@@ -158,19 +158,17 @@ def time_figure(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def separability_figures(out_dir: str | Path, data: dict) -> list[Path]:
-    """One certificate figure per 2-D data set of out_dir/separability.json (experiments.separability)."""
-    import json
-
+def separability_figures(out_dir: str | Path, data: dict, separability: dict | None = None) -> list[Path]:
+    """One certificate figure per 2-D data set of out_dir/separability.json (experiments.separability);
+    `separability`: its records, where the caller has read them already."""
+    from experiments.analysis import load_separability
     from experiments.report import result_from_record
     from experiments.separability import plot_certificate
 
     out = Path(out_dir)
-    path = out / "separability.json"
-    if not path.exists():
-        return []
+    records = load_separability(out) if separability is None else separability
     paths = []
-    for name, rec in json.loads(path.read_text()).items():
+    for name, rec in records.items():
         if name not in data or int(rec.get("d", 0)) != 2 or rec.get("separable") is None:
             continue
         X, y = data[name]
@@ -187,7 +185,8 @@ def separability_figure_name(dataset: str) -> str:
     return f"separability_{_slug(dataset)}.png"
 
 
-def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None) -> list[Path]:
+def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None,
+                 separability: dict | None = None) -> list[Path]:
     """Every figure of a run into out_dir/figures; returns the paths written."""
     out = Path(out_dir)
     figdir = out / "figures"
@@ -208,5 +207,5 @@ def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None
             continue
         X, y = data[first.dataset]
         paths.append(separator_figure(row, X, y, figdir / f"separator_{_slug(group)}.png"))
-    paths += separability_figures(out, data)
+    paths += separability_figures(out, data, separability)
     return paths

@@ -131,14 +131,13 @@ def _features(kept: str, d: int, show: int = 10) -> str:
     return " ".join(cols[:show]) + (f" ... ({len(cols)})" if len(cols) > show else "")
 
 
-def separability_section(out: Path, df: pd.DataFrame) -> list[str]:
-    """The verdict and its proof per data set (separability.json), the figure, the hard-margin rows on
-    those data, and the separability rows of every LP setting."""
+def separability_section(out: Path, df: pd.DataFrame, records: dict | None = None) -> list[str]:
+    """The verdict and its proof per data set (separability.json, or its `records` if already read), the
+    figure, the hard-margin rows on those data, and the separability rows of every LP setting."""
     from experiments.figures import separability_figure_name
     from experiments.separability import format_certificate
 
-    path = out / "separability.json"
-    records = json.loads(path.read_text()) if path.exists() else {}
+    records = analysis.load_separability(out) if records is None else records
     verdicts = analysis.separability_verdicts(df)
     if not records and verdicts.empty:
         return []
@@ -178,6 +177,7 @@ def l1_section(out: Path, df: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
 
     L = []
     if not pairs.empty:
+        grouped = analysis.with_groups(df)
         L += ["## 1-norm SVM (LP): primal and LP dual", "",
               "l1_primal: min sum_j |w_j| + C sum_i xi_i s.t. y_i (w'x_i + b) >= 1 - xi_i, xi >= 0;",
               "l1_dual: max sum_i alpha_i s.t. |sum_i alpha_i y_i x_ij| <= 1, sum_i alpha_i y_i = 0,",
@@ -199,8 +199,8 @@ def l1_section(out: Path, df: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
                                             "alpha_mult_vs_dual": ".1e", "w_mult_vs_primal": ".1e",
                                             "b_mult_vs_primal": ".1e", "solve_s_primal": ".3f",
                                             "solve_s_dual": ".3f"}, numparse=False), ""]
-            ok = analysis.with_groups(df)
-            ok = ok[(ok.group == group) & (ok.formulation == "l1_primal") & (ok.status == "optimal")]
+            ok = grouped[(grouped.group == group) & (grouped.formulation == "l1_primal")
+                         & (grouped.status == "optimal")]
             if len(ok) and int(g.d.iloc[0]) <= 5:
                 r = ok.iloc[0]
                 w = from_json(r.w)
@@ -226,20 +226,23 @@ def build_report(out_dir: str | Path, figures: bool = True) -> Path:
     return write_report(out_dir, figures)[0]
 
 
-def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[str, pd.DataFrame]]:
-    """`build_report`, also returning the derived tables (analysis.write_tables) for the caller."""
+def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[str, pd.DataFrame | dict]]:
+    """`build_report`, also returning the derived tables (analysis.write_tables) for the caller, and under
+    "separability" the records of separability.json (a dict, read once here)."""
     out = Path(out_dir)
-    df = load(out)
+    # Grouped once (analysis.with_groups): every table, section and figure below takes this frame.
+    df = analysis.with_groups(load(out))
     meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     env = json.loads((out / "environment.json").read_text()) if (out / "environment.json").exists() else {}
     data = analysis.load_data(out)
+    separability = analysis.load_separability(out)
     tables = analysis.write_tables(out, df, data)
     fig_paths = []
     if figures:
         from experiments.figures import make_figures
 
         try:
-            fig_paths = make_figures(out, df, data)
+            fig_paths = make_figures(out, df, data, separability)
         except Exception as exc:  # a figure must not cost the report
             print(f"warning: figures failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -268,7 +271,7 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     ker = kernel_section(df, tables["reference"])
     if ker:
         L += ["## Kernel problems: b*, dual optimum, support vectors", ""] + ker
-    L += separability_section(out, df)
+    L += separability_section(out, df, separability)
     L += ["## Strong duality across formulations", "",
           "For every verified primal solve (P* at its w*, b*, xi*) and every verified dual solve (D* at its",
           "alpha*) of the same problem: gap = P* - D* (all pairs in `duality.csv`).", "",
@@ -308,6 +311,7 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
             L += ["Backends:", "", pd.DataFrame(bt).to_markdown(index=False), ""]
     path = out / "report.md"
     path.write_text("\n".join(L))
+    tables["separability"] = separability
     return path, tables
 
 

@@ -424,10 +424,10 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
     if ds is not None and not ds.empty:
         lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
                   ds.to_string(index=False, float_format=lambda v: f"{v:.2e}")]
-    sep_path = out / SEPARABILITY_FILE
-    if sep_path.exists():
+    separability = tables.get("separability") or {}
+    if separability:
         lines += ["", "Linear separability (pyomo/highs, checked before the hard-margin solves):"]
-        for name, rec in json.loads(sep_path.read_text()).items():
+        for name, rec in separability.items():
             verdict = {True: "separable", False: "NOT linearly separable", None: "undecided"}[rec.get("separable")]
             point = rec.get("certificate", {}).get("point")
             extra = (f": common point of both hulls ({', '.join(f'{v:.6g}' for v in point)}), verified to "

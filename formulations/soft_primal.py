@@ -38,11 +38,14 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
     return m
 
 
-def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float) -> CvxpyModel:
+def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter) -> CvxpyModel:
     n, d = X.shape
     w = cp.Variable(d, name="w")
     b = cp.Variable(name="b")
-    xi = cp.Variable(n, name="xi", nonneg=True)
+    # A bound, not a row: see formulations.model.alpha_bounds.
+    xi = cp.Variable(n, name="xi", bounds=[0.0, None])
     margin = cp.multiply(y, X @ w + b) >= 1 - xi
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + float(C) * cp.sum(xi)), [margin])
+    # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
+    weight = C if isinstance(C, cp.Parameter) else float(C)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + weight * cp.sum(xi)), [margin])
     return CvxpyModel(SOFT_PRIMAL, problem, {"w": w, "b": b, "xi": xi}, {"margin": margin})

@@ -67,8 +67,11 @@ def _read_pyomo(model, formulation: str) -> dict:
         duals = [model.dual.get(model.margin[i]) for i in model.I]
         if all(d is not None for d in duals):
             out["alpha"] = np.array(duals, dtype=float)  # d obj / d rhs of a >= row of a min: alpha_i >= 0
-    if hasattr(model, "balance") and model.dual.get(model.balance) is not None:
-        out["b_multiplier"] = float(model.dual[model.balance])  # d max / d rhs of sum alpha_i y_i = 0: b*
+    balance = getattr(model, "balance", None)
+    if balance is not None:
+        row = balance[0] if balance.is_indexed() else balance  # a one-row matrix_rows, or a Constraint
+        if model.dual.get(row) is not None:
+            out["b_multiplier"] = float(model.dual[row])  # d max / d rhs of sum alpha_i y_i = 0: b*
     return out
 
 
@@ -87,31 +90,38 @@ def _read_cvxpy(model: CvxpyModel, formulation: str, has_duals: bool) -> dict:
     return out
 
 
-def _recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C) -> None:
-    """Fill w, b, xi, alpha and the decision values from what the solver returned."""
+def _recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
+             Ku: np.ndarray | None = None) -> np.ndarray | None:
+    """Fill w, b, xi, alpha and the decision values from what the solver returned.
+
+    For the kernel dual, f(x_i) - b = (K u)_i with u = y * alpha; `Ku` is that
+    vector if the caller has it already (else it is computed here). Returns K u
+    (None for the other formulations or without a point), for compute_checks(Ku=...).
+    """
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
         if "w" not in values or not np.all(np.isfinite(values["w"])):
-            return
+            return None
         sol.w, sol.b, sol.b_rule = values["w"], values["b"], "primal_variable"
         sol.decision = X @ sol.w + sol.b
         sol.alpha = values.get("alpha")
         sol.xi = recovery.slacks(y, sol.decision)
-        return
+        return None
     alpha = values.get("alpha")
     if alpha is None or not np.all(np.isfinite(alpha)):
-        return
+        return None
     sol.alpha = alpha
     sol.b_multiplier = values.get("b_multiplier", math.nan)
     if formulation == DUAL:
         sol.w = recovery.weights_from_alpha(X, y, alpha)
         g = X @ sol.w
     else:
-        g = K @ (y * alpha)
+        g = K @ (y * alpha) if Ku is None else Ku
     bias = recovery.recover_bias(alpha, y, g, C)
     sol.b, sol.b_rule = bias.b, bias.rule
     sol.extras.update(b_lower=bias.lower, b_upper=bias.upper, n_free_sv=bias.n_free)
     sol.decision = g + sol.b
     sol.xi = recovery.slacks(y, sol.decision)
+    return g if formulation == KERNEL_DUAL else None
 
 
 def solve(
@@ -215,10 +225,11 @@ def solve(
     sol.solver_status = sol.status = raw.status
     sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
     sol.objective = raw.objective
+    Ku = None  # K (y * alpha) of the kernel dual: computed once, for the recovery and the checks
     if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
         values = _read_pyomo(model, formulation) if layer == "pyomo" else _read_cvxpy(model, formulation, raw.has_duals)
-        _recover(sol, values, formulation, X, y, K, C)
-    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol)
+        Ku = _recover(sol, values, formulation, X, y, K, C)
+    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol, Ku=Ku)
     sol.checks = checks.as_dict()
     sol.status = verified_status(raw.status, checks)
     candidate = None

@@ -84,8 +84,12 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
 
 
 def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
-                   tol: float = 1e-4) -> Checks:
-    """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar."""
+                   tol: float = 1e-4, *, Ku: np.ndarray | None = None) -> Checks:
+    """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar.
+
+    For the kernel dual, `Ku` = K u (u = y * sol.alpha) if the caller has it
+    already (solvers.api._recover returns it); otherwise it is computed here.
+    """
     out = Checks()
     if sol.decision is None:
         out.verdict = "no point returned"
@@ -103,7 +107,8 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual
     if sol.formulation == KERNEL_DUAL:
         u = y * alpha
-        ww = float(u @ K @ u)
+        # ||w||^2 = u'Ku >= 0; rounding makes it negative for huge u (an unbounded dual's ray).
+        ww = max(0.0, float(u @ (K @ u if Ku is None else Ku)))
         w_from_alpha_sq = ww
         stationarity = 0.0  # w is defined by alpha: nothing to compare
     else:

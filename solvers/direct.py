@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations import kernel_dual
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
 from solvers.pyomo_standard_form import StandardQP
 
@@ -66,6 +67,22 @@ def _qp(P, q, A, b, G, h, lb, ub, sense) -> StandardQP:
     )
 
 
+def _lifted_dual(F: np.ndarray, y: np.ndarray, C: float) -> StandardQP:
+    """min -1'alpha + 1/2 ||v||^2  s.t.  v = F'(y * alpha),  y'alpha = 0,  0 <= alpha <= C.
+
+    x = (alpha, v): F = X gives the dual (v = w), F = L (K = L L') the kernel dual's factor form.
+    """
+    n, r = F.shape
+    P = sp.diags(np.r_[np.zeros(n), np.ones(r)], format="csc")
+    A = sp.vstack([
+        lifted_rows(y, F),
+        sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, r))]),
+    ], format="csc")
+    lb = np.r_[np.zeros(n), np.full(r, -np.inf)]
+    ub = np.r_[np.full(n, float(C)), np.full(r, np.inf)]
+    return _qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1)
+
+
 def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=None, kernel_form: str = "dense") -> Assembled:
     """The QP of `formulation` as matrices (data already validated: y in {-1, +1})."""
     y = np.asarray(y, dtype=float)
@@ -73,6 +90,7 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL):
         X = np.asarray(X, dtype=float)
         d = X.shape[1]
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
         YX = sp.csr_matrix(y[:, None] * X)
     if formulation == SOFT_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
@@ -86,19 +104,11 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         return Assembled(_qp(P, np.zeros(d + 1), None, None, G, -np.ones(n), np.full(d + 1, -np.inf),
                              np.full(d + 1, np.inf), 1), formulation, 1, n, d)
     if formulation == DUAL:
-        P = sp.diags(np.r_[np.zeros(n), np.ones(d)], format="csc")
-        q = np.r_[-np.ones(n), np.zeros(d)]
-        A = sp.vstack([
-            sp.hstack([-YX.T, sp.identity(d)]),
-            sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, d))]),
-        ], format="csc")
-        lb = np.r_[np.zeros(n), np.full(d, -np.inf)]
-        ub = np.r_[np.full(n, float(C)), np.full(d, np.inf)]
-        return Assembled(_qp(P, q, A, np.zeros(d + 1), None, None, lb, ub, -1), formulation, -1, n, d)
+        return Assembled(_lifted_dual(X, y, C), formulation, -1, n, d)
     if formulation == KERNEL_DUAL:
         if kernel_form == "dense":
             K = np.asarray(K, dtype=float)
-            P = (y[:, None] * K) * y[None, :]  # dense on purpose: the matrix is dense
+            P = kernel_dual.dual_matrix(K, y)  # dense on purpose: the matrix is dense
             qp = _qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
                      np.zeros(n), np.full(n, float(C)), -1)
             # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (with a sparse A
@@ -106,21 +116,9 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
             qp.P, qp.A = P, y[None, :].copy()
             return Assembled(qp, formulation, -1, n, 0, kernel_form="dense")
         if kernel_form == "factor":
-            if L is None:
-                from formulations.kernels import factorize
-
-                L = factorize(np.asarray(K, dtype=float)).L
-            L = np.asarray(L, dtype=float)
-            r = L.shape[1]
-            P = sp.diags(np.r_[np.zeros(n), np.ones(r)], format="csc")
-            A = sp.vstack([
-                sp.hstack([sp.csr_matrix(-(y[:, None] * L).T), sp.identity(r)]),
-                sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, r))]),
-            ], format="csc")
-            lb = np.r_[np.zeros(n), np.full(r, -np.inf)]
-            ub = np.r_[np.full(n, float(C)), np.full(r, np.inf)]
-            return Assembled(_qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1),
-                             formulation, -1, n, 0, r=r, kernel_form="factor")
+            # A given L is used as it is: its residual against K is the caller's (experiments.bench).
+            L = kernel_dual.factor_of(K).L if L is None else np.asarray(L, dtype=float)
+            return Assembled(_lifted_dual(L, y, C), formulation, -1, n, 0, r=L.shape[1], kernel_form="factor")
         raise ValueError(f"unknown kernel_form {kernel_form!r}; choose 'dense' or 'factor'")
     raise ValueError(f"unknown formulation {formulation!r}")
 
@@ -141,7 +139,8 @@ class DirectResult:
 def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
                     time_limit: float | None = None) -> DirectResult:
     """Hand the matrices to the solver (qpsolvers, or cyipopt for Ipopt) and time that call only."""
-    from solvers.pyomo_qp import iterations_of, map_raw_status, raw_status_of, solve_standard_qp
+    from solvers.cvxpy_layer import TIME_LIMIT_OPTION  # the solvers' own time-limit options
+    from solvers.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
 
     if backend not in DIRECT_BACKENDS:
         raise ValueError(f"unknown direct backend {backend!r}; choose one of {DIRECT_BACKENDS}")
@@ -150,33 +149,27 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
     start = time.perf_counter()
     try:
         if backend == "ipopt":
-            from solvers.pyomo_ipopt import IPOPT_STATUS, solve_qp_with_ipopt
+            from solvers.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
 
             qp_sparse = StandardQP(**{**qp.__dict__, "P": sp.csc_matrix(qp.P), "A": sp.csc_matrix(qp.A),
                                       "G": sp.csc_matrix(qp.G)})
             x, y_eq, z_in, info, iters = solve_qp_with_ipopt(qp_sparse, options, time_limit)
             elapsed = time.perf_counter() - start
-            code = int(info["status"])
-            raw = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
-            status = IPOPT_STATUS.get(code, st.ERROR)
+            status, raw = ipopt_status(info)
         else:
-            if time_limit is not None and backend in ("highs", "clarabel", "scs", "osqp"):
-                key = {"highs": "time_limit", "clarabel": "time_limit", "scs": "time_limit_secs",
-                       "osqp": "time_limit"}[backend]
-                options.setdefault(key, float(time_limit))
+            if time_limit is not None and backend in TIME_LIMIT_OPTION:
+                options.setdefault(TIME_LIMIT_OPTION[backend], float(time_limit))
             sol = solve_standard_qp(qp, backend, options)
             elapsed = time.perf_counter() - start
-            raw = raw_status_of(sol.extras)
-            status = map_raw_status(raw, bool(sol.found))
-            raw = raw if raw is not None else ("found" if sol.found else "not found")
+            status, raw = qpsolvers_status(sol)
             x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
     except Exception as exc:  # a crashing solver is a failed row, not a crashed run
         return DirectResult(st.ERROR, type(exc).__name__, None, None, None, math.nan,
                             time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}")
-    has_point = x is not None and np.all(np.isfinite(x))
-    objective = qp.objective(np.asarray(x, dtype=float)) if has_point else math.nan  # own sense
-    return DirectResult(status if has_point or status != st.OPTIMAL else st.ERROR, str(raw),
-                        np.asarray(x, dtype=float) if has_point else None,
+    point = has_point(x)
+    objective = qp.objective(np.asarray(x, dtype=float)) if point else math.nan  # own sense
+    return DirectResult(point_status(status, point), str(raw),
+                        np.asarray(x, dtype=float) if point else None,
                         None if y_eq is None else np.asarray(y_eq, dtype=float),
                         None if z_in is None else np.asarray(z_in, dtype=float),
                         objective, elapsed, iters)
@@ -235,9 +228,10 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
         extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
         else {"labels": labels.as_dict()},
     )
+    Ku = None
     if res.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
-        _recover(sol, named_values(asm, res), formulation, X, y, K, C)
-    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol)
+        Ku = _recover(sol, named_values(asm, res), formulation, X, y, K, C)
+    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol, Ku=Ku)
     sol.checks = checks.as_dict()
     sol.status = verified_status(res.status, checks)
     return sol

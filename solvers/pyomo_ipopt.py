@@ -41,6 +41,13 @@ IPOPT_STATUS = {
 }
 
 
+def ipopt_status(info: dict) -> tuple[str, str]:
+    """(the project's status, "code: Ipopt's message") from cyipopt's info dict."""
+    code = int(info["status"])
+    msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+    return IPOPT_STATUS.get(code, st.ERROR), f"{code}: {msg}"
+
+
 class _QPCallbacks:
     """The callbacks cyipopt asks for, for min 1/2 x'Px + q'x s.t. cl <= J x <= cu."""
 
@@ -130,13 +137,12 @@ class PyomoIpoptBackend:
         except Exception as exc:
             raise BackendError(f"pyomo/ipopt raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start
-        code = int(info["status"])
-        raw = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+        status, raw = ipopt_status(info)
         # Ipopt's lambda is already qpsolvers' (y, z): grad f + A'y + G'z + z_box = 0.
         load_into_pyomo(qp, model, x, lam_eq, lam_in)
         return st.RawResult(
-            status=IPOPT_STATUS.get(code, st.ERROR),
-            raw_status=f"{code}: {raw}",
+            status=status,
+            raw_status=raw,
             objective=qp.objective(x),
             iterations=iterations,
             solve_s=elapsed,

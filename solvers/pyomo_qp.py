@@ -78,6 +78,23 @@ def map_raw_status(raw: str | None, found: bool) -> str:
     return st.OPTIMAL if found else st.ERROR
 
 
+def qpsolvers_status(sol) -> tuple[str, str]:
+    """(the project's status, the solver's own status) of a qpsolvers Solution,
+    before its point is looked at (see `point_status`)."""
+    raw = raw_status_of(sol.extras)
+    return map_raw_status(raw, bool(sol.found)), raw if raw is not None else ("found" if sol.found else "not found")
+
+
+def has_point(x) -> bool:
+    """The solver returned a finite point."""
+    return x is not None and bool(np.all(np.isfinite(x)))
+
+
+def point_status(status: str, point: bool) -> str:
+    """An optimum claimed without a finite point is an error."""
+    return status if point or status != st.OPTIMAL else st.ERROR
+
+
 def solve_standard_qp(qp: StandardQP, solver: str, options: dict):
     """Hand a StandardQP to qpsolvers; returns qpsolvers' Solution."""
     from qpsolvers import Problem, solve_problem
@@ -131,16 +148,15 @@ class PyomoQPBackend:
         except Exception as exc:
             raise BackendError(f"pyomo/{self.name} raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start
-        raw = raw_status_of(sol.extras)
-        status = map_raw_status(raw, bool(sol.found))
-        has_point = sol.x is not None and np.all(np.isfinite(sol.x))
-        if has_point:
+        status, raw = qpsolvers_status(sol)
+        point = has_point(sol.x)
+        if point:
             load_into_pyomo(qp, model, sol.x, sol.y, sol.z)
         return st.RawResult(
-            status=status if has_point or status != st.OPTIMAL else st.ERROR,
-            raw_status=raw if raw is not None else ("found" if sol.found else "not found"),
-            objective=qp.objective(sol.x) if has_point else float("nan"),
+            status=point_status(status, point),
+            raw_status=raw,
+            objective=qp.objective(sol.x) if point else float("nan"),
             iterations=iterations_of(sol.extras),
             solve_s=elapsed,
-            has_duals=has_point and (sol.y is not None or sol.z is not None),
+            has_duals=point and (sol.y is not None or sol.z is not None),
         )
