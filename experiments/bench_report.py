@@ -61,6 +61,17 @@ def _versions() -> str:
     return ", ".join(out)
 
 
+def _loglog(ax, ylabel: str, title: str, legend_size: float) -> None:
+    """Log-log axes against n, labelled, with a grid and a two-column legend."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size, ncol=2)
+
+
 def figures(df: pd.DataFrame, out: Path) -> list[str]:
     import matplotlib
 
@@ -84,13 +95,7 @@ def figures(df: pd.DataFrame, out: Path) -> list[str]:
             g = g.sort_values("n")
             ax.plot(g["n"], g["total_s"], "-" if "tight" in label else "-.", color="black",
                     lw=2.5 if "tight" in label else 1.5, marker="s", label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("n")
-        ax.set_ylabel("total time (build + solve), s")
-        ax.set_title(f"{problem}: {formulation}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=5.5, ncol=2)
+        _loglog(ax, "total time (build + solve), s", f"{problem}: {formulation}", legend_size=5.5)
     fig.suptitle("Time vs n (x: not verified optimal; dotted: solver alone, solid: cvxpy, dashed: Pyomo; "
                  "black: LIBLINEAR / LIBSVM)", fontsize=9)
     fig.tight_layout()
@@ -106,13 +111,7 @@ def figures(df: pd.DataFrame, out: Path) -> list[str]:
             black = g["layer"].iloc[0] == "sklearn"
             ax.plot(g["n"], g["peak_rss_mb"] / 1024, "-", marker="o", ms=3, lw=2 if black else 0.8,
                     color="black" if black else None, label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("n")
-        ax.set_ylabel("peak RSS of the worker, GiB")
-        ax.set_title(f"{problem}: memory vs n")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=5, ncol=2)
+        _loglog(ax, "peak RSS of the worker, GiB", f"{problem}: memory vs n", legend_size=5)
     fig.tight_layout()
     fig.savefig(out / "memory_vs_n.png", dpi=130)
     plt.close(fig)

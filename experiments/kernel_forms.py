@@ -36,10 +36,10 @@ from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
 
-def _solve_with_factor(K, y, C, L, layer: str, backend: str, profile: str):
-    """(alpha*, build seconds, solve seconds, status) of the factor-form kernel dual with a given L."""
+def _solve_form(K, y, C, layer: str, backend: str, profile: str, form: str = "factor", L=None):
+    """(alpha*, build seconds, solve seconds, status) of the kernel dual in `form` (a factor: the given L)."""
     start = time.perf_counter()
-    model = formulations.build(KERNEL_DUAL, layer, y=y, C=C, K=K, kernel_form="factor", L=L)
+    model = formulations.build(KERNEL_DUAL, layer, y=y, C=C, K=K, kernel_form=form, L=L)
     build_s = time.perf_counter() - start
     start = time.perf_counter()
     raw = get_backend(layer, backend).solve(model, backend_options(backend, get_profile(profile)))
@@ -67,7 +67,7 @@ def low_rank_effect(X, y, kernel: Kernel, C: float, ranks, *, layer: str = "cvxp
     rows = []
     for r in ranks:
         fac = factorize(K, max_rank=int(r))
-        alpha, _, seconds, status = _solve_with_factor(K, y, C, fac.L, layer, backend, profile)
+        alpha, _, seconds, status = _solve_form(K, y, C, layer, backend, profile, L=fac.L)
         u = y * alpha
         E = K - fac.L @ fac.L.T
         v = fac.L.T @ u
@@ -114,25 +114,14 @@ def time_forms(ns, rank_fractions, *, d: int = 10, gamma: float = 0.1, C: float 
         for layer, backend in solvers:
             cases = [("dense", None, 0.0)] + [("factor", fac, fs) for fac, fs in factors.values()]
             for form, fac, factor_s in cases:
-                start = time.perf_counter()
-                model = formulations.build(KERNEL_DUAL, layer, y=y, C=C, K=K, kernel_form=form,
-                                           L=None if fac is None else fac.L)
-                build_s = time.perf_counter() - start
-                start = time.perf_counter()
-                raw = get_backend(layer, backend).solve(model, backend_options(backend, get_profile(profile)))
-                solve_s = time.perf_counter() - start
-                if isinstance(model, CvxpyModel):
-                    value = model.variables["alpha"].value
-                    alpha = np.full(n, np.nan) if value is None else np.asarray(value, dtype=float).ravel()
-                else:
-                    alpha = np.array([v.value if v.value is not None else np.nan for v in model.alpha.values()])
+                alpha, build_s, solve_s, status = _solve_form(K, y, C, layer, backend, profile, form,
+                                                              None if fac is None else fac.L)
                 u = y * alpha
                 rows.append({"n": n, "layer": layer, "backend": backend, "form": form,
                              "rank": n if fac is None else fac.rank,
                              "residual_fro": 0.0 if fac is None else fac.residual, "factor_s": factor_s,
                              "build_s": build_s, "solve_s": solve_s, "seconds": build_s + solve_s,
-                             "status": raw.status, "objective": float(alpha.sum() - 0.5 * u @ K @ u)})
-                del model
+                             "status": status, "objective": float(alpha.sum() - 0.5 * u @ K @ u)})
     return pd.DataFrame(rows)
 
 

@@ -134,18 +134,10 @@ def lp_settings_for(backends: Iterable[tuple[str, str]],
                     highs_methods: Iterable[str] | None = None) -> list[tuple[str, str, str | None]]:
     """The LP settings among the given (layer, backend) pairs: LP-capable backends only, HiGHS once per
     LP method (simplex, ipm), in the pairs' order."""
-    from solvers.lp import HIGHS_METHODS, LP_BACKENDS  # lazy: imports the LP builders
+    from solvers.lp import HIGHS_METHODS, LP_BACKENDS, with_methods  # lazy: imports the LP builders
 
     methods = tuple(HIGHS_METHODS) if highs_methods is None else tuple(highs_methods)
-    out = []
-    for layer, backend in backends:
-        if backend not in LP_BACKENDS:
-            continue
-        if backend == "highs":
-            out.extend((layer, backend, m) for m in methods)
-        else:
-            out.append((layer, backend, None))
-    return out
+    return with_methods([(layer, backend) for layer, backend in backends if backend in LP_BACKENDS], methods)
 
 
 def make_tasks(

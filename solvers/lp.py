@@ -89,15 +89,18 @@ def parse_setting(setting: str) -> tuple[str, str | None]:
 def lp_settings(layers=LAYERS, backends=LP_BACKENDS,
                 highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
     """(layer, backend, method) for every available LP setting; HiGHS once per method."""
+    pairs = [(layer, backend) for layer in layers for backend in backends if availability(layer, backend)[0]]
+    return with_methods(pairs, highs_methods)
+
+
+def with_methods(pairs, highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
+    """(layer, backend) pairs as LP settings (layer, backend, method): HiGHS once per method, in order."""
     out = []
-    for layer in layers:
-        for backend in backends:
-            if not availability(layer, backend)[0]:
-                continue
-            if backend == "highs":
-                out.extend((layer, backend, method) for method in highs_methods)
-            else:
-                out.append((layer, backend, None))
+    for layer, backend in pairs:
+        if backend == "highs":
+            out.extend((layer, backend, method) for method in highs_methods)
+        else:
+            out.append((layer, backend, None))
     return out
 
 
