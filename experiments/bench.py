@@ -8,7 +8,8 @@ Problems (one optimum each, shared by all paths):
 
 - ``linear``: overlapping Gaussian blobs (experiments.datasets.overlapping), d = 20, C = 1;
   paths: soft_primal and the lifted dual in Pyomo and cvxpy with every backend, the same
-  QPs handed to each solver alone on pre-assembled matrices (solvers.direct), and
+  QPs handed to each solver alone on pre-assembled matrices (solvers.direct), the primal
+  by restricted QPs near the margin (solvers.primal_working_set) in each layer, and
   scikit-learn's LinearSVC(loss='hinge', dual=True) (LIBLINEAR) and SVC(kernel='linear') (LIBSVM).
 - ``kernel``: the same blobs with d = 10 and the Gaussian kernel (gamma = 0.1), C = 1;
   paths: the kernel dual as a dense quadratic form and as a full-rank factor in both layers,
@@ -140,6 +141,9 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
             paths.append(Path_("linear", formulation, "direct", backend))
             paths.append(Path_("linear", formulation, "cvxpy", backend))
             paths.append(Path_("linear", formulation, "pyomo", backend))
+    for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.primal_working_set)
+        for backend in [b for b in ("piqp", "clarabel") if b in backends]:
+            paths.append(Path_("linear", "soft_primal", layer, backend, "working_set"))
     kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
     for backend in kernel_backends:
         paths.append(Path_("kernel", "kernel_dual", "direct", backend, "dense"))
@@ -169,13 +173,6 @@ def bench_data(n: int, d: int):
 
     ds = overlapping(n, d=d, seed=SEED)
     return ds.X, ds.y
-
-
-def primal_objective(X, y, w, b, C) -> float:
-    """P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w'x_i + b))."""
-    from formulations.recovery import slacks
-
-    return float(0.5 * w @ w + C * slacks(y, X @ w + b).sum())
 
 
 def dual_objective_kernel(K_sv_sv, coef) -> float:
@@ -235,6 +232,8 @@ def _fill_from_solution(row: Row, sol, kind: str) -> None:
 
 def _run_sklearn(task: Task, row: Row, X, y) -> None:
     from sklearn.svm import SVC, LinearSVC
+
+    from formulations.recovery import primal_objective
 
     p = task.path
     tight = p.form == "tight"
@@ -347,24 +346,28 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
-def _run_working_set(task: Task, row: Row, y, K) -> None:
-    from solvers import working_set
+def _run_working_set(task: Task, row: Row, X, y, K) -> None:
+    from solvers import primal_working_set, working_set
 
     p = task.path
-    # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000: 53 steps and 5.1 s against
-    # 203 steps and 6.9 s with q = 200), except through cvxpy, whose compile grows with q^2
-    # (cvxpy/PIQP at n = 5,000: 2.8 s with q = 200, 3.4 s with q = 500). K comes from the bench's
-    # own Gram matrix (no re-validation).
-    large = 200 if p.layer == "cvxpy" else 500
-    q = large if task.n >= 2000 else (200 if task.n > 400 else 50)
-    sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
-                            validate=False)
-    row.extras["q"] = q
-    row.solve_s = sol.build_s + sol.solve_s  # selection and gradient updates + the subproblems
-    row.solver_s = sol.solve_s  # inside the subproblem solver calls
+    if p.problem == "linear":
+        sol = primal_working_set.solve(X, y, C_VALUE, backend=p.backend, layer=p.layer, profile=p.profile,
+                                       time_limit=task.budget)
+        row.extras.update(sample=sol.extras["sample"], working_set=sol.extras["working_set"])
+    else:
+        # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000: 53 steps and 5.1 s against
+        # 203 steps and 6.9 s with q = 200), except through cvxpy, whose compile grows with q^2
+        # (cvxpy/PIQP at n = 5,000: 2.8 s with q = 200, 3.4 s with q = 500). K comes from the bench's
+        # own Gram matrix (no re-validation).
+        large = 200 if p.layer == "cvxpy" else 500
+        q = large if task.n >= 2000 else (200 if task.n > 400 else 50)
+        sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
+                                validate=False)
+        row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"))
+    row.solve_s = sol.build_s + sol.solve_s  # the outer loop (selection, updates) + the subproblems
+    row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
-    row.extras["kkt_violation"] = sol.extras.get("kkt_violation")
-    _fill_from_solution(row, sol, "dual")
+    _fill_from_solution(row, sol, "primal" if p.problem == "linear" else "dual")
 
 
 def measure(task: Task) -> Row:
@@ -395,7 +398,7 @@ def measure(task: Task) -> Row:
         if p.layer == "sklearn":
             _run_sklearn(task, row, X, y)
         elif p.form == "working_set":
-            _run_working_set(task, row, y, K)
+            _run_working_set(task, row, X, y, K)
         elif p.layer == "direct":
             _run_direct(task, row, X, y, K, L)
         else:

@@ -102,3 +102,8 @@ def weights_from_alpha(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> np.nd
 def slacks(y: np.ndarray, decision: np.ndarray) -> np.ndarray:
     """xi_i = max(0, 1 - y_i f(x_i)): the smallest slacks that make (w, b) feasible."""
     return np.maximum(0.0, 1.0 - y * decision)
+
+
+def primal_objective(X, y, w, b, C) -> float:
+    """P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w'x_i + b)): the soft primal at its best slacks."""
+    return float(0.5 * w @ w + C * slacks(y, X @ w + b).sum())

@@ -6,6 +6,16 @@ r"""Soft-margin primal (001 problem (8); Exercise 5.4).
 
 Always feasible for C > 0. At the optimum 0 <= alpha_i <= C, mu_i = C - alpha_i,
 and xi_i > 0 only where alpha_i = C (001 Remark after (12)).
+
+Restricted to a working set (``inside=(X_L, y_L)``, solvers.primal_working_set): the rows
+above are written for the working set W only, and the points L held inside the margin
+(alpha_i = C, xi_i = 1 - y_i (w' x_i + b) > 0) enter the objective as one linear term,
+
+    + C sum_{i in L} (1 - y_i (w' x_i + b))  =  C |L| - C s' w - C t b,
+      s = sum_{i in L} y_i x_i,  t = sum_{i in L} y_i,
+
+while the points outside it (alpha_i = 0) are left out. With the right split this
+problem has the full problem's optimum (w, b).
 """
 
 from __future__ import annotations
@@ -19,7 +29,15 @@ import scipy.sparse as sp
 from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
 
-def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
+def inside_sums(inside, d: int) -> tuple[np.ndarray, float, int]:
+    """(s, t, |L|) of the points held inside the margin (module docstring)."""
+    if inside is None:
+        return np.zeros(d), 0.0, 0
+    X_L, y_L = inside
+    return np.asarray(y_L @ X_L, dtype=float).reshape(d), float(np.sum(y_L)), len(y_L)
+
+
+def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(SOFT_PRIMAL, n, d)
     m.C = float(C)
@@ -31,14 +49,15 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float) -> pyo.ConcreteModel:
         [sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
     )
     m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
-    m.obj = pyo.Objective(
-        expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + linear_sum(float(C), m.xi),
-        sense=pyo.minimize,
-    )
+    hinge = linear_sum(float(C), m.xi)
+    if inside is not None:
+        s, t, count = inside_sums(inside, d)
+        hinge += float(C) * count - linear_sum(float(C) * s, m.w) - float(C) * t * m.b
+    m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + hinge, sense=pyo.minimize)
     return m
 
 
-def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter) -> CvxpyModel:
+def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter, inside=None) -> CvxpyModel:
     n, d = X.shape
     w = cp.Variable(d, name="w")
     b = cp.Variable(name="b")
@@ -47,5 +66,9 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter) -> CvxpyM
     margin = cp.multiply(y, X @ w + b) >= 1 - xi
     # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
     weight = C if isinstance(C, cp.Parameter) else float(C)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + weight * cp.sum(xi)), [margin])
+    hinge = cp.sum(xi)
+    if inside is not None:
+        s, t, count = inside_sums(inside, d)
+        hinge = hinge + count - s @ w - t * b
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + weight * hinge), [margin])
     return CvxpyModel(SOFT_PRIMAL, problem, {"w": w, "b": b, "xi": xi}, {"margin": margin})

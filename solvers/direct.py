@@ -8,6 +8,8 @@ on what the modeling layers cost (experiments.bench):
 
 - ``soft_primal``   x = (w, b, xi):  P = diag(I_d, 0, 0),  q = (0, 0, C 1),
                     G = -[Y X, y, I],  h = -1,  xi >= 0          [G rows: margin, multipliers alpha]
+                    (restricted to a working set, ``inside=(X_L, y_L)``: q = (-C s, -C t, C 1)
+                    and the constant C |L|, formulations.soft_primal)
 - ``hard_primal``   x = (w, b):      P = diag(I_d, 0),  G = -[Y X, y],  h = -1
 - ``dual``          x = (alpha, w):  min -1'alpha + 1/2||w||^2,
                     A = [[-(Y X)', I_d], [y', 0]],  b = 0,  0 <= alpha <= C
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations import kernel_dual
+from formulations import kernel_dual, soft_primal
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
 from solvers.pyomo_standard_form import StandardQP
@@ -83,8 +85,12 @@ def _lifted_dual(F: np.ndarray, y: np.ndarray, C: float) -> StandardQP:
     return _qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1)
 
 
-def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=None, kernel_form: str = "dense") -> Assembled:
-    """The QP of `formulation` as matrices (data already validated: y in {-1, +1})."""
+def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=None, kernel_form: str = "dense",
+             inside=None) -> Assembled:
+    """The QP of `formulation` as matrices (data already validated: y in {-1, +1}).
+
+    inside: the soft primal's points held inside the margin (formulations.soft_primal).
+    """
     y = np.asarray(y, dtype=float)
     n = len(y)
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL):
@@ -94,10 +100,13 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         YX = sp.csr_matrix(y[:, None] * X)
     if formulation == SOFT_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
-        q = np.r_[np.zeros(d + 1), np.full(n, float(C))]
+        s, t, count = soft_primal.inside_sums(inside, d)
+        q = np.r_[-float(C) * s, -float(C) * t, np.full(n, float(C))]
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csc")
         lb = np.r_[np.full(d + 1, -np.inf), np.zeros(n)]
-        return Assembled(_qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1), formulation, 1, n, d)
+        qp = _qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1)
+        qp.c0 = float(C) * count
+        return Assembled(qp, formulation, 1, n, d)
     if formulation == HARD_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), 0.0], format="csc")
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None])], format="csc")

@@ -157,6 +157,9 @@ def test_quick_bench_outputs(quick_run):
     assert {"liblinear", "libsvm"} <= set(df["backend"])
     assert {"default", "tight"} <= set(df.loc[df["layer"] == "sklearn", "form"])
     assert {"dense", "factor", "lowrank", "working_set"} <= set(df.loc[df["problem"] == "kernel", "form"].dropna())
+    primal_ws = df[(df["problem"] == "linear") & (df["form"] == "working_set")]
+    assert set(primal_ws["layer"]) == {"direct", "cvxpy", "pyomo"} and (primal_ws["status"] == "optimal").all()
+    assert "soft_primal working_set" in text  # its overhead rows: the loop in a layer against on matrices
     assert (df["peak_rss_mb"].dropna() > 10).all()  # measured in the worker
     assert not (df["status"] == "killed").any()
 

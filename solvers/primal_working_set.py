@@ -1,0 +1,234 @@
+r"""Working-set method for the soft-margin primal: small QPs instead of one with n rows.
+
+The primal (formulations.soft_primal) in its hinge form,
+
+    P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - m_i),    m_i = y_i (w' x_i + b),
+
+splits the points by their margin m_i at the optimum: outside (m_i > 1, alpha_i = 0),
+inside (m_i < 1, alpha_i = C, hinge 1 - m_i, linear in (w, b)) and on it (m_i = 1,
+0 <= alpha_i <= C). Only the last group needs a row: at n = 1e5 (the benchmark's
+blobs) 574 points lie within 0.01 of the margin and 38,222 inside it. Given a split
+(W near the margin, L inside, the rest outside), the soft primal restricted to W
+with the hinges of L summed into one linear term (``inside=``) is a QP of |W| rows.
+Its solution is the full optimum exactly when the split is consistent with it: no
+point of L ends with m_i > 1 and no outside point with m_i < 1 (the KKT conditions of
+the full problem then hold with alpha_L = C, alpha_outside = 0, alpha_W from the
+restricted QP).
+
+The loop:
+
+1. (w, b) from the soft primal on a random sample of `sample` points with C n / sample
+   (the same empirical risk at the sample's scale);
+2. W = {i : |m_i - 1| < delta}, L = {m_i < 1} outside W; solve the restricted QP with
+   the chosen layer and backend;
+3. if the split is consistent, stop: (w, b) is optimal. Otherwise move to the QP's
+   point along the segment from the current one by an exact line search on P (a
+   convex, piecewise quadratic function of the step; the restricted QP's objective
+   agrees with P only near the current point), set delta to twice the 99.9% quantile
+   of the margins' change in that step (kept within [min_delta, delta]), add the
+   points whose side was wrong to W, and repeat.
+
+Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
+(5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
+rows follow, the second consistent; 0.75 s in all, against 2.6-3.7 s for LIBLINEAR
+at tol 1e-6 and 5.5 s for PIQP on the whole primal.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from formulations.model import SOFT_PRIMAL
+from formulations.recovery import primal_objective
+from solvers import solution as st
+
+LAYERS = ("direct", "cvxpy", "pyomo")
+
+
+@dataclass
+class PrimalWorkingSetResult:
+    w: np.ndarray
+    b: float
+    alpha: np.ndarray | None  # alpha_W from the last restricted QP, C on L, 0 outside (None without one)
+    objective: float  # P(w, b) on all points
+    outer_iterations: int  # restricted QPs solved after the sample's
+    working_set: int  # |W| of the last restricted QP
+    wrong_side: int  # points whose side the last restricted QP got wrong (0: consistent, optimal)
+    subproblem_s: float  # time inside the layer's calls (build, solve, read-back)
+    converged: bool
+    message: str = ""
+
+
+def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
+    from solvers import direct
+
+    asm = direct.assemble(SOFT_PRIMAL, X, y, C, inside=inside)
+    res = direct.solve_assembled(asm, backend, options, time_limit)
+    return direct.named_values(asm, res), res.status, res.message
+
+
+def _subproblem_cvxpy(X, y, C, inside, backend, options, time_limit):
+    from formulations import soft_primal
+    from solvers.api import _read_cvxpy
+    from solvers.registry import get_backend
+
+    model = soft_primal.build_cvxpy(X, y, C, inside=inside)
+    raw = get_backend("cvxpy", backend).solve(model, options, time_limit)
+    return _read_cvxpy(model, SOFT_PRIMAL, raw.has_duals), raw.status, raw.message
+
+
+def _subproblem_pyomo(X, y, C, inside, backend, options, time_limit):
+    from formulations import soft_primal
+    from solvers.api import _read_pyomo
+    from solvers.registry import get_backend
+
+    model = soft_primal.build_pyomo(X, y, C, inside=inside)
+    raw = get_backend("pyomo", backend).solve(model, options, time_limit)
+    return _read_pyomo(model, SOFT_PRIMAL), raw.status, raw.message
+
+
+SUBSOLVERS = {"direct": _subproblem_direct, "cvxpy": _subproblem_cvxpy, "pyomo": _subproblem_pyomo}
+
+
+def _point(values: dict, d: int):
+    w, b = values.get("w"), values.get("b", math.nan)
+    if w is None or len(w) != d or not np.all(np.isfinite(w)) or not math.isfinite(b):
+        return None
+    return np.asarray(w, dtype=float), float(b)
+
+
+def _line_search(margins, dm, w, dw, C) -> float:
+    """argmin over s in [0, 1] of P at (w, b) + s (dw, db), with dm the margins' change at s = 1."""
+
+    def along(s):
+        v = w + s * dw
+        return 0.5 * v @ v + C * np.maximum(0.0, 1.0 - margins - s * dm).sum()
+
+    found = minimize_scalar(along, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10})
+    # Brent's bounded search does not try the end points: the full step may be better.
+    return 1.0 if along(1.0) <= found.fun else float(found.x)
+
+
+def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
+              sample: int = 10_000, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
+              max_outer: int = 50, profile: str = "high", options: dict | None = None,
+              time_limit: float | None = None, seed: int = 0) -> PrimalWorkingSetResult:
+    """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
+
+    sample: size of the random sample whose solution starts the loop (all points if n <= sample:
+    then one QP is the whole solve). delta: the first band |m_i - 1| < delta. tol: how far past
+    the margin (in m_i) a point of L or outside may end and still count on its side.
+    """
+    if layer not in LAYERS:
+        raise ValueError(f"unknown working-set layer {layer!r}; choose one of {LAYERS}")
+    if not (math.isfinite(C) and C > 0):
+        raise ValueError(f"the primal working set needs a finite C > 0 (got {C!r})")
+    if sample < 2 or not (0 < min_delta <= delta):
+        raise ValueError(f"need sample >= 2 and 0 < min_delta <= delta (got {sample}, {min_delta}, {delta})")
+    from solvers.profiles import backend_options
+
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n, d = X.shape
+    opts = {**backend_options(backend, profile), **(options or {})}
+    subsolve = SUBSOLVERS[layer]
+    start = time.perf_counter()
+    sub_s = 0.0
+
+    def restricted(rows, weight, inside):
+        nonlocal sub_s
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - start))
+        begin = time.perf_counter()
+        values, status, message = subsolve(X[rows], y[rows], weight, inside, backend, opts, left)
+        sub_s += time.perf_counter() - begin
+        return values, status, message
+
+    everything = n <= sample
+    rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+    values, status, message = restricted(rows, C * n / len(rows), None)
+    point = _point(values, d)
+    if point is None:
+        return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s, False,
+                                      f"the sample's QP returned no point ({status}: {message})")
+    w, b = point
+    if everything:
+        alpha = values.get("alpha")
+        return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), 0, n, 0, sub_s, True)
+    margins = y * (X @ w + b)
+    wrong = np.zeros(n, dtype=bool)
+    alpha = None
+    in_W = wrong
+    it = 0
+    for it in range(1, max_outer + 1):
+        in_W = (np.abs(margins - 1.0) < delta) | wrong
+        in_L = ~in_W & (margins < 1.0)
+        values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
+        point = _point(values, d)
+        if point is None:
+            return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
+                                          sub_s, False, f"restricted QP {it} returned no point ({status}: {message})")
+        dw, db = point[0] - w, point[1] - b
+        dm = y * (X @ dw + db)
+        reached = margins + dm
+        wrong = ~in_W & ((in_L & (reached > 1.0 + tol)) | (~in_L & (reached < 1.0 - tol)))
+        if not wrong.any():
+            w, b = point
+            alpha = np.where(in_L, C, 0.0)
+            alpha_W = values.get("alpha")
+            alpha[in_W] = alpha_W if alpha_W is not None else math.nan
+            return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), it, int(in_W.sum()), 0,
+                                          sub_s, True)
+        step = _line_search(margins, dm, w, dw, C)
+        w, b, margins = w + step * dw, b + step * db, margins + step * dm
+        # The margins moved by about this much: the band that must hold the points still in doubt.
+        delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+    return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
+                                  int(wrong.sum()), sub_s, False, f"stopped after {it} restricted QPs")
+
+
+def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = 10_000,
+          profile: str = "high", options: dict | None = None, time_limit: float | None = None,
+          seed: int = 0) -> st.Solution:
+    """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
+
+    build_s is the time outside the layer's calls (margins, selection, line searches),
+    solve_s the time inside them (the restricted models' build, solve and read-back).
+    """
+    from formulations import validation
+    from solvers.api import _recover
+    from solvers.checks import compute_checks, verified_status
+    from solvers.profiles import get_profile
+
+    X, y, labels = validation.check_data(X, y)
+    C = validation.check_C(C)
+    prof = get_profile(profile)
+    start = time.perf_counter()
+    res = decompose(X, y, C, backend=backend, layer=layer, sample=sample, profile=prof.name, options=options,
+                    time_limit=time_limit, seed=seed)
+    total = time.perf_counter() - start
+    status = st.OPTIMAL if res.converged else (st.ERROR if not np.all(np.isfinite(res.w)) else st.ITERATION_LIMIT)
+    sol = st.Solution(
+        formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
+        raw_status=f"primal working set: {res.wrong_side} points on the wrong side after "
+                   f"{res.outer_iterations} restricted QPs (last |W| = {res.working_set})",
+        objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
+        iterations=res.outer_iterations, profile=prof.name, message=res.message,
+        extras={"labels": labels.as_dict(), "method": "primal_working_set", "sample": sample,
+                "working_set": res.working_set},
+    )
+    values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}
+    if res.alpha is not None:
+        values["alpha"] = res.alpha
+    if values:
+        _recover(sol, values, SOFT_PRIMAL, X, y, None, C)
+    checks = compute_checks(sol, X, y, C, None, tol=prof.check_tol)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(status, checks)
+    return sol
