@@ -180,30 +180,6 @@ def dual_objective_kernel(K_sv_sv, coef) -> float:
     return float(np.abs(coef).sum() - 0.5 * coef @ (K_sv_sv @ coef))
 
 
-def gram_in_blocks(kernel, X, rows: int = 2000) -> np.ndarray:
-    """The n x n Gram matrix filled block row by block row: one n x n array, not several temporaries.
-
-    The result is symmetrised in place (kernels.gram makes the full matrix exactly symmetric;
-    the blocks' BLAS rounding may differ in the last bit).
-    """
-    from formulations.kernels import gram
-
-    n = len(X)
-    if n <= rows:
-        return gram(kernel, X)
-    K = np.empty((n, n))
-    for lo in range(0, n, rows):
-        K[lo:lo + rows] = gram(kernel, X[lo:lo + rows], X)
-    for lo in range(0, n, rows):  # K = (K + K')/2 block by block, without an n x n temporary
-        for lo2 in range(lo, n, rows):
-            a = K[lo:lo + rows, lo2:lo2 + rows]
-            b = K[lo2:lo2 + rows, lo:lo + rows]
-            mean = 0.5 * (a + b.T)
-            K[lo:lo + rows, lo2:lo2 + rows] = mean
-            K[lo2:lo2 + rows, lo:lo + rows] = mean.T
-    return K
-
-
 # ----------------------------------------------------------------------------- worker
 
 
@@ -355,15 +331,14 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
                                        time_limit=task.budget)
         row.extras.update(sample=sol.extras["sample"], working_set=sol.extras["working_set"])
     else:
-        # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000: 53 steps and 5.1 s against
-        # 203 steps and 6.9 s with q = 200), except through cvxpy, whose compile grows with q^2
-        # (cvxpy/PIQP at n = 5,000: 2.8 s with q = 200, 3.4 s with q = 500). K comes from the bench's
-        # own Gram matrix (no re-validation).
-        large = 200 if p.layer == "cvxpy" else 500
-        q = large if task.n >= 2000 else (200 if task.n > 400 else 50)
+        # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000 from alpha = 0: 53 steps
+        # and 5.1 s against 203 steps and 6.9 s with q = 200; from the split start, through cvxpy,
+        # whose compile grows with q^2: q = 400, 500, 600 within 15%). K comes from the bench's own
+        # Gram matrix (no re-validation). From n = 2,000 the loop starts from a sample's split.
+        q = 500 if task.n >= 2000 else (200 if task.n > 400 else 50)
         sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
                                 validate=False)
-        row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"))
+        row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))
     row.solve_s = sol.build_s + sol.solve_s  # the outer loop (selection, updates) + the subproblems
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
@@ -383,10 +358,10 @@ def measure(task: Task) -> Row:
         K = L = None
         row.build_s = 0.0
         if p.problem == "kernel" and p.layer != "sklearn":
-            from formulations.kernels import Kernel, factorize
+            from formulations.kernels import Kernel, factorize, gram
 
             start = time.perf_counter()
-            K = gram_in_blocks(Kernel("rbf", gamma=GAMMA), X)
+            K = gram(Kernel("rbf", gamma=GAMMA), X)  # one n x n array, filled in place
             if p.form in ("factor", "lowrank"):
                 fac = factorize(K, max_rank=p.rank or None)
                 L = fac.L
@@ -481,7 +456,12 @@ def _exceeded(row: dict, budget: float) -> str:
 
 
 def _matches(path: Path_, patterns: str) -> bool:
-    return any(pat and (pat in path.label or pat == path.problem) for pat in patterns.split(","))
+    """Whether any comma-separated pattern matches: a label part, a problem, or problem:label-part."""
+    for pat in patterns.split(","):
+        problem, _, part = pat.rpartition(":")
+        if part and (not problem or problem == path.problem) and (part in path.label or part == path.problem):
+            return True
+    return False
 
 
 def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: str | None = None,
@@ -611,7 +591,7 @@ def main(argv=None) -> int:
                                                                 "quick: results/bench_quick)")
     parser.add_argument("--backends", default=",".join(ALL_BACKENDS), help="comma-separated backends")
     parser.add_argument("--only", default=None, help="run only paths whose label contains one of these "
-                        "(comma-separated; or 'linear'/'kernel'); without --resume their rows replace the same "
+                        "(comma-separated; or 'linear'/'kernel'; 'kernel:libsvm' for one problem's); without --resume their rows replace the same "
                         "paths' rows in an existing <out>/results.csv")
     parser.add_argument("--exclude", default=None, help="leave out paths whose label contains any of these "
                         "(comma-separated)")

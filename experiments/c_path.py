@@ -189,9 +189,8 @@ def run(n_kernel: int, n_linear: int, *, kernel_Cs=KERNEL_CS, linear_Cs=LINEAR_C
     import pandas as pd
     from tqdm import tqdm
 
-    from experiments.bench import gram_in_blocks
     from experiments.datasets import overlapping
-    from formulations.kernels import Kernel
+    from formulations.kernels import Kernel, gram
 
     total = len(kernel_paths) * len(kernel_Cs) * 2 + len(linear_paths) * len(linear_Cs) * len(MODES)
     rows: list[dict] = []
@@ -199,7 +198,7 @@ def run(n_kernel: int, n_linear: int, *, kernel_Cs=KERNEL_CS, linear_Cs=LINEAR_C
         warnings.simplefilter("ignore")
         if kernel_paths:
             ds = overlapping(n_kernel, d=KERNEL_D, seed=SEED)
-            K = gram_in_blocks(Kernel("rbf", gamma=GAMMA), ds.X)
+            K = gram(Kernel("rbf", gamma=GAMMA), ds.X)
             for layer, backend in kernel_paths:
                 bar.set_postfix_str(f"kernel/{layer}/{backend}")
                 rows += kernel_path(K, ds.y, kernel_Cs, layer, backend, progress=bar)

@@ -19,7 +19,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 
-from formulations.model import DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import (DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model,
+                                signed)
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
@@ -46,7 +47,7 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter = math.inf
     bounds = [0.0, C] if isinstance(C, cp.Parameter) else alpha_bounds(C)
     alpha = cp.Variable(n, name="alpha", bounds=bounds)
     w = cp.Variable(d, name="w")
-    lift = w == X.T @ cp.multiply(y, alpha)
+    lift = w == signed(y, X).T @ alpha  # w = X'(y * alpha) = sum_i alpha_i y_i x_i
     balance = y @ alpha == 0
     constraints = [lift, balance]
     problem = cp.Problem(cp.Maximize(cp.sum(alpha) - 0.5 * cp.sum_squares(w)), constraints)

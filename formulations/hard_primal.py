@@ -16,7 +16,7 @@ import pyomo.environ as pyo
 
 import scipy.sparse as sp
 
-from formulations.model import HARD_PRIMAL, CvxpyModel, matrix_rows, new_pyomo_model
+from formulations.model import HARD_PRIMAL, CvxpyModel, matrix_rows, new_pyomo_model, signed
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
@@ -35,6 +35,6 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray) -> CvxpyModel:
     n, d = X.shape
     w = cp.Variable(d, name="w")
     b = cp.Variable(name="b")
-    margin = cp.multiply(y, X @ w + b) >= 1
+    margin = signed(y, X) @ w + y * b >= 1  # y_i (w'x_i + b) >= 1
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w)), [margin])
     return CvxpyModel(HARD_PRIMAL, problem, {"w": w, "b": b}, {"margin": margin})

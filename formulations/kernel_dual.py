@@ -35,7 +35,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations.model import (KERNEL_DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows,
-                                new_pyomo_model)
+                                new_pyomo_model, signed)
 from formulations.quadratic_form import QuadraticForm
 
 FORMS = ("dense", "factor")
@@ -134,7 +134,7 @@ def build_cvxpy(
         f = factor_of(K, L)
         info.update(factor_rank=f.rank, factor_residual=f.residual, factor_method=f.method)
         v = cp.Variable(f.rank, name="v")
-        factor = v == f.L.T @ cp.multiply(y, alpha)
+        factor = v == signed(y, f.L).T @ alpha  # v = L'(y * alpha)
         constraints.append(factor)
         variables["v"] = v
         named["factor"] = factor

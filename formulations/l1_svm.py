@@ -54,7 +54,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations.errors import SVMInputError
-from formulations.model import CvxpyModel, linear_rows, linear_sum, new_pyomo_model
+from formulations.model import CvxpyModel, linear_rows, linear_sum, new_pyomo_model, signed
 
 L1_PRIMAL = "l1_primal"
 L1_DUAL = "l1_dual"
@@ -129,7 +129,7 @@ def build_primal_cvxpy(X: np.ndarray, y: np.ndarray, C: float, abs_form: str = "
         extra = {}
         variables = {"w": w, "w_plus": w_plus, "w_minus": w_minus}
         norm1 = cp.sum(w_plus) + cp.sum(w_minus)
-    margin = cp.multiply(y, X @ w + b) + xi >= 1
+    margin = signed(y, X) @ w + y * b + xi >= 1  # y_i (w'x_i + b) + xi_i >= 1
     problem = cp.Problem(cp.Minimize(norm1 + float(C) * cp.sum(xi)), [margin, *extra.values()])
     return CvxpyModel(L1_PRIMAL, problem, {**variables, "b": b, "xi": xi}, {"margin": margin, **extra},
                       info={"sense": "min", "kinds": kinds, "abs_form": abs_form})

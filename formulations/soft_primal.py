@@ -26,7 +26,7 @@ import pyomo.environ as pyo
 
 import scipy.sparse as sp
 
-from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model, signed
 
 
 def inside_sums(inside, d: int) -> tuple[np.ndarray, float, int]:
@@ -63,7 +63,7 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter, inside=No
     b = cp.Variable(name="b")
     # A bound, not a row: see formulations.model.alpha_bounds.
     xi = cp.Variable(n, name="xi", bounds=[0.0, None])
-    margin = cp.multiply(y, X @ w + b) >= 1 - xi
+    margin = signed(y, X) @ w + y * b >= 1 - xi  # y_i (w'x_i + b) >= 1 - xi_i
     # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
     weight = C if isinstance(C, cp.Parameter) else float(C)
     hinge = cp.sum(xi)

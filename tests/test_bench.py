@@ -112,6 +112,55 @@ def test_working_set_rbf_300(rbf300, layer, backend):
     assert sol.checks["rel_duality_gap"] < 1e-6
 
 
+@pytest.mark.parametrize("layer,backend", [("direct", "piqp"), ("cvxpy", "piqp"), ("pyomo", "piqp")])
+def test_working_set_split_start(rbf300, layer, backend):
+    """n >= 4 * sample: the loop starts from a sample's split (alpha = C below the band, a restricted
+    dual inside it), a feasible point, and ends at the full solve's optimum in fewer steps."""
+    y, K, full = rbf300
+    cold = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, sample=0)
+    split = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, sample=60)
+    assert cold.extras["start"] == "zero"
+    assert split.extras["start"].startswith("split: sample 60, |W| ")
+    for sol in (cold, split):
+        assert sol.status == "optimal"
+        assert sol.objective == pytest.approx(full.objective, rel=1e-7)
+        assert sol.b == pytest.approx(full.b, abs=1e-4)
+    assert split.iterations < cold.iterations
+
+
+def test_split_start_is_feasible_and_near_the_optimum(rbf300):
+    y, K, full = rbf300
+    from solvers.profiles import backend_options
+
+    opts = backend_options("piqp", "high")
+    alpha, sub_s, how = working_set.split_start(K, y, 1.0, working_set._subproblem_direct, "piqp", opts,
+                                                sample=60)
+    assert how.startswith("split: sample 60")
+    assert sub_s > 0
+    assert alpha.min() >= 0.0 and alpha.max() <= 1.0
+    assert abs(float(y @ alpha)) < 1e-9
+    D = alpha.sum() - 0.5 * (y * alpha) @ K @ (y * alpha)
+    assert D <= full.objective * (1 + 1e-9)  # a feasible dual point: at or below the optimum
+    # Its value is far off (too many points start at C), but its support is the optimum's
+    # to 90%: measured 127 of the 141 support vectors, from 60 of 300 points.
+    sv, start_sv = full.alpha > 1e-8, alpha > 0
+    assert (sv & start_sv).sum() >= 0.85 * sv.sum()
+    assert working_set.kkt_violation(K, y, alpha, 1.0) > 1e-3
+
+
+def test_split_start_falls_back_to_zero_when_a_subproblem_fails(rbf300):
+    y, K, full = rbf300
+
+    def no_point(Q, p, y_B, rhs, C, backend, options):
+        return None, 0.01
+
+    alpha, sub_s, how = working_set.split_start(K, y, 1.0, no_point, "piqp", {}, sample=60)
+    assert alpha is None and "returned no point" in how and sub_s == pytest.approx(0.01)
+    one_class = np.where(np.arange(len(y)) < 299, 1.0, -1.0)
+    alpha, _, how = working_set.split_start(K, one_class, 1.0, no_point, "piqp", {}, sample=2, seed=1)
+    assert alpha is None and how == "split start: the sample has one class"
+
+
 def test_working_set_bad_input(ex55):
     X, y = ex55
     K = gram(Kernel("rbf", gamma=0.5), X)
@@ -191,3 +240,16 @@ def test_lp_bench_quick(tmp_path):
     best = df.objective.min()
     assert ((df.objective - best).abs() <= 1e-9 * best).all()
     assert "l1_dual" in (tmp_path / "lp.md").read_text()
+
+
+def test_path_patterns_can_name_a_problem():
+    """--only/--exclude: 'kernel:libsvm' picks the kernel problem's LIBSVM paths, not the linear ones."""
+    from experiments.bench import _matches, plan
+
+    paths = plan(quick=False)
+    picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
+    assert {p.problem for p in picked} == {"kernel"}
+    assert {p.form for p in picked} == {"working_set", "default", "tight"}
+    assert len([p for p in paths if _matches(p, "libsvm")]) == 4  # both problems, both tolerances
+    assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))
+    assert not any(_matches(p, "kernel:soft_primal") for p in paths)
