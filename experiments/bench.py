@@ -20,7 +20,7 @@ Problems (one optimum each, shared by all paths):
 Each measurement runs in a fresh worker process (forked from a fork server that has
 the libraries imported): its peak memory (ru_maxrss) is its
 own, and a stuck solver is killed. A path whose solve exceeded the per-solve --budget at one
-n is not run at larger n (the row says so). Times: `build_s` (model construction or matrix
+n, was killed, or stopped at its time or iteration limit is not run at larger n (the row says so). Times: `build_s` (model construction or matrix
 assembly, plus the Gram matrix for kernel paths), `solve_s` (the backend's call, including
 a layer's compile and read-back), `total_s` = build + solve (what a user waits for),
 `solver_s` (the solver's own time inside). Accuracy: every point is checked by
@@ -450,8 +450,12 @@ def _exceeded(row: dict, budget: float) -> str:
     total = row.get("total_s")
     if total is not None and math.isfinite(total) and total > budget:
         return f"took {total:.1f} s > budget {budget:g} s at n={row['n']}"
-    if row["status"] in ("time_limit",):
+    if row["status"] == "time_limit":
         return f"time limit at n={row['n']}"
+    if row["status"] == "iteration_limit" and row["layer"] != "sklearn":
+        # The same solver with the same cap on a larger problem: it would stop there too. (The
+        # sklearn peers run at every n: LIBLINEAR's default cap is part of its default.)
+        return f"iteration limit at n={row['n']}"
     return ""
 
 

@@ -52,7 +52,8 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
 
 
 def _values(component) -> np.ndarray:
-    return np.array([pyo.value(component[k], exception=False) for k in component], dtype=float)
+    """The values of an indexed variable in index order (None -> nan), one attribute read each."""
+    return np.array([v.value for v in component.values()], dtype=float)
 
 
 def _read_pyomo(model, formulation: str) -> dict:

@@ -225,7 +225,9 @@ def from_pyomo(model) -> StandardQP:
         if not index:  # the usual case: the first block's variables are the first columns
             index.update((id(v), k) for k, v in enumerate(varmap))
             columns.extend(varmap)
-        colmap = np.fromiter((column_of(v) for v in varmap), dtype=np.int64, count=len(varmap))
+            colmap = np.arange(len(varmap))
+        else:
+            colmap = np.fromiter((column_of(v) for v in varmap), dtype=np.int64, count=len(varmap))
         block_parts.append((block, np.asarray(indptr), colmap[np.asarray(indices)], np.asarray(data, dtype=float),
                             np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)))
     for var in repn.linear_vars:

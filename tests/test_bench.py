@@ -253,3 +253,15 @@ def test_path_patterns_can_name_a_problem():
     assert len([p for p in paths if _matches(p, "libsvm")]) == 4  # both problems, both tolerances
     assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))
     assert not any(_matches(p, "kernel:soft_primal") for p in paths)
+
+
+def test_a_path_stops_after_a_limit_but_the_peers_go_on():
+    from experiments.bench import _exceeded
+
+    row = {"n": 10_000, "layer": "cvxpy", "status": "optimal", "total_s": 12.0}
+    assert _exceeded(row, budget=60) == ""
+    assert _exceeded({**row, "total_s": 61.0}, budget=60) == "took 61.0 s > budget 60 s at n=10000"
+    assert _exceeded({**row, "status": "killed"}, budget=60) == "killed at n=10000"
+    assert _exceeded({**row, "status": "iteration_limit"}, budget=60) == "iteration limit at n=10000"
+    # LIBLINEAR at its default cap of 1,000 iterations is the peer "at default settings": it runs at every n.
+    assert _exceeded({**row, "layer": "sklearn", "status": "iteration_limit"}, budget=60) == ""
