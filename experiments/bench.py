@@ -32,6 +32,7 @@ Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench_rep
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing as mp
 import os
@@ -40,6 +41,7 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -626,9 +628,12 @@ def main(argv=None) -> int:
 
     from experiments import bench_report
 
+    runs_file = out / "runs.json"
+    runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
     if args.report_only:
         df = pd.read_csv(out / "results.csv")
     else:
+        started = datetime.now(timezone.utc)
         start = time.perf_counter()
         done = None
         if args.resume:
@@ -644,9 +649,18 @@ def main(argv=None) -> int:
             df = add_errors(pd.concat([old[keep.to_numpy()], df], ignore_index=True))
         df.to_csv(out / "results.csv", index=False)
         (out / "results.partial.csv").unlink(missing_ok=True)
-        print(f"{len(df)} rows in {time.perf_counter() - start:.0f} s -> {out / 'results.csv'}")
+        wall = time.perf_counter() - start
+        print(f"{len(df)} rows in {wall:.0f} s -> {out / 'results.csv'}")
+        # Which invocations made the table: a full run starts the list, --only/--resume add to it.
+        invocation = {"command": " ".join(["python -m experiments.bench", *(argv if argv is not None else sys.argv[1:])]),
+                      "started": f"{started:%Y-%m-%d %H:%M}", "wall_s": round(wall, 1), "rows": len(df),
+                      "budget": budget, "kill_after": args.kill_after if args.kill_after is not None else 2 * budget + 60}
+        runs = (runs if args.only or args.resume else []) + [invocation]
+        runs_file.write_text(json.dumps(runs, indent=1) + "\n")
+    last = runs[-1] if runs else {}
     command = "python -m experiments.bench" + (" --quick" if args.quick else "") + f" --budget {budget:g}"
-    bench_report.write_report(df, out, command=command, budget=budget, quick=args.quick)
+    bench_report.write_report(df, out, command=command, budget=budget, quick=args.quick,
+                              kill_after=last.get("kill_after"), runs=runs)
     print(f"report -> {out / 'report.md'}")
     return 0
 

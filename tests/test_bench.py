@@ -213,6 +213,24 @@ def test_quick_bench_outputs(quick_run):
     assert not (df["status"] == "killed").any()
 
 
+def test_quick_bench_records_its_invocations(quick_run):
+    """runs.json names each invocation that made the table; a partial re-run (--only) adds to it."""
+    import json
+
+    from experiments import bench
+
+    out, df = quick_run
+    runs = json.loads((out / "runs.json").read_text())
+    assert len(runs) == 1 and runs[0]["rows"] == len(df)
+    assert runs[0]["command"] == f"python -m experiments.bench --quick --out {out} --no-progress --budget 20"
+    assert runs[0]["kill_after"] == 2 * 20 + 60
+    assert bench.main(["--quick", "--out", str(out), "--no-progress", "--budget", "20", "--only", "kernel:libsvm"]) == 0
+    runs = json.loads((out / "runs.json").read_text())
+    assert [r["command"].endswith("--only kernel:libsvm") for r in runs] == [False, True]
+    assert len(pd.read_csv(out / "results.csv")) == len(df)  # the re-run's rows replaced their own
+    assert "--only kernel:libsvm`" in (out / "report.md").read_text()
+
+
 def test_quick_bench_verified_rows_agree(quick_run):
     _, df = quick_run
     verified = df[df["status"] == "optimal"]
