@@ -126,6 +126,17 @@ def test_rbf_gram_is_exactly_symmetric_with_unit_diagonal():
     assert G.min() >= 0.0 and G.max() <= 1.0
 
 
+@pytest.mark.parametrize("kernel", [Kernel("linear"), Kernel("poly", degree=3, gamma=0.5, coef0=1.0),
+                                    Kernel("sigmoid", gamma=0.01, coef0=0.0), Kernel("rbf", gamma=0.3)])
+@pytest.mark.parametrize("n", [1, 2, 7, 1500])
+def test_gram_is_exactly_symmetric_at_every_size(kernel, n):
+    """The Gram matrix is built in place from X X' (BLAS syrk from a size on): no symmetrisation pass."""
+    X = np.asfortranarray(data(n, 4))  # any memory order
+    G = gram(kernel, X)
+    assert np.array_equal(G, G.T)
+    np.testing.assert_allclose(G[: min(n, 5)], gram(kernel, X[: min(n, 5)], X), rtol=1e-12, atol=1e-14)
+
+
 def test_gram_rejects_bad_input():
     with pytest.raises(SVMInputError, match="precomputed"):
         gram(Kernel("precomputed"), data(3, 2))
