@@ -333,11 +333,9 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
                                        time_limit=task.budget)
         row.extras.update(sample=sol.extras["sample"], working_set=sol.extras["working_set"])
     else:
-        # q: 500 points per subproblem from n = 2,000 (measured at n = 5,000 from alpha = 0: 53 steps
-        # and 5.1 s against 203 steps and 6.9 s with q = 200; from the split start, through cvxpy,
-        # whose compile grows with q^2: q = 400, 500, 600 within 15%). K comes from the bench's own
-        # Gram matrix (no re-validation). From n = 2,000 the loop starts from a sample's split.
-        q = 500 if task.n >= 2000 else (200 if task.n > 400 else 50)
+        # K comes from the bench's own Gram matrix (no re-validation). From n = 2,000 the loop starts
+        # from a sample's split.
+        q = working_set.block_size(task.n)
         sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
                                 validate=False)
         row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))

@@ -231,16 +231,17 @@ def targets(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 formulation, _, form = r["formulation"].partition(" ")
                 lay = df[(df["problem"] == "linear") & (df["n"] == r["n"]) & (df["layer"] == layer)
                          & (df["formulation"] == formulation) & (df["form"] == form) & (df["backend"] == r["backend"])]
+                steps = _steps(lay.iloc[0]) if not lay.empty else "-"
                 if ratio > 1.3:
                     extra = r[f"{layer} total s"] - r["solver alone s"]
                     notes.append(f"Overhead of {layer} on {r['formulation']}/{r['backend']} at n = {int(r['n'])}: "
                                  f"{ratio:.2f}x: the layer adds {extra:.2f} s to the solver's {r['solver alone s']:.2f} s "
-                                 f"({_steps(lay.iloc[0]) if not lay.empty else '-'}). Where it goes: 'What was tried'.")
+                                 f"({steps}). Where it goes: 'What was tried'.")
                 rows.append({"target": f"overhead n={int(r['n'])} {r['formulation']}/{r['backend']}, {layer}: <= 1.3x",
                              "best path": f"{layer}/{formulation}/{r['backend']}" + (f"/{form}" if form else ""),
                              "time s": _fmt(r[f"{layer} total s"]), "peer s": _fmt(r["solver alone s"]),
                              "ratio": _fmt(ratio), "met": "yes" if ratio <= 1.3 else f"no ({ratio:.2f}x)",
-                             "where the time goes": _steps(lay.iloc[0]) if not lay.empty else "-"})
+                             "where the time goes": steps})
     lin_mem = lin[lin["layer"] != "sklearn"].groupby("n")["peak_rss_mb"].max()
     if len(lin_mem) >= 2:
         ns = lin_mem.index.to_numpy(dtype=float)

@@ -54,11 +54,6 @@ PROFILE_LINEAR = "scale"  # the bench's: tolerances about 1e-8, iteration caps f
 MODES = ("cold", "reuse", "warm")
 
 
-def _q(n: int) -> int:
-    """Working-set size, as experiments.bench chooses it."""
-    return 500 if n >= 2000 else (200 if n > 400 else 50)
-
-
 def _row(**kw) -> dict:
     base = dict(path="", problem="", formulation="", layer="", backend="", profile="", mode="", C=math.nan,
                 n=0, time_s=math.nan, compile_s=math.nan, solver_s=math.nan, objective=math.nan,
@@ -77,7 +72,7 @@ def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "pi
     from solvers import working_set as ws
 
     n = len(y)
-    q = q or _q(n)
+    q = q or ws.block_size(n)
     rows = []
     label = f"kernel/{layer}/{backend}"
     previous: tuple[np.ndarray, float] | None = None
