@@ -251,8 +251,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
 def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     import formulations
     from solvers import solution as st
-    from solvers.api import _read_cvxpy, _read_pyomo
-    from solvers.cvxpy_layer import TIME_LIMIT_OPTION
+    from solvers.closing import HAS_POINT, read_model
     from solvers.profiles import backend_options, get_profile
     from solvers.registry import get_backend
 
@@ -264,15 +263,10 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     model = formulations.build(p.formulation, p.layer, X=X, y=y, C=C_VALUE, K=K,
                                kernel_form=p.form or "dense", L=L)
     built = time.perf_counter()
-    options = backend_options(p.backend, prof)
-    if p.layer == "pyomo" and p.backend in TIME_LIMIT_OPTION and p.backend != "highs":
-        # The qpsolvers bridge passes native options through: the solver's own time limit.
-        options[TIME_LIMIT_OPTION[p.backend]] = float(task.budget)
-    raw = adapter.solve(model, options, task.budget)
-    values: dict = {}
-    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
-        values = _read_pyomo(model, p.formulation) if p.layer == "pyomo" else \
-            _read_cvxpy(model, p.formulation, raw.has_duals)
+    # the adapter passes the budget as the solver's own time limit where it has one (PIQP and
+    # ProxQP have none: the benchmark's worker is killed at --kill-after)
+    raw = adapter.solve(model, backend_options(p.backend, prof), task.budget)
+    values = read_model(model, p.layer, p.formulation, raw.has_duals) if raw.status in HAS_POINT else {}
     read = time.perf_counter()
     row.build_s += built - start
     row.solve_s = read - built  # the adapter's whole call: compile, solver, read-back
@@ -307,8 +301,7 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
 def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -> None:
     """Recover w*, b* from a returned point, run the project's checks on it and fill the row."""
     from solvers import solution as st
-    from solvers.api import _recover
-    from solvers.checks import compute_checks, verified_status
+    from solvers.closing import close
     from solvers.profiles import get_profile
 
     p = task.path
@@ -317,10 +310,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
                       solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
                       iterations=raw.iterations, profile=prof.name, message=raw.message)
     Xd = X if X is not None else np.zeros((len(y), 0))
-    Ku = _recover(sol, values, p.formulation, Xd, y, K, C_VALUE) if values else None
-    checks = compute_checks(sol, Xd, y, C_VALUE, K, tol=prof.check_tol, Ku=Ku)
-    sol.checks = checks.as_dict()
-    sol.status = verified_status(raw.status, checks)
+    close(sol, values, X=Xd, y=y, C=C_VALUE, K=K, profile=prof)
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 

@@ -107,18 +107,15 @@ def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "pi
 def _checked(model, formulation: str, raw, X, y, C: float, check_tol: float) -> tuple[float, str, float]:
     """(the project's objective at the point, verified status, relative gap): solvers.checks."""
     from solvers import solution as st
-    from solvers.api import _read_cvxpy, _recover
-    from solvers.checks import compute_checks, verified_status
+    from solvers.closing import HAS_POINT, close, read_cvxpy
+    from solvers.profiles import Profile
 
     sol = st.Solution(formulation=formulation, layer="cvxpy", backend="", status=raw.status,
                       solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective)
-    values = {}
-    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
-        values = _read_cvxpy(model, formulation, raw.has_duals)
-    _recover(sol, values, formulation, X, y, None, C)
-    checks = compute_checks(sol, X, y, C, None, tol=check_tol)
+    values = read_cvxpy(model, formulation, raw.has_duals) if raw.status in HAS_POINT else {}
+    close(sol, values, X=X, y=y, C=C, profile=Profile("c_path", None, check_tol, "the C path's check"))
     kind = "primal_objective" if formulation == "soft_primal" else "dual_objective"
-    return float(getattr(checks, kind)), verified_status(raw.status, checks), float(checks.rel_duality_gap)
+    return float(sol.checks[kind]), sol.status, float(sol.checks["rel_duality_gap"])
 
 
 def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str, *, profile: str = PROFILE_LINEAR,

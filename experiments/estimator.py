@@ -44,7 +44,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function as kernel_decision
-from formulations.recovery import support_tolerance
+from formulations.recovery import support_mask
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import estimate_multipliers
@@ -226,7 +226,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if alpha is None:  # a primal solved by a backend that returns no multipliers
             alpha = estimate_multipliers(X, signs, sol.w, sol.decision, C_eff)
         alpha = np.asarray(alpha, dtype=float)
-        sv = alpha > support_tolerance(alpha, C_eff)
+        sv = support_mask(alpha, signs, sol.decision, C_eff)
         # sklearn orders the support vectors by class, then by index.
         support = np.concatenate([np.flatnonzero(sv & (signs < 0)), np.flatnonzero(sv & (signs > 0))])
 

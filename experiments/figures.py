@@ -61,11 +61,11 @@ def _kernel_of(row: pd.Series):
 def separator_figure(row: pd.Series, X: np.ndarray, y: np.ndarray, path: Path) -> Path:
     """Points, f(x) = 0, f(x) = +-1 and circled support vectors of one verified solve (2-D data)."""
     from formulations.kernels import decision_function
-    from formulations.recovery import support_tolerance
+    from formulations.recovery import support_mask
 
     alpha = np.asarray(from_json(row.alpha))
     C = float(row.C)
-    sv = alpha > support_tolerance(alpha, C)
+    sv = support_mask(alpha)
     pad = 0.1 * (X.max(axis=0) - X.min(axis=0)) + 1e-9
     lo, hi = X.min(axis=0) - pad, X.max(axis=0) + pad
     xx, yy = np.meshgrid(np.linspace(lo[0], hi[0], 300), np.linspace(lo[1], hi[1], 300))

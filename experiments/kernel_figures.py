@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from formulations.kernels import Kernel, decision_function  # noqa: E402
-from formulations.recovery import support_tolerance  # noqa: E402
+from formulations.recovery import support_mask  # noqa: E402
 from formulations.validation import check_labels  # noqa: E402
 
 DEFAULT_OUT = Path("results") / "kernel_figures"
@@ -51,7 +51,7 @@ def draw_surface(ax, X, y, kernel: Kernel, alpha, b: float, C: float, *, steps: 
         raise ValueError(f"a decision surface is drawn for 2-D data only; X has {X.shape[1]} features")
     y, _ = check_labels(y, n=len(X))
     alpha = np.asarray(alpha, dtype=float)
-    sv = alpha > support_tolerance(alpha, C)
+    sv = support_mask(alpha)
     g1, g2 = surface_grid(X, steps)
     grid = np.column_stack([g1.ravel(), g2.ravel()])
     f = decision_function(kernel, X[sv], alpha[sv] * y[sv], b, grid).reshape(g1.shape)
@@ -78,7 +78,7 @@ def draw_surface(ax, X, y, kernel: Kernel, alpha, b: float, C: float, *, steps: 
 
 def drawn_sv(sol, C: float) -> int:
     """Number of support vectors of a solve (alpha_i above the recovery tolerance)."""
-    return int(np.sum(sol.alpha > support_tolerance(sol.alpha, C)))
+    return int(np.sum(support_mask(sol.alpha)))
 
 
 def _solve(X, y, kernel: Kernel, C: float, layer: str, backend: str, profile: str):

@@ -374,6 +374,13 @@ def _hard_margin_guard(row: dict, task: Task) -> dict:
     return row
 
 
+def _own_time_limit(task: Task) -> float | None:
+    """The task's timeout for a backend that stops itself; for the others the worker is killed at it."""
+    from solvers.registry import takes_time_limit  # the solve's imports stay in the worker
+
+    return task.timeout if takes_time_limit(task.layer, task.backend) else None
+
+
 def execute_task(task: Task) -> dict:
     """Solve one task in this process and return its row; never raises."""
     row = task.params()
@@ -390,14 +397,15 @@ def execute_task(task: Task) -> dict:
             from solvers.lp import solve_lp
 
             sol = solve_lp(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
-                           method=task.method, profile=task.profile, time_limit=task.timeout)
+                           method=task.method, profile=task.profile, time_limit=_own_time_limit(task))
             row.update(lp_solution_row(sol, task))
         else:
             from solvers.api import solve
 
             kernel = task.kernel if task.formulation == KERNEL_DUAL else None
             sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
-                        kernel=kernel, kernel_form=task.kernel_form, profile=task.profile, time_limit=task.timeout)
+                        kernel=kernel, kernel_form=task.kernel_form, profile=task.profile,
+                        time_limit=_own_time_limit(task))
             row.update(solution_row(sol, task))
     except Exception as exc:  # any failure is a row, not a crashed sweep
         row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__,

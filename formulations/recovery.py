@@ -33,30 +33,123 @@ class BiasEstimate:
     upper: float = math.inf
 
 
-def support_tolerance(alpha: np.ndarray, C: float) -> float:
-    """Threshold below which alpha_i counts as 0 (and C - alpha_i as 0).
+# Codes of `classify`: where each multiplier sits.
+ZERO, FREE, AT_BOUND = 0, 1, 2
 
-    Relative to the scale of alpha so that it works for any C: solvers return
-    multipliers accurate to about 1e-8 of their size.
+#: Below this fraction of its scale a multiplier is at its bound whatever its point says
+#: (the rounding floor of double-precision QP solvers, ~1e-9 of the largest alpha).
+ROUNDING_FLOOR = 1e-9
+
+
+def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C: float) -> np.ndarray:
+    """ZERO, FREE or AT_BOUND for each alpha_i, decided by which side of complementarity holds.
+
+    Complementarity pairs alpha_i with the margin residual r_i = y_i f(x_i) - 1 (margin units,
+    the same at every scale of the data): alpha_i > 0 only if r_i <= 0, alpha_i < C only if
+    r_i >= 0. A solver returns both sides only approximately, so each is measured on its own
+    scale and the larger one wins (the identification rule of active-set methods):
+
+        ZERO      when alpha_i / max(alpha)   <= max(r_i, floor)   (the point is outside more
+                                                                     than alpha_i is above 0)
+        AT_BOUND  when (C - alpha_i) / C       <= max(-r_i, floor)  (inside more than alpha_i
+                                                                     is below C)
+        FREE      otherwise: 0 < alpha_i < C with the point on its margin.
+
+    Relative to max(alpha) and to C, never to 1: at C = 1e10 no alpha near 5 is "at the bound",
+    at C = 1e-5 every alpha = C is (measured with interior-point solvers, which leave alpha
+    ~1e-6 of its scale off the bound). C = inf: no upper bound.
     """
-    scale = float(np.max(np.abs(alpha))) if alpha.size else 0.0
+    alpha = np.asarray(alpha, dtype=float)
+    codes = np.full(alpha.shape, FREE, dtype=np.int8)
+    if alpha.size == 0:
+        return codes
+    r = y * decision - 1.0
+    top = float(np.max(alpha))
+    if not top > 0:
+        codes[:] = ZERO
+        return codes
+    zero = alpha / top <= np.maximum(r, ROUNDING_FLOOR)
+    codes[zero] = ZERO
     if math.isfinite(C):
-        scale = max(scale, C)
-    return max(1e-7 * scale, 1e-12)
+        room = (C - alpha) / C
+        bound = room <= np.maximum(-r, ROUNDING_FLOOR)
+        # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
+        codes[bound & (~zero | (alpha > 0.5 * C))] = AT_BOUND
+    return codes
 
 
-def free_mask(alpha: np.ndarray, C: float, tol: float | None = None) -> np.ndarray:
-    tol = support_tolerance(alpha, C) if tol is None else tol
-    upper = C - tol if math.isfinite(C) else math.inf
-    return (alpha > tol) & (alpha < upper)
+def support_mask(alpha: np.ndarray, y: np.ndarray | None = None, decision: np.ndarray | None = None,
+                 C: float = math.inf) -> np.ndarray:
+    """Support vectors: alpha_i > 0 as `classify` decides it from both sides of complementarity.
+
+    Without decision values (a drawing of stored alphas), alpha_i above 1e-6 of the largest
+    alpha: relative to alpha's own size, so C = 1e-6 and C = 1e10 are treated alike.
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    if y is None or decision is None:
+        top = float(np.max(alpha)) if alpha.size else 0.0
+        return alpha > 1e-6 * top if top > 0 else np.zeros(alpha.shape, dtype=bool)
+    return classify(alpha, y, decision, C) != ZERO
 
 
-def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C: float, tol: float | None = None) -> BiasEstimate:
+def kkt_interval(y: np.ndarray, g: np.ndarray, codes: np.ndarray) -> tuple[float, float]:
+    """The b's for which (alpha, b) satisfies complementarity, given g_i = f(x_i) - b (000 section 4).
+
+    Point i sits on its margin at b = t_i = y_i - g_i. For y_i = +1, alpha_i < C needs b >= t_i
+    and alpha_i > 0 needs b <= t_i; for y_i = -1 the other way round. A free point bounds b on
+    both sides, so with free points the interval is (up to rounding) one value.
+    """
+    t = y - g
+    pos = y > 0
+    lower_side = (pos & (codes != AT_BOUND)) | (~pos & (codes != ZERO))
+    upper_side = (pos & (codes != ZERO)) | (~pos & (codes != AT_BOUND))
+    lower = float(t[lower_side].max()) if lower_side.any() else -math.inf
+    upper = float(t[upper_side].min()) if upper_side.any() else math.inf
+    return lower, upper
+
+
+def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
+    """[lo, hi], the b's minimising sum_i c_i max(0, 1 - y_i (g_i + b)) for a fixed w (g = Xw or Ku).
+
+    This is the set of optimal biases for the given w, read off g alone (no alpha, no threshold):
+    at the optimum w*, it is exactly the interval the KKT conditions allow for b*. The slope in b
+    is sum_{y_i=-1, t_i<b} c_i - sum_{y_i=+1, t_i>b} c_i (t_i = y_i - g_i), nondecreasing; the
+    argmin is where it crosses 0. With one class absent it is unbounded on one side.
+    """
+    t = y - g
+    c = np.ones_like(t) if weights is None else np.asarray(weights, dtype=float)
+    pos = y > 0
+    tp, cp = t[pos], c[pos]
+    tn, cn = t[~pos], c[~pos]
+    op, on = np.argsort(tp), np.argsort(tn)
+    tp, cp, tn, cn = tp[op], cp[op], tn[on], cn[on]
+    cum_p = np.concatenate([[0.0], np.cumsum(cp)])  # weight of positive kinks below an index
+    cum_n = np.concatenate([[0.0], np.cumsum(cn)])
+    total_p = cum_p[-1]
+    kinks = np.unique(t)
+
+    def slope(b, side):  # side "right": slope just above b, "left": just below
+        k_n = np.searchsorted(tn, b, side=side)
+        k_p = np.searchsorted(tp, b, side=side)
+        return cum_n[k_n] - (total_p - cum_p[k_p])
+
+    right = slope(kinks, "right")
+    left = slope(kinks, "left")
+    ok_lo = np.flatnonzero(right >= 0)
+    ok_hi = np.flatnonzero(left <= 0)
+    lo = float(kinks[ok_lo[0]]) if ok_lo.size and total_p > 0 else -math.inf
+    hi = float(kinks[ok_hi[-1]]) if ok_hi.size and cum_n[-1] > 0 else math.inf
+    return lo, hi
+
+
+def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C: float) -> BiasEstimate:
     """b* from alpha*, given g_i = sum_j alpha_j y_j K_ij (the decision value without b).
 
-    Free support vectors (0 < alpha_i < C): b* is the mean of y_i - g_i, weighted by
-    min(alpha_i, C - alpha_i) so that multipliers a solver left just off a bound count little.
-    None free: the interval rule of 000 section 4. Each point bounds b:
+    Each point is first placed at zero, free or at the bound by `classify` (with a provisional
+    b from `hinge_argmin`, which needs no alpha). Free support vectors (0 < alpha_i < C): b* is
+    the mean of y_i - g_i, weighted by min(alpha_i, C - alpha_i) so that multipliers a solver
+    left just off a bound count little, and kept inside the KKT interval. None free: the
+    interval rule of 000 section 4. Each point bounds b:
         alpha_i = 0 (y_i f_i >= 1):  y_i b >= 1 - y_i g_i
         alpha_i = C (y_i f_i <= 1):  y_i b <= 1 - y_i g_i
     and b minimises -C b sum_{alpha_i = C} y_i over that interval: the upper bound
@@ -64,34 +157,37 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C: float, tol:
     zero (as LIBSVM does).
     """
     alpha = np.asarray(alpha, dtype=float)
-    tol = support_tolerance(alpha, C) if tol is None else tol
-    free = free_mask(alpha, C, tol)
+    lo, hi = hinge_argmin(y, g)
+    b0 = _middle(lo, hi)
+    codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
+    lower, upper = kkt_interval(y, g, codes)
+    free = codes == FREE
     if free.any():
-        # Each free point gives b = y_i - g_i. Interior-point solvers return the zeros (and Cs) of
-        # alpha only to ~1e-6, so a point barely off a bound gets a weight as small as its distance
-        # to the bound: on Exercise-5.5-like kernels a plain mean moved b* by 1e-4 (measured).
         room = np.minimum(alpha[free], C - alpha[free]) if math.isfinite(C) else alpha[free]
-        b = float(np.average(y[free] - g[free], weights=room))
-        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(free.sum()))
-    at_upper = alpha >= C - tol if math.isfinite(C) else np.zeros_like(free)
-    bound = y - g  # y_i (1 - y_i g_i) = y_i - g_i, the value of b at which point i sits on its margin
-    # y_i b >= 1 - y_i g_i  <=>  b >= bound_i when y_i = +1, b <= bound_i when y_i = -1; reversed at C.
-    lower_side = ((y > 0) & ~at_upper) | ((y < 0) & at_upper)
-    lower = float(bound[lower_side].max()) if lower_side.any() else -math.inf
-    upper = float(bound[~lower_side].min()) if (~lower_side).any() else math.inf
+        room = np.maximum(room, 0.0)
+        values = y[free] - g[free]
+        b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
+        b = float(np.clip(b, min(lower, upper), max(lower, upper)))
+        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(free.sum()), lower=lower, upper=upper)
+    at_upper = codes == AT_BOUND
     pull = float(np.sum(y[at_upper]))
     if pull > 0 and math.isfinite(upper):
         b = upper
     elif pull < 0 and math.isfinite(lower):
         b = lower
-    elif math.isfinite(lower) and math.isfinite(upper):
-        b = 0.5 * (lower + upper)
     else:
-        finite = [v for v in (lower, upper) if math.isfinite(v)]
-        if not finite:
+        b = _middle(lower, upper)
+        if math.isnan(b):
             return BiasEstimate(b=math.nan, rule=B_NONE, n_free=0, lower=lower, upper=upper)
-        b = finite[0]
     return BiasEstimate(b=b, rule=B_INTERVAL, n_free=0, lower=lower, upper=upper)
+
+
+def _middle(lower: float, upper: float) -> float:
+    """The midpoint of an interval; its finite end if it has one; nan if neither is finite."""
+    if math.isfinite(lower) and math.isfinite(upper):
+        return 0.5 * (lower + upper)
+    finite = [v for v in (lower, upper) if math.isfinite(v)]
+    return finite[0] if finite else math.nan
 
 
 def weights_from_alpha(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Verify, don't trust: duality gap and KKT residuals computed from the returned point.
+"""Verify, don't trust: duality gap, KKT residuals and the distance to the proved optimum.
 
 Notation of the lecture notes: u_i = alpha_i y_i, f(x_i) = sum_j u_j K_ij + b
 (K = X X' for the linear SVM), xi_i = max(0, 1 - y_i f(x_i)).
@@ -6,14 +6,29 @@ Notation of the lecture notes: u_i = alpha_i y_i, f(x_i) = sum_j u_j K_ij + b
     P(w, b)   = 1/2 ||w||^2 + C sum_i xi_i      (hard margin: 1/2 ||w||^2, xi must be 0)
     D(alpha)  = sum_i alpha_i - 1/2 ||sum_i alpha_i y_i x_i||^2
 
-For any (w, b) and any dual-feasible alpha (0 <= alpha <= C, y'alpha = 0),
-D(alpha) <= P* <= P(w, b): the gap P - D bounds how far both are from the optimum.
-The KKT conditions (001 Exercises 5.1 and 5.3) in SVM terms:
+What `optimal` certifies. A row is `optimal` only when the solver claimed an optimum and
+every one of these holds at the returned point to the profile's tolerance `tol` (1e-4 by
+default, 1e-6 under `high`), each measured on its own scale so that the verdict is the same
+for X in metres or in millimetres, for C = 1e-5 or 1e10, for n = 10 or 10^6:
 
-    stationarity         w = sum_i alpha_i y_i x_i,      sum_i alpha_i y_i = 0
-    primal feasibility   y_i f(x_i) >= 1 - xi_i,         xi_i >= 0
-    dual feasibility     0 <= alpha_i <= C
-    complementarity      alpha_i (1 - xi_i - y_i f(x_i)) = 0,   (C - alpha_i) xi_i = 0
+  primal feasibility   y_i f(x_i) >= 1 - xi_i                  violation in margin units (y f = 1)
+  dual feasibility     0 <= alpha_i <= C                         below 0 relative to max alpha, above C relative to C
+  balance              sum_i alpha_i y_i = 0                     relative to sum_i alpha_i
+  stationarity         w = sum_i alpha_i y_i x_i                 relative to ||w||
+  complementarity      alpha_i > 0 only on or inside the margin, alpha_i < C only on or outside it
+                       (alpha_i max(0, y_i f_i - 1) / max alpha and (C - alpha_i) xi_i / C)
+  the gap              |P - D| relative to P (P > 0 for every SVM with both classes)
+  the point itself     the objective relative to P*, w relative to ||w*||, every decision value
+                       f(x_i) and b (inside the interval of optimal b's, seed 000's rule) relative
+                       to max(1, max |f*|) (f is unitless: every SVM puts its margin at y f = 1),
+                       against the optimum the project computes and proves from the point's
+                       active set (solvers.reference.polish); where no proof is found, a rigorous
+                       bound from the gap of feasible points must be within tol instead.
+
+A point whose objective is near-optimal but whose w, b or f are not gets `optimal_inaccurate`.
+No tolerance is taken relative to max(1, .): that would make every check absolute for data
+whose numbers are small. By hand: take w, b from the table, compute y_i (w'x_i + b) for every
+point, the alphas' sums, and P - D; each line above is one comparison.
 
 A primal solve whose backend returns no multipliers (cvxpy's Ipopt path) gets
 them estimated from the point: a bounded least-squares fit of the stationarity
@@ -30,21 +45,33 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import support_tolerance
+from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
+from solvers.reference import Gram, gap_bound, polish
+
+_TINY = np.finfo(float).tiny
 
 
 @dataclass
 class Checks:
+    """Residuals as the verdict measures them (each relative to its own scale, see the module doc)."""
+
     primal_objective: float = math.nan
     dual_objective: float = math.nan
     duality_gap: float = math.nan
-    rel_duality_gap: float = math.nan
-    kkt_stationarity: float = math.nan
-    kkt_balance: float = math.nan
-    kkt_primal_feasibility: float = math.nan
-    kkt_dual_feasibility: float = math.nan
-    kkt_complementarity: float = math.nan
+    rel_duality_gap: float = math.nan  # |P - D| / P
+    kkt_stationarity: float = math.nan  # ||w - X'(y alpha)|| / ||w||
+    kkt_balance: float = math.nan  # |y'alpha| / sum alpha
+    kkt_primal_feasibility: float = math.nan  # max(0, 1 - y f) (hard margin), margin units
+    kkt_dual_feasibility: float = math.nan  # max(-alpha)/max alpha, max(alpha - C)/C
+    kkt_complementarity: float = math.nan  # margin units
+    reference: str = ""  # how the point's error was measured: "proved optimum", "gap bound", or why neither
+    err_objective: float = math.nan  # |objective - P*| / P*
+    err_w: float = math.nan  # ||w - w*|| / ||w*|| (linear formulations)
+    err_b: float = math.nan  # distance of b from the optimal b's / max(1, max |f*|)
+    err_decision: float = math.nan  # max_i |f(x_i) - f*(x_i)| / max(1, max |f*|) (a bound where no proof)
+    b_lower: float = math.nan  # the optimal b's, from the proved optimum
+    b_upper: float = math.nan
     n_sv: int = 0
     n_free_sv: int = 0
     n_bound_sv: int = 0
@@ -62,14 +89,14 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
     """alpha for a primal point (w, b) that came without multipliers.
 
     Points strictly outside the margin get alpha_i = 0, points strictly inside get
-    alpha_i = C; those on the margin get the bounded least-squares solution of
-    X'(y*alpha) = w, y'alpha = 0.
+    alpha_i = C; those on the margin (|y_i f_i - 1| <= 1e-6, margin units) get the
+    bounded least-squares solution of X'(y*alpha) = w, y'alpha = 0.
     """
     n = len(y)
     slack = 1.0 - y * decision
-    band = 1e-6 * max(1.0, float(np.abs(decision).max()))
-    on = np.abs(slack) <= max(band, 1e-7)
-    inside = slack > max(band, 1e-7)
+    band = 1e-6
+    on = np.abs(slack) <= band
+    inside = slack > band
     alpha = np.zeros(n)
     if math.isfinite(C):
         alpha[inside] = C
@@ -88,7 +115,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar.
 
     For the kernel dual, `Ku` = K u (u = y * sol.alpha) if the caller has it
-    already (solvers.api._recover returns it); otherwise it is computed here.
+    already (solvers.closing.recover returns it); otherwise it is computed here.
     """
     out = Checks()
     if sol.decision is None:
@@ -97,25 +124,26 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     hard = sol.formulation == HARD_PRIMAL or math.isinf(C)
     f = sol.decision
     hinge = np.maximum(0.0, 1.0 - y * f)
-    xi = np.zeros_like(hinge) if hard else hinge
     alpha = sol.alpha
     out.alpha_source = "solver"
     if alpha is None and sol.formulation in PRIMAL_FORMULATIONS and sol.w is not None:
         alpha = estimate_multipliers(X, y, sol.w, f, C)
         out.alpha_source = "estimated"
+    kernel = sol.formulation == KERNEL_DUAL
+    gram = Gram(None if kernel else X, K if kernel else None)
 
     # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual
-    if sol.formulation == KERNEL_DUAL:
+    if kernel:
         u = y * alpha
         # ||w||^2 = u'Ku >= 0; rounding makes it negative for huge u (an unbounded dual's ray).
-        ww = max(0.0, float(u @ (K @ u if Ku is None else Ku)))
-        w_from_alpha_sq = ww
-        stationarity = 0.0  # w is defined by alpha: nothing to compare
+        ww = max(0.0, float(u @ (gram.times(u) if Ku is None else Ku)))
+        w_from_alpha_sq, stationarity = ww, 0.0  # w is defined by alpha: nothing to compare
     else:
         ww = float(sol.w @ sol.w)
         w_alpha = X.T @ (y * alpha) if alpha is not None else None
         w_from_alpha_sq = float(w_alpha @ w_alpha) if w_alpha is not None else math.nan
-        stationarity = float(np.linalg.norm(sol.w - w_alpha)) if w_alpha is not None else math.nan
+        stationarity = (float(np.linalg.norm(sol.w - w_alpha)) / max(math.sqrt(ww), _TINY)
+                        if w_alpha is not None else math.nan)
 
     out.primal_objective = 0.5 * ww + (0.0 if hard else C * float(hinge.sum()))
     out.kkt_primal_feasibility = float(hinge.max()) if hard else 0.0
@@ -124,41 +152,81 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     if alpha is None:
         out.verdict = "no multipliers"
         return out
+    _kkt_residuals(out, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity)
+    codes = classify(alpha, y, f, C)
+    out.n_sv = int((codes != 0).sum())
+    out.n_bound_sv = int((codes == AT_BOUND).sum())
+    out.n_free_sv = int((codes == FREE).sum())
 
-    out.dual_objective = float(alpha.sum()) - 0.5 * w_from_alpha_sq
-    out.duality_gap = out.primal_objective - out.dual_objective
-    out.rel_duality_gap = abs(out.duality_gap) / max(1.0, abs(out.primal_objective))
-    upper = C if math.isfinite(C) else math.inf
-    out.kkt_stationarity = stationarity
-    out.kkt_balance = float(abs(y @ alpha))
-    out.kkt_dual_feasibility = float(max(0.0, -alpha.min(), (alpha - upper).max()))
-    residual = 1.0 - xi - y * f  # <= 0 when feasible, 0 on an active constraint
-    comp = np.abs(alpha * residual)
-    if not hard:
-        comp = np.maximum(comp, np.abs((C - alpha) * xi))
-    out.kkt_complementarity = float(comp.max())
-
-    sv_tol = support_tolerance(alpha, C)
-    sv = alpha > sv_tol
-    at_bound = alpha >= upper - sv_tol
-    out.n_sv, out.n_bound_sv = int(sv.sum()), int((sv & at_bound).sum())
-    out.n_free_sv = out.n_sv - out.n_bound_sv
-
-    # Residuals scaled to the problem so one tolerance serves every data set and C.
-    alpha_scale = max(1.0, float(np.abs(alpha).max()))
-    w_scale = max(1.0, math.sqrt(ww))
     scaled = {
         "relative duality gap": out.rel_duality_gap,
-        "stationarity": stationarity / w_scale if math.isfinite(stationarity) else 0.0,
-        "balance": out.kkt_balance / alpha_scale,
+        "stationarity": out.kkt_stationarity if math.isfinite(out.kkt_stationarity) else 0.0,
+        "balance": out.kkt_balance,
         "primal feasibility": out.kkt_primal_feasibility,
-        "dual feasibility": out.kkt_dual_feasibility / alpha_scale,
-        "complementarity": out.kkt_complementarity / alpha_scale,
+        "dual feasibility": out.kkt_dual_feasibility,
+        "complementarity": out.kkt_complementarity,
     }
+    if all(v <= tol for v in scaled.values()):  # only a point that passes these is worth a reference
+        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww))
     failed = {name: value for name, value in scaled.items() if not value <= tol}
     out.verified = not failed
     out.verdict = "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items())
     return out
+
+
+def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity) -> None:
+    """The objective of the dual, the gap and the KKT residuals, each on its own scale."""
+    xi = np.zeros_like(hinge) if hard else hinge
+    out.dual_objective = float(alpha.sum()) - 0.5 * w_from_alpha_sq
+    out.duality_gap = out.primal_objective - out.dual_objective
+    # P > 0 for every SVM with both classes (w = 0 leaves some xi_i >= 1); the dual's terms
+    # bound it from the other side when a wrong point makes P tiny.
+    scale = max(out.primal_objective, abs(out.dual_objective), _TINY)
+    out.rel_duality_gap = abs(out.duality_gap) / scale
+    top = max(float(np.max(np.abs(alpha))), _TINY)
+    out.kkt_stationarity = stationarity
+    out.kkt_balance = float(abs(y @ alpha)) / max(float(np.abs(alpha).sum()), _TINY)
+    over = float(np.max(alpha - C)) / C if math.isfinite(C) else 0.0
+    out.kkt_dual_feasibility = max(0.0, float(-alpha.min()) / top, over)
+    outside = np.maximum(0.0, y * f - 1.0)  # alpha_i > 0 needs the point on or inside its margin
+    comp = np.abs(alpha) * outside / top
+    if not hard:
+        comp = np.maximum(comp, np.abs(C - alpha) * xi / C)  # xi_i > 0 needs alpha_i = C
+    out.kkt_complementarity = float(comp.max())
+
+
+def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
+    """What an error in w is measured against: ||w*||, or, when w* is (nearly) 0, the size of a w that
+    moves the decision values by f_scale (f_scale / max_i ||x_i||): w* = 0 happens at a tiny C with
+    the class means together, and then only w's effect on f has a scale."""
+    reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X)))) if X.size else 0.0
+    return max(float(np.linalg.norm(w_ref)), f_scale / reach if reach > 0 else 0.0, _TINY)
+
+
+def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> dict:
+    """The point's distance to the optimum proved from its active set (or the gap's bound)."""
+    g = f - sol.b
+    ref = polish(gram, y, C, alpha, f)
+    if not ref.ok:
+        out.reference = f"gap bound (no proved optimum: {ref.reason})"
+        out.err_decision = gap_bound(gram, y, C, alpha, g, sol.b, ww) / max(1.0, float(np.max(np.abs(f))))
+        return {"decision values (bound)": out.err_decision}
+    out.reference = "proved optimum"
+    out.b_lower, out.b_upper = ref.b_lower, ref.b_upper
+    own = out.primal_objective if sol.formulation in PRIMAL_FORMULATIONS else out.dual_objective
+    out.err_objective = abs(own - ref.objective) / max(ref.objective, _TINY)
+    # f is unitless: the SVM fixes its margin at y f = 1 whatever the units of X, so the
+    # decision values are compared relative to the larger of that margin and max |f*|.
+    f_scale = max(1.0, float(np.max(np.abs(ref.g + ref.b))))
+    out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
+    out.err_decision = float(np.max(np.abs(g - ref.g))) / f_scale + out.err_b
+    errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
+              "decision value error": out.err_decision}
+    if sol.w is not None and gram.X is not None:
+        w_ref = ref.w if ref.w is not None else gram.X.T @ (y * ref.alpha)
+        out.err_w = float(np.linalg.norm(sol.w - w_ref)) / w_scale(w_ref, gram.X, f_scale)
+        errors["w error"] = out.err_w
+    return errors
 
 
 def verified_status(claimed: str, checks: Checks) -> str:
@@ -171,6 +239,13 @@ def verified_status(claimed: str, checks: Checks) -> str:
 # --------------------------------------------------------------------------- claims
 
 
+def objective_scale(checks: Checks) -> float:
+    """The size of the objective's terms at the point (1/2 ||w||^2 + C sum xi, sum alpha): what
+    an objective's rounding is relative to. 0 when the checks have no point."""
+    values = [abs(v) for v in (checks.primal_objective, checks.dual_objective) if math.isfinite(v)]
+    return max(values, default=0.0)
+
+
 def objective_claim_check(sol: st.Solution, checks: Checks, tol: float) -> str:
     """Compare the solver's claimed objective with the one recomputed at its point.
 
@@ -178,18 +253,35 @@ def objective_claim_check(sol: st.Solution, checks: Checks, tol: float) -> str:
     C-weighted slacks; the dual has alpha = 0 feasible, objective 0), so a negative
     claim is impossible. The claim must also match the project's recomputation
     (the primal objective for a primal formulation, the dual one for a dual) to
-    `tol`, relative. Returns "" when the claim holds, else the reason.
+    `tol`, relative to the objective's size at the point. Returns "" when the claim
+    holds, else the reason.
     """
     claimed = sol.objective
     if claimed is None or not math.isfinite(claimed):
         return f"the solver's objective is {claimed}"
-    if claimed < -tol * max(1.0, abs(claimed)):
+    scale = objective_scale(checks)
+    if claimed < -tol * scale:
         return f"impossible objective {claimed:.6g} < 0 claimed by the solver"
     recomputed = checks.primal_objective if sol.formulation in PRIMAL_FORMULATIONS else checks.dual_objective
     if not math.isfinite(recomputed):
         return ""
-    if abs(claimed - recomputed) > tol * max(1.0, abs(recomputed)):
+    if abs(claimed - recomputed) > tol * scale:
         return f"the solver's objective {claimed:.6g} differs from the recomputed {recomputed:.6g}"
+    return ""
+
+
+def impossible_claim(claimed: str, primal: bool, hard: bool, C: float) -> str:
+    """Why a solver's infeasible/unbounded claim cannot be true for an SVM formulation ("" if it can).
+
+    A primal SVM objective is >= 0 (never unbounded); alpha = 0 is feasible for a dual
+    (never infeasible); with C finite the soft margin is always feasible and bounded.
+    """
+    if claimed == st.UNBOUNDED and primal:
+        return "a primal SVM objective is >= 0, so it cannot be unbounded"
+    if claimed == st.INFEASIBLE and not primal:
+        return "alpha = 0 is feasible for the dual, so it cannot be infeasible"
+    if claimed in (st.INFEASIBLE, st.UNBOUNDED) and not hard:
+        return f"the soft-margin problem (C = {C:g} > 0 finite) is always feasible and bounded"
     return ""
 
 
@@ -243,7 +335,7 @@ def farkas_check(X: np.ndarray, y: np.ndarray, lam, tol: float = 1e-6, source: s
         cert.note = "sum of lambda is not positive"
         return cert
     lam = lam / total
-    scale = max(1.0, float(np.sqrt((X * X).sum(axis=1)).max()))
+    scale = max(float(np.sqrt((X * X).sum(axis=1)).max()), _TINY)
     cert.lam = lam
     cert.stationarity = float(np.linalg.norm(X.T @ (lam * y))) / scale
     cert.balance = float(abs(y @ lam))
@@ -324,19 +416,13 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
     elif claimed == st.OPTIMAL and sol.decision is not None:
         false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
     if claimed in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT) and math.isfinite(sol.objective) \
-            and sol.objective < -tol * max(1.0, abs(sol.objective)):
+            and sol.objective < -tol * objective_scale(checks):
         # every SVM optimum is >= 0: a negative value returned as a result (e.g. at an iteration limit)
         # is not an estimate of anything
         false_claims.append(f"the backend returned an impossible objective {sol.objective:.6g} < 0 ({claimed})")
 
     # 2. statuses that cannot be true for this formulation
-    impossible = ""
-    if claimed == st.UNBOUNDED and primal:
-        impossible = "a primal SVM objective is >= 0, so it cannot be unbounded"
-    elif claimed == st.INFEASIBLE and not primal:
-        impossible = "alpha = 0 is feasible for the dual, so it cannot be infeasible"
-    elif claimed in (st.INFEASIBLE, st.UNBOUNDED) and not hard:
-        impossible = f"the soft-margin problem (C = {C:g} > 0 finite) is always feasible and bounded"
+    impossible = impossible_claim(claimed, primal, hard, C)
     if impossible:
         sol.status = st.ERROR
         false_claims.append(f"backend failure: it reported {claimed}, but {impossible}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from formulations.model import CvxpyModel
 from solvers import solution as st
+from solvers.profiles import TIME_LIMIT_OPTION
 from solvers.errors import BackendError
 
 # cvxpy's statuses -> the project's. Anything not listed becomes an error.
@@ -57,10 +58,6 @@ def matrix_backend(backend: str, dense: bool) -> dict:
 # the soft primal at n = 1e5 in 0.41-0.49 s against 0.70-0.83 s, the lifted dual 0.40 against
 # 0.54-0.70 s (measured here, repeated).
 CANON_BACKEND = "SCIPY"
-
-# Time-limit option names, where the solver has one.
-TIME_LIMIT_OPTION = {"highs": "time_limit", "scs": "time_limit_secs", "clarabel": "time_limit",
-                     "ipopt": "max_wall_time", "osqp": "time_limit"}
 
 
 def _raw_status(problem) -> str:

@@ -148,7 +148,7 @@ class DirectResult:
 def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
                     time_limit: float | None = None) -> DirectResult:
     """Hand the matrices to the solver (qpsolvers, or cyipopt for Ipopt) and time that call only."""
-    from solvers.cvxpy_layer import TIME_LIMIT_OPTION  # the solvers' own time-limit options
+    from solvers.profiles import TIME_LIMIT_OPTION  # the solvers' own time-limit options
     from solvers.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
 
     if backend not in DIRECT_BACKENDS:
@@ -214,8 +214,7 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
     build_s is the assembly from numpy arrays, solve_s the solver call alone.
     """
     from formulations import validation
-    from solvers.api import _check_C, _recover
-    from solvers.checks import compute_checks, verified_status
+    from solvers.closing import close, resolve_C
     from solvers.profiles import backend_options, get_profile
 
     if K is not None and X is None:
@@ -223,7 +222,7 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
-    C = _check_C(formulation, C)
+    C = resolve_C(formulation, C)
     prof = get_profile(profile)
     start = time.perf_counter()
     asm = assemble(formulation, X, y, C, K=K, L=L, kernel_form=kernel_form)
@@ -237,10 +236,4 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
         extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
         else {"labels": labels.as_dict()},
     )
-    Ku = None
-    if res.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
-        Ku = _recover(sol, named_values(asm, res), formulation, X, y, K, C)
-    checks = compute_checks(sol, X, y, C, K, tol=prof.check_tol, Ku=Ku)
-    sol.checks = checks.as_dict()
-    sol.status = verified_status(res.status, checks)
-    return sol
+    return close(sol, named_values(asm, res), X=X, y=y, C=C, K=K, profile=prof)

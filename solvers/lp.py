@@ -37,13 +37,15 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations import l1_svm, recovery, separability, validation
+from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY
 from solvers import solution as st
+from solvers.closing import HAS_POINT, close_lp
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import backend_options, get_profile
-from solvers.registry import LAYERS, availability, get_backend
+from solvers.registry import LAYERS, availability, check_time_limit, get_backend
 
 LP_FORMULATIONS = (SEPARABILITY, HULL_INTERSECTION, L1_PRIMAL, L1_DUAL)
 
@@ -210,6 +212,11 @@ class LPChecks:
         return asdict(self)
 
 
+def _size(value) -> float:
+    """A scale to divide by: the value itself, kept off zero."""
+    return max(float(value), np.finfo(float).tiny)
+
+
 def count_nonzero(w: np.ndarray, rel_tol: float = NZ_REL_TOL) -> int:
     """Number of w_j with |w_j| > rel_tol * max_k |w_k| (0 for w = 0)."""
     w = np.asarray(w, dtype=float)
@@ -229,8 +236,10 @@ def l1_objectives(X, y, C, w, b, alpha) -> dict:
     out.update(
         dual=float(alpha.sum()),
         corr=corr,
-        dual_infeasibility=float(max(0.0, np.abs(corr).max() - 1.0, -alpha.min(), (alpha - C).max(),
-                                     abs(float(y @ alpha)) / max(1.0, float(np.abs(alpha).max())))),
+        # each on its own scale: |corr_j| <= 1 is dimensionless, alpha against max alpha and C
+        dual_infeasibility=float(max(0.0, np.abs(corr).max() - 1.0, -alpha.min() / _size(np.abs(alpha).max()),
+                                     (alpha - C).max() / C,
+                                     abs(float(y @ alpha)) / _size(np.abs(alpha).sum()))),
     )
     return out
 
@@ -241,7 +250,9 @@ def l1_checks(X, y, C: float, w, b: float, alpha, tol: float, nz_rel_tol: float 
     The primal point is made feasible with xi = hinge (the smallest slacks), so
     its infeasibility is zero by construction; complementarity is
     alpha_i (y_i f_i - 1 + xi_i), (C - alpha_i) xi_i and |w_j| - w_j corr_j, all
-    zero at an optimal pair. Residuals are scaled by max(1, C) so one tol serves any C.
+    zero at an optimal pair. Each residual is relative to the size of what it compares
+    (the gap to P > 0, alpha's terms to max alpha and C, w's to max |w_j|), never to
+    max(1, .), so one tol serves any C and any units of X.
     """
     out = LPChecks()
     if w is None or not np.all(np.isfinite(w)) or not math.isfinite(b):
@@ -259,17 +270,16 @@ def l1_checks(X, y, C: float, w, b: float, alpha, tol: float, nz_rel_tol: float 
     out.dual_objective = obj["dual"]
     out.dual_infeasibility = obj["dual_infeasibility"]
     out.duality_gap = out.primal_objective - out.dual_objective
-    out.rel_duality_gap = abs(out.duality_gap) / max(1.0, abs(out.primal_objective))
-    comp = max(
-        float(np.abs(alpha * (y * f - 1.0 + hinge)).max()),
-        float(np.abs((C - alpha) * hinge).max()),
-        float(np.abs(np.abs(w) - w * obj["corr"]).max()),
+    out.rel_duality_gap = abs(out.duality_gap) / _size(max(out.primal_objective, abs(out.dual_objective)))
+    out.complementarity = max(
+        float(np.abs(alpha * (y * f - 1.0 + hinge)).max()) / _size(np.abs(alpha).max()),
+        float(np.abs((C - alpha) * hinge).max()) / C,
+        float(np.abs(np.abs(w) - w * obj["corr"]).max()) / _size(np.abs(w).max()),
     )
-    out.complementarity = comp / max(1.0, C)
-    sv_tol = 1e-7 * max(1.0, C)
-    out.n_sv = int(np.sum(alpha > sv_tol))
-    out.n_bound_sv = int(np.sum(alpha > C - sv_tol))
-    scaled = {"relative duality gap": out.rel_duality_gap, "dual feasibility": out.dual_infeasibility / max(1.0, C),
+    codes = classify(alpha, y, f, C)
+    out.n_sv = int(np.sum(codes != ZERO))
+    out.n_bound_sv = int(np.sum(codes == AT_BOUND))
+    scaled = {"relative duality gap": out.rel_duality_gap, "dual feasibility": out.dual_infeasibility,
               "complementarity": out.complementarity}
     failed = {k: v for k, v in scaled.items() if not v <= tol}
     out.verified = not failed
@@ -344,6 +354,7 @@ def solve_lp(
         if C is None:
             raise SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
         C = validation.check_C(C)
+    check_time_limit(layer, backend, time_limit)
     prof = get_profile(profile)
     opts = {**backend_options(backend, prof), **method_options(layer, backend, method), **(options or {})}
     adapter = get_backend(layer, backend)
@@ -366,19 +377,14 @@ def solve_lp(
         raw = adapter.solve(model, opts, time_limit)
     except (BackendError, UnsupportedModelError) as exc:
         sol.message, sol.raw_status = str(exc), type(exc).__name__
-        return sol
+        return close_lp(sol, None, C=None)
     sol.solver_status = sol.status = raw.status
     sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
     sol.objective = raw.objective
-    if formulation in (L1_PRIMAL, L1_DUAL) and raw.status in (st.INFEASIBLE, st.UNBOUNDED):
-        # Both LPs are feasible and bounded for every data set and C > 0 (w = 0, b = 0, xi = 1
-        # and alpha = 0 are feasible; the objectives are bounded by 0 and by C l): the claim is wrong.
-        sol.status = st.ERROR
-        sol.message = (f"{backend} claims {formulation} is {raw.status}, but it is feasible and bounded "
-                       f"for any data and C > 0. {sol.message}").strip()
-        return sol
-    if raw.status not in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT):
-        return sol
+    if raw.status not in HAS_POINT:
+        # the 1-norm LPs are feasible and bounded for any data and C > 0 (w = 0, b = 0, xi = 1 and
+        # alpha = 0 are feasible; the objectives lie between 0 and C l): close_lp refutes such claims
+        return close_lp(sol, None, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
 
     if layer == "cvxpy":  # split the adapter's time into cvxpy's compilation and the solver's own
         stats = model.problem.solver_stats
@@ -402,10 +408,7 @@ def solve_lp(
         if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
             sol.decision = X @ sol.w + sol.b
             sol.xi = recovery.slacks(y, sol.decision)
-    sol.checks = checks.as_dict()
-    if raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
-        sol.status = st.OPTIMAL if checks.verified else st.OPTIMAL_INACCURATE
-    return sol
+    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
 
 
 def _finite(a) -> bool:

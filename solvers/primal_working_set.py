@@ -74,22 +74,22 @@ def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
 
 def _subproblem_cvxpy(X, y, C, inside, backend, options, time_limit):
     from formulations import soft_primal
-    from solvers.api import _read_cvxpy
+    from solvers.closing import read_cvxpy
     from solvers.registry import get_backend
 
     model = soft_primal.build_cvxpy(X, y, C, inside=inside)
     raw = get_backend("cvxpy", backend).solve(model, options, time_limit)
-    return _read_cvxpy(model, SOFT_PRIMAL, raw.has_duals), raw.status, raw.message
+    return read_cvxpy(model, SOFT_PRIMAL, raw.has_duals), raw.status, raw.message
 
 
 def _subproblem_pyomo(X, y, C, inside, backend, options, time_limit):
     from formulations import soft_primal
-    from solvers.api import _read_pyomo
+    from solvers.closing import read_pyomo
     from solvers.registry import get_backend
 
     model = soft_primal.build_pyomo(X, y, C, inside=inside)
     raw = get_backend("pyomo", backend).solve(model, options, time_limit)
-    return _read_pyomo(model, SOFT_PRIMAL), raw.status, raw.message
+    return read_pyomo(model, SOFT_PRIMAL), raw.status, raw.message
 
 
 SUBSOLVERS = {"direct": _subproblem_direct, "cvxpy": _subproblem_cvxpy, "pyomo": _subproblem_pyomo}
@@ -202,8 +202,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     solve_s the time inside them (the restricted models' build, solve and read-back).
     """
     from formulations import validation
-    from solvers.api import _recover
-    from solvers.checks import compute_checks, verified_status
+    from solvers.closing import close
     from solvers.profiles import get_profile
 
     X, y, labels = validation.check_data(X, y)
@@ -224,11 +223,6 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
                 "working_set": res.working_set},
     )
     values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}
-    if res.alpha is not None:
+    if values and res.alpha is not None:
         values["alpha"] = res.alpha
-    if values:
-        _recover(sol, values, SOFT_PRIMAL, X, y, None, C)
-    checks = compute_checks(sol, X, y, C, None, tol=prof.check_tol)
-    sol.checks = checks.as_dict()
-    sol.status = verified_status(status, checks)
-    return sol
+    return close(sol, values, X=X, y=y, C=C, profile=prof)

@@ -43,6 +43,12 @@ SCALE_OVERRIDES = {
 }
 
 
+# Time-limit option names, where the solver has one (qpsolvers and cvxpy pass them through).
+# PIQP and ProxQP have none: solvers.registry.check_time_limit refuses a time limit for them.
+TIME_LIMIT_OPTION = {"highs": "time_limit", "scs": "time_limit_secs", "clarabel": "time_limit",
+                     "ipopt": "max_wall_time", "osqp": "time_limit", "daqp": "time_limit"}
+
+
 def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]

@@ -17,6 +17,7 @@ import numpy as np
 
 from solvers import solution as st
 from solvers.errors import BackendError
+from solvers.profiles import TIME_LIMIT_OPTION
 from solvers.pyomo_standard_form import StandardQP, from_pyomo, load_into_pyomo
 
 # Backend name -> (qpsolvers name, module that must import, distribution for the version).
@@ -142,6 +143,10 @@ class PyomoQPBackend:
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
         qp = from_pyomo(model)
+        if time_limit is not None and self.name in TIME_LIMIT_OPTION:
+            # the solver's own limit; solvers.api refuses a limit for PIQP and ProxQP, while the working
+            # sets call adapters directly and check the clock between their (small) subproblems
+            options = {**options, TIME_LIMIT_OPTION[self.name]: float(time_limit)}
         start = time.perf_counter()
         try:
             sol = solve_standard_qp(qp, QPSOLVERS_BACKENDS[self.name][0], options)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from functools import cache
 
+from formulations.errors import SVMInputError
 from solvers.cvxpy_layer import CvxpyBackend
 from solvers.errors import BackendUnavailableError
 from solvers.pyomo_highs import PyomoHighsBackend
 from solvers.pyomo_ipopt import PyomoIpoptBackend
+from solvers.profiles import TIME_LIMIT_OPTION
 from solvers.pyomo_qp import PyomoQPBackend
 
 LAYERS = ("pyomo", "cvxpy")
@@ -50,6 +52,21 @@ def get_backend(layer: str, name: str):
         usable = ", ".join(f"{lay}/{nam}" for lay, nam in available_backends()) or "none"
         raise BackendUnavailableError(f"backend {layer}/{name} is not available ({reason}). Available here: {usable}")
     return BACKENDS[(layer, name)]
+
+
+def takes_time_limit(layer: str, name: str) -> bool:
+    """Whether the backend stops itself at a time limit (HiGHS and Ipopt in both layers, and the
+    solvers with a time-limit option of their own); PIQP and ProxQP have none."""
+    return name in ("highs", "ipopt") or name in TIME_LIMIT_OPTION
+
+
+def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
+    """Refuse a time limit the backend cannot honour, before any model is built."""
+    if time_limit is not None and not takes_time_limit(layer, name):
+        raise SVMInputError(
+            f"time_limit: {layer}/{name} has no time limit of its own, so it cannot stop at {time_limit:g} s; "
+            f"leave time_limit unset, or run it through python -m experiments.run --timeout, which kills "
+            f"the worker process at the limit")
 
 
 def backend_table() -> list[dict]:

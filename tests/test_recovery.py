@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from experiments.datasets import overlapping
-from formulations.recovery import B_FREE_SV, B_INTERVAL, primal_objective, recover_bias, weights_from_alpha
+from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, primal_objective, recover_bias,
+                                   weights_from_alpha)
 from solvers.api import solve
 
 
@@ -53,12 +54,13 @@ def test_interval_rule_branches_by_hand():
 
 
 def test_free_support_vectors_average():
+    """Two free points on their margins (y f = 1 at b = 0.3) and one far outside with alpha = 0."""
     y = np.array([1.0, -1.0, 1.0])
     alpha = np.array([0.5, 0.5, 0.0])
-    g = np.array([0.2, 0.4, 5.0])
+    g = np.array([0.7 + 1e-3, -1.3 - 1e-3, 5.0])  # the two margins disagree by 2e-3 (a solver's rounding)
     est = recover_bias(alpha, y, g, C=1.0)
     assert est.rule == B_FREE_SV and est.n_free == 2
-    assert est.b == pytest.approx(np.mean([1 - 0.2, -1 - 0.4]))
+    assert est.b == pytest.approx(np.mean([1 - g[0], -1 - g[1]]))
 
 
 def test_hard_margin_alpha_has_no_upper_bound():
@@ -73,13 +75,34 @@ def test_weights_from_alpha():
 
 
 def test_multiplier_left_just_off_its_bound_barely_moves_b():
-    """An interior-point zero (alpha = 1e-6) whose point is far from the margin must not drag b*."""
+    """An interior-point zero (alpha = 1e-6) whose point is far from the margin is at zero, not free."""
     y = np.array([1.0, -1.0, 1.0])
     alpha = np.array([0.5, 0.5, 1e-6])
-    g = np.array([0.2, 0.4, 5.0])  # point 2 is far outside: y - g = -4
-    est = recover_bias(alpha, y, g, C=1.0, tol=1e-7)
-    assert est.n_free == 3
-    assert est.b == pytest.approx(np.mean([1 - 0.2, -1 - 0.4]), abs=1e-5)
+    g = np.array([0.7, -1.3, 5.0])  # point 2 is far outside: y - g = -4
+    est = recover_bias(alpha, y, g, C=1.0)
+    assert est.n_free == 2
+    assert est.b == pytest.approx(0.3, abs=1e-12)
+
+
+def test_alpha_at_a_tiny_C_is_at_the_bound_and_b_is_the_interval_midpoint():
+    """C = 1e-5, every alpha at C (a solver leaves them 1e-6 of C off): no free point, midpoint rule."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    C = 1e-5
+    alpha = C * np.array([1 - 1e-6, 1 - 3e-6, 1 - 2e-6, 1 - 1e-6])
+    g = np.array([1e-6, -2e-6, 3e-6, -1e-6])  # every point inside its margin
+    est = recover_bias(alpha, y, g, C)
+    assert est.rule == B_INTERVAL and est.n_free == 0
+    assert est.lower == pytest.approx(-1 + 1e-6, abs=1e-12) and est.upper == pytest.approx(1 - 1e-6, abs=1e-12)
+    assert est.b == pytest.approx(0.5 * (est.lower + est.upper))
+
+
+def test_small_alphas_at_a_huge_C_are_support_vectors():
+    """C = 1e10 with alpha ~ 1: relative to max alpha, not to C (the estimator's n_support_ was [0, 0])."""
+    y = np.array([1.0, -1.0, 1.0])
+    alpha = np.array([5.0, 5.0, 0.0])
+    f = np.array([1.0, -1.0, 3.0])
+    codes = classify(alpha, y, f, 1e10)
+    assert codes.tolist() == [FREE, FREE, ZERO]
 
 
 def test_kernel_dual_bias_from_interior_point_solvers_is_verified():

@@ -1,0 +1,194 @@
+"""The closing step every solve path shares: read back, recover, check, review, withhold.
+
+Whatever produced the point (a Pyomo or cvxpy model through any backend, the solver-alone
+path of solvers.algorithms.direct, a working set, a benchmark or a C path), it becomes a
+`Solution` here and only here, so every path gets the same verification:
+
+    read_model   the variables and the named constraints' multipliers of a solved model
+    recover      w*, b*, xi*, alpha* and the decision values (formulations.recovery)
+    close        compute_checks -> verified_status -> review (false claims refuted)
+                 -> w, b back in the original units -> withhold_unverified
+    close_lp     the same last steps for the LPs (their own checks, solvers.lp)
+
+A path that cannot be verified says so in its status: `optimal` needs the project's checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyomo.environ as pyo
+
+from formulations import recovery, validation
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
+from solvers import solution as st
+from solvers.checks import compute_checks, impossible_claim, review, verified_status, withhold_unverified
+from solvers.profiles import Profile
+
+
+def resolve_C(formulation: str, C) -> float:
+    """C for a formulation: inf for the hard margin (and the dual without C), else checked > 0."""
+    if formulation == HARD_PRIMAL:
+        return math.inf
+    if C is None:
+        if formulation == DUAL:
+            return math.inf  # the hard-margin dual (Example 5.2)
+        raise validation.SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
+    return validation.check_C(C, allow_infinite=formulation in (DUAL, KERNEL_DUAL))
+
+
+def _values(component) -> np.ndarray:
+    """The values of an indexed variable in index order (None -> nan), one attribute read each."""
+    return np.array([v.value for v in component.values()], dtype=float)
+
+
+def read_pyomo(model, formulation: str) -> dict:
+    out = {}
+    for name in ("w", "xi", "alpha"):
+        if hasattr(model, name):
+            out[name] = _values(getattr(model, name))
+    if hasattr(model, "b"):
+        value = pyo.value(model.b, exception=False)
+        out["b"] = math.nan if value is None else float(value)  # b* = 0 is a valid answer
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
+        duals = [model.dual.get(model.margin[i]) for i in model.I]
+        if all(d is not None for d in duals):
+            out["alpha"] = np.array(duals, dtype=float)  # d obj / d rhs of a >= row of a min: alpha_i >= 0
+    balance = getattr(model, "balance", None)
+    if balance is not None:
+        row = balance[0] if balance.is_indexed() else balance  # a one-row matrix_rows, or a Constraint
+        if model.dual.get(row) is not None:
+            out["b_multiplier"] = float(model.dual[row])  # d max / d rhs of sum alpha_i y_i = 0: b*
+    return out
+
+
+def read_cvxpy(model: CvxpyModel, formulation: str, has_duals: bool) -> dict:
+    out = {}
+    for name, var in model.variables.items():
+        if var.value is not None:
+            out[name] = float(var.value) if name == "b" else np.asarray(var.value, dtype=float).ravel()
+    if has_duals:
+        margin = model.constraints.get("margin")
+        if margin is not None and margin.dual_value is not None:
+            out["alpha"] = np.asarray(margin.dual_value, dtype=float).ravel()
+        balance = model.constraints.get("balance")
+        if balance is not None and balance.dual_value is not None:
+            out["b_multiplier"] = float(np.asarray(balance.dual_value).ravel()[0])
+    return out
+
+
+def read_model(model, layer: str, formulation: str, has_duals: bool = True) -> dict:
+    """The point and multipliers of a solved model of either layer, by the formulation's names."""
+    return read_pyomo(model, formulation) if layer == "pyomo" else read_cvxpy(model, formulation, has_duals)
+
+
+def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
+             Ku: np.ndarray | None = None) -> np.ndarray | None:
+    """Fill w, b, xi, alpha and the decision values from what the solver returned.
+
+    For the kernel dual, f(x_i) - b = (K u)_i with u = y * alpha; `Ku` is that
+    vector if the caller has it already (else it is computed here). Returns K u
+    (None for the other formulations or without a point), for compute_checks(Ku=...).
+    """
+    if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
+        if "w" not in values or not np.all(np.isfinite(values["w"])):
+            return None
+        sol.w, sol.b, sol.b_rule = values["w"], values["b"], "primal_variable"
+        sol.decision = X @ sol.w + sol.b
+        sol.alpha = values.get("alpha")
+        sol.xi = recovery.slacks(y, sol.decision)
+        return None
+    alpha = values.get("alpha")
+    if alpha is None or not np.all(np.isfinite(alpha)):
+        return None
+    sol.alpha = alpha
+    sol.b_multiplier = values.get("b_multiplier", math.nan)
+    if formulation == DUAL:
+        sol.w = recovery.weights_from_alpha(X, y, alpha)
+        g = X @ sol.w
+    else:
+        g = K @ (y * alpha) if Ku is None else Ku
+    bias = recovery.recover_bias(alpha, y, g, C)
+    sol.b, sol.b_rule = bias.b, bias.rule
+    sol.extras.update(b_lower=bias.lower, b_upper=bias.upper, n_free_sv=bias.n_free)
+    sol.decision = g + sol.b
+    sol.xi = recovery.slacks(y, sol.decision)
+    return g if formulation == KERNEL_DUAL else None
+
+
+HAS_POINT = (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT)
+
+
+def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
+          K: np.ndarray | None = None, Ku: np.ndarray | None = None, candidate=None,
+          standardizer=None) -> st.Solution:
+    """Recover the point from `values`, check it, refute false claims, and withhold what is unverified.
+
+    `sol` carries the solver's claim (`solver_status`); its `status` becomes `optimal` only when
+    the checks pass. `values` are the formulation's named variables and multipliers (read_model,
+    or an algorithm's own arrays); None or {} when the solver returned no point. `candidate`:
+    a hard-margin Farkas certificate or ray to check when there is no optimum. `standardizer`:
+    w*, b* are mapped back to the original units after the checks (on the solved data).
+    """
+    kernel = sol.formulation == KERNEL_DUAL
+    if values and sol.solver_status in HAS_POINT:
+        Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
+    checks = compute_checks(sol, X, y, C, K if kernel else None, tol=profile.check_tol, Ku=Ku)
+    sol.checks = checks.as_dict()
+    sol.status = verified_status(sol.solver_status, checks)
+    review(sol, checks, X, y, C, K if kernel else None, tol=profile.check_tol, candidate=candidate)
+    if standardizer is not None and sol.w is not None:
+        # The classifier found on standardized data, expressed in the original units.
+        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b)
+        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    withhold_unverified(sol)
+    mark_indefinite(sol)
+    return sol
+
+
+def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:
+    """The LPs' closing step: impossible claims refuted, `optimal` only when `checks` verified the point."""
+    claimed = sol.solver_status
+    # the 1-norm SVM LPs (C given) are feasible and bounded for any data and C > 0, like the soft margin
+    impossible = impossible_claim(claimed, primal=True, hard=False, C=C) if C is not None else ""
+    if impossible:
+        sol.status = st.ERROR
+        sol.message = f"backend failure: it reported {claimed}, but {impossible}. {sol.message}".strip()
+    elif checks is not None:
+        sol.checks = checks.as_dict()
+        sol.status = verified_status(claimed, checks)
+    withhold_unverified(sol)
+    return sol
+
+
+def mark_indefinite(sol: st.Solution) -> None:
+    """A kernel dual solved with allow_indefinite=True on a non-PSD K says so."""
+    if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):
+        return
+    sol.extras["indefinite_kernel"] = True
+    note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
+            f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
+            f"certified as a global optimum")
+    sol.message = f"{note}; {sol.message}" if sol.message else note
+
+
+def certificate_candidate(model, layer: str, formulation: str):
+    """What the backend left for a hard margin without an optimum: the margin rows'
+    multipliers of the primal (a Farkas certificate) or alpha of the dual (a ray)."""
+    try:
+        if layer == "pyomo":
+            if formulation == HARD_PRIMAL:
+                values = [model.dual.get(model.margin[i]) for i in model.I]
+                return None if any(v is None for v in values) else np.array(values, dtype=float)
+            values = _values(model.alpha)
+        elif formulation == HARD_PRIMAL:
+            values = model.constraints["margin"].dual_value
+        else:
+            values = model.variables["alpha"].value
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=float).ravel()
+    return values if np.all(np.isfinite(values)) else None

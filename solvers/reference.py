@@ -1,0 +1,280 @@
+"""The exact optimum next to a returned point: what the checks measure the point against.
+
+A solver's point is accurate to its tolerance at best. To say how far it is from the
+optimum, the project computes the optimum itself from the point's active set and proves
+it: every alpha_i is placed at zero, free or at C (formulations.recovery.classify), the
+free ones and b are solved from the KKT equations
+
+    y_i f(x_i) = 1   for free i,        sum_i alpha_i y_i = 0,
+    f(x) = sum_{j free} alpha_j y_j K(x_j, x) + C sum_{j at C} y_j K(x_j, x) + b
+
+(one dense solve of size |free| + 1), and the result is accepted only if it satisfies
+every KKT condition to rounding: 0 <= alpha <= C, y_i f_i >= 1 where alpha_i = 0,
+y_i f_i <= 1 where alpha_i = C. A point that does is the optimum (the KKT conditions are
+sufficient for a convex QP), so the distance to it is the returned point's true error.
+A wrong guess of the sets is corrected a few times (points that break their condition
+move to the free set, free alphas that leave [0, C] move to their bound): the primal-dual
+active-set method, which converges in a few rounds from a point near the optimum.
+
+When no proof is found (too many free points to solve for, or the sets do not settle),
+`gap_bound` gives a rigorous but weaker bound from the duality gap of feasible points:
+for P(w, b) = 1/2 ||w||^2 + convex, P(w, b) - P* >= 1/2 ||w - w*||^2, so
+|f(x_i) - f*(x_i)| <= sqrt(K_ii) sqrt(2 (P - D)) plus the error in b.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
+
+#: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
+#: and relative to the size of alpha: far below every profile's tolerance (1e-4, 1e-6).
+POLISH_TOL = 1e-8
+#: Largest free set solved for densely ((|F|+1)^2 doubles; 4,000 -> 128 MB, ~1 s).
+MAX_FREE = 4000
+#: A point this close to its margin (margin units) may be freed when the sets do not balance.
+ON_MARGIN = 1e-6
+ROUNDS = 12
+
+
+class Gram:
+    """K through what the formulation has: the data X (K = X X') or a kernel matrix K."""
+
+    def __init__(self, X: np.ndarray | None, K: np.ndarray | None):
+        self.X, self.K = X, K
+
+    def columns(self, J: np.ndarray) -> np.ndarray:
+        return self.K[:, J] if self.K is not None else self.X @ self.X[J].T
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """K u, touching only the columns where u is nonzero."""
+        nz = np.flatnonzero(u)
+        if self.K is not None:
+            return self.K[:, nz] @ u[nz]
+        return self.X @ (self.X[nz].T @ u[nz])
+
+    def max_diagonal(self) -> float:
+        if self.K is not None:
+            return float(np.max(np.diag(self.K)))
+        return float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
+
+
+@dataclass
+class Reference:
+    ok: bool
+    reason: str = ""
+    alpha: np.ndarray | None = None
+    g: np.ndarray | None = None  # f(x_i) - b at the optimum
+    b: float = math.nan
+    b_lower: float = math.nan  # the optimal b's (one value when a free point pins b)
+    b_upper: float = math.nan
+    objective: float = math.nan  # P* = D*
+    rounds: int = 0
+    w: np.ndarray | None = None  # w* (linear formulations)
+
+
+def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.ndarray) -> Reference:
+    """The optimum proved from the active set of (alpha, decision), or ok=False with the reason.
+
+    Two starting guesses of the sets: `classify`'s, then (near-degenerate data, where every point
+    is within 1e-4 of its margin and the free ones cannot be told apart) each alpha rounded to its
+    nearer bound. The first that proves an optimum wins.
+    """
+    codes = classify(alpha, y, decision, C)
+    first = _polish_from(gram, y, C, alpha, codes)
+    if first.ok or not math.isfinite(C):
+        return first
+    rounded = np.where(np.asarray(alpha) >= 0.5 * C, AT_BOUND, ZERO).astype(codes.dtype)
+    second = _polish_from(gram, y, C, alpha, rounded)
+    return second if second.ok else first
+
+
+def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
+    soft = math.isfinite(C)
+    scale = C if soft else max(float(np.max(alpha)), np.finfo(float).tiny)
+    for rounds in range(1, ROUNDS + 1):
+        free = np.flatnonzero(codes == FREE)
+        if free.size > MAX_FREE:
+            return Reference(False, f"{free.size} free points (more than {MAX_FREE} to solve for)", rounds=rounds)
+        a, g, b, w = _solve_sets(gram, y, C, codes, free)
+        if a is None:  # no point free and the bound ones do not balance: free the points that pin b
+            t = y - g
+            lo, hi = hinge_argmin(y, g)
+            pins = np.isclose(t, lo, rtol=0, atol=POLISH_TOL) | np.isclose(t, hi, rtol=0, atol=POLISH_TOL)
+            if not pins.any():
+                return Reference(False, "the bound points do not balance and no point pins b", rounds=rounds)
+            codes = codes.copy()
+            codes[pins] = FREE
+            continue
+        lo, hi = hinge_argmin(y, g)
+        b = float(np.clip(b, lo, hi)) if free.size else _middle(lo, hi)
+        r = y * (g + b) - 1.0
+        eps = POLISH_TOL + 1e-13 * float(np.max(np.abs(g)))
+        moves = _violations(codes, a, r, C, scale, eps)
+        balance = abs(float(y @ a)) <= POLISH_TOL * max(float(a.sum()), np.finfo(float).tiny)
+        if not moves.any() and balance:
+            u = y * a
+            ww = float(w @ w) if w is not None else float(u @ g)
+            objective = 0.5 * ww + (C * float(np.maximum(0.0, -r).sum()) if soft else 0.0)
+            return Reference(True, "KKT conditions hold", a, g, b, lo, hi, objective, rounds, w)
+        if not moves.any():
+            # the sets satisfy every condition but the balance: a bound point that sits on its margin
+            # must be free (near-degenerate data: w* near 0, every point within 1e-4 of its margin)
+            moves = (codes != FREE) & (np.abs(r) <= ON_MARGIN)
+            if not moves.any():
+                return Reference(False, "the balance sum alpha_i y_i = 0 fails on the polished sets", rounds=rounds)
+        codes = _move(codes, moves, a, r, C)
+    return Reference(False, f"the active sets did not settle in {ROUNDS} rounds", rounds=ROUNDS)
+
+
+def _solve_sets(gram: Gram, y, C, codes, free):
+    """alpha, g = f - b, b and w (linear) with alpha = C at AT_BOUND, 0 at ZERO, the free ones from KKT."""
+    n = len(y)
+    a = np.zeros(n)
+    bound = np.flatnonzero(codes == AT_BOUND) if math.isfinite(C) else np.zeros(0, dtype=int)
+    a[bound] = C
+    balance_rhs = -C * float(y[bound].sum()) if bound.size else 0.0
+    if free.size == 0:
+        g = gram.times(y * a) if bound.size else np.zeros(n)
+        w = gram.X.T @ (y * a) if gram.X is not None else None
+        ok = abs(balance_rhs) <= POLISH_TOL * max(C * bound.size, np.finfo(float).tiny)
+        return (a, g, math.nan, w) if ok else (None, g, math.nan, w)
+    if gram.X is not None and gram.X.shape[1] + free.size < MAX_FREE:
+        return _solve_primal_form(gram.X, y, C, a, bound, free, balance_rhs)
+    g = gram.times(y * a) if bound.size else np.zeros(n)
+    KF = gram.columns(free)
+    yF = y[free]
+    m = free.size
+    M = np.zeros((m + 1, m + 1))
+    M[:m, :m] = (yF[:, None] * KF[free]) * yF[None, :]
+    M[:m, m] = yF
+    M[m, :m] = yF
+    rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
+    x = _equilibrated_solve(M, rhs)
+    if not _in_bounds(x[:m], C):  # a singular system (duplicate points): a solution inside [0, C]
+        lower = np.append(np.zeros(m), -np.inf)
+        upper = np.append(np.full(m, C if math.isfinite(C) else np.inf), np.inf)
+        x = lsq_linear(M, rhs, bounds=(lower, upper), method="bvls").x
+    a[free] = x[:m]
+    return a, g + KF @ (yF * a[free]), float(x[m]), None
+
+
+def _solve_primal_form(X, y, C, a, bound, free, balance_rhs):
+    """The KKT equations in (w, b, alpha_F), without forming X X' (which loses a feature that is
+    1e8 times smaller than another to rounding):
+
+        w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
+    """
+    d, m = X.shape[1], free.size
+    XF, yF = X[free], y[free]
+    M = np.zeros((d + m + 1, d + 1 + m))
+    M[:d, :d] = np.eye(d)
+    M[:d, d + 1:] = -(XF * yF[:, None]).T
+    M[d:d + m, :d] = XF * yF[:, None]
+    M[d:d + m, d] = yF
+    M[d + m, d + 1:] = yF
+    w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
+    rhs = np.concatenate([w_bound, np.ones(m), [balance_rhs]])
+    z = _equilibrated_solve(M, rhs, singular=m > d + 1)
+    w, b = z[:d], float(z[d])
+    a_free = z[d + 1:]
+    if not _in_bounds(a_free, C):
+        # more free points than d + 1 (w* near 0 at a tiny C, say): w and b are pinned, alpha_F is
+        # not; one inside [0, C] from the stationarity and balance rows, by bounded least squares
+        A = np.vstack([(XF * yF[:, None]).T, yF[None, :]])
+        upper = C if math.isfinite(C) else np.inf
+        a_free = lsq_linear(A, np.concatenate([w - w_bound, [balance_rhs]]), bounds=(0.0, upper), method="bvls").x
+    a[free] = a_free
+    return a, X @ w, b, w
+
+
+def _in_bounds(a: np.ndarray, C: float) -> bool:
+    top = C if math.isfinite(C) else max(float(np.max(np.abs(a))), np.finfo(float).tiny)
+    return bool(np.all(np.isfinite(a)) and a.min() >= -POLISH_TOL * top and a.max() <= top * (1 + POLISH_TOL))
+
+
+def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False) -> np.ndarray:
+    """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
+    orders of magnitude give a system that is badly scaled, not badly conditioned."""
+    r = np.ones(M.shape[0])
+    c = np.ones(M.shape[1])
+    A = M.copy()
+    for _ in range(5):
+        row = np.sqrt(np.max(np.abs(A), axis=1))
+        col = np.sqrt(np.max(np.abs(A), axis=0))
+        row[row == 0] = 1.0
+        col[col == 0] = 1.0
+        A /= row[:, None]
+        A /= col[None, :]
+        r /= row
+        c /= col
+    if not singular:
+        try:
+            return c * np.linalg.solve(A, r * rhs)
+        except np.linalg.LinAlgError:
+            pass
+    return c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
+
+
+def _violations(codes, a, r, C, scale, eps) -> np.ndarray:
+    """Points whose KKT condition fails at the polished point."""
+    upper = C * (1 + eps) if math.isfinite(C) else math.inf
+    return (((codes == ZERO) & (r < -eps)) | ((codes == AT_BOUND) & (r > eps))
+            | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > eps))))
+
+
+def _move(codes, moves, a, r, C):
+    new = codes.copy()
+    new[moves & (codes != FREE)] = FREE
+    new[moves & (codes == FREE) & (a < 0)] = ZERO
+    new[moves & (codes == FREE) & (a > C)] = AT_BOUND
+    return new
+
+
+def _middle(lo: float, hi: float) -> float:
+    if math.isfinite(lo) and math.isfinite(hi):
+        return 0.5 * (lo + hi)
+    return lo if math.isfinite(lo) else hi
+
+
+def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndarray, b: float, ww: float) -> float:
+    """A rigorous bound on max_i |f(x_i) - f*(x_i)| from feasible points' duality gap (margin units).
+
+    The dual point is alpha clipped to [0, C] with the larger class scaled down until
+    sum alpha_i y_i = 0; the primal point is (w, b) with its best slacks, scaled by 1/m
+    for the hard margin when its smallest y_i f_i = m < 1 (then feasible). inf when no
+    feasible primal is at hand (hard margin, m <= 0). g = f - b at the point, ww = ||w||^2.
+    The bound on g is doubled for b: the optimal b's move with g by at most as much.
+    """
+    a = np.clip(alpha, 0.0, C if math.isfinite(C) else None)
+    pos, neg = y > 0, y < 0
+    sp, sn = a[pos].sum(), a[neg].sum()
+    if sp > sn:
+        a[pos] *= sn / sp
+    elif sn > sp:
+        a[neg] *= sp / sn
+    u = y * a
+    dual = float(a.sum()) - 0.5 * float(u @ gram.times(u))
+    ww = max(ww, 0.0)
+    f = g + b
+    if math.isfinite(C):
+        primal, shift = 0.5 * ww + C * float(np.maximum(0.0, 1.0 - y * f).sum()), 0.0
+    else:
+        m = float(np.min(y * f))
+        if not m > 0:
+            return math.inf
+        m = min(m, 1.0)
+        primal = 0.5 * ww / m ** 2
+        shift = float(np.max(np.abs(f))) * (1.0 / m - 1.0)  # moving to the feasible (w/m, b/m)
+    gap = max(primal - dual, 0.0)
+    return 2.0 * (math.sqrt(gram.max_diagonal()) * math.sqrt(2.0 * gap) + shift) + _b_slack(y, g, b)
+
+
+def _b_slack(y, g, b) -> float:
+    lo, hi = hinge_argmin(y, g)
+    return max(lo - b, b - hi, 0.0)
