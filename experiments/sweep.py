@@ -86,7 +86,7 @@ class Task:
     y: np.ndarray = field(repr=False)
     label_map: dict = field(default_factory=dict)
     timeout: float | None = None
-    fault: str = ""  # testing aid: "raise", "crash", "exit", "sleep:S"
+    fault: str = ""  # testing aid: "raise", "crash", "exit", "sleep:S", "hang:PATH"
     run_id: str = ""
     method: str | None = None  # HiGHS's LP method ("simplex" / "ipm") for an LP task; None otherwise
     separable: bool | None = None  # a hard-margin task: the verdict of the separability check on its data
@@ -229,7 +229,12 @@ def _inject(fault: str) -> None:
     if kind == "sleep":
         time.sleep(float(arg or 3600))
         return
-    raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S")
+    if kind == "hang":  # announce (touch PATH) that the worker is inside its task, then wait to be killed
+        with open(arg, "w"):
+            pass
+        signal.pause()
+        return
+    raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S, hang:PATH")
 
 
 def _linear_w(task: Task, alpha) -> np.ndarray | None:

@@ -337,32 +337,26 @@ def _run(sweep, tasks, tmp_path, killer=None) -> dict:
 
 
 def test_a_worker_killed_mid_solve_loses_no_other_row(sweep, tmp_path):
-    """SIGKILL the process of a long solve while it runs: that row says so, every other row is there."""
-    long = overlapping(2000, d=20, seed=0)  # pyomo/highs needs minutes for this soft margin
-    # its timeout only bounds the test if the kill below never happens (then the test fails)
-    tasks = [_task(sweep, 0, layer="pyomo", backend="highs", ds=long, C=1.0, timeout=90.0),
+    """SIGKILL the process of a solve while it runs: that row says so, every other row is there.
+
+    The victim hangs inside its task (fault ``hang``) after touching a marker file, so the kill
+    happens on an event, never on a guess of how long a solve takes."""
+    marker = tmp_path / "inside-the-task"
+    tasks = [_task(sweep, 0, layer="pyomo", backend="highs", fault=f"hang:{marker}"),
              _task(sweep, 1), _task(sweep, 2, formulation="dual"), _task(sweep, 3, layer="pyomo", backend="piqp")]
     killed = []
 
     def killer():
-        import psutil
-
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with sweep._LIVE_LOCK:
-                procs = list(sweep._LIVE)
-            for proc in procs:
-                try:
-                    if psutil.Process(proc.pid).cpu_times().user > 1.0:  # well into model build / solve
-                        os.kill(proc.pid, signal.SIGKILL)
-                        killed.append(proc.pid)
-                        return
-                except (psutil.NoSuchProcess, ValueError):
-                    pass
-            time.sleep(0.1)
+        while not marker.exists():  # bounded by the sweep: the victim runs first, with workers=1
+            time.sleep(0.01)
+        with sweep._LIVE_LOCK:
+            procs = list(sweep._LIVE)
+        for proc in procs:
+            os.kill(proc.pid, signal.SIGKILL)
+            killed.append(proc.pid)
 
     rows = _run(sweep, tasks, tmp_path, killer)
-    assert killed, "the long solve finished before it could be killed"
+    assert killed, "no live worker found once the victim had announced itself"
     assert set(rows) == {t.key for t in tasks}  # rows lost: 0
     dead = rows[tasks[0].key]
     assert dead["status"] == st.ERROR and "SIGKILL" in dead["error"]
