@@ -23,7 +23,7 @@ from experiments.datasets import example_5_1, exercise_5_4, gendata, nonlinear, 
 from formulations.kernels import Kernel, gram
 from formulations.scaling import BadScalingWarning
 from solvers import solution as st
-from solvers.checks import w_scale
+from solvers.checks import decision_scale, w_scale
 from solvers.api import solve
 from solvers.profiles import get_profile
 from solvers.reference import Gram, Reference, polish
@@ -93,10 +93,10 @@ def reference(p: Problem) -> Reference:
 
 def errors(sol: st.Solution, ref: Reference, p: Problem) -> dict:
     """The row's distance to the reference: objective (relative), w (relative to solvers.checks.w_scale),
-    b and f (relative to max(1, max |f*|): f is unitless, its margin is y f = 1)."""
+    b and f (relative to max |f*|, solvers.checks.decision_scale)."""
     if sol.decision is None or not math.isfinite(sol.b):
         return {"err_objective": math.nan, "err_w": math.nan, "err_b": math.nan, "err_f": math.nan}
-    scale = max(1.0, float(np.max(np.abs(ref.g + ref.b))))
+    scale = decision_scale(ref.g + ref.b)
     err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / scale
     w_ref = ref.w if ref.w is not None else (p.X.T @ (p.y * ref.alpha) if p.formulation != "kernel_dual" else None)
     return {

@@ -69,7 +69,8 @@ def explicit_map_duality(
 
     primal, dual: (layer, backend) of each solve. P_star is the primal's objective
     and D_star the dual's, both recomputed by the project at the returned points
-    (Solution.checks); gap = P_star - D_star, rel_gap = |gap| / max(1, |P_star|).
+    (Solution.checks); gap = P_star - D_star, rel_gap = |gap| / P_star (P_star > 0 for
+    every SVM with both classes).
     Decision values: Phi(x) w + b from the primal, sum_i alpha_i y_i K(x_i, x) + b
     from the dual (support vectors only), at X and at X_new if given.
     """
@@ -92,7 +93,7 @@ def explicit_map_duality(
         "primal_formulation": PRIMAL_LABEL, "primal_layer": primal[0], "primal_backend": primal[1],
         "dual_formulation": "kernel_dual", "dual_layer": dual[0], "dual_backend": dual[1],
         "P_star": P_star, "D_star": D_star, "gap": gap,
-        "rel_gap": abs(gap) / max(1.0, abs(P_star)) if math.isfinite(gap) else math.nan,
+        "rel_gap": abs(gap) / abs(P_star) if math.isfinite(gap) and P_star != 0 else math.nan,
         "n_features": Phi.shape[1], "b_primal": p.b, "b_dual": d.b, "b_diff": abs(p.b - d.b),
         "max_decision_diff": math.nan, "max_decision_diff_new": math.nan,
         "primal_status": p.status, "dual_status": d.status,

@@ -7,8 +7,8 @@ r"""1-norm vs 2-norm SVM on the same data, and the LP timings.
 The 1-norm penalty puts the optimum at a vertex where most w_j are exactly 0
 (features dropped); the 2-norm penalty shrinks every w_j but zeroes none.
 `compare_l1_l2` returns one row per model: accuracy, nonzero weights (counted
-as |w_j| > nz_rel_tol * max_k |w_k|), support vectors (alpha_i > 1e-7 max(1, C)
-for the LP, the project's support tolerance for the QP) and times.
+as |w_j| > nz_rel_tol * max_k |w_k|), support vectors (alpha_i not at 0 by the LP checks'
+bound classification, solvers.lp.l1_checks, for the LP; the project's support tolerance for the QP) and times.
 
 `lp_timings` measures build and solve times of the two LPs through HiGHS
 (simplex and interior point) in both layers, for the scaling benchmark.

@@ -20,7 +20,7 @@ for X in metres or in millimetres, for C = 1e-5 or 1e10, for n = 10 or 10^6:
   the gap              |P - D| relative to P (P > 0 for every SVM with both classes)
   the point itself     the objective relative to P*, w relative to ||w*||, every decision value
                        f(x_i) and b (inside the interval of optimal b's, seed 000's rule) relative
-                       to max(1, max |f*|) (f is unitless: every SVM puts its margin at y f = 1),
+                       to max_i |f*(x_i)| (at a tiny C every |f*| is far below the margin's 1),
                        against the optimum the project computes and proves from the point's
                        active set (solvers.reference.polish); where no proof is found, a rigorous
                        bound from the gap of feasible points must be within tol instead.
@@ -68,8 +68,8 @@ class Checks:
     reference: str = ""  # how the point's error was measured: "proved optimum", "gap bound", or why neither
     err_objective: float = math.nan  # |objective - P*| / P*
     err_w: float = math.nan  # ||w - w*|| / ||w*|| (linear formulations)
-    err_b: float = math.nan  # distance of b from the optimal b's / max(1, max |f*|)
-    err_decision: float = math.nan  # max_i |f(x_i) - f*(x_i)| / max(1, max |f*|) (a bound where no proof)
+    err_b: float = math.nan  # distance of b from the optimal b's / max |f*|
+    err_decision: float = math.nan  # max_i |f(x_i) - f*(x_i)| / max |f*| (a bound where no proof)
     b_lower: float = math.nan  # the optimal b's, from the proved optimum
     b_upper: float = math.nan
     n_sv: int = 0
@@ -195,6 +195,14 @@ def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, st
     out.kkt_complementarity = float(comp.max())
 
 
+def decision_scale(f: np.ndarray) -> float:
+    """What an error in the decision values (and in b) is measured against: max_i |f*(x_i)|.
+
+    Not max(1, .): the margin sits at y f = 1, but at a tiny C every point is inside it and
+    |f*| can be 1e-4 (corpus: "rbf C=1e-5"); an absolute 1e-6 there would pass a 1% error."""
+    return max(float(np.max(np.abs(f))), _TINY)
+
+
 def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     """What an error in w is measured against: ||w*||, or, when w* is (nearly) 0, the size of a w that
     moves the decision values by f_scale (f_scale / max_i ||x_i||): w* = 0 happens at a tiny C with
@@ -209,15 +217,13 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> di
     ref = polish(gram, y, C, alpha, f)
     if not ref.ok:
         out.reference = f"gap bound (no proved optimum: {ref.reason})"
-        out.err_decision = gap_bound(gram, y, C, alpha, g, sol.b, ww) / max(1.0, float(np.max(np.abs(f))))
+        out.err_decision = gap_bound(gram, y, C, alpha, g, sol.b, ww) / decision_scale(f)
         return {"decision values (bound)": out.err_decision}
     out.reference = "proved optimum"
     out.b_lower, out.b_upper = ref.b_lower, ref.b_upper
     own = out.primal_objective if sol.formulation in PRIMAL_FORMULATIONS else out.dual_objective
     out.err_objective = abs(own - ref.objective) / max(ref.objective, _TINY)
-    # f is unitless: the SVM fixes its margin at y f = 1 whatever the units of X, so the
-    # decision values are compared relative to the larger of that margin and max |f*|.
-    f_scale = max(1.0, float(np.max(np.abs(ref.g + ref.b))))
+    f_scale = decision_scale(ref.g + ref.b)
     out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
     out.err_decision = float(np.max(np.abs(g - ref.g))) / f_scale + out.err_b
     errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
