@@ -50,8 +50,8 @@ import numpy as np
 from experiments.results_table import RESULT_COLUMNS, to_json
 from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
-from formulations.kernels import Kernel
-from formulations.model import KERNEL_DUAL
+from formulations.kernels import Kernel, exact_number
+from formulations.names import KERNEL_DUAL
 
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
 
@@ -121,13 +121,26 @@ def _json_dict(d: dict) -> str:
     return json.dumps(d, sort_keys=True) if d else ""
 
 
-def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None) -> str:
-    """Readable and unique: what is solved, by what (and which HiGHS LP method), at which profile."""
+def data_fingerprint(X, y) -> str:
+    """A content hash of the data (shape, X and y as float64): equal only for the same numbers."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    digest = hashlib.sha256(repr(X.shape).encode())
+    digest.update(X.tobytes())
+    digest.update(y.tobytes())
+    return digest.hexdigest()[:12]
+
+
+def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None,
+             data: str = "") -> str:
+    """Readable and unique: what is solved (the parameters written exactly, the data by its content
+    hash `data`), by what (and which HiGHS LP method), at which profile."""
     from solvers.lp import setting_label  # lazy: the LP stack is only needed for LP rows
 
-    kernel = problem.kernel.label if problem.formulation == KERNEL_DUAL else "linear"
+    kernel = problem.kernel.key if problem.formulation == KERNEL_DUAL else "linear"
     form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
-    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{setting_label(backend, method)}|{problem.profile}"
+    return (f"{dataset}|{form}|{kernel}|C={exact_number(problem.C)}|{layer}/{setting_label(backend, method)}"
+            f"|{problem.profile}|data={data}")
 
 
 def lp_settings_for(backends: Iterable[tuple[str, str]],
@@ -163,9 +176,13 @@ def make_tasks(
     """
     backends = list(backends)
     lp_pairs = None
-    tasks, seen = [], set()
+    tasks, seen, fingerprints = [], set(), {}
     for problem in problems:
-        ds = datasets[dataset_key(problem.dataset, problem.params)]
+        dkey = dataset_key(problem.dataset, problem.params)
+        ds = datasets[dkey]
+        if dkey not in fingerprints:
+            fingerprints[dkey] = data_fingerprint(ds.X, ds.y)
+        fingerprint = fingerprints[dkey]
         if is_lp(problem.formulation):
             if lp_pairs is None:
                 lp_pairs = lp_settings_for(backends, highs_methods)
@@ -175,7 +192,7 @@ def make_tasks(
         verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
                                                                    problem.kernel) else None
         for layer, backend, method in settings:
-            key = task_key(ds.name, problem, layer, backend, method)
+            key = task_key(ds.name, problem, layer, backend, method, fingerprint)
             if key in seen:
                 continue
             seen.add(key)
@@ -195,7 +212,7 @@ def separability_task(ds, *, profile: str = "default", timeout: float | None = N
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
-    return Task(key=task_key(ds.name, problem, "pyomo", "highs") + "|check", order=-1, suite=suite,
+    return Task(key=task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check", order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
                 timeout=timeout, run_id=run_id)

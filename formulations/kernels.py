@@ -153,6 +153,29 @@ class Kernel:
             return f"sigmoid(gamma={gamma},coef0={self.coef0:g})"
         return self.name
 
+    @property
+    def key(self) -> str:
+        """`label` with every parameter written exactly (`exact_number`): one key per distinct kernel."""
+        gamma = "auto" if self.gamma is None else exact_number(self.gamma)
+        if self.name == "poly":
+            return f"poly(degree={self.degree},gamma={gamma},coef0={exact_number(self.coef0)})"
+        if self.name == "rbf":
+            return f"rbf(gamma={gamma})"
+        if self.name == "sigmoid":
+            return f"sigmoid(gamma={gamma},coef0={exact_number(self.coef0)})"
+        return self.name
+
+
+def exact_number(value) -> str:
+    """A number as short as ``:g`` writes it when that is exact, else its full ``repr``.
+
+    1.0 -> "1", 0.1 -> "0.1", 0.1000001 -> "0.1000001" (``:g`` would say "0.1"): names and task keys
+    built with it stay readable and never merge two different values.
+    """
+    v = float(value)
+    short = f"{v:g}"
+    return short if float(short) == v else repr(v)
+
 
 def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
