@@ -178,8 +178,8 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
     except pd.errors.ParserError as exc:  # a ragged row: pandas names the line and the field counts
         raise UsageError(f"--data {path}: not a well-formed CSV: {' '.join(str(exc).split())}") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"--data {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-                         f"{exc.start}); save the CSV as UTF-8") from None
+        raise UsageError(f"--data {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); "
+                         f"save the CSV as UTF-8") from None
     if len(frame) == 0:
         raise UsageError(f"{p.name} is empty: it has a header but no data rows")
     if label_column not in frame.columns:
@@ -571,6 +571,8 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
                          "separable": row.get("separable"), "message": row.get("verdict") or row.get("error", ""),
                          "solve_s": row.get("solve_s"), "wall_s": row.get("wall_s"), "certificate": cert}
         verdict = {True: "linearly separable", False: "NOT linearly separable", None: "undecided"}[row.get("separable")]
+        if args.quiet:
+            continue
         print(f"separability ({task.layer}/{task.backend}): {name}: {verdict}"
               + (f"; common point {tuple(round(v, 6) for v in cert['point'])}" if row.get("separable") is False
                  and cert.get("point") else ""), file=sys.stderr)

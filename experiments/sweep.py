@@ -212,7 +212,8 @@ def separability_task(ds, *, profile: str = "default", timeout: float | None = N
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
-    return Task(key=task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check", order=-1, suite=suite,
+    key = task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check"
+    return Task(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
                 timeout=timeout, run_id=run_id)

@@ -226,7 +226,7 @@ def test_user_csv_data_with_any_two_labels(tmp_path):
                  "--backends", "clarabel", "--layers", "pyomo", "--profile", "high", "--out", str(out),
                  "--no-progress", "--no-figures"]) == 0
     df = results_table.load(out)
-    assert list(df.dataset) == ["points"] and df.status[0] == "optimal"
+    assert list(df.dataset) == ["points.csv"] and df.status[0] == "optimal"
     assert json.loads(df.label_map[0]) == {"A": -1, "B": 1}  # sorted labels: first -> -1
     w = json.loads(df.w[0])
     # A -> -1 flips the notes' signs (the notes give A = +1)
