@@ -719,7 +719,8 @@ def build_parser() -> argparse.ArgumentParser:
     talk.add_argument("-v", "--verbose", action="store_true", help="a line per finished solve")
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
-                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS ('*' = any)")
+                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS, hang:PATH (touch PATH, "
+                        "then wait to be killed) ('*' = any)")
     return p
 
 

@@ -103,7 +103,7 @@ class Task:
         return {
             "task_key": self.key, "order": self.order, "suite": self.suite, "dataset": self.dataset,
             "n": n, "d": d, "formulation": self.formulation, "layer": self.layer, "backend": self.backend,
-            "profile": self.profile, "kernel": k.label,
+            "profile": self.profile, "kernel": k.key,  # exact: two gammas that print alike stay two
             "gamma": k.gamma if k.name in ("rbf", "poly", "sigmoid") else math.nan,
             "degree": k.degree if k.name == "poly" else None,
             "coef0": k.coef0 if k.name in ("poly", "sigmoid") else math.nan,

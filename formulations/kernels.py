@@ -144,25 +144,22 @@ class Kernel:
     @property
     def label(self) -> str:
         """Short name with the parameters that matter, e.g. "rbf(gamma=1)"."""
-        gamma = "auto" if self.gamma is None else f"{self.gamma:g}"
-        if self.name == "poly":
-            return f"poly(degree={self.degree},gamma={gamma},coef0={self.coef0:g})"
-        if self.name == "rbf":
-            return f"rbf(gamma={gamma})"
-        if self.name == "sigmoid":
-            return f"sigmoid(gamma={gamma},coef0={self.coef0:g})"
-        return self.name
+        return self._written(lambda v: f"{v:g}")
 
     @property
     def key(self) -> str:
         """`label` with every parameter written exactly (`exact_number`): one key per distinct kernel."""
-        gamma = "auto" if self.gamma is None else exact_number(self.gamma)
+        return self._written(exact_number)
+
+    def _written(self, number) -> str:
+        """The name with the parameters that matter, each number written by `number`."""
+        gamma = "auto" if self.gamma is None else number(self.gamma)
         if self.name == "poly":
-            return f"poly(degree={self.degree},gamma={gamma},coef0={exact_number(self.coef0)})"
+            return f"poly(degree={self.degree},gamma={gamma},coef0={number(self.coef0)})"
         if self.name == "rbf":
             return f"rbf(gamma={gamma})"
         if self.name == "sigmoid":
-            return f"sigmoid(gamma={gamma},coef0={exact_number(self.coef0)})"
+            return f"sigmoid(gamma={gamma},coef0={number(self.coef0)})"
         return self.name
 
 
