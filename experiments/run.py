@@ -525,12 +525,11 @@ class RunFolderLock:
         self.fh.close()
 
 
-SCHEDULER_CONNECT_TIMEOUT = 5.0
-
-
-def check_scheduler(address: str, timeout: float = SCHEDULER_CONNECT_TIMEOUT) -> None:
+def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not answer is refused at once, not after a long connect retry."""
     import socket
+
+    from experiments.sweep import SCHEDULER_CONNECT_TIMEOUT as timeout
 
     m = re.fullmatch(r"(?:tcp://)?\[?([^\[\]/]+?)\]?:(\d+)/?", address.strip())
     if not m:
@@ -584,7 +583,8 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
     out = Path(args.out) if args.out else default_out_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_path(out)
+    make_out_dir(out)
     if not args.out:
         point_latest(out)
     section = suite.section(out)
@@ -768,7 +768,7 @@ def run(args, argv: list[str]) -> int:
         print_list()
         return 0
     check_options(args)
-    if args.datasets is None and args.data is None and not args.resume:
+    if args.datasets is None and args.data is None:
         suite = SUITES.get(args.suite)
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
@@ -793,6 +793,20 @@ def run(args, argv: list[str]) -> int:
         return sweep(args, argv, out, suite_name, problems, datasets, maps, backends)
 
 
+def write_run_meta(out: Path, args, argv, suite_name: str, n_tasks: int, datasets: dict, maps: dict,
+                   run_id: str) -> dict:
+    """run.json: the run's options (reused by --resume), its data (with content hashes), its sessions."""
+    meta_path = out / RUN_FILE
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
+    meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv),
+                executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
+                started=datetime.now().isoformat(timespec="seconds"), tasks=n_tasks, datasets=data_info,
+                runs=meta.get("runs", []) + [run_id], options=recorded_options(args))
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
 def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps: dict, backends) -> int:
     """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary."""
     from tqdm import tqdm
@@ -811,14 +825,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
               + "; ".join(journal.skipped[:3]) + (" ..." if len(journal.skipped) > 3 else ""), file=sys.stderr)
     todo = [t for t in tasks if t.key not in done]
 
-    meta_path = out / RUN_FILE
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
-    meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv),
-                executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
-                started=datetime.now().isoformat(timespec="seconds"), tasks=len(tasks), datasets=data_info,
-                runs=meta.get("runs", []) + [run_id], options=recorded_options(args))
-    meta_path.write_text(json.dumps(meta, indent=1))
+    meta = write_run_meta(out, args, argv, suite_name, len(tasks), datasets, maps, run_id)
     (out / "environment.json").write_text(json.dumps(environment(), indent=1))
 
     if not args.quiet:
@@ -858,7 +865,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
               f"complete the run with: python -m experiments.run --resume --out {out}", file=sys.stderr)
         return 130
     meta.update(wall_s=wall, finished=datetime.now().isoformat(timespec="seconds"))
-    meta_path.write_text(json.dumps(meta, indent=1))
+    (out / RUN_FILE).write_text(json.dumps(meta, indent=1))
 
     suite = SUITES.get(suite_name)
     if suite is not None and suite.after is not None:

@@ -601,6 +601,10 @@ def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int
     pool.shutdown(wait=True)
 
 
+#: Seconds to reach a Dask scheduler before giving up (distributed's own default is 30 s).
+SCHEDULER_CONNECT_TIMEOUT = 5.0
+
+
 def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
              workers: int = 1, log_dir: str | None = None) -> None:
     """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None)."""
@@ -612,7 +616,7 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
 
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        client = Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
     else:
         # Non-daemonic workers may start the solve processes that make a timeout killable.
         with dask.config.set({"distributed.worker.daemon": False}):
