@@ -668,6 +668,13 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
 # ------------------------------------------------------------------ main
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own errors (an unknown option, --workers abc) as one line too, exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def package_version() -> str:
     from experiments import __version__
 
@@ -677,7 +684,7 @@ def package_version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     from solvers.profiles import PROFILES
 
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="svm-duality",
         description="Solve SVM primal and dual formulations with every backend, check strong duality and KKT, "
                     "and write a results table, report.md and figures.",

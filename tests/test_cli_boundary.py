@@ -187,11 +187,21 @@ def test_version_console_script_and_license():
     assert project["license"] == {"text": "MIT"} and licence.startswith("MIT License")
 
 
-def test_quiet_and_verbose_exclude_each_other(capsys):
+@pytest.mark.parametrize("argv, words", [
+    (["-q", "-v"], ["not allowed with argument"]),
+    (["--workers", "abc"], ["--workers", "invalid int value: 'abc'"]),
+    (["--seed", "1.5"], ["--seed", "invalid int value: '1.5'"]),
+    (["--timeout", "soon"], ["--timeout", "invalid float value: 'soon'"]),
+    (["--nosuch"], ["unrecognized arguments: --nosuch"]),
+])
+def test_argparse_errors_are_one_line_too(capsys, argv, words):
     with pytest.raises(SystemExit) as exc:
-        main(["-q", "-v"])
+        main(argv)
     assert exc.value.code == 2
-    assert "not allowed with argument" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+    for word in words:
+        assert word in err
 
 
 def test_verbose_prints_a_line_per_solve_and_quiet_only_the_folder(capsys, tmp_path):
