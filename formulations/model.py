@@ -18,14 +18,7 @@ import scipy.sparse as sp
 import pyomo.environ as pyo
 
 # Formulation names (defined in formulations.names, which imports nothing heavy), re-exported here.
-from formulations.names import (  # noqa: E402, F401
-    DUAL,
-    DUAL_FORMULATIONS,
-    HARD_PRIMAL,
-    KERNEL_DUAL,
-    PRIMAL_FORMULATIONS,
-    SOFT_PRIMAL,
-)
+from formulations.names import DUAL, DUAL_FORMULATIONS, HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS, SOFT_PRIMAL  # noqa: F401
 
 
 @dataclass
