@@ -23,7 +23,7 @@ from formulations.names import (
 
 # The formulation modules import Pyomo and cvxpy (several seconds), so they are loaded on first
 # use (PEP 562), on purpose: `formulations.errors`, `.kernels`, `.names` stay cheap to import,
-# and the command line's --help and --list never pay for the solver stack.
+# and the command line's --help never pays for the solver stack.
 _MODULES = {HARD_PRIMAL: "hard_primal", SOFT_PRIMAL: "soft_primal", DUAL: "dual", KERNEL_DUAL: "kernel_dual"}
 
 
@@ -36,12 +36,12 @@ def __getattr__(name: str):
         return CvxpyModel
     raise AttributeError(f"module 'formulations' has no attribute {name!r}")
 
+
 def build(formulation: str, layer: str, *, X=None, y=None, C=None, K=None, kernel_form="dense", L=None):
     """Build `formulation` in `layer` ("pyomo" or "cvxpy") from already-validated data."""
-    try:
-        module = __getattr__("FORMULATIONS")[formulation]
-    except KeyError:
-        raise ValueError(f"unknown formulation {formulation!r}; choose one of {list(FORMULATIONS)}") from None
+    if formulation not in _MODULES:
+        raise ValueError(f"unknown formulation {formulation!r}; choose one of {list(_MODULES)}")
+    module = importlib.import_module(f"formulations.{_MODULES[formulation]}")
     builder = getattr(module, f"build_{layer}", None)
     if builder is None:
         raise ValueError(f"unknown layer {layer!r}; choose 'pyomo' or 'cvxpy'")
