@@ -53,6 +53,7 @@ from typing import Literal
 import numpy as np
 
 from formulations.errors import SVMInputError
+from formulations.kernels import exact_number
 
 __all__ = [
     "DATASETS",
@@ -454,6 +455,7 @@ def gendata(n_pos: int, n_neg: int, seed: int = 0) -> Dataset:
     """
     n_pos = _check_int("n_pos", n_pos, 1)
     n_neg = _check_int("n_neg", n_neg, 1)
+    seed = _check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     noise = 0.1
     pos = _annulus(rng, n_pos, 0.0, 1.0)
@@ -482,6 +484,7 @@ def separable(n: int, d: int = 2, seed: int = 0, margin: float = 0.5) -> Dataset
     n = _check_int("n", n, 2)
     d = _check_int("d", d, 1)
     margin = _check_nonneg("margin", margin, strict=True)
+    seed = _check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     n_pos, n_neg = _class_sizes(n)
     u = rng.standard_normal(d)
@@ -494,7 +497,7 @@ def separable(n: int, d: int = 2, seed: int = 0, margin: float = 0.5) -> Dataset
     along = side * (margin / 2.0 + np.abs(rng.standard_normal(n)))
     Z += np.outer(along - Z @ u, u)
     return Dataset(
-        name=f"separable(n={n},d={d},seed={seed},margin={margin:g})",
+        name=f"separable(n={n},d={d},seed={seed},margin={exact_number(margin)})",
         X=Z + c,
         y=side,
         description=f"{n} points in R^{d}, linearly separable by construction: no point "
@@ -512,6 +515,7 @@ def overlapping(n: int, d: int = 2, seed: int = 0) -> Dataset:
     """
     n = _check_int("n", n, 2)
     d = _check_int("d", d, 1)
+    seed = _check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     n_pos, n_neg = _class_sizes(n)
     mu = np.full(d, 1.0 / np.sqrt(d))
@@ -536,6 +540,7 @@ def nonlinear(n: int, seed: int = 0, noise: float = 0.1) -> Dataset:
     """
     n = _check_int("n", n, 2)
     noise = _check_nonneg("noise", noise)
+    seed = _check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     n_pos, n_neg = _class_sizes(n)
     t_pos = rng.uniform(0.0, np.pi, size=n_pos)
@@ -544,7 +549,7 @@ def nonlinear(n: int, seed: int = 0, noise: float = 0.1) -> Dataset:
     neg = np.column_stack([1.0 - np.cos(t_neg), 0.5 - np.sin(t_neg)])
     X = np.vstack([pos, neg]) + noise * rng.standard_normal((n, 2))
     return Dataset(
-        name=f"nonlinear(n={n},seed={seed},noise={noise:g})",
+        name=f"nonlinear(n={n},seed={seed},noise={exact_number(noise)})",
         X=X,
         y=_labels(n_pos, n_neg),
         description=f"{n} points on two interleaving half-moons (noise sd {noise:g}): "
@@ -565,6 +570,7 @@ def sparse_features(n: int, d: int = 50, n_informative: int = 3, seed: int = 0) 
     n_informative = _check_int("n_informative", n_informative, 1)
     if n_informative > d:
         raise SVMInputError(f"n_informative must be <= d={d}, got {n_informative}")
+    seed = _check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     n_pos, n_neg = _class_sizes(n)
     y = _labels(n_pos, n_neg)

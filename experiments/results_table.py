@@ -66,21 +66,30 @@ class Journal:
 
     def __init__(self, out_dir: str | Path):
         self.path = Path(out_dir) / JOURNAL
+        #: The lines the last `rows()` skipped, each as "line N: why" (for the runner to report).
+        self.skipped: list[str] = []
 
     def rows(self) -> list[dict]:
-        """Every complete row written so far (a line cut short by a kill is skipped)."""
+        """Every complete row written so far. A line that is not a row (cut short by a kill, not JSON,
+        JSON but not an object with a text task_key) is skipped and listed in `skipped`."""
+        self.skipped = []
         if not self.path.exists():
             return []
         rows = []
-        with self.path.open("r", encoding="utf-8") as fh:
-            for line in fh:
+        with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
                 line = line.strip()
                 if not line:
                     continue
                 try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # the last line of a killed run may be partial
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # the last line of a killed run may be partial
+                    self.skipped.append(f"line {number}: not JSON ({line[:40]!r})")
+                    continue
+                if not isinstance(row, dict) or not isinstance(row.get("task_key"), str) or not row["task_key"]:
+                    self.skipped.append(f"line {number}: not a row ({line[:40]})")
+                    continue
+                rows.append(row)
         return rows
 
     def done_keys(self, retry_failed: bool = False) -> set[str]:

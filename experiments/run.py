@@ -23,6 +23,7 @@ import argparse
 import ast
 import importlib.metadata as md
 import json
+import math
 import os
 import platform
 import re
@@ -32,9 +33,9 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from experiments import results_table
+# pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
+# report needs them, on purpose: --help, --version and --list answer in well under a second.
 from experiments.datasets import DATASETS, Dataset, load_dataset
 from experiments.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin
 from formulations.errors import SVMInputError
@@ -94,13 +95,32 @@ def parse_dataset(spec: str) -> tuple[str, dict]:
     return name, params
 
 
+_INFINITY_WORDS = ("inf", "infinity")
+
+
+def parse_float(item: str, what: str) -> float:
+    """One number of a comma list; a value too large for a float is refused, not read as infinity."""
+    try:
+        value = float(item)
+    except ValueError:
+        raise UsageError(f"{what}: {item!r} is not a number") from None
+    if math.isinf(value) and item.strip().lstrip("+-").lower() not in _INFINITY_WORDS:
+        raise UsageError(f"{what}: {item.strip()!r} is too large for a float (it would read as infinity); "
+                         f"write inf if infinity is meant")
+    return value
+
+
 def parse_floats(text: str, what: str) -> list[float]:
+    return [parse_float(item, what) for item in text.split(",")]
+
+
+def parse_ints(text: str, what: str) -> list[int]:
     out = []
     for item in text.split(","):
         try:
-            out.append(float(item))
+            out.append(int(item))
         except ValueError:
-            raise UsageError(f"{what}: {item!r} is not a number") from None
+            raise UsageError(f"{what}: {item.strip()!r} is not a whole number") from None
     return out
 
 
@@ -116,8 +136,12 @@ def parse_names(text: str | None, allowed, what: str) -> list[str] | None:
 
 def kernels_from(args) -> list[Kernel]:
     names = [k.strip() for k in args.kernel.split(",")]
-    gammas = [None] if args.gamma is None else [None if g in ("auto", "") else float(g) for g in args.gamma.split(",")]
-    degrees = [3] if args.degree is None else [int(d) for d in args.degree.split(",")]
+    if "precomputed" in names:
+        raise UsageError("--kernel precomputed needs a Gram matrix K, which the command line has no way to pass; "
+                         "from Python: solvers.api.solve('kernel_dual', None, y, K=K, kernel='precomputed', ...)")
+    gammas = [None] if args.gamma is None else [None if g.strip() in ("auto", "") else parse_float(g, "--gamma")
+                                                 for g in args.gamma.split(",")]
+    degrees = [3] if args.degree is None else parse_ints(args.degree, "--degree")
     coef0s = [0.0] if args.coef0 is None else parse_floats(args.coef0, "--coef0")
     out = {}
     try:
@@ -128,7 +152,7 @@ def kernels_from(args) -> list[Kernel]:
                         k = Kernel(name, gamma=g, degree=deg, coef0=c0)
                         if k.name == "linear":
                             k = Kernel("linear")
-                        out.setdefault(k.label, k)
+                        out.setdefault(k.key, k)  # exact parameters: 0.1 and 0.1000001 are two kernels
     except (SVMInputError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return list(out.values())
@@ -136,14 +160,26 @@ def kernels_from(args) -> list[Kernel]:
 
 def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict]:
     """The user's CSV: numeric feature columns plus one label column with any two distinct values."""
+    import pandas as pd  # deferred on purpose: --help and --list must not pay for pandas
+
     from formulations.validation import check_labels, check_X
 
     p = Path(path)
     if not p.exists():
         raise UsageError(f"--data {path}: no such file")
+    if not p.is_file():
+        raise UsageError(f"--data {path}: not a file (a directory?); give the path of a CSV file")
     if not label_column:
         raise UsageError("--data needs --label-column NAME (the column holding the two class labels)")
-    frame = pd.read_csv(p)
+    try:
+        frame = pd.read_csv(p)
+    except pd.errors.EmptyDataError:
+        raise UsageError(f"--data {path}: the file is empty (no header, no rows)") from None
+    except pd.errors.ParserError as exc:  # a ragged row: pandas names the line and the field counts
+        raise UsageError(f"--data {path}: not a well-formed CSV: {' '.join(str(exc).split())}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--data {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); "
+                         f"save the CSV as UTF-8") from None
     if len(frame) == 0:
         raise UsageError(f"{p.name} is empty: it has a header but no data rows")
     if label_column not in frame.columns:
@@ -169,7 +205,8 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
     except SVMInputError as exc:
         raise UsageError(f"{p.name}, column {label_column!r}: {exc}") from None
     mapping = labels.as_dict()
-    ds = Dataset(name=p.stem, X=features.to_numpy(dtype=float), y=y,
+    # named by its file name (with .csv): never the same name as a built-in data set
+    ds = Dataset(name=p.name, X=features.to_numpy(dtype=float), y=y,
                  description=f"user data {p.name}: {len(y)} rows, features {', '.join(map(str, features.columns))}; "
                              f"labels {mapping}",
                  source=str(p.resolve()))
@@ -287,6 +324,13 @@ def _signature(name: str) -> set[str]:
     return set(inspect.signature(DATASETS[name]).parameters)
 
 
+def _signature_defaults(name: str) -> dict:
+    import inspect
+
+    return {k: v.default for k, v in inspect.signature(DATASETS[name]).parameters.items()
+            if v.default is not inspect.Parameter.empty}
+
+
 def build_datasets(problems, args) -> tuple[dict, dict]:
     """{dataset_key: Dataset} and {dataset name: label map} for every problem."""
     from experiments.sweep import dataset_key
@@ -300,12 +344,36 @@ def build_datasets(problems, args) -> tuple[dict, dict]:
             ds, mapping = read_csv_dataset(p.dataset[4:], args.label_column)
             maps[ds.name] = mapping
         else:
+            check_dataset_size(p.dataset, p.params)
             try:
                 ds = load_dataset(p.dataset, **p.params)
             except SVMInputError as exc:
                 raise UsageError(str(exc)) from None
         datasets[key] = ds
     return datasets, maps
+
+
+#: Bytes per feature value a generator holds at its peak (X, its noise and shift temporaries, the copy).
+GENERATOR_BYTES_PER_VALUE = 4 * 8
+
+
+def check_dataset_size(name: str, params: dict) -> None:
+    """Refuse a synthetic data set too large for memory before its generator allocates anything."""
+    from formulations.validation import MEMORY_BUDGET_ENV, memory_budget
+
+    n = params.get("n")
+    if n is None and isinstance(params.get("n_pos"), int) and isinstance(params.get("n_neg"), int):
+        n = params["n_pos"] + params["n_neg"]
+    default_d = _signature_defaults(name).get("d", 2)
+    d = params.get("d", default_d)
+    if not (isinstance(n, int) and isinstance(d, int)) or n <= 0 or d <= 0:
+        return  # not sizes yet: the generator's own check names the bad value
+    need = GENERATOR_BYTES_PER_VALUE * float(n) * float(d)
+    budget = memory_budget()
+    if need > budget:
+        raise UsageError(f"dataset {name}(n={n:,}, d={d}) would need about {need / 2**30:.1f} GiB to generate, "
+                         f"more than the memory budget of {budget / 2**30:.1f} GiB; use a smaller n "
+                         f"(or raise ${MEMORY_BUDGET_ENV}, in bytes)")
 
 
 def backends_from(args) -> list[tuple[str, str]]:
@@ -324,14 +392,153 @@ def backends_from(args) -> list[tuple[str, str]]:
 
 
 def save_data(out: Path, datasets: dict, maps: dict) -> dict:
+    from experiments.sweep import data_fingerprint
+
     info = {}
     (out / "data").mkdir(parents=True, exist_ok=True)
     for ds in datasets.values():
         fname = "data/" + re.sub(r"[^A-Za-z0-9]+", "_", ds.name).strip("_") + ".npz"
         np.savez_compressed(out / fname, X=ds.X, y=ds.y)
         info[ds.name] = {"file": fname, "n": ds.n, "d": ds.d, "description": ds.description, "source": ds.source,
-                         "label_map": maps.get(ds.name, {})}
+                         "label_map": maps.get(ds.name, {}), "fingerprint": data_fingerprint(ds.X, ds.y)}
     return info
+
+
+# ------------------------------------------------------------------ the run folder: options, data, lock
+
+#: The options that decide which tasks a run holds: recorded in run.json, reused by --resume.
+#: (--workers, --executor, --timeout, output and fault options may change between sessions.)
+RUN_OPTIONS = ("suite", "datasets", "data", "label_column", "formulations", "layers", "backends", "C", "kernel",
+               "gamma", "degree", "coef0", "profile", "seed")
+RUN_FILE = "run.json"
+LOCK_FILE = ".lock"
+
+
+def recorded_options(args) -> dict:
+    """The task-defining options as they go into run.json (--data as an absolute path)."""
+    options = {name: getattr(args, name) for name in RUN_OPTIONS}
+    if options["data"]:
+        options["data"] = str(Path(options["data"]).resolve())
+    return options
+
+
+def given_options(argv: list[str]) -> set[str]:
+    """The destinations of the options written on the command line (not left at their defaults)."""
+    parser = build_parser()
+    unset = object()  # argparse fills in a default only where the namespace has no value yet
+    namespace = argparse.Namespace(**{name: unset for name in vars(parser.parse_args([]))})
+    return {name for name, value in vars(parser.parse_args(argv, namespace=namespace)).items() if value is not unset}
+
+
+def reuse_options(args, argv: list[str], out: Path) -> dict:
+    """--resume: take the run's recorded options; refuse (naming it) an option that differs. Returns run.json."""
+    meta_path = out / RUN_FILE
+    if not meta_path.is_file():
+        raise UsageError(f"--resume: {out} holds no run ({RUN_FILE} is missing); start one with --out {out}")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--resume: {meta_path} is not readable JSON ({exc})") from None
+    recorded = meta.get("options")
+    if not isinstance(recorded, dict):  # a run.json written before options were recorded: trust the command line
+        return meta
+    mine = recorded_options(args)
+    for name in sorted(given_options(argv) & set(RUN_OPTIONS)):
+        if mine[name] != recorded.get(name):
+            flag = "--" + name.replace("_", "-") if name != "C" else "--C"
+            raise UsageError(f"--resume: {out} was run with {flag} {recorded.get(name)!r}, the command line says "
+                             f"{mine[name]!r}; drop {flag} to reuse the run's options, or choose another --out")
+    for name in RUN_OPTIONS:
+        if name in recorded:
+            setattr(args, name, recorded[name])
+    return meta
+
+
+def check_same_data(datasets: dict, meta: dict, out: Path) -> None:
+    """--resume: every data set the run already solved must hold the same numbers (content hash)."""
+    from experiments.sweep import data_fingerprint
+
+    before = meta.get("datasets", {})
+    for ds in datasets.values():
+        old = before.get(ds.name, {}).get("fingerprint")
+        new = data_fingerprint(ds.X, ds.y)
+        if old and old != new:
+            raise UsageError(f"--resume: the data of {ds.name} changed since the run in {out} (content hash {old} "
+                             f"-> {new}, source {ds.source}); restore them, or start a new run with another --out")
+
+
+def check_out_path(out: Path) -> None:
+    """An --out that cannot become a folder is refused before any work."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--out {out}: {parent} is a file, not a directory")
+            break
+
+
+def make_out_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+
+
+class RunFolderLock:
+    """An exclusive lock on the run folder (fcntl.flock on out/.lock, which holds the owner's pid).
+
+    The kernel drops the lock when its process dies, so the lock of a killed run is taken over
+    by the next one; a second live run on the same folder is refused with the first one's pid.
+    """
+
+    def __init__(self, out: Path):
+        self.path = out / LOCK_FILE
+        self.fh = None
+
+    def __enter__(self):
+        import fcntl
+
+        fh = self.path.open("a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            owner = fh.read().strip() or "unknown"
+            fh.close()
+            raise UsageError(f"--out {self.path.parent} is in use by another run (pid {owner}); wait for it to "
+                             f"finish, or choose another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        self.fh = fh
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def check_scheduler(address: str) -> None:
+    """A Dask scheduler that does not answer is refused at once, not after a long connect retry."""
+    import socket
+
+    from experiments.sweep import SCHEDULER_CONNECT_TIMEOUT as timeout
+
+    m = re.fullmatch(r"(?:tcp://)?\[?([^\[\]/]+?)\]?:(\d+)/?", address.strip())
+    if not m:
+        return  # another protocol (tls://, ucx://...): distributed's own connect timeout applies
+    try:
+        socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout).close()
+    except OSError as exc:
+        raise UsageError(f"--scheduler {address}: no Dask scheduler answers there ({exc.strerror or exc}); start "
+                         f"one, or leave --scheduler out for a LocalCluster on this machine") from None
 
 
 SEPARABILITY_FILE = "separability.json"
@@ -363,6 +570,8 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
                          "separable": row.get("separable"), "message": row.get("verdict") or row.get("error", ""),
                          "solve_s": row.get("solve_s"), "wall_s": row.get("wall_s"), "certificate": cert}
         verdict = {True: "linearly separable", False: "NOT linearly separable", None: "undecided"}[row.get("separable")]
+        if args.quiet:
+            continue
         print(f"separability ({task.layer}/{task.backend}): {name}: {verdict}"
               + (f"; common point {tuple(round(v, 6) for v in cert['point'])}" if row.get("separable") is False
                  and cert.get("point") else ""), file=sys.stderr)
@@ -374,7 +583,8 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
     out = Path(args.out) if args.out else default_out_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_path(out)
+    make_out_dir(out)
     if not args.out:
         point_latest(out)
     section = suite.section(out)
@@ -404,6 +614,8 @@ def print_list() -> None:
     print("Profiles (--profile):", ", ".join(f"{p.name} ({p.description}; check tol {p.check_tol:g})"
                                             for p in PROFILES.values()))
     print("\nBackends (--layers, --backends):")
+    import pandas as pd  # deferred on purpose (see the imports)
+
     print(pd.DataFrame(backend_table()).to_string(index=False))
 
 
@@ -456,11 +668,24 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
 # ------------------------------------------------------------------ main
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own errors (an unknown option, --workers abc) as one line too, exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def package_version() -> str:
+    from experiments import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     from solvers.profiles import PROFILES
 
-    p = argparse.ArgumentParser(
-        prog="python -m experiments.run",
+    p = OneLineParser(
+        prog="svm-duality",
         description="Solve SVM primal and dual formulations with every backend, check strong duality and KKT, "
                     "and write a results table, report.md and figures.",
     )
@@ -495,45 +720,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (none: a LocalCluster)")
     p.add_argument("--no-figures", action="store_true", help="skip figures/")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary: errors and the "
+                                                                 "results folder only")
+    talk.add_argument("-v", "--verbose", action="store_true", help="a line per finished solve")
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
-                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS ('*' = any)")
+                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS, hang:PATH (touch PATH, "
+                        "then wait to be killed) ('*' = any)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         return run(args, argv)
     except (UsageError, SVMInputError) as exc:  # bad input: one clear line, no traceback
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 
-def run(args, argv=None) -> int:
-    from tqdm import tqdm
-
-    from experiments.sweep import make_tasks, run_dask, run_local
-
-    if args.list:
-        print_list()
-        return 0
+def check_options(args) -> None:
+    """The options that need no data: checked first, before anything is read or allocated."""
     if args.workers < 1:
         raise UsageError("--workers must be >= 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be > 0 seconds")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be an integer >= 0, got {args.seed}")
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler needs --executor dask")
     if args.retry_failed and not args.resume:
         raise UsageError("--retry-failed needs --resume")
+    if args.label_column and not args.data:
+        raise UsageError("--label-column names a column of --data FILE.csv: give --data too")
 
-    if args.datasets is None and args.data is None:
-        suite = SUITES.get(args.suite)
-        if suite is not None and suite.section is not None:
-            return run_section(suite, args)
-    suite_name, problems = problems_from(args)
-    datasets, maps = build_datasets(problems, args)
-    backends = backends_from(args)
 
+def output_dir(args) -> Path:
     if args.out:
         out = Path(args.out)
     elif args.resume:
@@ -542,11 +766,60 @@ def run(args, argv=None) -> int:
             raise UsageError("--resume without --out needs a previous run under results/latest")
     else:
         out = default_out_dir()
-    if out.exists() and not args.resume and (out / results_table.JOURNAL).exists():
-        raise UsageError(f"{out} already holds a run; use --resume to complete it or another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    if not args.out and not args.resume:
-        point_latest(out)
+    check_out_path(out)
+    return out
+
+
+def run(args, argv: list[str]) -> int:
+    if args.list:
+        print_list()
+        return 0
+    check_options(args)
+    if args.datasets is None and args.data is None:
+        suite = SUITES.get(args.suite)
+        if suite is not None and suite.section is not None:
+            return run_section(suite, args)
+    out = output_dir(args)
+    meta = reuse_options(args, argv, out) if args.resume else {}
+    suite_name, problems = problems_from(args)
+    datasets, maps = build_datasets(problems, args)
+    if args.resume:
+        check_same_data(datasets, meta, out)
+    backends = backends_from(args)
+    if args.executor == "dask" and args.scheduler:
+        check_scheduler(args.scheduler)
+
+    from experiments import results_table
+
+    make_out_dir(out)
+    with RunFolderLock(out):
+        if not args.resume and ((out / results_table.JOURNAL).exists() or (out / RUN_FILE).exists()):
+            raise UsageError(f"{out} already holds a run; use --resume to complete it or another --out")
+        if not args.out and not args.resume:
+            point_latest(out)
+        return sweep(args, argv, out, suite_name, problems, datasets, maps, backends)
+
+
+def write_run_meta(out: Path, args, argv, suite_name: str, n_tasks: int, datasets: dict, maps: dict,
+                   run_id: str) -> dict:
+    """run.json: the run's options (reused by --resume), its data (with content hashes), its sessions."""
+    meta_path = out / RUN_FILE
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
+    meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv),
+                executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
+                started=datetime.now().isoformat(timespec="seconds"), tasks=n_tasks, datasets=data_info,
+                runs=meta.get("runs", []) + [run_id], options=recorded_options(args))
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps: dict, backends) -> int:
+    """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary."""
+    from tqdm import tqdm
+
+    from experiments import results_table
+    from experiments.sweep import make_tasks, run_dask, run_local
 
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     separable = check_separability(problems, datasets, out, args, run_id, suite_name)
@@ -554,31 +827,30 @@ def run(args, argv=None) -> int:
                        faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps, separable=separable)
     journal = results_table.Journal(out)
     done = journal.done_keys(retry_failed=args.retry_failed) if args.resume else set()
+    if journal.skipped:
+        print(f"warning: {journal.path}: skipped {len(journal.skipped)} line(s) that are not rows: "
+              + "; ".join(journal.skipped[:3]) + (" ..." if len(journal.skipped) > 3 else ""), file=sys.stderr)
     todo = [t for t in tasks if t.key not in done]
 
-    meta_path = out / "run.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
-    meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv if argv is not None
-                                                                                 else sys.argv[1:]),
-                executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
-                started=datetime.now().isoformat(timespec="seconds"), tasks=len(tasks), datasets=data_info,
-                runs=meta.get("runs", []) + [run_id])
-    meta_path.write_text(json.dumps(meta, indent=1))
+    meta = write_run_meta(out, args, argv, suite_name, len(tasks), datasets, maps, run_id)
     (out / "environment.json").write_text(json.dumps(environment(), indent=1))
 
-    print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
-          f"their LP settings)"
-          + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
-          file=sys.stderr)
+    if not args.quiet:
+        print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
+              f"their LP settings)"
+              + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
+              file=sys.stderr)
     start = time.perf_counter()
-    bar = tqdm(total=len(todo), unit="solve", disable=args.no_progress, dynamic_ncols=True)
+    bar = tqdm(total=len(todo), unit="solve", disable=args.no_progress or args.quiet, dynamic_ncols=True)
     failed = 0
 
     def on_row(row: dict) -> None:
         nonlocal failed
         journal.append(row)
         failed += row.get("status") != "optimal"
+        if args.verbose:
+            bar.write(f"{row.get('status')}: {row.get('task_key')} ({row.get('wall_s', math.nan):.2f} s)"
+                      + (f" {row['error']}" if row.get("error") else ""), file=sys.stderr)
         bar.update(1)
         bar.set_postfix_str(f"not optimal: {failed}", refresh=False)
 
@@ -597,11 +869,10 @@ def run(args, argv=None) -> int:
     df = results_table.consolidate(out)
     if interrupted:
         print(f"\ninterrupted: {len(df)} finished solves are saved in {out}; "
-              f"complete the run with: python -m experiments.run --resume --out {out} [same options]",
-              file=sys.stderr)
+              f"complete the run with: python -m experiments.run --resume --out {out}", file=sys.stderr)
         return 130
     meta.update(wall_s=wall, finished=datetime.now().isoformat(timespec="seconds"))
-    meta_path.write_text(json.dumps(meta, indent=1))
+    (out / RUN_FILE).write_text(json.dumps(meta, indent=1))
 
     suite = SUITES.get(suite_name)
     if suite is not None and suite.after is not None:
@@ -613,7 +884,7 @@ def run(args, argv=None) -> int:
     from experiments.report import write_report
 
     _, tables = write_report(out, figures=not args.no_figures)
-    print(summarize(df, tables, out, wall))
+    print(f"results: {out}" if args.quiet else summarize(df, tables, out, wall))
     return 0
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
-from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.names import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 
 # The LP formulations' names (formulations.separability / formulations.l1_svm), spelled out
 # here so that reading a suite does not import the LP builders.

@@ -50,8 +50,8 @@ import numpy as np
 from experiments.results_table import RESULT_COLUMNS, to_json
 from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
-from formulations.kernels import Kernel
-from formulations.model import KERNEL_DUAL
+from formulations.kernels import Kernel, exact_number
+from formulations.names import KERNEL_DUAL
 
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
 
@@ -103,7 +103,7 @@ class Task:
         return {
             "task_key": self.key, "order": self.order, "suite": self.suite, "dataset": self.dataset,
             "n": n, "d": d, "formulation": self.formulation, "layer": self.layer, "backend": self.backend,
-            "profile": self.profile, "kernel": k.label,
+            "profile": self.profile, "kernel": k.key,  # exact: two gammas that print alike stay two
             "gamma": k.gamma if k.name in ("rbf", "poly", "sigmoid") else math.nan,
             "degree": k.degree if k.name == "poly" else None,
             "coef0": k.coef0 if k.name in ("poly", "sigmoid") else math.nan,
@@ -121,13 +121,26 @@ def _json_dict(d: dict) -> str:
     return json.dumps(d, sort_keys=True) if d else ""
 
 
-def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None) -> str:
-    """Readable and unique: what is solved, by what (and which HiGHS LP method), at which profile."""
+def data_fingerprint(X, y) -> str:
+    """A content hash of the data (shape, X and y as float64): equal only for the same numbers."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    digest = hashlib.sha256(repr(X.shape).encode())
+    digest.update(X.tobytes())
+    digest.update(y.tobytes())
+    return digest.hexdigest()[:12]
+
+
+def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None,
+             data: str = "") -> str:
+    """Readable and unique: what is solved (the parameters written exactly, the data by its content
+    hash `data`), by what (and which HiGHS LP method), at which profile."""
     from solvers.lp import setting_label  # lazy: the LP stack is only needed for LP rows
 
-    kernel = problem.kernel.label if problem.formulation == KERNEL_DUAL else "linear"
+    kernel = problem.kernel.key if problem.formulation == KERNEL_DUAL else "linear"
     form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
-    return f"{dataset}|{form}|{kernel}|C={problem.C:g}|{layer}/{setting_label(backend, method)}|{problem.profile}"
+    return (f"{dataset}|{form}|{kernel}|C={exact_number(problem.C)}|{layer}/{setting_label(backend, method)}"
+            f"|{problem.profile}|data={data}")
 
 
 def lp_settings_for(backends: Iterable[tuple[str, str]],
@@ -163,9 +176,13 @@ def make_tasks(
     """
     backends = list(backends)
     lp_pairs = None
-    tasks, seen = [], set()
+    tasks, seen, fingerprints = [], set(), {}
     for problem in problems:
-        ds = datasets[dataset_key(problem.dataset, problem.params)]
+        dkey = dataset_key(problem.dataset, problem.params)
+        ds = datasets[dkey]
+        if dkey not in fingerprints:
+            fingerprints[dkey] = data_fingerprint(ds.X, ds.y)
+        fingerprint = fingerprints[dkey]
         if is_lp(problem.formulation):
             if lp_pairs is None:
                 lp_pairs = lp_settings_for(backends, highs_methods)
@@ -175,7 +192,7 @@ def make_tasks(
         verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
                                                                    problem.kernel) else None
         for layer, backend, method in settings:
-            key = task_key(ds.name, problem, layer, backend, method)
+            key = task_key(ds.name, problem, layer, backend, method, fingerprint)
             if key in seen:
                 continue
             seen.add(key)
@@ -195,7 +212,8 @@ def separability_task(ds, *, profile: str = "default", timeout: float | None = N
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
-    return Task(key=task_key(ds.name, problem, "pyomo", "highs") + "|check", order=-1, suite=suite,
+    key = task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check"
+    return Task(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
                 timeout=timeout, run_id=run_id)
@@ -583,6 +601,10 @@ def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int
     pool.shutdown(wait=True)
 
 
+#: Seconds to reach a Dask scheduler before giving up (distributed's own default is 30 s).
+SCHEDULER_CONNECT_TIMEOUT = 5.0
+
+
 def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
              workers: int = 1, log_dir: str | None = None) -> None:
     """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None)."""
@@ -594,7 +616,7 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
 
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        client = Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
     else:
         # Non-daemonic workers may start the solve processes that make a timeout killable.
         with dask.config.set({"distributed.worker.daemon": False}):

@@ -144,14 +144,34 @@ class Kernel:
     @property
     def label(self) -> str:
         """Short name with the parameters that matter, e.g. "rbf(gamma=1)"."""
-        gamma = "auto" if self.gamma is None else f"{self.gamma:g}"
+        return self._written(lambda v: f"{v:g}")
+
+    @property
+    def key(self) -> str:
+        """`label` with every parameter written exactly (`exact_number`): one key per distinct kernel."""
+        return self._written(exact_number)
+
+    def _written(self, number) -> str:
+        """The name with the parameters that matter, each number written by `number`."""
+        gamma = "auto" if self.gamma is None else number(self.gamma)
         if self.name == "poly":
-            return f"poly(degree={self.degree},gamma={gamma},coef0={self.coef0:g})"
+            return f"poly(degree={self.degree},gamma={gamma},coef0={number(self.coef0)})"
         if self.name == "rbf":
             return f"rbf(gamma={gamma})"
         if self.name == "sigmoid":
-            return f"sigmoid(gamma={gamma},coef0={self.coef0:g})"
+            return f"sigmoid(gamma={gamma},coef0={number(self.coef0)})"
         return self.name
+
+
+def exact_number(value) -> str:
+    """A number as short as ``:g`` writes it when that is exact, else its full ``repr``.
+
+    1.0 -> "1", 0.1 -> "0.1", 0.1000001 -> "0.1000001" (``:g`` would say "0.1"): names and task keys
+    built with it stay readable and never merge two different values.
+    """
+    v = float(value)
+    short = f"{v:g}"
+    return short if float(short) == v else repr(v)
 
 
 def _is_real(value) -> bool:

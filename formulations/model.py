@@ -17,14 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 import pyomo.environ as pyo
 
-# Formulation names, used in tables, the CLI and the tests.
-HARD_PRIMAL = "hard_primal"
-SOFT_PRIMAL = "soft_primal"
-DUAL = "dual"
-KERNEL_DUAL = "kernel_dual"
-
-PRIMAL_FORMULATIONS = (HARD_PRIMAL, SOFT_PRIMAL)
-DUAL_FORMULATIONS = (DUAL, KERNEL_DUAL)
+# Formulation names (defined in formulations.names, which imports nothing heavy), re-exported here.
+from formulations.names import DUAL, DUAL_FORMULATIONS, HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS, SOFT_PRIMAL  # noqa: F401
 
 
 @dataclass

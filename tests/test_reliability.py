@@ -366,14 +366,15 @@ def test_a_worker_killed_mid_solve_loses_no_other_row(sweep, tmp_path):
 
 
 def test_a_hanging_solve_becomes_a_time_limit_row(sweep, tmp_path):
-    """A solve stuck past --timeout is killed; the rows before and after it are all there."""
-    tasks = [_task(sweep, 0), _task(sweep, 1, fault="sleep:600", timeout=1.0), _task(sweep, 2, formulation="dual"),
-             _task(sweep, 3, fault="crash"), _task(sweep, 4, fault="raise")]
-    start = time.perf_counter()
+    """A solve stuck past --timeout is killed; the rows before and after it are all there.
+
+    The stuck solve never returns (fault ``hang``) and only it has a timeout, so nothing depends on
+    how long a real solve takes."""
+    tasks = [_task(sweep, 0), _task(sweep, 1, fault=f"hang:{tmp_path / 'hanging'}", timeout=1.0),
+             _task(sweep, 2, formulation="dual"), _task(sweep, 3, fault="crash"), _task(sweep, 4, fault="raise")]
     rows = _run(sweep, tasks, tmp_path)
-    assert time.perf_counter() - start < 120
     assert set(rows) == {t.key for t in tasks}
-    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after" in rows[tasks[1].key]["error"]
+    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after 2.1 s" in rows[tasks[1].key]["error"]
     assert rows[tasks[3].key]["status"] == st.ERROR and "SIGSEGV" in rows[tasks[3].key]["error"]
     assert rows[tasks[4].key]["status"] == st.ERROR and "injected fault" in rows[tasks[4].key]["error"]
     for task in (tasks[0], tasks[2]):

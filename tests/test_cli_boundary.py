@@ -1,0 +1,218 @@
+"""Every command-line input is checked at the boundary: one line on stderr, exit code 2, no traceback,
+before anything large is read or allocated (issue 16). Also: --help/--version without the solver stack."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import datasets as datasets_module
+from experiments.run import main
+
+REPO = Path(__file__).resolve().parents[1]
+GRID = ["--datasets", "example_5_1", "--backends", "clarabel", "--layers", "cvxpy", "--no-figures", "-q"]
+
+
+def _refused(capsys, argv: list[str], *words: str) -> str:
+    """main(argv) must return 2 with exactly one line on stderr holding every word, and no traceback."""
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err + captured.out
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--kernel", "rbf", "--gamma", "abc"], ["--gamma", "'abc' is not a number"]),
+    (["--kernel", "poly", "--degree", "x"], ["--degree", "'x' is not a whole number"]),
+    (["--kernel", "poly", "--degree", "2.5"], ["--degree", "'2.5' is not a whole number"]),
+    (["--C", "1e400"], ["--C", "'1e400' is too large", "infinity"]),
+    (["--C", "1,1e999"], ["--C", "'1e999' is too large"]),
+    (["--gamma", "1e400", "--kernel", "rbf"], ["--gamma", "too large"]),
+    (["--kernel", "precomputed"], ["precomputed", "Gram matrix", "solvers.api.solve"]),
+    (["--timeout", "nan"], ["--timeout", "finite", "nan"]),
+    (["--timeout", "inf"], ["--timeout", "finite", "inf"]),
+    (["--timeout", "0"], ["--timeout", "> 0"]),
+    (["--timeout", "-3"], ["--timeout", "> 0"]),
+    (["--seed", "-1"], ["--seed", ">= 0", "-1"]),
+    (["--label-column", "kind"], ["--label-column", "--data"]),
+    (["--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"], ["--scheduler tcp://127.0.0.1:1",
+                                                                  "no Dask scheduler answers"]),
+])
+def test_bad_options_are_one_line_errors(capsys, tmp_path, monkeypatch, argv, words):
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, GRID + argv, *words)
+    assert not (tmp_path / "results").exists()  # refused before any output folder was made
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("overlapping(n=50,seed='abc')", ["seed", "integer >= 0", "'abc'"]),
+    ("overlapping(n=50,seed=-1)", ["seed", "integer >= 0", "-1"]),
+    ("separable(n=50,seed=1.5)", ["seed", "integer >= 0", "1.5"]),
+])
+def test_bad_seed_in_a_dataset_spec(capsys, tmp_path, spec, words):
+    _refused(capsys, ["--datasets", spec, "--C", "1", "--out", str(tmp_path / "o"), "--no-figures", "-q"], *words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_huge_dataset_is_refused_before_its_generator_runs(capsys, tmp_path, monkeypatch):
+    calls = []
+    original = datasets_module.DATASETS["overlapping"]
+
+    @functools.wraps(original)  # same signature, so the runner's parameter handling is unchanged
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setitem(datasets_module.DATASETS, "overlapping", spy)
+    line = _refused(capsys, ["--datasets", "overlapping(n=1000000000)", "--C", "1", "--out", str(tmp_path / "o"),
+                             "-q"], "overlapping(n=1,000,000,000, d=2)", "GiB", "memory budget")
+    assert calls == [], "the generator ran before the size was refused"
+    assert "59.6 GiB" in line  # 1e9 points x 2 features x 32 bytes at the generator's peak
+
+
+def test_the_memory_budget_decides_and_a_fitting_dataset_is_generated(capsys, tmp_path, monkeypatch):
+    """The same estimate lets a data set through when the budget holds it (n = 1000, d = 2: 64,000 bytes)."""
+    from experiments.run import check_dataset_size
+
+    monkeypatch.setenv("SVM_MEMORY_BUDGET", "64000")
+    check_dataset_size("overlapping", {"n": 1000})
+    monkeypatch.setenv("SVM_MEMORY_BUDGET", "63999")
+    with pytest.raises(Exception, match="memory budget"):
+        check_dataset_size("overlapping", {"n": 1000})
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", ["the file is empty"]),
+    (b"x1,x2,label\n1,2,A\n3,4,B,5\n5,6,A\n", ["not a well-formed CSV", "line 3"]),
+    ("x1,x2,label\n1,2,Ä\n3,4,B\n".encode("latin-1"), ["not UTF-8", "0xc4", "UTF-8"]),
+])
+def test_bad_csv_files(capsys, tmp_path, content, words):
+    path = tmp_path / "data.csv"
+    path.write_bytes(content)
+    _refused(capsys, ["--data", str(path), "--label-column", "label", "--C", "1", "--out", str(tmp_path / "o"),
+                      "-q"], str(path), *words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_directory_as_data(capsys, tmp_path):
+    _refused(capsys, ["--data", str(tmp_path), "--label-column", "label", "--C", "1", "-q"],
+             str(tmp_path), "not a file")
+
+
+def test_out_that_is_a_file_or_under_a_file(capsys, tmp_path):
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder")
+    _refused(capsys, GRID + ["--C", "inf", "--out", str(a_file)], str(a_file), "is not a directory")
+    _refused(capsys, GRID + ["--C", "inf", "--out", str(a_file / "run")], str(a_file), "is a file")
+    assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_out_that_is_read_only(capsys, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(locked / "run")],
+                 "cannot write there")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_out_that_refuses_writes_is_one_line(capsys, tmp_path, monkeypatch):
+    """Whatever the OS says when the folder cannot be written (read-only, full, ...) becomes the one line."""
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(tmp_path / "run")],
+             str(tmp_path / "run"), "cannot write there", "Permission denied")
+
+
+def test_a_bad_input_through_python_m_has_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "experiments.run", "--datasets", "example_5_1", "--kernel", "poly",
+                           "--degree", "2.5"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --degree: '2.5' is not a whole number"
+
+
+# ------------------------------------------------------------------ --help, --version, lazy imports
+
+
+def test_help_and_version_do_not_import_the_solver_stack():
+    """Parsing --help loads neither cvxpy nor Pyomo (nor pandas): the deferral of those imports is on purpose."""
+    code = ("import sys, contextlib, io\n"
+            "import experiments.run as run\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            "        run.main(['--help'])\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "assert '--resume' in out.getvalue()\n"
+            "print(sorted(m for m in ('cvxpy', 'pyomo', 'pandas', 'sklearn') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_version_console_script_and_license():
+    import tomllib
+    from importlib import import_module
+    from importlib.metadata import version
+
+    import experiments
+    import formulations
+
+    proc = subprocess.run([sys.executable, "-m", "experiments.run", "--version"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"svm-duality {version('svm-duality')}"
+    assert experiments.__version__ == formulations.__version__ == version("svm-duality")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for script, target in project["scripts"].items():
+        module, _, function = target.partition(":")
+        assert callable(getattr(import_module(module), function)), script
+    assert project["scripts"]["svm-duality"] == "experiments.run:main"
+    licence = (REPO / "LICENSE").read_text()
+    assert project["license"] == {"text": "MIT"} and licence.startswith("MIT License")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["-q", "-v"], ["not allowed with argument"]),
+    (["--workers", "abc"], ["--workers", "invalid int value: 'abc'"]),
+    (["--seed", "1.5"], ["--seed", "invalid int value: '1.5'"]),
+    (["--timeout", "soon"], ["--timeout", "invalid float value: 'soon'"]),
+    (["--nosuch"], ["unrecognized arguments: --nosuch"]),
+])
+def test_argparse_errors_are_one_line_too(capsys, argv, words):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+    for word in words:
+        assert word in err
+
+
+def test_verbose_prints_a_line_per_solve_and_quiet_only_the_folder(capsys, tmp_path):
+    opts = ["--datasets", "example_5_1", "--C", "inf", "--formulations", "hard_primal,dual", "--backends", "clarabel",
+            "--layers", "cvxpy", "--no-figures"]
+    assert main(opts + ["--out", str(tmp_path / "v"), "-v"]) == 0
+    err = capsys.readouterr().err
+    solved = [line for line in err.splitlines() if line.startswith("optimal: example_5_1|")]
+    assert len(solved) == 2, err
+    assert main(opts + ["--out", str(tmp_path / "q"), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == f"results: {tmp_path / 'q'}" and captured.err == ""
+    rows = [json.loads(line) for line in (tmp_path / "q" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
