@@ -613,10 +613,11 @@ def print_list() -> None:
     print("Kernels (--kernel): linear, poly, rbf, sigmoid")
     print("Profiles (--profile):", ", ".join(f"{p.name} ({p.description}; check tol {p.check_tol:g})"
                                             for p in PROFILES.values()))
-    print("\nBackends (--layers, --backends):")
+    print("\nBackends (--layers, --backends; 'installed' means the packages are there: each is loaded, and "
+          "refused by name if it cannot be, when a solve asks for it):")
     import pandas as pd  # deferred on purpose (see the imports)
 
-    print(pd.DataFrame(backend_table()).to_string(index=False))
+    print(pd.DataFrame(backend_table(probe=False)).to_string(index=False))
 
 
 def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:

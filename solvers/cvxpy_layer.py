@@ -10,11 +10,14 @@ from __future__ import annotations
 import importlib.util
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from formulations.model import CvxpyModel
 from solvers import solution as st
 from solvers.profiles import TIME_LIMIT_OPTION
 from solvers.errors import BackendError
+
+if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
+    from formulations.model import CvxpyModel
 
 # cvxpy's statuses -> the project's. Anything not listed becomes an error.
 STATUS_MAP = {
@@ -87,12 +90,19 @@ class CvxpyBackend:
     def cvxpy_name(self) -> str:
         return CVXPY_SOLVERS[self.name][0]
 
-    def availability(self) -> tuple[bool, str]:
+    def installed(self) -> tuple[bool, str]:
+        """Whether the packages are there, without importing them (fast: --list)."""
         module = CVXPY_SOLVERS[self.name][1]
         if importlib.util.find_spec("cvxpy") is None:
             return False, "cvxpy is not installed"
         if importlib.util.find_spec(module) is None:
             return False, f"the Python package providing {module!r} is not installed"
+        return True, "installed"
+
+    def availability(self) -> tuple[bool, str]:
+        ok, reason = self.installed()
+        if not ok:
+            return ok, reason
         import cvxpy as cp
 
         if self.cvxpy_name not in cp.installed_solvers():

@@ -32,9 +32,16 @@ class PyomoHighsBackend:
     name: str = "highs"
     layer: str = "pyomo"
 
-    def availability(self) -> tuple[bool, str]:
+    def installed(self) -> tuple[bool, str]:
+        """Whether the package is there, without importing it (fast: --list)."""
         if importlib.util.find_spec("highspy") is None:
             return False, "highspy is not installed"
+        return True, "installed"
+
+    def availability(self) -> tuple[bool, str]:
+        ok, reason = self.installed()
+        if not ok:
+            return ok, reason
         from pyomo.contrib.solver.common.factory import SolverFactory
 
         available = SolverFactory("highs").available()

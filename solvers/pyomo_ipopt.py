@@ -16,13 +16,16 @@ from __future__ import annotations
 import importlib.util
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers import solution as st
 from solvers.errors import BackendError
-from solvers.pyomo_standard_form import StandardQP, from_pyomo, load_into_pyomo
+
+if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
+    from solvers.pyomo_standard_form import StandardQP
 
 # Ipopt's ApplicationReturnStatus -> the project's; "acceptable level" is not optimal.
 IPOPT_STATUS = {
@@ -115,9 +118,16 @@ class PyomoIpoptBackend:
     name: str = "ipopt"
     layer: str = "pyomo"
 
-    def availability(self) -> tuple[bool, str]:
+    def installed(self) -> tuple[bool, str]:
+        """Whether the package is there, without importing it (fast: --list)."""
         if importlib.util.find_spec("cyipopt") is None:
             return False, "cyipopt is not installed (pip install cyipopt-wheels)"
+        return True, "installed"
+
+    def availability(self) -> tuple[bool, str]:
+        ok, reason = self.installed()
+        if not ok:
+            return ok, reason
         try:
             import cyipopt  # noqa: F401  (the bundled Ipopt library loads here)
         except Exception as exc:
@@ -130,6 +140,8 @@ class PyomoIpoptBackend:
         return version("cyipopt-wheels")
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+        from solvers.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
+
         qp = from_pyomo(model)
         start = time.perf_counter()
         try:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import importlib.util
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from solvers import solution as st
 from solvers.errors import BackendError
+
+if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
+    from solvers.pyomo_standard_form import StandardQP
 from solvers.profiles import TIME_LIMIT_OPTION
-from solvers.pyomo_standard_form import StandardQP, from_pyomo, load_into_pyomo
 
 # Backend name -> (qpsolvers name, module that must import, distribution for the version).
 QPSOLVERS_BACKENDS = {
@@ -124,16 +127,23 @@ class PyomoQPBackend:
     name: str
     layer: str = "pyomo"
 
-    def availability(self) -> tuple[bool, str]:
-        qp_name, module, _ = QPSOLVERS_BACKENDS[self.name]
+    def installed(self) -> tuple[bool, str]:
+        """Whether the packages are there, without importing them (fast: --list)."""
+        module = QPSOLVERS_BACKENDS[self.name][1]
         if importlib.util.find_spec("qpsolvers") is None:
             return False, "qpsolvers is not installed"
         if importlib.util.find_spec(module) is None:
             return False, f"the Python package providing {module!r} is not installed"
+        return True, "installed"
+
+    def availability(self) -> tuple[bool, str]:
+        ok, reason = self.installed()
+        if not ok:
+            return ok, reason
         import qpsolvers
 
-        if qp_name not in qpsolvers.available_solvers:
-            return False, f"qpsolvers cannot load {qp_name}"
+        if QPSOLVERS_BACKENDS[self.name][0] not in qpsolvers.available_solvers:
+            return False, f"qpsolvers cannot load {QPSOLVERS_BACKENDS[self.name][0]}"
         return True, "available"
 
     def version(self) -> str:
@@ -142,6 +152,8 @@ class PyomoQPBackend:
         return version(QPSOLVERS_BACKENDS[self.name][2])
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+        from solvers.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
+
         qp = from_pyomo(model)
         if time_limit is not None and self.name in TIME_LIMIT_OPTION:
             # the solver's own limit; solvers.api refuses a limit for PIQP and ProxQP, while the working

@@ -69,10 +69,13 @@ def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
             f"the worker process at the limit")
 
 
-def backend_table() -> list[dict]:
-    """One row per registered backend: layer, backend, available, reason."""
+def backend_table(probe: bool = True) -> list[dict]:
+    """One row per registered backend: layer, backend, available, reason.
+
+    probe=False only looks for the packages (no import: what `--list` shows in well under a
+    second); probe=True loads each one as a solve would."""
     rows = []
-    for layer, name in BACKENDS:
-        ok, reason = availability(layer, name)
-        rows.append({"layer": layer, "backend": name, "available": ok, "reason": reason})
+    for (layer, name), backend in BACKENDS.items():
+        ok, reason = availability(layer, name) if probe else backend.installed()
+        rows.append({"layer": layer, "backend": name, ("available" if probe else "installed"): ok, "reason": reason})
     return rows

@@ -165,6 +165,20 @@ def test_help_and_version_do_not_import_the_solver_stack():
     assert proc.stdout.strip() == "[]"
 
 
+def test_list_names_every_backend_without_importing_the_solver_stack():
+    """--list shows all 16 (layer, backend) pairs from a package look-up: no cvxpy, no Pyomo import."""
+    code = ("import sys, contextlib, io\n"
+            "import experiments.run as run\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    run.main(['--list'])\n"
+            "text = out.getvalue()\n"
+            "assert text.count(' installed') >= 16, text\n"
+            "print(sorted(m for m in ('cvxpy', 'pyomo') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_version_console_script_and_license():
     import tomllib
     from importlib import import_module
@@ -177,7 +191,9 @@ def test_version_console_script_and_license():
                           text=True, timeout=120)
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"svm-duality {version('svm-duality')}"
-    assert experiments.__version__ == formulations.__version__ == version("svm-duality")
+    import solvers
+
+    assert experiments.__version__ == formulations.__version__ == solvers.__version__ == version("svm-duality")
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     for script, target in project["scripts"].items():
         module, _, function = target.partition(":")
