@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,61 @@ def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             with np.load(path) as npz:
                 data[name] = (npz["X"], npz["y"])
     return data
+
+
+@dataclass(frozen=True)
+class DataNames:
+    """How the user named a data set's columns and classes (x1, x2, ... and A (+1) / B (-1) by default)."""
+
+    features: tuple[str, ...]
+    positive: str = "A (+1)"
+    negative: str = "B (-1)"
+
+    def feature(self, j: int) -> str:
+        return self.features[j] if j < len(self.features) else f"x{j + 1}"
+
+
+def _csv_feature_columns(source: str, label_map: dict, d: int) -> list[str] | None:
+    """The feature columns of the CSV a run read (its header, without the label column), if it is still there
+    and still has d of them: run.json keeps the CSV's path and label map, not its column names."""
+    path = Path(source or "")
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return None
+    try:
+        head = pd.read_csv(path, nrows=200)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    keys = set(map(str, label_map))
+    # the label column: the one whose values are the label map's names (unique, or the names stay x1, x2, ...)
+    labels = [c for c in head.columns if keys and set(head[c].astype(str)) <= keys]
+    if len(labels) != 1 or head.shape[1] - 1 != d:
+        return None
+    return [str(c) for c in head.columns if c != labels[0]]
+
+
+def data_names(meta: dict) -> dict[str, DataNames]:
+    """{dataset: DataNames} from run.json's `datasets` entries: the label map's two names (a CSV's own
+    labels), and the feature names (a `features` list if the entry has one, else the CSV's header)."""
+    names = {}
+    for name, info in (meta.get("datasets") or {}).items():
+        if not isinstance(info, dict):
+            continue
+        d = int(info.get("d") or 0)
+        label_map = info.get("label_map") or {}
+        features = info.get("features") or info.get("feature_names") \
+            or _csv_feature_columns(info.get("source", ""), label_map, d) or [f"x{j + 1}" for j in range(d)]
+        by_sign = {int(v): str(k) for k, v in label_map.items()}
+        own = label_map and set(by_sign) == {-1, 1} and set(label_map) != {"-1", "1", "-1.0", "1.0"}
+        names[name] = DataNames(tuple(map(str, features)),
+                                positive=f"{by_sign[1]} (+1)" if own else "A (+1)",
+                                negative=f"{by_sign[-1]} (-1)" if own else "B (-1)")
+    return names
+
+
+def load_names(out_dir: str | Path) -> dict[str, DataNames]:
+    """data_names of a run folder's run.json ({} without one)."""
+    path = Path(out_dir) / "run.json"
+    return data_names(json.loads(path.read_text())) if path.exists() else {}
 
 
 def load_separability(out_dir: str | Path) -> dict:
