@@ -190,13 +190,18 @@ def duality_pairs(df: pd.DataFrame) -> pd.DataFrame:
                     "primal_formulation": p.formulation, "primal_layer": p.layer, "primal_backend": p.backend,
                     "dual_formulation": d.formulation, "dual_layer": d.layer, "dual_backend": d.backend,
                     "P_star": p.primal_objective, "D_star": d.dual_objective, "gap": gap,
-                    "rel_gap": abs(gap) / max(1.0, abs(p.primal_objective)),
+                    "rel_gap": _relative(gap, p.primal_objective),
                     "primal_solver": p.solver, "dual_solver": d.solver,
                 })
     return pd.DataFrame(rows, columns=[
         "group", "dataset", "kernel", "C", "profile", "primal_formulation", "primal_layer", "primal_backend",
         "dual_formulation", "dual_layer", "dual_backend", "P_star", "D_star", "gap", "rel_gap", "primal_solver",
         "dual_solver"])
+
+
+def _relative(difference: float, scale: float) -> float:
+    """|difference| / |scale| (an SVM optimum is > 0: 0 only without both classes); 0 / 0 -> 0."""
+    return abs(difference) / abs(scale) if scale else (0.0 if difference == 0 else math.inf)
 
 
 def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +214,7 @@ def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def gap_matrix(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Largest |P* - D*| / max(1, |P*|) over all groups, primal solver (rows) x dual solver (columns)."""
+    """Largest |P* - D*| / |P*| over all groups, primal solver (rows) x dual solver (columns)."""
     if pairs.empty:
         return pd.DataFrame()
     p = pairs.assign(primal=pairs.primal_solver, dual=pairs.dual_solver)  # layer/backend[-LP method]
@@ -363,7 +368,8 @@ def wb_table(df: pd.DataFrame, max_d: int = 5) -> pd.DataFrame:
     rows = []
     for r in lin.itertuples():
         w = from_json(r.w)
-        row = {"group": r.group, "dataset": r.dataset, "C": r.C, "formulation": r.formulation, "layer": r.layer,
+        row = {"group": r.group, "dataset": r.dataset, "kernel": r.kernel, "C": r.C, "profile": r.profile,
+               "formulation": r.formulation, "layer": r.layer,
                "backend": r.backend, "status": r.status}
         for j in range(int(r.d)):
             row[f"w{j + 1}"] = w[j] if w is not None else math.nan
@@ -420,7 +426,7 @@ def _max_abs_diff(a, b) -> float:
 def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
     """One row per (1-norm group, LP setting) holding both l1_primal and l1_dual.
 
-    P* (l1_primal's optimum), D* (l1_dual's), rel_objective_diff = |P* - D*| / max(1, |P*|);
+    P* (l1_primal's optimum), D* (l1_dual's), rel_objective_diff = |P* - D*| / |P*|;
     the multipliers of one LP against the solution of the other: alpha_mult_vs_dual =
     max_i |dual(margin_i) of l1_primal - alpha_i of l1_dual|, w_mult_vs_primal =
     max_j |dual(lift_j) of l1_dual - w_j of l1_primal|, b_mult_vs_primal; and, with the
@@ -446,7 +452,7 @@ def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
         row = {"group": group, "dataset": p.dataset, "C": p.C, "n": p.n, "d": p.d, "layer": p.layer,
                "backend": p.backend, "method": p.method, "setting": solver.split("/", 1)[1],
                "primal_status": p.status, "dual_status": d.status, "P_star": P, "D_star": D,
-               "rel_objective_diff": abs(P - D) / max(1.0, abs(P)) if pd.notna(P) and pd.notna(D) else math.nan,
+               "rel_objective_diff": _relative(P - D, P) if pd.notna(P) and pd.notna(D) else math.nan,
                "primal_rel_gap": p.rel_duality_gap, "dual_rel_gap": d.rel_duality_gap,
                "nnz_w": p.nnz_w, "n_sv": p.n_sv, "solve_s_primal": p.solve_s, "solve_s_dual": d.solve_s}
         wp, wd = from_json(p.w), from_json(d.w)
