@@ -262,3 +262,18 @@ def test_markdown_cells_with_a_pipe_stay_one_cell():
                            .render(text), flags=re.S)
     assert [row.count("<td") for row in html_rows[1:]] == [2, 2]
     assert "a | b" in html_rows[1]
+
+
+def test_terminal_summary_keeps_each_C_apart():
+    from experiments.run import summarize
+
+    rows = [_row(task_key=f"k{i}", dataset="exercise_5_4", formulation="soft_primal", layer="pyomo", backend=b,
+                 C=C, w=w, b=0.1 * i, order=i)
+            for i, (C, b, w) in enumerate([(1.0, "a", "[-0.4997, 0.5]"), (1.0, "b", "[-0.4997, 0.5]"),
+                                           (10.0, "a", "[-0.9229, 0.7]"), (10.0, "b", "[-0.9229, 0.7]")])]
+    text = summarize(results_table.frame(rows), {}, Path("out"), 1.0)
+    lecture = text.split("Lecture examples")[1].split("\n\n")[0]
+    lines = [line for line in lecture.splitlines() if "soft_primal" in line]
+    assert len(lines) == 2, lecture  # C = 1 and C = 10: two problems, never one min..max over both
+    w1 = [[float(v) for v in re.findall(r"-0\.\d+", line)[:2]] for line in lines]
+    assert w1 == [[-0.4997, -0.4997], [-0.9229, -0.9229]]
