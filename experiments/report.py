@@ -116,14 +116,27 @@ def problem_title(first: pd.Series) -> str:
     return f"{first.dataset}: {family}, C = {_C_text(first.C)}, profile {first.profile}"
 
 
-def distinct_results(rows: pd.DataFrame, result) -> pd.DataFrame:
+def _solver_list(solvers: tuple[str, ...], every: list[str]) -> str:
+    """`solvers` in words: "all 16 layer/backend pairs", "all 16 but cvxpy/osqp", or the list."""
+    missing = [s for s in every if s not in solvers]
+    if not missing and len(every) > 2:
+        return f"all {len(every)} layer/backend pairs"
+    if len(every) > 6 and len(missing) <= 3:
+        return f"all {len(every)} but {', '.join(missing)}"
+    return ", ".join(solvers)
+
+
+def distinct_results(rows: pd.DataFrame, result, columns: list[str]) -> pd.DataFrame:
     """Each distinct result of a problem once, with the solves that agree on it.
 
-    `result(row)` -> {column: formatted value} of a verified row (rounded as the table shows it, so
-    solves equal to that many digits share a line); rows not verified optimal are listed by status."""
+    `result(row)` -> {column: formatted value} for `columns`, of a verified row (rounded as the table shows
+    it, so solves equal to that many digits share a line); rows not verified optimal are grouped by status
+    with the result blank. Verified results first, the most agreed-on first."""
+    every = list(dict.fromkeys(rows.solver))
     found: dict[tuple, dict] = {}
     for r in rows.itertuples():
-        cells = result(r) if r.status == "optimal" else {"status": r.status}
+        cells = result(r) if r.status == "optimal" else dict.fromkeys(columns, "")
+        cells = {**cells, "status": r.status}
         entry = found.setdefault(tuple(cells.items()), {**cells, "solves": {}})
         entry["solves"].setdefault(r.formulation, []).append(r.solver)
     out = []
@@ -132,13 +145,14 @@ def distinct_results(rows: pd.DataFrame, result) -> pd.DataFrame:
         by_solvers: dict[tuple, list[str]] = {}  # formulations solved by the same backends share a clause
         for form, solvers in by_form.items():
             by_solvers.setdefault(tuple(solvers), []).append(form)
-        entry["agreeing solves"] = "; ".join(f"{', '.join(forms)}: {', '.join(solvers)}"
+        entry["agreeing solves"] = "; ".join(f"{', '.join(forms)}: {_solver_list(solvers, every)}"
                                              for solvers, forms in by_solvers.items())
-        entry["n"] = str(sum(len(v) for v in by_form.values()))
+        entry["n"] = sum(len(v) for v in by_form.values())
         out.append(entry)
-    table = pd.DataFrame(out, dtype=object)
-    first = [c for c in table.columns if c not in ("n", "agreeing solves")]
-    return table[first + ["n", "agreeing solves"]].fillna("")
+    out.sort(key=lambda e: (e["status"] != "optimal", -e["n"]))
+    table = pd.DataFrame(out, columns=columns + ["status", "n", "agreeing solves"], dtype=object)
+    table["n"] = table["n"].astype(str)
+    return table
 
 
 def _vector(values) -> str:
@@ -155,7 +169,8 @@ def wb_section(df: pd.DataFrame, reference: pd.DataFrame, names: dict | None = N
     for group in dict.fromkeys(lin.sort_values("order").group):
         rows = lin[lin.group == group]
         first = rows.iloc[0]
-        table = distinct_results(rows, lambda r: {"w* / b*": f"{_vector(from_json(r.w))} / {r.b:.4f}"})
+        table = distinct_results(rows, lambda r: {"w* / b*": f"{_vector(from_json(r.w))} / {r.b:.4f}"},
+                                 ["w* / b*"])
         extra = {}
         r = ref.get(group, {})
         if r.get("svc_w") is not None and not (isinstance(r.get("svc_w"), float)):
@@ -169,8 +184,7 @@ def wb_section(df: pd.DataFrame, reference: pd.DataFrame, names: dict | None = N
             if len(hit):
                 table.loc[hit[0], "references"] = ", ".join(filter(None, [table.loc[hit[0], "references"], name]))
             else:
-                table.loc[len(table)] = {**{c: "" for c in table.columns}, "w* / b*": cell, "n": "",
-                                         "references": name}
+                table.loc[len(table)] = {**dict.fromkeys(table.columns, ""), "w* / b*": cell, "references": name}
         feats = (names or {}).get(first.dataset)
         order = f" w* lists the weights of {', '.join(feats.features)}, in that order." \
             if feats and feats.features[:1] != ("x1",) else ""
@@ -192,10 +206,10 @@ def kernel_section(df: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
         def result(r):
             return {"objective": f"{r.objective:.8g}", "b*": f"{r.b:.6f}", "n_sv": _fmt(r.n_sv)}
 
-        table = distinct_results(rows, result)
+        table = distinct_results(rows, result, ["objective", "b*", "n_sv"])
         r = ref.get(group, {})
         if r.get("svc_objective") is not None and not pd.isna(r.get("svc_objective")):
-            table.loc[len(table)] = {**{c: "" for c in table.columns}, "objective": f"{r['svc_objective']:.8g}",
+            table.loc[len(table)] = {**dict.fromkeys(table.columns, ""), "objective": f"{r['svc_objective']:.8g}",
                                      "b*": f"{r['svc_b']:.6f}", "n_sv": str(r["svc_n_sv"]),
                                      "agreeing solves": "scikit-learn SVC (libsvm, tol 1e-10)"}
         lines += [f"### {problem_title(rows.iloc[0])}", "", md(table, index=False, numparse=False), ""]

@@ -188,7 +188,7 @@ def test_each_distinct_result_once_with_the_solves_that_agree(smoke_run):
     assert len(rows) == 1, rows  # 8 verified solves, one distinct w*/b*
     row = rows[0]
     assert "(-0.9229, 0.7627) / 1.1976" in row and "| 8 " in row
-    assert all(s in row for s in ("pyomo/clarabel", "pyomo/daqp", "cvxpy/clarabel", "cvxpy/daqp"))
+    assert "hard_primal, dual: all 4 layer/backend pairs" in row
     assert "scikit-learn SVC" in row and "Example 5.1" in row  # the references agree with the same line
 
 
@@ -277,3 +277,19 @@ def test_terminal_summary_keeps_each_C_apart():
     assert len(lines) == 2, lecture  # C = 1 and C = 10: two problems, never one min..max over both
     w1 = [[float(v) for v in re.findall(r"-0\.\d+", line)[:2]] for line in lines]
     assert w1 == [[-0.4997, -0.4997], [-0.9229, -0.9229]]
+
+
+def test_distinct_results_groups_equal_results_and_lists_the_rest_by_status():
+    from experiments.report import distinct_results
+
+    rows = [_row(task_key=f"k{i}", formulation=f, layer="pyomo", backend=b, status=st, w=w, order=i)
+            for i, (f, b, st, w) in enumerate([
+                ("soft_primal", "a", "optimal", "[1.0, 2.0]"), ("dual", "a", "optimal", "[1.00001, 2.0]"),
+                ("dual", "b", "optimal", "[1.0, 2.0]"), ("soft_primal", "b", "optimal", "[1.5, 2.0]"),
+                ("soft_primal", "c", "iteration_limit", "")])]
+    df = analysis.with_groups(results_table.frame(rows))
+    table = distinct_results(df, lambda r: {"w": str([round(v, 4) for v in results_table.from_json(r.w)])}, ["w"])
+    assert list(table.w) == ["[1.0, 2.0]", "[1.5, 2.0]", ""]
+    assert list(table.n) == ["3", "1", "1"] and list(table.status) == ["optimal", "optimal", "iteration_limit"]
+    assert table["agreeing solves"][0] == "soft_primal: pyomo/a; dual: pyomo/a, pyomo/b"
+    assert table["agreeing solves"][2] == "soft_primal: pyomo/c"
