@@ -65,3 +65,23 @@ def test_notebook_executes_and_writes_figures(name, tmp_path, monkeypatch):
         path = tmp_path / "figures" / fig
         assert path.exists(), f"{name} did not write figures/{fig}"
         assert path.stat().st_size > 5_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(300)
+def test_the_readme_notebook_route_makes_a_page_with_the_figures(tmp_path, monkeypatch):
+    """README: `jupytext --to ipynb notebooks/*.py`, then `jupyter nbconvert --to html --execute` on one."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("nbconvert")
+    shutil.copy(NOTEBOOKS / "04_perceptron.py", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    for command in (["jupytext", "--to", "ipynb", "04_perceptron.py"],
+                    ["jupyter", "nbconvert", "--to", "html", "--execute", "04_perceptron.ipynb"]):
+        done = subprocess.run([sys.executable, "-m", *command], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=240)
+        assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr[-2000:]}"
+    page = (tmp_path / "04_perceptron.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") >= 1 and "W14" in page
