@@ -426,7 +426,8 @@ def _summary_lines(meta: dict, df: pd.DataFrame, out: Path) -> list[str]:
         "command": meta.get("command", ""),
     }
     return [f"# SVM primal/dual sweep: {info['suite'] or out.name}", "",
-            md(pd.DataFrame({"": [str(v) for v in info.values()]}, index=list(info.keys())), numparse=False), "",
+            md(pd.DataFrame({"value": [str(v) for v in info.values()]}, index=pd.Index(list(info), name="run")),
+               numparse=False), "",
             "Every status is the project's: `optimal` means the solver said so **and** the relative duality gap",
             "and the scaled KKT residuals recomputed from the returned point are below the profile's check",
             "tolerance (default 1e-4, high 1e-6). Result columns (objective, w*, b*) are blank otherwise.", ""]
@@ -437,8 +438,8 @@ def _environment_lines(env: dict) -> list[str]:
         return []
     pk = env.get("packages", {})
     L = ["## Environment", "", f"Python {env.get('python', '')} on {env.get('platform', '')}, "
-         f"{env.get('cpu_count', '')} CPUs", "", md(pd.DataFrame({"version": list(pk.values())}, index=list(pk.keys()))),
-         ""]
+         f"{env.get('cpu_count', '')} CPUs", "",
+         md(pd.DataFrame({"version": list(pk.values())}, index=pd.Index(list(pk), name="package"))), ""]
     if env.get("backends"):
         L += ["Backends:", "", md(pd.DataFrame(env["backends"]), index=False), ""]
     return L
@@ -551,7 +552,8 @@ def write_html(report_md: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.report",
-                                     description="Rebuild report.md and report.html (and the derived tables and figures) of a run.")
+                                     description="Rebuild report.md and report.html (and the derived tables and "
+                                                 "figures) of a run.")
     parser.add_argument("dir", help="a run directory (holding results.parquet or results.csv)")
     parser.add_argument("--no-figures", action="store_true", help="do not redraw figures/")
     args = parser.parse_args(argv)
@@ -561,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(path)
+    print(path.with_suffix(".html"))
     return 0
 
 
