@@ -424,8 +424,10 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
                       t.round(4).to_string()]
     ds = tables.get("duality_summary")
     if ds is not None and not ds.empty:
+        from experiments.report import by_problem, problems
+
         lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
-                  ds.to_string(index=False, float_format=lambda v: f"{v:.2e}")]
+                  by_problem(ds, problems(df)).to_string(index=False, float_format=lambda v: f"{v:.2e}")]
     separability = tables.get("separability") or {}
     if separability:
         lines += ["", "Linear separability (pyomo/highs, checked before the hard-margin solves):"]
@@ -451,7 +453,7 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
             lines.append(f"  {group}: P* = {ok.P_star.median():.10g}, nonzero w_j: "
                          f"{int(ok.nnz_w.median()) if len(ok) else '-'} of {int(g.d.iloc[0])}"
                          if len(ok) else f"  {group}: no setting verified both LPs")
-    lines += ["", f"results: {out}/results.parquet, results.csv, duality.csv, report.md, figures/"]
+    lines += ["", f"results: {out}/results.parquet, results.csv, duality.csv, report.md, report.html, figures/"]
     return "\n".join(lines)
 
 
