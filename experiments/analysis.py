@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,61 @@ def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return data
 
 
+@dataclass(frozen=True)
+class DataNames:
+    """How the user named a data set's columns and classes (x1, x2, ... and A (+1) / B (-1) by default)."""
+
+    features: tuple[str, ...]
+    positive: str = "A (+1)"
+    negative: str = "B (-1)"
+
+    def feature(self, j: int) -> str:
+        return self.features[j] if j < len(self.features) else f"x{j + 1}"
+
+
+def _csv_feature_columns(source: str, label_map: dict, d: int) -> list[str] | None:
+    """The feature columns of the CSV a run read (its header, without the label column), if it is still there
+    and still has d of them: run.json keeps the CSV's path and label map, not its column names."""
+    path = Path(source or "")
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return None
+    try:
+        head = pd.read_csv(path, nrows=200)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    keys = set(map(str, label_map))
+    # the label column: the one whose values are the label map's names (unique, or the names stay x1, x2, ...)
+    labels = [c for c in head.columns if keys and set(head[c].astype(str)) <= keys]
+    if len(labels) != 1 or head.shape[1] - 1 != d:
+        return None
+    return [str(c) for c in head.columns if c != labels[0]]
+
+
+def data_names(meta: dict) -> dict[str, DataNames]:
+    """{dataset: DataNames} from run.json's `datasets` entries: the label map's two names (a CSV's own
+    labels), and the feature names (a `features` list if the entry has one, else the CSV's header)."""
+    names = {}
+    for name, info in (meta.get("datasets") or {}).items():
+        if not isinstance(info, dict):
+            continue
+        d = int(info.get("d") or 0)
+        label_map = info.get("label_map") or {}
+        features = info.get("features") or info.get("feature_names") \
+            or _csv_feature_columns(info.get("source", ""), label_map, d) or [f"x{j + 1}" for j in range(d)]
+        by_sign = {int(v): str(k) for k, v in label_map.items()}
+        own = label_map and set(by_sign) == {-1, 1} and set(label_map) != {"-1", "1", "-1.0", "1.0"}
+        names[name] = DataNames(tuple(map(str, features)),
+                                positive=f"{by_sign[1]} (+1)" if own else "A (+1)",
+                                negative=f"{by_sign[-1]} (-1)" if own else "B (-1)")
+    return names
+
+
+def load_names(out_dir: str | Path) -> dict[str, DataNames]:
+    """data_names of a run folder's run.json ({} without one)."""
+    path = Path(out_dir) / "run.json"
+    return data_names(json.loads(path.read_text())) if path.exists() else {}
+
+
 def load_separability(out_dir: str | Path) -> dict:
     """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
     from experiments.run import SEPARABILITY_FILE
@@ -134,13 +190,18 @@ def duality_pairs(df: pd.DataFrame) -> pd.DataFrame:
                     "primal_formulation": p.formulation, "primal_layer": p.layer, "primal_backend": p.backend,
                     "dual_formulation": d.formulation, "dual_layer": d.layer, "dual_backend": d.backend,
                     "P_star": p.primal_objective, "D_star": d.dual_objective, "gap": gap,
-                    "rel_gap": abs(gap) / max(1.0, abs(p.primal_objective)),
+                    "rel_gap": _relative(gap, p.primal_objective),
                     "primal_solver": p.solver, "dual_solver": d.solver,
                 })
     return pd.DataFrame(rows, columns=[
         "group", "dataset", "kernel", "C", "profile", "primal_formulation", "primal_layer", "primal_backend",
         "dual_formulation", "dual_layer", "dual_backend", "P_star", "D_star", "gap", "rel_gap", "primal_solver",
         "dual_solver"])
+
+
+def _relative(difference: float, scale: float) -> float:
+    """|difference| / |scale| (an SVM optimum is > 0: 0 only without both classes); 0 / 0 -> 0."""
+    return abs(difference) / abs(scale) if scale else (0.0 if difference == 0 else math.inf)
 
 
 def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -153,7 +214,7 @@ def duality_summary(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def gap_matrix(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Largest |P* - D*| / max(1, |P*|) over all groups, primal solver (rows) x dual solver (columns)."""
+    """Largest |P* - D*| / |P*| over all groups, primal solver (rows) x dual solver (columns)."""
     if pairs.empty:
         return pd.DataFrame()
     p = pairs.assign(primal=pairs.primal_solver, dual=pairs.dual_solver)  # layer/backend[-LP method]
@@ -307,7 +368,8 @@ def wb_table(df: pd.DataFrame, max_d: int = 5) -> pd.DataFrame:
     rows = []
     for r in lin.itertuples():
         w = from_json(r.w)
-        row = {"group": r.group, "dataset": r.dataset, "C": r.C, "formulation": r.formulation, "layer": r.layer,
+        row = {"group": r.group, "dataset": r.dataset, "kernel": r.kernel, "C": r.C, "profile": r.profile,
+               "formulation": r.formulation, "layer": r.layer,
                "backend": r.backend, "status": r.status}
         for j in range(int(r.d)):
             row[f"w{j + 1}"] = w[j] if w is not None else math.nan
@@ -364,7 +426,7 @@ def _max_abs_diff(a, b) -> float:
 def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
     """One row per (1-norm group, LP setting) holding both l1_primal and l1_dual.
 
-    P* (l1_primal's optimum), D* (l1_dual's), rel_objective_diff = |P* - D*| / max(1, |P*|);
+    P* (l1_primal's optimum), D* (l1_dual's), rel_objective_diff = |P* - D*| / |P*|;
     the multipliers of one LP against the solution of the other: alpha_mult_vs_dual =
     max_i |dual(margin_i) of l1_primal - alpha_i of l1_dual|, w_mult_vs_primal =
     max_j |dual(lift_j) of l1_dual - w_j of l1_primal|, b_mult_vs_primal; and, with the
@@ -390,7 +452,7 @@ def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
         row = {"group": group, "dataset": p.dataset, "C": p.C, "n": p.n, "d": p.d, "layer": p.layer,
                "backend": p.backend, "method": p.method, "setting": solver.split("/", 1)[1],
                "primal_status": p.status, "dual_status": d.status, "P_star": P, "D_star": D,
-               "rel_objective_diff": abs(P - D) / max(1.0, abs(P)) if pd.notna(P) and pd.notna(D) else math.nan,
+               "rel_objective_diff": _relative(P - D, P) if pd.notna(P) and pd.notna(D) else math.nan,
                "primal_rel_gap": p.rel_duality_gap, "dual_rel_gap": d.rel_duality_gap,
                "nnz_w": p.nnz_w, "n_sv": p.n_sv, "solve_s_primal": p.solve_s, "solve_s_dual": d.solve_s}
         wp, wd = from_json(p.w), from_json(d.w)

@@ -175,11 +175,12 @@ def plot_classifier(
     xlim=None,
     ylim=None,
     resolution: int = 150,
+    axis_labels: tuple[str, str] = ("x1", "x2"),
 ) -> None:
     """Draw f's sign regions, f = 0 (solid) and f = +-1 (dashed margins) and the data.
 
     ``decision`` maps an (m, 2) array to f-values; ``sv`` is a boolean mask (or index
-    array) of the support vectors, circled in black.
+    array) of the support vectors, circled in black; ``axis_labels`` name the two features.
     """
     if xlim is None or ylim is None:
         bx, by = _bounds(X)
@@ -206,6 +207,8 @@ def plot_classifier(
     ax.set_ylim(*ylim)
     ax.set_aspect("equal", adjustable="box")
     ax.set_title(title, fontsize=9)
+    ax.set_xlabel(axis_labels[0], fontsize=8)
+    ax.set_ylabel(axis_labels[1], fontsize=8)
     ax.tick_params(labelsize=7)
 
 

@@ -14,7 +14,8 @@
 # %% [markdown]
 # # 1. The hard-margin SVM and its dual
 #
-# Lecture notes `001_e078ff43bd63a81d.txt`, Examples 5.1 and 5.2. For two linearly
+# The lecture notes (G. Mastroeni, M. Passacantando, *Support Vector Machines for supervised
+# classification problems*, ch. 5, University of Pisa), Examples 5.1 and 5.2. For two linearly
 # separable sets A (label +1) and B (label -1) the maximum-margin hyperplane solves
 #
 # $$\min_{w,b}\ \tfrac12\|w\|^2 \quad\text{s.t.}\quad y^i (w^\top x^i + b) \ge 1,\ i = 1,\dots,\ell \qquad (4)$$
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+import matplotlib.pyplot as plt
 
 from experiments.coursework import PUBLISHED, plot_classifier
 from experiments.datasets import example_5_1
@@ -98,11 +99,11 @@ checks
 # ## The notes' plot: separating line and the two margin lines
 
 # %%
-fig = Figure(figsize=(9, 4.4), layout="constrained")
+fig = plt.figure(figsize=(9, 4.4), layout="constrained")
 for ax, sol, name in zip(fig.subplots(1, 2), (primal, dual), ("primal (4)", "dual (6)")):
     plot_classifier(ax, ds.X, ds.y, lambda Z, s=sol: Z @ s.w + s.b,
                     sv=np.flatnonzero(sol.alpha > 1e-6 * sol.alpha.max()), xlim=(0, 10), ylim=(0, 10),
                     title=f"Example 5.{1 if name.startswith('primal') else 2}: {name}\n"
                           f"w* = {np.round(sol.w, 4)}, b* = {sol.b:.4f}")
 fig.savefig(FIGURES / "01_example_5_1_primal_dual.png", dpi=100)
-fig
+plt.show()

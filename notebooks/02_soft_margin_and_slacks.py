@@ -14,7 +14,8 @@
 # %% [markdown]
 # # 2. The soft margin and its slacks
 #
-# Lecture notes `001_e078ff43bd63a81d.txt`, Exercise 5.4. When A and B are not linearly
+# The lecture notes (G. Mastroeni, M. Passacantando, *Support Vector Machines for supervised
+# classification problems*, ch. 5, University of Pisa), Exercise 5.4. When A and B are not linearly
 # separable the system $y^i(w^\top x^i + b) \ge 1$ has no solution; slack variables
 # $\xi_i \ge 0$ relax it, and $C$ prices them:
 #
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+import matplotlib.pyplot as plt
 from sklearn.svm import SVC
 
 from experiments.coursework import plot_classifier
@@ -78,21 +79,28 @@ table = pd.DataFrame({
 }, index=slack_points + 1)
 assert np.all(lam[slack_points] >= C * (1 - 1e-5))  # xi_i > 0  =>  lambda_i = C
 assert max(np.max(np.abs(xi["dual"] - v)) for v in xi.values()) < 1e-4
+misclassified = [i + 1 for i in slack_points if xi["dual"][i] > 1]
+inside = [i + 1 for i in slack_points if xi["dual"][i] <= 1]
+print(f"{len(slack_points)} points with xi_i > 0: misclassified (xi > 1) rows {misclassified}, "
+      f"inside the margin (0 < xi <= 1) rows {inside}; the other {ds.n - len(slack_points)} have xi_i = 0")
+assert ds.X[misclassified[0] - 1].tolist() == [6.0, 8.0] and len(misclassified) == 1 and len(inside) == 1
 table
 
 # %% [markdown]
-# The point $(6, 8)$ of B lies among the points of A: it is the misclassified one.
-# Every other point has $\xi_i = 0$ (up to solver noise).
+# Two points have a nonzero slack, as the table shows. The point $(6, 8)$ of B lies among
+# the points of A: it is the misclassified one ($\xi_i > 1$). The other lies inside the margin,
+# on the right side of the line ($0 < \xi_i < 1$). Every other point has $\xi_i = 0$ (up to
+# solver noise), and both slack points have $\lambda_i = C$, as the KKT conditions require.
 
 # %%
-fig = Figure(figsize=(5.2, 5), layout="constrained")
+fig = plt.figure(figsize=(5.2, 5), layout="constrained")
 ax = fig.subplots()
 plot_classifier(ax, ds.X, ds.y, dual.decision_function, sv=dual.support_, xlim=(0, 10), ylim=(0, 10),
                 title=f"Exercise 5.4, C = {C:g}: w* = {dual.coef_[0].round(4)}, b* = {dual.intercept_[0]:.4f}")
 for i in slack_points:
     ax.annotate(f"xi={xi['dual'][i]:.2f}", ds.X[i], textcoords="offset points", xytext=(5, 5), fontsize=8)
 fig.savefig(FIGURES / "02_exercise_5_4_slacks.png", dpi=100)
-fig
+plt.show()
 
 # %% [markdown]
 # ## What C does
@@ -111,13 +119,14 @@ for c in Cs:
                  "n with xi > 0": int(np.sum(s > 1e-3)), "sum xi": s.sum()})
 path = pd.DataFrame(path)
 assert np.all(np.diff(path["margin 2/||w||"]) <= 1e-6)  # the margin never widens as C grows
-fig = Figure(figsize=(9, 3.4), layout="constrained")
+fig = plt.figure(figsize=(9, 3.4), layout="constrained")
 a1, a2 = fig.subplots(1, 2)
 a1.loglog(path["C"], path["margin 2/||w||"], marker="o")
-a1.set(xlabel="C", title="margin width 2/||w*||")
+a1.set(xlabel="C", ylabel="2/||w*||", title="margin width 2/||w*||")
 a2.semilogx(path["C"], path["n_SV"], marker="o", label="support vectors")
 a2.semilogx(path["C"], path["n with xi > 0"], marker="s", label="points with xi > 0")
-a2.set(xlabel="C", title="support vectors and slack points")
+a2.set(xlabel="C", ylabel="number of points", title="support vectors and slack points")
 a2.legend()
 fig.savefig(FIGURES / "02_effect_of_C.png", dpi=100)
+plt.show()
 path

@@ -14,8 +14,9 @@
 # %% [markdown]
 # # 3. Kernels
 #
-# Lecture notes `001_e078ff43bd63a81d.txt` (Exercise 5.5), `003_d4549e80cd166927.txt`
-# (feature maps, Mercer) and the MATLAB demo of `000_db8fc39a57f8f78a.txt`.
+# The lecture notes (G. Mastroeni, M. Passacantando, *Support Vector Machines*, ch. 5,
+# University of Pisa: Exercise 5.5), the notes on linear SVM, duality and kernels (feature
+# maps, Mercer) and A. Vedaldi's MATLAB SVM demo notes.
 #
 # A map $\phi$ into a feature space makes the sets separable there; the dual only needs
 # inner products $k(x, x') = \phi(x)^\top\phi(x')$, so the kernel replaces $\phi$:
@@ -23,7 +24,7 @@
 # $$\max_{0\le\lambda\le C,\ \sum\lambda_i y^i = 0}\ \sum_i\lambda_i - \tfrac12\sum_{i,j} y^i y^j k(x^i, x^j)\lambda_i\lambda_j,
 # \qquad f(x) = \sum_i \lambda_i^* y^i k(x^i, x) + b^*.$$
 #
-# 1. A kernel is an inner product: the degree-2 polynomial kernel equals the explicit map of 003.
+# 1. A kernel is an inner product: the degree-2 polynomial kernel equals the explicit map of the kernel notes.
 # 2. Mercer's condition: the Gram matrix must be positive semidefinite.
 # 3. Exercise 5.5: the Gaussian kernel with C = 1, gamma = 1, against scikit-learn.
 # 4. The demo's comparison of kernels on `gendata(15, 15)`.
@@ -31,8 +32,9 @@
 # %%
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure
+from IPython.display import Image, display
 from sklearn.svm import SVC
 
 from experiments import coursework
@@ -93,13 +95,13 @@ print(f"SVC: b* = {svc.intercept_[0]:.5f}, {svc.support_.size} SV")
 
 # %%
 m = fits["cvxpy/clarabel"]
-fig = Figure(figsize=(5.2, 5), layout="constrained")
+fig = plt.figure(figsize=(5.2, 5), layout="constrained")
 ax = fig.subplots()
 coursework.plot_classifier(ax, ds.X, ds.y, m.decision_function, sv=m.support_, xlim=(-2, 2), ylim=(-2, 2),
                            title="Exercise 5.5: f(x) = 0 (black), f = +-1 (dashed); SVC's f = 0 dotted green")
 ax.contour(xx, yy, f_svc.reshape(xx.shape), levels=[0], colors="tab:green", linestyles=":", linewidths=2)
 fig.savefig(FIGURES / "03_exercise_5_5_surface.png", dpi=100)
-fig
+plt.show()
 
 # %% [markdown]
 # ## 4. Kernels side by side (the demo's `svmdemo_compare`)
@@ -113,4 +115,5 @@ section = coursework.demo_compare(
     FIGURES, C_values=(1.0, 100.0),
     kernels=[coursework.COMPARE_KERNELS[i] for i in (0, 1, 3, 4)],
 )
+display(Image(filename=str(section.figures[0])))
 section.table[["setting", "C", "n_sv", "train_acc", "max_abs_f_minus_svc"]]

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # 4. The perceptron, and why the SVM's line is the better one
 #
-# Slides `002_725cbac91910d465.txt`. With augmented samples $x = (x_1, \dots, x_n, 1)$ and
+# The machine-learning slides (F. S. Bao, CS 474/574, Iowa State). With augmented samples $x = (x_1, \dots, x_n, 1)$ and
 # $W = (w_1, \dots, w_n, w_b)$, a sample is correctly classified when $W^\top x\, y > 0$.
 # The **single-sample perceptron** visits sample $j = k \bmod n$ at iteration $k$ and
 #
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from IPython.display import Image
 
 from experiments import coursework
 from experiments.datasets import perceptron_slides
@@ -93,6 +94,4 @@ assert batch.converged and not stuck.converged and stuck.n_iterations == 200
 # %%
 section = coursework.perceptron_vs_svm(FIGURES, max_iter=1000)
 print(section.table[["dataset", "method", "w", "b", "min_margin", "converged", "iterations"]].to_string())
-from IPython.display import Image  # noqa: E402
-
 Image(filename=str(section.figures[0]))

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # 5. Choosing C (and gamma)
 #
-# Slides `002_725cbac91910d465.txt`: "Given a training set, how to find the optimal
+# The machine-learning slides (F. S. Bao, CS 474/574, Iowa State): "Given a training set, how to find the optimal
 # C? Grid search using cross-validation." C trades the margin width $2/\|w\|$ against
 # the slacks; gamma sets how far a Gaussian kernel reaches. Neither can be read off the
 # training error (a large C or gamma can always fit the training points), so we score
@@ -27,9 +27,10 @@
 # %%
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+from IPython.display import Image, display
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -58,7 +59,7 @@ assert search.best_score_ == scores.values.max()
 scores.round(3)
 
 # %%
-fig = Figure(figsize=(5, 3.8), layout="constrained")
+fig = plt.figure(figsize=(5, 3.8), layout="constrained")
 ax = fig.subplots()
 im = ax.imshow(scores.values, origin="lower", cmap="viridis")
 ax.set_xticks(range(scores.shape[1]), [f"{c:g}" for c in scores.columns])
@@ -66,7 +67,7 @@ ax.set_yticks(range(scores.shape[0]), [f"{g:g}" for g in scores.index])
 ax.set(xlabel="C", ylabel="gamma", title="mean 3-fold validation accuracy")
 fig.colorbar(im, ax=ax)
 fig.savefig(FIGURES / "05_grid_search_heatmap.png", dpi=100)
-fig
+plt.show()
 
 # %% [markdown]
 # ## The runner suite `choose-C`, on a small grid
@@ -80,14 +81,11 @@ fig
 section = coursework.choose_C(FIGURES, dataset="nonlinear", dataset_params={"n": 80, "seed": 0, "noise": 0.2},
                               C_grid=(0.1, 10.0), gamma_grid=(0.3, 3.0), path_C=tuple(np.logspace(-3, 2, 6)),
                               k=3)
+for figure in section.figures:  # the cross-validation curves and the regularization path
+    display(Image(filename=str(figure)))
 section.table
 
 # %%
 path = pd.read_csv(section.tables["choose_C_path"])
 assert np.all(np.diff(path["norm_w"]) >= -1e-6)  # ||w*|| never decreases as C grows
 path[["C", "w1", "w2", "b", "n_sv", "margin", "sum_xi"]].round(4)
-
-# %%
-from IPython.display import Image  # noqa: E402
-
-Image(filename=str(section.figures[1]))

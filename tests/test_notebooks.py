@@ -4,7 +4,9 @@ The notebooks are jupytext percent-format sources (``notebooks/*.py``); each is 
 with jupytext, executed by nbclient in a fresh kernel whose working directory is a
 temporary folder, and its ``figures/`` folder is checked. The notebooks assert their
 own numbers (published w*, b*, W14, agreement with SVC), so a regression in the
-project fails here too.
+project fails here too. Every plot cell (one that writes into ``FIGURES``) must show
+its figure inline: its executed outputs hold an ``image/png``, as a reader sees it in
+Jupyter (the kernel runs with Jupyter's own inline backend, not Agg).
 """
 
 from __future__ import annotations
@@ -41,14 +43,45 @@ def test_notebook_executes_and_writes_figures(name, tmp_path, monkeypatch):
     assert nb.metadata["kernelspec"]["name"] == "python3"
     # The kernel imports the project from the repository even when it is not installed.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # Jupyter's inline backend (ipykernel's default when MPLBACKEND is unset): figures reach the outputs
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     client = nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError with the failing cell's traceback
     errors = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
               if out.get("output_type") == "error"]
     assert not errors
+    plot_cells = [cell for cell in nb.cells if cell.cell_type == "code" and "FIGURES" in cell.source
+                  and "FIGURES = Path" not in cell.source]
+    assert plot_cells
+    for cell in plot_cells:
+        images = [out for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+        assert images, f"{name}: a plot cell shows no figure inline:\n{cell.source[:300]}"
+    as_text = [out["data"]["text/plain"] for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", []) if "image/png" not in out.get("data", {"image/png": 0})
+               and str(out["data"].get("text/plain", "")).startswith("<Figure size")]
+    assert not as_text, f"{name}: a figure shown as its text, not as a picture: {as_text}"
     for fig in EXPECTED_FIGURES[name]:
         path = tmp_path / "figures" / fig
         assert path.exists(), f"{name} did not write figures/{fig}"
         assert path.stat().st_size > 5_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(300)
+def test_the_readme_notebook_route_makes_a_page_with_the_figures(tmp_path, monkeypatch):
+    """README: `jupytext --to ipynb notebooks/*.py`, then `jupyter nbconvert --to html --execute` on one."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("nbconvert")
+    shutil.copy(NOTEBOOKS / "04_perceptron.py", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    for command in (["jupytext", "--to", "ipynb", "04_perceptron.py"],
+                    ["jupyter", "nbconvert", "--to", "html", "--execute", "04_perceptron.ipynb"]):
+        done = subprocess.run([sys.executable, "-m", *command], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=240)
+        assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr[-2000:]}"
+    page = (tmp_path / "04_perceptron.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") >= 1 and "W14" in page
