@@ -37,6 +37,7 @@ import pandas as pd
 
 from experiments.results_table import from_json
 from experiments.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
+from formulations.kernels import exact_number
 from formulations.model import DUAL_FORMULATIONS as QP_DUALS
 from formulations.model import PRIMAL_FORMULATIONS as QP_PRIMALS
 
@@ -59,7 +60,7 @@ def with_groups(df: pd.DataFrame) -> pd.DataFrame:
         return df
     df = df.copy()
     family = [FAMILY.get(f, k) for f, k in zip(df.formulation, df.kernel)]
-    df["group"] = [f"{d} | {k} | C={c:g} | {p}" for d, k, c, p in zip(df.dataset, family, df.C, df.profile)]
+    df["group"] = [f"{d} | {k} | C={exact_number(c)} | {p}" for d, k, c, p in zip(df.dataset, family, df.C, df.profile)]
     method = df["method"].fillna("").astype(str) if "method" in df.columns else pd.Series("", index=df.index)
     df["solver"] = df.layer + "/" + df.backend + np.where(method != "", "-" + method, "")
     return df

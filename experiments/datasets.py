@@ -87,6 +87,7 @@ class Dataset:
         y: float64 array of shape (n,), values exactly -1.0 or +1.0.
         description: one or two sentences for a report.
         source: where the numbers come from (file and section, or generator).
+        feature_names: the columns' names where the data have them (a CSV's header), else ().
 
     The arrays are copied and made read-only, so a shared data set (the lecture
     data are rebuilt on each call anyway) cannot be changed behind a caller's back.
@@ -98,6 +99,7 @@ class Dataset:
     y: np.ndarray
     description: str
     source: str
+    feature_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         X = np.array(self.X, dtype=np.float64)

@@ -209,7 +209,7 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
     ds = Dataset(name=p.name, X=features.to_numpy(dtype=float), y=y,
                  description=f"user data {p.name}: {len(y)} rows, features {', '.join(map(str, features.columns))}; "
                              f"labels {mapping}",
-                 source=str(p.resolve()))
+                 source=str(p.resolve()), feature_names=tuple(map(str, features.columns)))
     return ds, mapping
 
 
@@ -401,6 +401,8 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
         np.savez_compressed(out / fname, X=ds.X, y=ds.y)
         info[ds.name] = {"file": fname, "n": ds.n, "d": ds.d, "description": ds.description, "source": ds.source,
                          "label_map": maps.get(ds.name, {}), "fingerprint": data_fingerprint(ds.X, ds.y)}
+        if ds.feature_names:  # the report and the figures name the axes as the user did
+            info[ds.name]["features"] = list(ds.feature_names)
     return info
 
 

@@ -300,7 +300,8 @@ def lp_solution_row(sol, task: Task) -> dict:
 
     kkt_primal_feasibility / kkt_dual_feasibility / kkt_complementarity hold the LP's
     primal infeasibility, dual infeasibility (|sum_i alpha_i y_i x_ij| <= 1, 0 <= alpha <= C,
-    sum alpha_i y_i = 0) and complementarity (scaled by max(1, C)); `nnz_w` the nonzero weights.
+    sum alpha_i y_i = 0) and complementarity (each relative to its own scale, solvers.lp.l1_checks);
+    `nnz_w` the nonzero weights.
     """
     row = solution_row(sol, task)
     checks = sol.checks or {}

@@ -196,6 +196,10 @@ def test_the_users_names_reach_the_report_and_the_figures(csv_run):
     from experiments.figures import build_figures
     from experiments.report import escape_cell
 
+    import json
+
+    recorded = [info.get("features") for info in json.loads((csv_run / "run.json").read_text())["datasets"].values()]
+    assert recorded == [list(CSV_FEATURES)]  # the header is recorded: the names survive the CSV moving
     text = (csv_run / "report.md").read_text()
     assert escape_cell("versi|color (+1)") in text and "setosa (-1)" in text
     assert escape_cell(", ".join(CSV_FEATURES)) in text

@@ -268,7 +268,7 @@ def test_default_out_dir_and_latest_pointer(tmp_path, monkeypatch):
 def test_list_and_bad_input(capsys):
     assert main(["--list"]) == 0
     listing = capsys.readouterr().out
-    for word in ("example_5_1", "default", "smoke", "kernel_dual", "clarabel", "available"):
+    for word in ("example_5_1", "default", "smoke", "kernel_dual", "clarabel", "installed"):
         assert word in listing
     assert main(["--datasets", "nosuch"]) == 2
     assert "unknown dataset 'nosuch'" in capsys.readouterr().err
