@@ -149,34 +149,32 @@ def test_a_bad_input_through_python_m_has_no_traceback():
 # ------------------------------------------------------------------ --help, --version, lazy imports
 
 
-def test_help_and_version_do_not_import_the_solver_stack():
-    """Parsing --help loads neither cvxpy nor Pyomo (nor pandas): the deferral of those imports is on purpose."""
+def _heavy_modules_after(argv: list[str], expect: str, heavy: tuple[str, ...]) -> str:
+    """Run experiments.run's main(argv) in a fresh interpreter; return its output's check and which of
+    `heavy` got imported ("[]" when none): the deferral of those imports is on purpose."""
     code = ("import sys, contextlib, io\n"
             "import experiments.run as run\n"
             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
             "    try:\n"
-            "        run.main(['--help'])\n"
+            f"        run.main({argv!r})\n"
             "    except SystemExit:\n"
             "        pass\n"
-            "assert '--resume' in out.getvalue()\n"
-            "print(sorted(m for m in ('cvxpy', 'pyomo', 'pandas', 'sklearn') if m in sys.modules))\n")
+            f"assert {expect}, out.getvalue()\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    return proc.stdout.strip()
+
+
+def test_help_and_version_do_not_import_the_solver_stack():
+    """Parsing --help loads neither cvxpy nor Pyomo (nor pandas, nor scikit-learn)."""
+    assert _heavy_modules_after(["--help"], "'--resume' in out.getvalue()", ("cvxpy", "pyomo", "pandas", "sklearn")) \
+        == "[]"
 
 
 def test_list_names_every_backend_without_importing_the_solver_stack():
     """--list shows all 16 (layer, backend) pairs from a package look-up: no cvxpy, no Pyomo import."""
-    code = ("import sys, contextlib, io\n"
-            "import experiments.run as run\n"
-            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-            "    run.main(['--list'])\n"
-            "text = out.getvalue()\n"
-            "assert text.count(' installed') >= 16, text\n"
-            "print(sorted(m for m in ('cvxpy', 'pyomo') if m in sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    assert _heavy_modules_after(["--list"], "out.getvalue().count(' installed') >= 16", ("cvxpy", "pyomo")) == "[]"
 
 
 def test_version_console_script_and_license():
