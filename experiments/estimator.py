@@ -272,7 +272,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return K
 
     def _sample_C(self, C: float | None, y_index: np.ndarray, sample_weight) -> tuple[np.ndarray, object]:
-        """(rows kept, C for them): C_i = C * class_weight[y_i] * sample_weight_i; one C when all are C.
+        """(rows kept, C of those rows): C_i = C * class_weight[y_i] * sample_weight_i; one C when all are C.
 
         Rows of weight 0 are dropped (a weight of 0 removes the sample).
         """
@@ -291,16 +291,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 raise SVMInputError(f"sample_weight must be finite and >= 0; sample_weight[{i}] = {weights[i]!r}")
         per_sample = weights * self.class_weight_[y_index]
         keep = np.flatnonzero(per_sample > 0)
+        if keep.size == 0:
+            raise SVMInputError("every sample has zero weight (sample_weight x class_weight): nothing to fit")
         if np.unique(y_index[keep]).size < 2:
             raise SVMInputError(
-                "sample_weight and class_weight leave fewer than two classes with a positive weight: "
-                "an SVM needs samples of two classes"
+                "without the samples of zero weight (sample_weight x class_weight) fewer than two classes "
+                "remain: an SVM needs samples of two classes"
             )
         if C is None:  # hard_primal: no penalty to weigh
             return keep, None
         if sample_weight is None and self.class_weight is None:
             return keep, C  # the notes' one C: every solve path computes exactly what it always did
-        return keep, C * per_sample
+        return keep, C * per_sample[keep]
 
     # ------------------------------------------------------------------ fit
 
@@ -330,7 +332,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         for i, j in pairs:
             in_pair = np.isin(y_index[kept], (i, j))
             rows = kept[in_pair]
-            pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples
+            pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples  # C of `kept`
             fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0), pair_C))
         self._store(X, y_index, fits)
         return self
@@ -385,7 +387,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.solutions_ = [fit.solution for fit in fits]
         self.solution_ = self.solutions_[0]
         self.support_ = support.astype(np.int32)
-        self.support_vectors_ = np.empty((0, 0)) if self.kernel_.name == "precomputed" else X[support]
+        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else X[support]
         self.dual_coef_ = dual_coef
         self.n_support_ = np.bincount(y_index[support], minlength=n_classes).astype(np.int32)
         self.intercept_ = np.array([flip * fit.b for fit in fits])
