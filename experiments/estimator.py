@@ -288,7 +288,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             bad = ~np.isfinite(weights) | (weights < 0)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise SVMInputError(f"sample_weight must be finite and >= 0; sample_weight[{i}] = {weights[i]!r}")
+                raise SVMInputError(f"sample_weight must be finite and >= 0; sample_weight[{i}] = {weights[i]:g}")
         per_sample = weights * self.class_weight_[y_index]
         keep = np.flatnonzero(per_sample > 0)
         if keep.size == 0:
@@ -428,12 +428,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if self.kernel_.name == "linear":
             return X @ self.coef_.T + self.intercept_
-        if self.kernel == "precomputed":
-            if X.shape[1] != self.shape_fit_[0]:
-                raise SVMInputError(
-                    f"kernel='precomputed': X must hold the kernel values against the {self.shape_fit_[0]} "
-                    f"training samples (X.shape[1] = {self.shape_fit_[0]}), got X of shape {X.shape}"
-                )
+        if self.kernel == "precomputed":  # validate_data checked: one column per training sample
             G = X[:, self.support_]
         elif callable(self.kernel):
             G = self._call_kernel(X, self.support_vectors_)

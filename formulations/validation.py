@@ -164,7 +164,7 @@ def check_sample_C(C, n: int, allow_infinite: bool = False):
     bad = np.isnan(values) | (values <= 0)
     if bad.any():
         i = int(np.argmax(bad))
-        raise SVMInputError(f"C must be > 0 for every sample; C[{i}] = {values[i]!r} "
+        raise SVMInputError(f"C must be > 0 for every sample; C[{i}] = {values[i]:g} "
                             f"({int(bad.sum())} bad values in all)")
     infinite = np.isinf(values)
     if infinite.all():
