@@ -2,7 +2,8 @@ r"""Linear dual (001 problems (6) and (11); Examples 5.2, Exercise 5.4).
 
     max_{alpha}  sum_i alpha_i - 1/2 || sum_i alpha_i y_i x_i ||^2
     s.t.         sum_i alpha_i y_i = 0                       [balance, multiplier b]
-                 0 <= alpha_i <= C                           (C = inf: hard-margin dual)
+                 0 <= alpha_i <= C                           (C = inf: hard-margin dual;
+                                                             C_i per sample: formulations.penalty)
 
 Written with the lifted variable w = sum_i alpha_i y_i x_i   [lift]
 so that the model holds l + d variables and an l x d matrix, never the l x l
@@ -19,16 +20,16 @@ import numpy as np
 import pyomo.environ as pyo
 
 
+from formulations import penalty
 from formulations.model import (DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model,
-                                signed)
+                                pyomo_alpha_bounds, signed)
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(DUAL, n, d)
-    m.C = float(C)
-    upper = None if math.isinf(C) else float(C)
-    m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
+    m.C = C if penalty.per_sample(C) else float(C)
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     m.w = pyo.Var(m.J)
     alpha = list(m.alpha.values())
     # Rows w_j - sum_i alpha_i y_i x_ij = 0 as one sparse d x (n + d) matrix.

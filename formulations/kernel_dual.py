@@ -2,7 +2,7 @@ r"""Kernel dual (001 "Nonlinear SVM"; 000 `svm(K, y, C)`; Exercise 5.5).
 
     max_{alpha}  sum_i alpha_i - 1/2 sum_i sum_j y_i y_j K_ij alpha_i alpha_j
     s.t.         sum_i alpha_i y_i = 0                       [balance, multiplier b]
-                 0 <= alpha_i <= C
+                 0 <= alpha_i <= C     (or C_i per sample: formulations.penalty)
 
 with the Gram matrix K_ij = k(x_i, x_j) given precomputed (Mercer's condition,
 K positive semidefinite, is checked by the caller: formulations.kernels.mercer_check).
@@ -27,15 +27,15 @@ is much smaller than n) and says why.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
+from formulations import penalty
 from formulations.model import (KERNEL_DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows,
-                                new_pyomo_model, signed)
+                                new_pyomo_model, pyomo_alpha_bounds, signed)
 from formulations.quadratic_form import QuadraticForm
 
 FORMS = ("dense", "factor")
@@ -93,10 +93,9 @@ def build_pyomo(
     y = np.asarray(y, dtype=float)
     n = len(y)
     m = new_pyomo_model(KERNEL_DUAL, n)
-    m.C = float(C)
+    m.C = C if penalty.per_sample(C) else float(C)
     m.form = form
-    upper = None if math.isinf(C) else float(C)
-    m.alpha = pyo.Var(m.I, bounds=(0.0, upper))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     m.balance = matrix_rows(y[None, :], m.alpha, lower=0.0, upper=0.0)  # one row: m.balance[0]
     if form == "dense":
         # alpha' (Y K Y) alpha, kept as the matrix (no expression per term).

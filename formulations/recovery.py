@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formulations import penalty
+
 # The rule that produced b*, recorded in every result table.
 B_FREE_SV = "free_sv_mean"
 B_INTERVAL = "interval"
@@ -41,7 +43,7 @@ ZERO, FREE, AT_BOUND = 0, 1, 2
 ROUNDING_FLOOR = 1e-9
 
 
-def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C: float) -> np.ndarray:
+def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.ndarray:
     """ZERO, FREE or AT_BOUND for each alpha_i, decided by which side of complementarity holds.
 
     Complementarity pairs alpha_i with the margin residual r_i = y_i f(x_i) - 1 (margin units,
@@ -57,7 +59,8 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C: float) -
 
     Relative to max(alpha) and to C, never to 1: at C = 1e10 no alpha near 5 is "at the bound",
     at C = 1e-5 every alpha = C is (measured with interior-point solvers, which leave alpha
-    ~1e-6 of its scale off the bound). C = inf: no upper bound.
+    ~1e-6 of its scale off the bound). C = inf: no upper bound. Per-sample C (an array,
+    formulations.penalty): alpha_i against its own C_i.
     """
     alpha = np.asarray(alpha, dtype=float)
     codes = np.full(alpha.shape, FREE, dtype=np.int8)
@@ -70,7 +73,7 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C: float) -
         return codes
     zero = alpha / top <= np.maximum(r, ROUNDING_FLOOR)
     codes[zero] = ZERO
-    if math.isfinite(C):
+    if not penalty.is_hard(C):
         room = (C - alpha) / C
         bound = room <= np.maximum(-r, ROUNDING_FLOOR)
         # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
@@ -142,7 +145,7 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     return lo, hi
 
 
-def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C: float) -> BiasEstimate:
+def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEstimate:
     """b* from alpha*, given g_i = sum_j alpha_j y_j K_ij (the decision value without b).
 
     Each point is first placed at zero, free or at the bound by `classify` (with a provisional
@@ -154,23 +157,25 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C: float) -> B
         alpha_i = C (y_i f_i <= 1):  y_i b <= 1 - y_i g_i
     and b minimises -C b sum_{alpha_i = C} y_i over that interval: the upper bound
     when the sum is positive, the lower bound when negative, the midpoint when
-    zero (as LIBSVM does).
+    zero (as LIBSVM does). Per-sample C: C_i in place of C throughout (the provisional b
+    then minimises the weighted hinge sum_i C_i xi_i).
     """
     alpha = np.asarray(alpha, dtype=float)
-    lo, hi = hinge_argmin(y, g)
+    lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     b0 = _middle(lo, hi)
     codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
     lower, upper = kkt_interval(y, g, codes)
     free = codes == FREE
     if free.any():
-        room = np.minimum(alpha[free], C - alpha[free]) if math.isfinite(C) else alpha[free]
+        room = alpha[free] if penalty.is_hard(C) else np.minimum(alpha[free], penalty.at(C, free) - alpha[free])
         room = np.maximum(room, 0.0)
         values = y[free] - g[free]
         b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
         b = float(np.clip(b, min(lower, upper), max(lower, upper)))
         return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(free.sum()), lower=lower, upper=upper)
     at_upper = codes == AT_BOUND
-    pull = float(np.sum(y[at_upper]))
+    # b minimises -b sum_{alpha_i = C_i} C_i y_i: the sign of the sum picks the interval's end
+    pull = float(np.sum(y[at_upper] * (penalty.at(C, at_upper) if penalty.per_sample(C) else 1.0)))
     if pull > 0 and math.isfinite(upper):
         b = upper
     elif pull < 0 and math.isfinite(lower):
@@ -201,5 +206,5 @@ def slacks(y: np.ndarray, decision: np.ndarray) -> np.ndarray:
 
 
 def primal_objective(X, y, w, b, C) -> float:
-    """P(w, b) = 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w'x_i + b)): the soft primal at its best slacks."""
-    return float(0.5 * w @ w + C * slacks(y, X @ w + b).sum())
+    """P(w, b) = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i (w'x_i + b)): the soft primal at its best slacks."""
+    return float(0.5 * w @ w + penalty.weighted_sum(C, slacks(y, X @ w + b)))

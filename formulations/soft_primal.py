@@ -4,7 +4,8 @@ r"""Soft-margin primal (001 problem (8); Exercise 5.4).
     s.t.            y_i (w' x_i + b) >= 1 - xi_i     i = 1..l   [margin, multipliers alpha_i]
                     xi_i >= 0                        i = 1..l   [bounds, multipliers mu_i]
 
-Always feasible for C > 0. At the optimum 0 <= alpha_i <= C, mu_i = C - alpha_i,
+C may be one bound per sample (formulations.penalty): the weighted hinge sum_i C_i xi_i,
+whose dual has 0 <= alpha_i <= C_i. Always feasible for C > 0. At the optimum 0 <= alpha_i <= C, mu_i = C - alpha_i,
 and xi_i > 0 only where alpha_i = C (001 Remark after (12)).
 
 Restricted to a working set (``inside=(X_L, y_L)``, solvers.primal_working_set): the rows
@@ -26,6 +27,7 @@ import pyomo.environ as pyo
 
 import scipy.sparse as sp
 
+from formulations import penalty
 from formulations.model import SOFT_PRIMAL, CvxpyModel, linear_sum, matrix_rows, new_pyomo_model, signed
 
 
@@ -40,7 +42,8 @@ def inside_sums(inside, d: int) -> tuple[np.ndarray, float, int]:
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(SOFT_PRIMAL, n, d)
-    m.C = float(C)
+    penalty.one_C_with_inside(C, inside)
+    m.C = C if penalty.per_sample(C) else float(C)
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
@@ -49,7 +52,7 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.Conc
         [sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
     )
     m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
-    hinge = linear_sum(float(C), m.xi)
+    hinge = linear_sum(C if penalty.per_sample(C) else float(C), m.xi)  # sum_i C_i xi_i
     if inside is not None:
         s, t, count = inside_sums(inside, d)
         hinge += float(C) * count - linear_sum(float(C) * s, m.w) - float(C) * t * m.b
@@ -65,10 +68,15 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter, inside=No
     xi = cp.Variable(n, name="xi", bounds=[0.0, None])
     margin = signed(y, X) @ w + y * b >= 1 - xi  # y_i (w'x_i + b) >= 1 - xi_i
     # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
-    weight = C if isinstance(C, cp.Parameter) else float(C)
-    hinge = cp.sum(xi)
-    if inside is not None:
-        s, t, count = inside_sums(inside, d)
-        hinge = hinge + count - s @ w - t * b
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + weight * hinge), [margin])
+    penalty.one_C_with_inside(C, inside)
+    if penalty.per_sample(C):
+        penalized = C @ xi  # the weighted hinge sum_i C_i xi_i
+    else:
+        weight = C if isinstance(C, cp.Parameter) else float(C)
+        hinge = cp.sum(xi)
+        if inside is not None:
+            s, t, count = inside_sums(inside, d)
+            hinge = hinge + count - s @ w - t * b
+        penalized = weight * hinge
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + penalized), [margin])
     return CvxpyModel(SOFT_PRIMAL, problem, {"w": w, "b": b, "xi": xi}, {"margin": margin})

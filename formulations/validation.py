@@ -6,7 +6,7 @@ wherever it comes in, and no solver ever sees it.
 
     data         check_X, check_labels, check_data (X two-dimensional, numeric, finite;
                  exactly two labels of any type, mapped to -1/+1 with the LabelMap kept)
-    parameters   check_C, check_kernel, check_choice, check_time_limit, check_options
+    parameters   check_C, check_sample_C (one C or one per sample), check_kernel, check_choice, check_time_limit, check_options
     kernels      check_gram (square, finite, symmetric, matching y)
     memory       check_memory: an O(n^2) estimate against a budget, before allocation
 """
@@ -143,6 +143,37 @@ def check_C(C, allow_infinite: bool = False) -> float:
             "(or the dual with C=inf)"
         )
     return value
+
+
+def check_sample_C(C, n: int, allow_infinite: bool = False):
+    """C as one number (check_C) or as one bound per sample: a length-n array of numbers > 0.
+
+    Per-sample bounds 0 <= alpha_i <= C_i (formulations.penalty) are all finite, or all
+    infinite (the hard margin: returned as math.inf); a mixture is refused, since a point
+    with C_i = inf and one with a finite C_j make a problem neither soft nor hard.
+    Returns a float, or a float64 array of shape (n,).
+    """
+    if isinstance(C, (numbers.Real, np.generic)) or C is None or isinstance(C, str) \
+            or (isinstance(C, np.ndarray) and C.ndim == 0):
+        return check_C(C, allow_infinite=allow_infinite)
+    values = check_array_numeric(C, "C")
+    if values.ndim != 1:
+        raise SVMInputError(f"C must be a number or one value per sample (shape ({n},)), got shape {values.shape}")
+    if values.shape[0] != n:
+        raise SVMInputError(f"C has {values.shape[0]} values but there are {n} samples: one C_i per sample")
+    bad = np.isnan(values) | (values <= 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SVMInputError(f"C must be > 0 for every sample; C[{i}] = {values[i]:g} "
+                            f"({int(bad.sum())} bad values in all)")
+    infinite = np.isinf(values)
+    if infinite.all():
+        return check_C(math.inf, allow_infinite=allow_infinite)
+    if infinite.any():
+        i = int(np.argmax(infinite))
+        raise SVMInputError(f"C[{i}] is infinite but other C_i are finite: per-sample C must be all "
+                            "finite (soft margin) or all infinite (hard margin)")
+    return values
 
 
 def check_gram(K, n: int) -> np.ndarray:

@@ -78,7 +78,8 @@ except IndefiniteKernelError as exc:
 
 # %%
 fits = {
-    "cvxpy/clarabel": SVMClassifier(kernel="rbf", gamma=1.0, C=1.0, profile="high").fit(ds.X, ds.y),
+    "cvxpy/clarabel": SVMClassifier(kernel="rbf", gamma=1.0, C=1.0, layer="cvxpy", backend="clarabel",
+                                    profile="high").fit(ds.X, ds.y),
     "pyomo/highs": SVMClassifier(kernel="rbf", gamma=1.0, C=1.0, layer="pyomo", backend="highs",
                                  profile="high").fit(ds.X, ds.y),
 }

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 import formulations
-from formulations import scaling, validation
+from formulations import penalty, scaling, validation
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL
 from solvers import solution as st
 from solvers.closing import HAS_POINT, certificate_candidate, close, read_model, resolve_C
@@ -60,7 +60,9 @@ def solve(
 ) -> st.Solution:
     """Solve one SVM formulation with one (layer, backend) and return a `Solution`.
 
-    X (n x d) and y (any two labels) are checked first; `kernel` (a
+    X (n x d) and y (any two labels) are checked first; `C` is one number or one bound
+    per sample (a length-n array: 0 <= alpha_i <= C_i, the weighted hinge sum_i C_i xi_i,
+    formulations.penalty); `kernel` (a
     formulations.kernels.Kernel or a kernel name) or a precomputed Gram matrix
     `K` is used by `kernel_dual` only. `options` are native solver options
     applied on top of the profile's.
@@ -98,7 +100,7 @@ def solve(
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
-    C = resolve_C(formulation, C)
+    C = resolve_C(formulation, C, n=len(y))
     if formulation == KERNEL_DUAL:
         validation.check_memory(len(y), "the kernel dual's n x n Gram matrix", layer=layer,
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
@@ -142,6 +144,6 @@ def solve(
     sol.objective = raw.objective
     values = read_model(model, layer, formulation, raw.has_duals) if raw.status in HAS_POINT else None
     candidate = None
-    if formulation == HARD_PRIMAL or math.isinf(C):  # a Farkas certificate or ray, if there is no optimum
+    if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
         candidate = certificate_candidate(model, layer, formulation)
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer)

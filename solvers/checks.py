@@ -13,6 +13,7 @@ for X in metres or in millimetres, for C = 1e-5 or 1e10, for n = 10 or 10^6:
 
   primal feasibility   y_i f(x_i) >= 1 - xi_i                  violation in margin units (y f = 1)
   dual feasibility     0 <= alpha_i <= C                         below 0 relative to max alpha, above C relative to C
+                       (per-sample C, formulations.penalty: alpha_i <= C_i relative to C_i, C_i in place of C below)
   balance              sum_i alpha_i y_i = 0                     relative to sum_i alpha_i
   stationarity         w = sum_i alpha_i y_i x_i                 relative to ||w||
   complementarity      alpha_i > 0 only on or inside the margin, alpha_i < C only on or outside it
@@ -44,6 +45,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from formulations import penalty
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
@@ -98,14 +100,14 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
     on = np.abs(slack) <= band
     inside = slack > band
     alpha = np.zeros(n)
-    if math.isfinite(C):
-        alpha[inside] = C
+    if not penalty.is_hard(C):
+        alpha[inside] = penalty.at(C, inside)
     if not on.any():
         return alpha
     fixed = X[inside].T @ (y[inside] * alpha[inside]) if inside.any() else np.zeros(X.shape[1])
     M = np.vstack([(X[on] * y[on, None]).T, y[on][None, :]])
     target = np.concatenate([w - fixed, [-float(np.sum(y[inside] * alpha[inside]))]])
-    upper = C if math.isfinite(C) else np.inf
+    upper = np.inf if penalty.is_hard(C) else penalty.at(C, on)
     alpha[on] = lsq_linear(M, target, bounds=(0.0, upper)).x
     return alpha
 
@@ -121,7 +123,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     if sol.decision is None:
         out.verdict = "no point returned"
         return out
-    hard = sol.formulation == HARD_PRIMAL or math.isinf(C)
+    hard = sol.formulation == HARD_PRIMAL or penalty.is_hard(C)
     f = sol.decision
     hinge = np.maximum(0.0, 1.0 - y * f)
     alpha = sol.alpha
@@ -145,7 +147,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
         stationarity = (float(np.linalg.norm(sol.w - w_alpha)) / max(math.sqrt(ww), _TINY)
                         if w_alpha is not None else math.nan)
 
-    out.primal_objective = 0.5 * ww + (0.0 if hard else C * float(hinge.sum()))
+    out.primal_objective = 0.5 * ww + (0.0 if hard else penalty.weighted_sum(C, hinge))
     out.kkt_primal_feasibility = float(hinge.max()) if hard else 0.0
     out.margin = 2.0 / math.sqrt(ww) if ww > 0 else math.inf
     out.train_accuracy = float(np.mean(np.sign(f) == y))
@@ -186,7 +188,7 @@ def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, st
     top = max(float(np.max(np.abs(alpha))), _TINY)
     out.kkt_stationarity = stationarity
     out.kkt_balance = float(abs(y @ alpha)) / max(float(np.abs(alpha).sum()), _TINY)
-    over = float(np.max(alpha - C)) / C if math.isfinite(C) else 0.0
+    over = 0.0 if penalty.is_hard(C) else float(np.max((alpha - C) / C))  # each alpha_i against its C_i
     out.kkt_dual_feasibility = max(0.0, float(-alpha.min()) / top, over)
     outside = np.maximum(0.0, y * f - 1.0)  # alpha_i > 0 needs the point on or inside its margin
     comp = np.abs(alpha) * outside / top
@@ -287,7 +289,7 @@ def impossible_claim(claimed: str, primal: bool, hard: bool, C: float) -> str:
     if claimed == st.INFEASIBLE and not primal:
         return "alpha = 0 is feasible for the dual, so it cannot be infeasible"
     if claimed in (st.INFEASIBLE, st.UNBOUNDED) and not hard:
-        return f"the soft-margin problem (C = {C:g} > 0 finite) is always feasible and bounded"
+        return f"the soft-margin problem (C = {penalty.describe(C)} > 0 finite) is always feasible and bounded"
     return ""
 
 
@@ -405,7 +407,7 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
     (`separability_certificate`) and checks `candidate` (the backend's multipliers of
     the margin rows, or its alpha for the dual) as a Farkas certificate / unbounded ray.
     """
-    hard = sol.formulation == HARD_PRIMAL or math.isinf(C)
+    hard = sol.formulation == HARD_PRIMAL or penalty.is_hard(C)
     primal = sol.formulation in PRIMAL_FORMULATIONS
     claimed = sol.solver_status
     notes, false_claims = [], []

@@ -27,15 +27,22 @@ from solvers.checks import compute_checks, impossible_claim, review, verified_st
 from solvers.profiles import Profile
 
 
-def resolve_C(formulation: str, C) -> float:
-    """C for a formulation: inf for the hard margin (and the dual without C), else checked > 0."""
+def resolve_C(formulation: str, C, n: int | None = None):
+    """C for a formulation: inf for the hard margin (and the dual without C), else checked > 0.
+
+    With `n` (the number of samples), C may also be one bound per sample (a length-n array,
+    formulations.penalty); without it only one number is accepted.
+    """
     if formulation == HARD_PRIMAL:
         return math.inf
     if C is None:
         if formulation == DUAL:
             return math.inf  # the hard-margin dual (Example 5.2)
         raise validation.SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
-    return validation.check_C(C, allow_infinite=formulation in (DUAL, KERNEL_DUAL))
+    allow_infinite = formulation in (DUAL, KERNEL_DUAL)
+    if n is None:
+        return validation.check_C(C, allow_infinite=allow_infinite)
+    return validation.check_sample_C(C, n, allow_infinite=allow_infinite)
 
 
 def _values(component) -> np.ndarray:

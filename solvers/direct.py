@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations import kernel_dual, soft_primal
+from formulations import kernel_dual, penalty, soft_primal
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
 from solvers.pyomo_standard_form import StandardQP
@@ -81,7 +81,7 @@ def _lifted_dual(F: np.ndarray, y: np.ndarray, C: float) -> StandardQP:
         sp.hstack([sp.csr_matrix(y[None, :]), sp.csr_matrix((1, r))]),
     ], format="csc")
     lb = np.r_[np.zeros(n), np.full(r, -np.inf)]
-    ub = np.r_[np.full(n, float(C)), np.full(r, np.inf)]
+    ub = np.r_[penalty.upper_bounds(C, n), np.full(r, np.inf)]
     return _qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1)
 
 
@@ -100,12 +100,14 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         YX = sp.csr_matrix(y[:, None] * X)
     if formulation == SOFT_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
+        penalty.one_C_with_inside(C, inside)
+        held = 0.0 if inside is None else float(C)  # weight of the held points' linear term
         s, t, count = soft_primal.inside_sums(inside, d)
-        q = np.r_[-float(C) * s, -float(C) * t, np.full(n, float(C))]
+        q = np.r_[-held * s, -held * t, penalty.upper_bounds(C, n)]
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csc")
         lb = np.r_[np.full(d + 1, -np.inf), np.zeros(n)]
         qp = _qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1)
-        qp.c0 = float(C) * count
+        qp.c0 = held * count
         return Assembled(qp, formulation, 1, n, d)
     if formulation == HARD_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), 0.0], format="csc")
@@ -119,7 +121,7 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
             K = np.asarray(K, dtype=float)
             P = kernel_dual.dual_matrix(K, y)  # dense on purpose: the matrix is dense
             qp = _qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
-                     np.zeros(n), np.full(n, float(C)), -1)
+                     np.zeros(n), penalty.upper_bounds(C, n), -1)
             # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (with a sparse A
             # next to the dense P, PIQP took its sparse backend: 9 s instead of 0.8 s at n = 1,000).
             qp.P, qp.A = P, y[None, :].copy()
@@ -222,7 +224,7 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
-    C = resolve_C(formulation, C)
+    C = resolve_C(formulation, C, n=len(y))
     prof = get_profile(profile)
     start = time.perf_counter()
     asm = assemble(formulation, X, y, C, K=K, L=L, kernel_form=kernel_form)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from formulations import penalty
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -87,7 +88,7 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     """
     codes = classify(alpha, y, decision, C)
     first = _polish_from(gram, y, C, alpha, codes)
-    if first.ok or not math.isfinite(C):
+    if first.ok or penalty.is_hard(C):
         return first
     rounded = np.where(np.asarray(alpha) >= 0.5 * C, AT_BOUND, ZERO).astype(codes.dtype)
     second = _polish_from(gram, y, C, alpha, rounded)
@@ -95,8 +96,8 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
 
 
 def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
-    soft = math.isfinite(C)
-    scale = C if soft else max(float(np.max(alpha)), np.finfo(float).tiny)
+    soft = not penalty.is_hard(C)
+    scale = C if soft else max(float(np.max(alpha)), np.finfo(float).tiny)  # per sample: C_i
     for rounds in range(1, ROUNDS + 1):
         free = np.flatnonzero(codes == FREE)
         if free.size > MAX_FREE:
@@ -104,14 +105,14 @@ def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
         a, g, b, w = _solve_sets(gram, y, C, codes, free)
         if a is None:  # no point free and the bound ones do not balance: free the points that pin b
             t = y - g
-            lo, hi = hinge_argmin(y, g)
+            lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
             pins = np.isclose(t, lo, rtol=0, atol=POLISH_TOL) | np.isclose(t, hi, rtol=0, atol=POLISH_TOL)
             if not pins.any():
                 return Reference(False, "the bound points do not balance and no point pins b", rounds=rounds)
             codes = codes.copy()
             codes[pins] = FREE
             continue
-        lo, hi = hinge_argmin(y, g)
+        lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
         b = float(np.clip(b, lo, hi)) if free.size else _middle(lo, hi)
         r = y * (g + b) - 1.0
         eps = POLISH_TOL + 1e-13 * float(np.max(np.abs(g)))
@@ -120,7 +121,7 @@ def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
         if not moves.any() and balance:
             u = y * a
             ww = float(w @ w) if w is not None else float(u @ g)
-            objective = 0.5 * ww + (C * float(np.maximum(0.0, -r).sum()) if soft else 0.0)
+            objective = 0.5 * ww + (penalty.weighted_sum(C, np.maximum(0.0, -r)) if soft else 0.0)
             return Reference(True, "KKT conditions hold", a, g, b, lo, hi, objective, rounds, w)
         if not moves.any():
             # the sets satisfy every condition but the balance: a bound point that sits on its margin
@@ -136,16 +137,17 @@ def _solve_sets(gram: Gram, y, C, codes, free):
     """alpha, g = f - b, b and w (linear) with alpha = C at AT_BOUND, 0 at ZERO, the free ones from KKT."""
     n = len(y)
     a = np.zeros(n)
-    bound = np.flatnonzero(codes == AT_BOUND) if math.isfinite(C) else np.zeros(0, dtype=int)
-    a[bound] = C
-    balance_rhs = -C * float(y[bound].sum()) if bound.size else 0.0
+    bound = np.zeros(0, dtype=int) if penalty.is_hard(C) else np.flatnonzero(codes == AT_BOUND)
+    a[bound] = penalty.at(C, bound)
+    balance_rhs = -penalty.weighted_sum(penalty.at(C, bound), y[bound]) if bound.size else 0.0
     if free.size == 0:
         g = gram.times(y * a) if bound.size else np.zeros(n)
         w = gram.X.T @ (y * a) if gram.X is not None else None
-        ok = abs(balance_rhs) <= POLISH_TOL * max(C * bound.size, np.finfo(float).tiny)
+        held = float(a[bound].sum()) if penalty.per_sample(C) else C * bound.size  # sum of the bound alphas
+        ok = abs(balance_rhs) <= POLISH_TOL * max(held, np.finfo(float).tiny)
         return (a, g, math.nan, w) if ok else (None, g, math.nan, w)
     if gram.X is not None and gram.X.shape[1] + free.size < MAX_FREE:
-        return _solve_primal_form(gram.X, y, C, a, bound, free, balance_rhs)
+        return _solve_primal_form(gram.X, y, penalty.at(C, free), a, bound, free, balance_rhs)
     g = gram.times(y * a) if bound.size else np.zeros(n)
     KF = gram.columns(free)
     yF = y[free]
@@ -156,17 +158,18 @@ def _solve_sets(gram: Gram, y, C, codes, free):
     M[m, :m] = yF
     rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
     x = _equilibrated_solve(M, rhs)
-    if not _in_bounds(x[:m], C):  # a singular system (duplicate points): a solution inside [0, C]
+    C_free = penalty.at(C, free)
+    if not _in_bounds(x[:m], C_free):  # a singular system (duplicate points): a solution inside [0, C]
         lower = np.append(np.zeros(m), -np.inf)
-        upper = np.append(np.full(m, C if math.isfinite(C) else np.inf), np.inf)
+        upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
         x = lsq_linear(M, rhs, bounds=(lower, upper), method="bvls").x
     a[free] = x[:m]
     return a, g + KF @ (yF * a[free]), float(x[m]), None
 
 
-def _solve_primal_form(X, y, C, a, bound, free, balance_rhs):
+def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
     """The KKT equations in (w, b, alpha_F), without forming X X' (which loses a feature that is
-    1e8 times smaller than another to rounding):
+    1e8 times smaller than another to rounding); C_free bounds alpha_F (one C or C_i of the free points):
 
         w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
     """
@@ -183,19 +186,19 @@ def _solve_primal_form(X, y, C, a, bound, free, balance_rhs):
     z = _equilibrated_solve(M, rhs, singular=m > d + 1)
     w, b = z[:d], float(z[d])
     a_free = z[d + 1:]
-    if not _in_bounds(a_free, C):
+    if not _in_bounds(a_free, C_free):
         # more free points than d + 1 (w* near 0 at a tiny C, say): w and b are pinned, alpha_F is
         # not; one inside [0, C] from the stationarity and balance rows, by bounded least squares
         A = np.vstack([(XF * yF[:, None]).T, yF[None, :]])
-        upper = C if math.isfinite(C) else np.inf
-        a_free = lsq_linear(A, np.concatenate([w - w_bound, [balance_rhs]]), bounds=(0.0, upper), method="bvls").x
+        a_free = lsq_linear(A, np.concatenate([w - w_bound, [balance_rhs]]), bounds=(0.0, C_free), method="bvls").x
     a[free] = a_free
     return a, X @ w, b, w
 
 
-def _in_bounds(a: np.ndarray, C: float) -> bool:
-    top = C if math.isfinite(C) else max(float(np.max(np.abs(a))), np.finfo(float).tiny)
-    return bool(np.all(np.isfinite(a)) and a.min() >= -POLISH_TOL * top and a.max() <= top * (1 + POLISH_TOL))
+def _in_bounds(a: np.ndarray, C) -> bool:
+    """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a)."""
+    top = max(float(np.max(np.abs(a))), np.finfo(float).tiny) if penalty.is_hard(C) else C
+    return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * top) and np.all(a <= top * (1 + POLISH_TOL)))
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False) -> np.ndarray:
@@ -223,7 +226,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False) 
 
 def _violations(codes, a, r, C, scale, eps) -> np.ndarray:
     """Points whose KKT condition fails at the polished point."""
-    upper = C * (1 + eps) if math.isfinite(C) else math.inf
+    upper = math.inf if penalty.is_hard(C) else C * (1 + eps)
     return (((codes == ZERO) & (r < -eps)) | ((codes == AT_BOUND) & (r > eps))
             | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > eps))))
 
@@ -251,7 +254,7 @@ def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndar
     feasible primal is at hand (hard margin, m <= 0). g = f - b at the point, ww = ||w||^2.
     The bound on g is doubled for b: the optimal b's move with g by at most as much.
     """
-    a = np.clip(alpha, 0.0, C if math.isfinite(C) else None)
+    a = np.clip(alpha, 0.0, None if penalty.is_hard(C) else C)
     pos, neg = y > 0, y < 0
     sp, sn = a[pos].sum(), a[neg].sum()
     if sp > sn:
@@ -262,8 +265,8 @@ def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndar
     dual = float(a.sum()) - 0.5 * float(u @ gram.times(u))
     ww = max(ww, 0.0)
     f = g + b
-    if math.isfinite(C):
-        primal, shift = 0.5 * ww + C * float(np.maximum(0.0, 1.0 - y * f).sum()), 0.0
+    if not penalty.is_hard(C):
+        primal, shift = 0.5 * ww + penalty.weighted_sum(C, np.maximum(0.0, 1.0 - y * f)), 0.0
     else:
         m = float(np.min(y * f))
         if not m > 0:
@@ -272,9 +275,9 @@ def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndar
         primal = 0.5 * ww / m ** 2
         shift = float(np.max(np.abs(f))) * (1.0 / m - 1.0)  # moving to the feasible (w/m, b/m)
     gap = max(primal - dual, 0.0)
-    return 2.0 * (math.sqrt(gram.max_diagonal()) * math.sqrt(2.0 * gap) + shift) + _b_slack(y, g, b)
+    return 2.0 * (math.sqrt(gram.max_diagonal()) * math.sqrt(2.0 * gap) + shift) + _b_slack(y, g, b, C)
 
 
-def _b_slack(y, g, b) -> float:
-    lo, hi = hinge_argmin(y, g)
+def _b_slack(y, g, b, C) -> float:
+    lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     return max(lo - b, b - hi, 0.0)
