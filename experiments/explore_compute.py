@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import io
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -233,8 +233,12 @@ def plot_window(X: np.ndarray, pad: float = 0.15) -> tuple[np.ndarray, np.ndarra
     return lo - pad * span, hi + pad * span
 
 
-def explore(X, y, settings: Settings) -> Exploration:
-    """Solve the current points with the page's settings (SVMInputError on bad input, before any solve)."""
+def explore(X, y, settings: Settings, window: tuple | None = None) -> Exploration:
+    """Solve the current points with the page's settings (SVMInputError on bad input, before any solve).
+
+    `window` = (lower corner, upper corner) of the region whose decision values are computed
+    for the contours (default: around the points).
+    """
     X, y = check_points(X, y)
     settings.validate()
     sol = _solve_one(X, y, settings, settings.layer)
@@ -248,7 +252,7 @@ def explore(X, y, settings: Settings) -> Exploration:
     if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
         result.decision = decision_values(sol, settings, X, y, X)
         result.codes = recovery.classify(sol.alpha, y, result.decision, settings.C)
-        lo, hi = plot_window(X)
+        lo, hi = plot_window(X) if window is None else (np.asarray(window[0]), np.asarray(window[1]))
         xs, ys = np.linspace(lo[0], hi[0], GRID_SIZE), np.linspace(lo[1], hi[1], GRID_SIZE)
         xx, yy = np.meshgrid(xs, ys)
         f = decision_values(sol, settings, X, y, np.column_stack([xx.ravel(), yy.ravel()]))
@@ -290,6 +294,3 @@ def start_points(name: str) -> tuple[np.ndarray, np.ndarray]:
     ds = factory()
     return np.array(ds.X), np.array(ds.y)
 
-
-def with_C(settings: Settings, C: float) -> Settings:
-    return replace(settings, C=C)
