@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from experiments.datasets import example_5_1, exercise_5_4, gendata
+from experiments.datasets import example_5_1, exercise_5_4, gendata, overlapping
 from formulations import recovery
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function
@@ -38,6 +38,7 @@ STARTS = {  # the page's start data: name -> Dataset factory (None: an empty pla
     "example_5_1": example_5_1,
     "exercise_5_4": exercise_5_4,
     "gendata(20, 20)": lambda: gendata(20, 20, seed=0),
+    "overlapping(200)": lambda: overlapping(200, seed=1),
     "empty": None,
 }
 GRID_SIZE = 120  # decision values on GRID_SIZE^2 points: smooth contours, a few ms for a kernel at n = 200
