@@ -113,6 +113,7 @@ class ExplorerPage:
         self.certificate = pn.pane.Markdown("", visible=False, width=520)
 
         self.load.on_click(lambda _event: self._load_start())
+        self.start.param.watch(lambda _event: self._load_start(), "value")
         self.point_class.param.watch(self._class_changed, "value")
         self.log_C.param.watch(self._slider_moved, "value")
         self.C_text.param.watch(self._C_typed, "value")
@@ -155,12 +156,16 @@ class ExplorerPage:
                                                         ("slack", "@slack{0.0000}"), ("y f(x)", "@y_f{0.0000}"),
                                                         ("role", "@role")])
         plane.add_tools(self.draw_tool, hover, PanTool(), WheelZoomTool(), ResetTool(), SaveTool())
+        # The class of the next click changes in the browser at once (no round trip to the server
+        # between choosing -1 and clicking); the Python watcher keeps the server's copy in step.
+        self.point_class.jslink(self.draw_tool, code={
+            "value": f"target.default_overrides = {{cls: {CLASSES!r}[source.active]}}"})
         plane.toolbar.active_tap = self.draw_tool
         plane.toolbar.active_drag = self.draw_tool
         legend = plane.legend[0]
         legend.orientation, legend.label_text_font_size, legend.ncols = "horizontal", "8pt", 3
         plane.add_layout(legend, "below")  # outside the plane: it never hides a point
-        self.points.on_change("data", lambda _attr, _old, _new: self.request())
+        self.points.on_change("data", self._points_changed)
         self.plane = plane
 
     def _build_alpha_plot(self) -> None:
@@ -194,6 +199,12 @@ class ExplorerPage:
         self.plane.x_range.update(start=lo[0], end=hi[0])
         self.plane.y_range.update(start=lo[1], end=hi[1])
         self.points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), cls=["+1" if v > 0 else "-1" for v in y])
+
+    def _points_changed(self, _attr, _old, _new) -> None:
+        # Bokeh selects a point just added, and the next click on empty space would only clear
+        # that selection instead of adding a point: clear it here so every click adds one.
+        self.points.selected.indices = []
+        self.request()
 
     def _class_changed(self, event) -> None:
         self.draw_tool.default_overrides = {"cls": event.new}
@@ -277,7 +288,7 @@ class ExplorerPage:
             self._show_error(exc)
             return
         self.busy.value = True
-        self.state.object = f"<span data-key='state'>solving request #{generation}...</span>"
+        self._set_state(f"solving request #{generation}...")
         future = WORKER.submit(self._compute_if_current, generation, X, y, settings, window)
         doc = pn.state.curdoc
         if doc is None:  # no server session (a script or a test): wait here
@@ -304,11 +315,17 @@ class ExplorerPage:
             return None
         return ec.explore(X, y, settings, window=window)
 
+    def _set_state(self, state: str, detail: str = "") -> None:
+        """What the page is doing, with the number of points it holds (the browser test waits on both)."""
+        n = len(self.points.data["x"])
+        self.state.object = (f"<span data-key='state'>{html.escape(state)}</span>, "
+                             f"<span data-key='points'>{n}</span> points" + (f", {detail}" if detail else ""))
+
     def _show_error(self, exc) -> None:
         self.busy.value = False
         self.message.object = f"<span data-key='error'>{html.escape(str(exc))}</span>"
         self.message.visible = True
-        self.state.object = "<span data-key='state'>not solved</span>"
+        self._set_state("not solved")
         self._clear_drawing()
 
     def _clear_drawing(self) -> None:
@@ -332,9 +349,7 @@ class ExplorerPage:
             self.layers.visible = True
         elapsed = time.perf_counter() - self._requested_at
         self.busy.value = False
-        self.state.object = (f"<span data-key='state'>request #{generation} shown</span>, "
-                             f"<span data-key='update s'>{elapsed:.3f}</span> s after the change, "
-                             f"{len(result.y)} points")
+        self._set_state(f"request #{generation} shown", f"<span data-key='update s'>{elapsed:.3f}</span> s after the change")
 
     def _draw_solution(self, result: ec.Exploration) -> None:
         if not result.has_point:
