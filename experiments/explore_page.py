@@ -85,7 +85,7 @@ class ExplorerPage:
 
     def _build_widgets(self, start: str) -> None:
         w = pn.widgets
-        self.start = w.Select(name="Start from", options=list(ec.STARTS), value=start, width=170)
+        self.start = w.Select(name="Start from", options=list(ec.STARTS), value=start, width=160)
         self.load = w.Button(name="Load", button_type="primary", width=80)
         self.point_class = w.RadioButtonGroup(name="Class of a new point", options=CLASSES, value="+1",
                                               button_type="default", width=120)
@@ -184,7 +184,7 @@ class ExplorerPage:
             pn.Row(self.log_C, self.C_text), self.hard,
             pn.Row(self.formulation, self.kernel), pn.Row(self.gamma, self.degree, self.coef0),
             pn.Row(self.layer, self.backend), pn.Row(self.profile, self.method), self.compare,
-            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300), width=440)
+            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300), width=330)
         results = pn.Column(pn.Row(self.busy, self.state), self.message, self.numbers, self.layers,
                             self.certificate)
         self.layout = pn.Column(

@@ -217,10 +217,27 @@ def test_click_points_move_C_and_match_solve(page, tmp_path):
     for fx, fy in ((0.7, 0.6), (0.8, 0.45), (0.6, 0.7)):
         _click_plane(tab, fx, fy)
     _wait_until(lambda: _shown_request(tab) > before and _points(tab) == 7, "the solve of 7 points")
-    frame = _export_points(tab, tmp_path)
-    assert len(frame) == 7 and (frame[LABEL_COLUMN] == 1).sum() == 4
-    _assert_page_matches_solve(tab, frame, C=float(_text(tab, "C")))
+    clicked = _export_points(tab, tmp_path)
+    assert len(clicked) == 7 and (clicked[LABEL_COLUMN] == 1).sum() == 4
+    _assert_page_matches_solve(tab, clicked, C=float(_text(tab, "C")))
     tab.screenshot(path=str(tmp_path / "explorer_clicked.png"))
+
+    # drag the last -1 point (clicked at 0.6, 0.7) further down and left: it moves, nothing is added
+    box = _plane_box(tab)
+    before = _request_number(tab)
+    tab.wait_for_timeout(DOUBLE_TAP_GAP_MS)
+    tab.mouse.move(box["x"] + 0.6 * box["width"], box["y"] + 0.7 * box["height"])
+    tab.mouse.down()
+    tab.mouse.move(box["x"] + 0.5 * box["width"], box["y"] + 0.78 * box["height"], steps=8)
+    tab.mouse.up()
+    _wait_until(lambda: _shown_request(tab) > before and _text(tab, "C") == "1", "the solve after the drag")
+    frame = _export_points(tab, tmp_path)
+    assert len(frame) == 7
+    moved = (frame[["x1", "x2"]] - clicked[["x1", "x2"]]).abs().sum(axis=1) > 0
+    assert moved.sum() == 1 and moved.iloc[-1]
+    assert frame.iloc[-1]["x1"] < clicked.iloc[-1]["x1"] and frame.iloc[-1]["x2"] < clicked.iloc[-1]["x2"]
+    _wait_until(lambda: _shown_request(tab) == _request_number(tab), "the last request after the drag")
+    _assert_page_matches_solve(tab, frame, C=1.0)
 
     # move the C slider by keyboard: 20 steps of 0.05 in log10 C -> C = 10
     before = _request_number(tab)
