@@ -90,7 +90,7 @@ class ExplorerPage:
         self.point_class = w.RadioButtonGroup(name="Class of a new point", options=CLASSES, value="+1",
                                               button_type="default", width=120)
         self.log_C = w.FloatSlider(name="log10 C", start=C_SLIDER[0], end=C_SLIDER[1], step=C_SLIDER[2],
-                                   value=0.0, width=260)
+                                   value=0.0, width=190)
         self.C_text = w.TextInput(name="C (type a number)", value="1", width=120)
         self.hard = w.Checkbox(name="hard margin (C = inf)", value=False)
         self.formulation = w.Select(name="Formulation", options=list(ec.FORMULATION_CHOICES), value="dual", width=130)
@@ -170,7 +170,7 @@ class ExplorerPage:
 
     def _build_alpha_plot(self) -> None:
         bars = figure(width=620, height=200, title="alpha* per point (dual variables; dashed: C)",
-                      x_axis_label="point", y_axis_label="alpha", tools=[SaveTool()], y_range=Range1d(0, 1))
+                      x_axis_label="point", y_axis_label="alpha", tools=[SaveTool()], x_range=Range1d(0, 1), y_range=Range1d(0, 1))
         self.alpha = ColumnDataSource(dict(index=[], alpha=[], color=[]))
         rects = bars.vbar(x="index", top="alpha", width=0.8, source=self.alpha, color="color")
         bars.add_tools(HoverTool(renderers=[rects], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}")]))
@@ -184,7 +184,7 @@ class ExplorerPage:
             pn.Row(self.log_C, self.C_text), self.hard,
             pn.Row(self.formulation, self.kernel), pn.Row(self.gamma, self.degree, self.coef0),
             pn.Row(self.layer, self.backend), pn.Row(self.profile, self.method), self.compare,
-            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300), width=330)
+            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300), width=350)
         results = pn.Column(pn.Row(self.busy, self.state), self.message, self.numbers, self.layers,
                             self.certificate)
         self.layout = pn.Column(
@@ -339,6 +339,7 @@ class ExplorerPage:
     # ------------------------------------------------------------------ results
 
     def _show(self, result: ec.Exploration, generation: int) -> None:
+        # the state line goes last: the browser receives the drawing before it (messages keep their order)
         self._clear_drawing()
         self.message.visible = False
         self._draw_solution(result)
@@ -349,7 +350,8 @@ class ExplorerPage:
             self.layers.visible = True
         elapsed = time.perf_counter() - self._requested_at
         self.busy.value = False
-        self._set_state(f"request #{generation} shown", f"<span data-key='update s'>{elapsed:.3f}</span> s after the change")
+        self._set_state(f"request #{generation} shown",
+                        f"<span data-key='update s'>{elapsed:.3f}</span> s after the change")
 
     def _draw_solution(self, result: ec.Exploration) -> None:
         if not result.has_point:
@@ -375,6 +377,7 @@ class ExplorerPage:
             self.C_line.visible = True
             top = max(top, result.settings.C)
         self.bars.y_range.update(start=0, end=1.08 * top if top > 0 else 1.0)
+        self.bars.x_range.update(start=0.4, end=len(table) + 0.6)
 
     def _draw_certificate(self, result: ec.Exploration) -> None:
         res = result.separability

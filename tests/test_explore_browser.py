@@ -124,8 +124,14 @@ def _shown_request(tab) -> int:
 
 
 def _wait_shown(tab, after: int = 0) -> int:
-    """Wait until the page shows the result of a request newer than `after`; return its number."""
-    return _wait_until(lambda: (n := _shown_request(tab)) > after and n, f"a result newer than request #{after}")
+    """Wait until the page shows the result of a request newer than `after`, drawn; return its number.
+
+    The server sends the state line after the drawing; two animation frames after it appears,
+    Bokeh has painted the plots too.
+    """
+    shown = _wait_until(lambda: (n := _shown_request(tab)) > after and n, f"a result newer than request #{after}")
+    tab.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    return shown
 
 
 def _load(tab, start: str) -> int:
