@@ -85,27 +85,27 @@ class ExplorerPage:
 
     def _build_widgets(self, start: str) -> None:
         w = pn.widgets
-        self.start = w.Select(name="Start from", options=list(ec.STARTS), value=start, width=160)
-        self.load = w.Button(name="Load", button_type="primary", width=80)
-        self.point_class = w.RadioButtonGroup(name="Class of a new point", options=CLASSES, value="+1",
-                                              button_type="default", width=120)
-        self.log_C = w.FloatSlider(name="log10 C", start=C_SLIDER[0], end=C_SLIDER[1], step=C_SLIDER[2],
+        self.start = w.Select(label="Start from", options=list(ec.STARTS), value=start, width=160)
+        self.load = w.Button(label="Load", color="primary", width=80)
+        self.point_class = w.RadioButtonGroup(label="Class of a new point", options=CLASSES, value="+1",
+                                              color="default", width=120)
+        self.log_C = w.FloatSlider(label="log10 C", start=C_SLIDER[0], end=C_SLIDER[1], step=C_SLIDER[2],
                                    value=0.0, width=190)
-        self.C_text = w.TextInput(name="C (type a number)", value="1", width=120)
-        self.hard = w.Checkbox(name="hard margin (C = inf)", value=False)
-        self.formulation = w.Select(name="Formulation", options=list(ec.FORMULATION_CHOICES), value="dual", width=130)
-        self.kernel = w.Select(name="Kernel", options=list(ec.KERNEL_CHOICES), value="linear", width=100)
-        self.gamma = w.FloatInput(name="gamma", value=1.0, start=1e-6, width=80)
-        self.degree = w.IntInput(name="degree", value=3, start=1, end=10, width=70)
-        self.coef0 = w.FloatInput(name="coef0", value=1.0, width=80)
-        self.layer = w.Select(name="Layer", options=list(LAYERS), value="pyomo", width=100)
-        self.backend = w.Select(name="Backend", options=ec.available_backends("pyomo"), value="clarabel", width=110)
-        self.profile = w.Select(name="Profile", options=list(PROFILES), value="high", width=100)
-        self.method = w.Select(name="Method", options=list(ec.solve_methods()), value="full", width=110)
-        self.compare = w.Checkbox(name="also solve through the other layer", value=False)
+        self.C_text = w.TextInput(label="C (type a number)", value="1", width=120)
+        self.hard = w.Checkbox(label="hard margin (C = inf)", value=False)
+        self.formulation = w.Select(label="Formulation", options=list(ec.FORMULATION_CHOICES), value="dual", width=130)
+        self.kernel = w.Select(label="Kernel", options=list(ec.KERNEL_CHOICES), value="linear", width=100)
+        self.gamma = w.FloatInput(label="gamma", value=1.0, start=1e-6, width=80)
+        self.degree = w.IntInput(label="degree", value=3, start=1, end=10, width=70)
+        self.coef0 = w.FloatInput(label="coef0", value=1.0, width=80)
+        self.layer = w.Select(label="Layer", options=list(LAYERS), value="pyomo", width=100)
+        self.backend = w.Select(label="Backend", options=ec.available_backends("pyomo"), value="clarabel", width=110)
+        self.profile = w.Select(label="Profile", options=list(PROFILES), value="high", width=100)
+        self.method = w.Select(label="Method", options=list(ec.solve_methods()), value="full", width=110)
+        self.compare = w.Checkbox(label="also solve through the other layer", value=False)
         self.csv = w.FileDownload(callback=self._csv_file, filename="explorer_points.csv",
-                                  label="Export points (CSV)", button_type="success", width=200)
-        self.busy = pn.indicators.LoadingSpinner(value=False, size=22, name="")
+                                  label="Export points (CSV)", color="success", width=200)
+        self.busy = pn.indicators.LoadingSpinner(value=False, size=22)
         self.state = pn.pane.HTML("", width=420)
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, width=520)
         self.numbers = pn.pane.HTML("", width=520)

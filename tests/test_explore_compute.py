@@ -170,3 +170,43 @@ def test_a_port_in_use_is_one_line_and_exit_2():
     assert out.returncode == 2, out.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# ---------------------------------------------------------------- the page's wiring, without a server
+
+
+def test_page_wiring_without_a_server():
+    from experiments.explore_page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")  # no server session: each request is solved at once
+    assert "request #1 shown" in page.state.object and "60</span> points" in page.state.object
+    assert 'data-key="w1">-0.922' in page.numbers.object
+    assert len(page.alpha.data["alpha"]) == 60 and len(page.sv.data["x"]) == 3
+    page.C_text.value = "abc"  # C typed as text: a message, nothing drawn, no exception
+    assert page.message.visible and "C must be a number" in page.message.object
+    assert page.numbers.object == "" and page.sv.data["x"] == []
+    page.C_text.value = "10"
+    assert not page.message.visible and page.log_C.value == pytest.approx(1.0)
+    page.kernel.value = "rbf"  # a kernel switches the formulation to the kernel dual
+    assert page.formulation.value == "kernel_dual" and "kernel_dual" in page.numbers.object
+    page.start.value = "exercise_5_4"
+    page.kernel.value = "linear"
+    page.formulation.value = "primal"
+    page.hard.value = True
+    assert "NOT separable" in page.certificate.object and len(page.common.data["x"]) == 1
+    page.point_class.value = "-1"
+    assert page.draw_tool.default_overrides == {"cls": "-1"}
+
+
+def test_a_superseded_request_is_not_shown():
+    from concurrent.futures import Future
+
+    from experiments.explore_page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")
+    shown = page.state.object
+    stale = Future()
+    stale.set_result(ec.explore(*ec.start_points("exercise_5_4"), ec.Settings(C=10.0)))
+    page._finish(page._generation - 1, stale)  # an older request finishing late changes nothing
+    assert page.state.object == shown
+    assert page._compute_if_current(page._generation - 1, None, None, None, None) is None
