@@ -56,15 +56,14 @@ def main(argv=None) -> int:
 
     try:
         server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.host,
-                          websocket_origin=[f"{args.host}:{args.port}", f"localhost:{args.port}"], show=not args.no_browser, start=False,
+                          websocket_origin=[f"{args.host}:{args.port}", f"localhost:{args.port}"],
+                          show=not args.no_browser, start=False,
                           title="SVM duality explorer", verbose=False)
     except OSError as exc:  # address in use, unknown host: one line, no traceback
         print(f"explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     url = f"http://{args.host}:{server.port}/"
     print(f"SVM duality explorer at {url} (Ctrl+C stops it)", flush=True)
-    if not args.no_browser:
-        server.io_loop.add_callback(server.show, "/")
     try:
         server.io_loop.start()
     except KeyboardInterrupt:
