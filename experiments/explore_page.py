@@ -155,7 +155,9 @@ class ExplorerPage:
         hover = HoverTool(renderers=[rings], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}"),
                                                         ("slack", "@slack{0.0000}"), ("y f(x)", "@y_f{0.0000}"),
                                                         ("role", "@role")])
-        plane.add_tools(self.draw_tool, hover, PanTool(), WheelZoomTool(), ResetTool(), SaveTool())
+        # a filename: the save tool downloads at once instead of asking for a name
+        plane.add_tools(self.draw_tool, hover, PanTool(), WheelZoomTool(), ResetTool(),
+                        SaveTool(filename="explorer_plane"))
         # The class of the next click changes in the browser at once (no round trip to the server
         # between choosing -1 and clicking); the Python watcher keeps the server's copy in step.
         self.point_class.jslink(self.draw_tool, code={
@@ -170,7 +172,8 @@ class ExplorerPage:
 
     def _build_alpha_plot(self) -> None:
         bars = figure(width=620, height=200, title="alpha* per point (dual variables; dashed: C)",
-                      x_axis_label="point", y_axis_label="alpha", tools=[SaveTool()], x_range=Range1d(0, 1), y_range=Range1d(0, 1))
+                      x_axis_label="point", y_axis_label="alpha", tools=[SaveTool(filename="explorer_alpha")],
+                      x_range=Range1d(0, 1), y_range=Range1d(0, 1))
         self.alpha = ColumnDataSource(dict(index=[], alpha=[], color=[]))
         rects = bars.vbar(x="index", top="alpha", width=0.8, source=self.alpha, color="color")
         bars.add_tools(HoverTool(renderers=[rects], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}")]))

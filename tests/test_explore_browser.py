@@ -256,6 +256,13 @@ def test_click_points_move_C_and_match_solve(page, tmp_path):
     assert C == pytest.approx(10.0, rel=1e-9)
     _assert_page_matches_solve(tab, frame, C=C)
     tab.screenshot(path=str(tmp_path / "explorer_C10.png"))
+
+    # the figure as PNG: Bokeh's save tool in the plane's toolbar
+    with tab.expect_download() as download:
+        tab.locator(".bk-ClickButton[title='Save']").first.click()
+    png = tmp_path / "plane.png"
+    download.value.save_as(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert not tab.console_errors, tab.console_errors
 
 
