@@ -32,7 +32,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="Serve the interactive SVM duality explorer: click points of two classes, move C, "
                     "and see the primal and dual optima, the gap, the KKT residuals and the verdict.")
     parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     return parser.parse_args(argv)
 
@@ -54,9 +55,12 @@ def main(argv=None) -> int:
 
     from experiments.explore_page import ExplorerPage
 
+    # Browsers may only open the page's websocket from the address they loaded it from; listening
+    # on every interface means "reachable by any name of this machine".
+    everywhere = args.host in ("0.0.0.0", "::")
+    origins = "*" if everywhere else [f"{args.host}:{args.port}", f"localhost:{args.port}"]
     try:
-        server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.host,
-                          websocket_origin=[f"{args.host}:{args.port}", f"localhost:{args.port}"],
+        server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.host, websocket_origin=origins,
                           show=not args.no_browser, start=False,
                           title="SVM duality explorer", verbose=False)
     except OSError as exc:  # address in use, unknown host: one line, no traceback
