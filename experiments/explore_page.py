@@ -148,11 +148,14 @@ class ExplorerPage:
         drawn = plane.scatter("x", "y", source=self.points, size=9, line_color="white",
                               color=factor_cmap("cls", CLASS_COLORS, CLASSES),
                               marker=factor_mark("cls", ["circle", "square"], CLASSES))
-        self.sv = ColumnDataSource(dict(x=[], y=[], role=[], color=[], alpha=[], slack=[], y_f=[], index=[]))
-        rings = plane.scatter("x", "y", source=self.sv, size=17, fill_alpha=0, line_color="color", line_width=2,
-                              legend_field="role")
+        self.sv = ColumnDataSource(dict(x=[], y=[], role=[], color=[]))
+        plane.scatter("x", "y", source=self.sv, size=17, fill_alpha=0, line_color="color", line_width=2,
+                      legend_field="role")
+        # every solved point, invisible, for the hover: its alpha, slack and y f(x)
+        self.info = ColumnDataSource(dict(x=[], y=[], role=[], alpha=[], slack=[], y_f=[], index=[]))
+        hoverable = plane.scatter("x", "y", source=self.info, size=12, fill_alpha=0, line_alpha=0)
         self.draw_tool = PointDrawTool(renderers=[drawn], add=True, drag=True, default_overrides={"cls": "+1"})
-        hover = HoverTool(renderers=[rings], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}"),
+        hover = HoverTool(renderers=[hoverable], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}"),
                                                         ("slack", "@slack{0.0000}"), ("y f(x)", "@y_f{0.0000}"),
                                                         ("role", "@role")])
         # a filename: the save tool downloads at once instead of asking for a name
@@ -333,7 +336,7 @@ class ExplorerPage:
 
     def _clear_drawing(self) -> None:
         self.contours.visible = False
-        for source in (self.hulls, self.hull_links, self.common, self.slacks, self.sv, self.alpha):
+        for source in (self.hulls, self.hull_links, self.common, self.slacks, self.sv, self.info, self.alpha):
             source.data = {key: [] for key in source.data}
         self.C_line.visible = False
         self.numbers.object = ""
@@ -367,8 +370,10 @@ class ExplorerPage:
         sv = table[table["role"] != ec.CODE_NAMES[recovery.ZERO]]
         colors = {ec.CODE_NAMES[recovery.FREE]: "black", ec.CODE_NAMES[recovery.AT_BOUND]: "#ff7f0e"}
         self.sv.data = dict(x=sv["x1"].tolist(), y=sv["x2"].tolist(), role=sv["role"].tolist(),
-                            color=[colors[r] for r in sv["role"]], alpha=sv["alpha"].tolist(),
-                            slack=sv["slack"].tolist(), y_f=sv["y_f"].tolist(), index=(sv.index + 1).tolist())
+                            color=[colors[r] for r in sv["role"]])
+        self.info.data = dict(x=table["x1"].tolist(), y=table["x2"].tolist(), role=table["role"].tolist(),
+                              alpha=table["alpha"].tolist(), slack=table["slack"].tolist(),
+                              y_f=table["y_f"].tolist(), index=(table.index + 1).tolist())
         seg = result.slack_segments()
         self.slacks.data = dict(x0=seg[:, 0].tolist(), y0=seg[:, 1].tolist(), x1=seg[:, 2].tolist(),
                                 y1=seg[:, 3].tolist())

@@ -257,6 +257,13 @@ def test_click_points_move_C_and_match_solve(page, tmp_path):
     _assert_page_matches_solve(tab, frame, C=C)
     tab.screenshot(path=str(tmp_path / "explorer_C10.png"))
 
+    # hovering the first point shows its alpha, slack and y f(x)
+    box = _plane_box(tab)
+    tab.mouse.move(box["x"] + 0.25 * box["width"], box["y"] + 0.2 * box["height"])
+    tab.locator(".bk-Tooltip", has_text="y f(x)").first.wait_for()
+    for label in ("alpha", "slack", "role"):
+        assert tab.locator(".bk-Tooltip", has_text=label).count() >= 1, label
+
     # the figure as PNG: Bokeh's save tool in the plane's toolbar
     with tab.expect_download() as download:
         tab.locator(".bk-ClickButton[title='Save']").first.click()
