@@ -105,7 +105,7 @@ class ExplorerPage:
         self.compare = w.Checkbox(label="also solve through the other layer", value=False)
         self.csv = w.FileDownload(callback=self._csv_file, filename="explorer_points.csv",
                                   label="Export points (CSV)", color="success", width=200)
-        self.busy = pn.indicators.LoadingSpinner(value=False, size=22)
+        self.busy = pn.indicators.LoadingSpinner(value=False, visible=False, size=22)
         self.state = pn.pane.HTML("", width=420)
         self.message = pn.pane.Alert("", alert_type="danger", visible=False, width=520)
         self.numbers = pn.pane.HTML("", width=520)
@@ -293,7 +293,7 @@ class ExplorerPage:
         except SVMInputError as exc:
             self._show_error(exc)
             return
-        self.busy.value = True
+        self._set_busy(True)
         self._set_state(f"solving request #{generation}...")
         future = WORKER.submit(self._compute_if_current, generation, X, y, settings, window)
         doc = pn.state.curdoc
@@ -321,6 +321,9 @@ class ExplorerPage:
             return None
         return ec.explore(X, y, settings, window=window)
 
+    def _set_busy(self, busy: bool) -> None:
+        self.busy.value = self.busy.visible = busy  # an idle spinner would still look like work
+
     def _set_state(self, state: str, detail: str = "") -> None:
         """What the page is doing, with the number of points it holds (the browser test waits on both)."""
         n = len(self.points.data["x"])
@@ -328,7 +331,7 @@ class ExplorerPage:
                              f"<span data-key='points'>{n}</span> points" + (f", {detail}" if detail else ""))
 
     def _show_error(self, exc) -> None:
-        self.busy.value = False
+        self._set_busy(False)
         self.message.object = f"<span data-key='error'>{html.escape(str(exc))}</span>"
         self.message.visible = True
         self._set_state("not solved")
@@ -355,7 +358,7 @@ class ExplorerPage:
             self.layers.object = ec.layers_table(result)
             self.layers.visible = True
         elapsed = time.perf_counter() - self._requested_at
-        self.busy.value = False
+        self._set_busy(False)
         self._set_state(f"request #{generation} shown",
                         f"<span data-key='update s'>{elapsed:.3f}</span> s after the change")
 

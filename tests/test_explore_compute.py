@@ -181,7 +181,8 @@ def test_page_wiring_without_a_server():
     page = ExplorerPage(start="example_5_1")  # no server session: each request is solved at once
     assert "request #1 shown" in page.state.object and "60</span> points" in page.state.object
     assert 'data-key="w1">-0.922' in page.numbers.object
-    assert len(page.alpha.data["alpha"]) == 60 and len(page.sv.data["x"]) == 3
+    assert len(page.alpha.data["alpha"]) == 60 and len(page.sv.data["x"]) == 3 and len(page.info.data["x"]) == 60
+    assert not page.busy.visible  # the spinner shows only while a solve runs
     page.C_text.value = "abc"  # C typed as text: a message, nothing drawn, no exception
     assert page.message.visible and "C must be a number" in page.message.object
     assert page.numbers.object == "" and page.sv.data["x"] == []
