@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import io
 import math
+import typing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,10 +47,25 @@ CODE_NAMES = {recovery.ZERO: "not SV", recovery.FREE: "free SV", recovery.AT_BOU
 
 
 def solve_methods() -> tuple[str, ...]:
-    """The methods `solvers.api.solve` takes: "full" only until it has a `method` parameter."""
-    if "method" not in inspect.signature(solve).parameters:
+    """The methods `solvers.api.solve` takes: "full" only until it has a `method` parameter.
+
+    Once it has one, the choices are read from it, never guessed: a METHODS constant of
+    solvers.api, else the values of a Literal annotation, else its default alone.
+    """
+    import solvers.api as api
+
+    parameter = inspect.signature(solve).parameters.get("method")
+    if parameter is None:
         return ("full",)
-    return ("full", "working_set")
+    if hasattr(api, "METHODS"):
+        return tuple(api.METHODS)
+    try:
+        choices = typing.get_args(typing.get_type_hints(solve).get("method"))
+    except (NameError, TypeError):  # an annotation that does not resolve
+        choices = ()
+    if choices and all(isinstance(choice, str) for choice in choices):
+        return tuple(choices)
+    return (parameter.default,) if isinstance(parameter.default, str) else ("full",)
 
 
 def available_backends(layer: str) -> list[str]:
