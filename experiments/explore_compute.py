@@ -216,7 +216,7 @@ class Exploration:
             "w*": None if sol.w is None else tuple(float(v) for v in sol.w),
             "b*": sol.b,
             "b interval": (checks.get("b_lower", math.nan), checks.get("b_upper", math.nan)),
-            "support vectors (free / at bound)": (checks.get("n_sv", 0), checks.get("n_free_sv", 0),
+            "support vectors (all, free, at bound)": (checks.get("n_sv", 0), checks.get("n_free_sv", 0),
                                                   checks.get("n_bound_sv", 0)),
             "solve s": sol.solve_s,
         }
