@@ -1,0 +1,313 @@
+"""What the interactive explorer computes, as plain functions (no browser, no web server).
+
+`experiments.explore` lays these out on a page; the tests call them directly. One call of
+`explore` takes the points on the plane and the page's settings and returns everything the
+page shows: the `Solution` of `solvers.api.solve` (its status is the project's verdict, never
+the solver's word alone), the same problem through the other layer on request, per-point
+alpha / slack / y f(x) / free-or-at-bound, the decision values on a grid for the boundary and
+the +-1 margins, slack segments, and, when the hard margin is asked for on data that are not
+linearly separable, the separability certificate of `experiments.separability` (a verified
+common point of both convex hulls).
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import math
+import typing
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from experiments.datasets import example_5_1, exercise_5_4, gendata, overlapping
+from formulations import recovery
+from formulations.errors import SVMInputError
+from formulations.kernels import Kernel, decision_function
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from solvers import solution as st
+from solvers.api import solve
+from solvers.profiles import PROFILES
+from solvers.registry import BACKEND_NAMES, LAYERS, availability
+
+PRIMAL = "primal"  # the page's choice; hard or soft by the hard-margin switch
+FORMULATION_CHOICES = (PRIMAL, DUAL, KERNEL_DUAL)
+KERNEL_CHOICES = ("linear", "poly", "rbf", "sigmoid")
+LABEL_COLUMN = "label"
+STARTS = {  # the page's start data: name -> Dataset factory (None: an empty plane)
+    "example_5_1": example_5_1,
+    "exercise_5_4": exercise_5_4,
+    "gendata(20, 20)": lambda: gendata(20, 20, seed=0),
+    "overlapping(200)": lambda: overlapping(200, seed=1),
+    "empty": None,
+}
+GRID_SIZE = 120  # decision values on GRID_SIZE^2 points: smooth contours, a few ms for a kernel at n = 200
+CODE_NAMES = {recovery.ZERO: "not SV", recovery.FREE: "free SV", recovery.AT_BOUND: "SV at bound C"}
+
+
+def solve_methods() -> tuple[str, ...]:
+    """The methods `solvers.api.solve` takes: "full" only until it has a `method` parameter.
+
+    Once it has one, the choices are read from it, never guessed: a METHODS constant of
+    solvers.api, else the values of a Literal annotation, else its default alone.
+    """
+    import solvers.api as api
+
+    parameter = inspect.signature(solve).parameters.get("method")
+    if parameter is None:
+        return ("full",)
+    if hasattr(api, "METHODS"):
+        return tuple(api.METHODS)
+    try:
+        choices = typing.get_args(typing.get_type_hints(solve).get("method"))
+    except (NameError, TypeError):  # an annotation that does not resolve
+        choices = ()
+    if choices and all(isinstance(choice, str) for choice in choices):
+        return tuple(choices)
+    return (parameter.default,) if isinstance(parameter.default, str) else ("full",)
+
+
+def available_backends(layer: str) -> list[str]:
+    """Backends installed for `layer`, in the registry's order."""
+    return [name for name in BACKEND_NAMES if availability(layer, name)[0]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The page's controls. C = math.inf is the hard margin."""
+
+    C: float = 1.0
+    formulation: str = DUAL
+    kernel: str = "linear"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 1.0
+    layer: str = "pyomo"
+    backend: str = "clarabel"
+    profile: str = "high"
+    method: str = "full"
+    compare_layers: bool = False
+
+    @property
+    def hard(self) -> bool:
+        return math.isinf(self.C)
+
+    @property
+    def other_layer(self) -> str:
+        return next(name for name in LAYERS if name != self.layer)
+
+    def kernel_object(self) -> Kernel:
+        return Kernel(self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+
+    def solved_formulation(self) -> str:
+        """The project's formulation name: the primal is hard or soft by C."""
+        if self.formulation not in FORMULATION_CHOICES:
+            raise SVMInputError(f"unknown formulation {self.formulation!r}; choose one of {FORMULATION_CHOICES}")
+        if self.kernel != "linear" and self.formulation != KERNEL_DUAL:
+            raise SVMInputError(f"the {self.kernel} kernel needs the kernel_dual formulation, "
+                                f"not {self.formulation!r}")
+        if self.formulation == PRIMAL:
+            return HARD_PRIMAL if self.hard else SOFT_PRIMAL
+        return self.formulation
+
+    def validate(self) -> None:
+        """Raise SVMInputError naming the first bad control."""
+        for name, value, choices in (("layer", self.layer, LAYERS), ("backend", self.backend, BACKEND_NAMES),
+                                     ("profile", self.profile, tuple(PROFILES)),
+                                     ("method", self.method, solve_methods())):
+            if value not in choices:
+                raise SVMInputError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+        if not (isinstance(self.C, (int, float)) and self.C > 0):
+            raise SVMInputError(f"C must be a number > 0, got {self.C!r}")
+        self.solved_formulation()
+        if self.formulation == KERNEL_DUAL:
+            self.kernel_object()
+
+
+def parse_C(text) -> float:
+    """C typed by a user: a number > 0, or "inf" for the hard margin; SVMInputError otherwise."""
+    raw = str(text).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SVMInputError(f"C must be a number > 0 (or inf for the hard margin), got {raw!r}") from None
+    if math.isnan(value) or value <= 0:
+        raise SVMInputError(f"C must be > 0, got {raw!r}")
+    return value
+
+
+def check_points(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """Points of the plane as (n x 2, labels +-1); names an empty class, which `solve` cannot take."""
+    X = np.asarray(X, dtype=float).reshape(-1, 2)
+    y = np.asarray(y, dtype=float).reshape(-1)
+    if len(X) != len(y):
+        raise SVMInputError(f"{len(X)} points but {len(y)} labels")
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise SVMInputError("labels must be +1 or -1")
+    for label in (1.0, -1.0):
+        if not np.any(y == label):
+            raise SVMInputError(f"class {label:+g} has no point: select class {label:+g} and click the plane to add one")
+    if not np.all(np.isfinite(X)):
+        raise SVMInputError("a point has a coordinate that is not a finite number")
+    return X, y
+
+
+@dataclass
+class Exploration:
+    """Everything the page shows for one (points, settings)."""
+
+    settings: Settings
+    X: np.ndarray
+    y: np.ndarray
+    solution: st.Solution
+    other: st.Solution | None = None
+    separability: object | None = None  # experiments.separability.SeparabilityResult
+    decision: np.ndarray | None = None  # f(x_i) (None when the point was withheld)
+    codes: np.ndarray | None = None  # recovery.ZERO / FREE / AT_BOUND per point
+    grid: dict = field(default_factory=dict)  # xs, ys, f (len(ys) x len(xs))
+
+    @property
+    def has_point(self) -> bool:
+        return self.decision is not None
+
+    def point_table(self) -> pd.DataFrame:
+        """One row per point: x1, x2, label, alpha, slack, y f(x), role (what hovering shows)."""
+        out = pd.DataFrame({"x1": self.X[:, 0], "x2": self.X[:, 1], LABEL_COLUMN: self.y.astype(int)})
+        if self.has_point:
+            yf = self.y * self.decision
+            out["alpha"] = self.solution.alpha
+            out["slack"] = np.maximum(0.0, 1.0 - yf)
+            out["y_f"] = yf
+            out["role"] = [CODE_NAMES[int(c)] for c in self.codes]
+        return out
+
+    def slack_segments(self) -> np.ndarray:
+        """(k x 4) segments x_i -> its own margin line y_i f(x) = 1, for points with slack (linear w only)."""
+        sol = self.solution
+        if not self.has_point or sol.w is None:
+            return np.empty((0, 4))
+        ww = float(sol.w @ sol.w)
+        inside = self.y * self.decision < 1.0 - 1e-9
+        if ww == 0 or not inside.any():
+            return np.empty((0, 4))
+        start = self.X[inside]
+        # moving x by t w changes f by t ||w||^2: t = (y_i - f(x_i)) / ||w||^2 puts it on its margin
+        end = start + np.outer((self.y[inside] - self.decision[inside]) / ww, sol.w)
+        return np.hstack([start, end])
+
+    def summary(self) -> dict:
+        """Labelled numbers for the page (NaN where a value is withheld)."""
+        sol, checks = self.solution, self.solution.checks
+        C = self.settings.C
+        out = {
+            "formulation": sol.formulation, "layer/backend": f"{sol.layer}/{sol.backend}",
+            "C": "inf (hard margin)" if math.isinf(C) else f"{C:.6g}",
+            "status": sol.status, "solver said": sol.solver_status, "verdict": checks.get("verdict", sol.message),
+            "P* (primal objective)": checks.get("primal_objective", math.nan),
+            "D* (dual objective)": checks.get("dual_objective", math.nan),
+            "gap P - D": checks.get("duality_gap", math.nan),
+            "relative gap": checks.get("rel_duality_gap", math.nan),
+            "KKT stationarity": checks.get("kkt_stationarity", math.nan),
+            "KKT balance": checks.get("kkt_balance", math.nan),
+            "KKT primal feasibility": checks.get("kkt_primal_feasibility", math.nan),
+            "KKT dual feasibility": checks.get("kkt_dual_feasibility", math.nan),
+            "KKT complementarity": checks.get("kkt_complementarity", math.nan),
+            "w*": None if sol.w is None else tuple(float(v) for v in sol.w),
+            "b*": sol.b,
+            "b interval": (checks.get("b_lower", math.nan), checks.get("b_upper", math.nan)),
+            "support vectors (all, free, at bound)": (checks.get("n_sv", 0), checks.get("n_free_sv", 0),
+                                                  checks.get("n_bound_sv", 0)),
+            "solve s": sol.solve_s,
+        }
+        if not sol.is_optimal and sol.message:
+            out["message"] = sol.message
+        return out
+
+
+def _solve_one(X, y, settings: Settings, layer: str) -> st.Solution:
+    formulation = settings.solved_formulation()
+    kwargs = {"C": None if formulation == HARD_PRIMAL else settings.C, "profile": settings.profile}
+    if formulation == KERNEL_DUAL:
+        kwargs["kernel"] = settings.kernel_object()
+    if "method" in inspect.signature(solve).parameters:
+        kwargs["method"] = settings.method
+    return solve(formulation, X, y, layer=layer, backend=settings.backend, **kwargs)
+
+
+def decision_values(sol: st.Solution, settings: Settings, X, y, Z) -> np.ndarray:
+    """f(z) for every row z of Z, from w* or from alpha* and the kernel."""
+    if sol.w is not None:
+        return Z @ sol.w + sol.b
+    sv = recovery.support_mask(sol.alpha)
+    return decision_function(settings.kernel_object(), X[sv], (sol.alpha * y)[sv], sol.b, Z)
+
+
+def plot_window(X: np.ndarray, pad: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper corners of the region drawn around the points."""
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    span = np.maximum(hi - lo, 1e-3 * np.maximum(1.0, np.abs(hi)))
+    return lo - pad * span, hi + pad * span
+
+
+def explore(X, y, settings: Settings, window: tuple | None = None) -> Exploration:
+    """Solve the current points with the page's settings (SVMInputError on bad input, before any solve).
+
+    `window` = (lower corner, upper corner) of the region whose decision values are computed
+    for the contours (default: around the points).
+    """
+    X, y = check_points(X, y)
+    settings.validate()
+    sol = _solve_one(X, y, settings, settings.layer)
+    result = Exploration(settings=settings, X=X, y=y, solution=sol)
+    if settings.compare_layers:
+        result.other = _solve_one(X, y, settings, settings.other_layer)
+    if settings.hard and settings.kernel == "linear":
+        from experiments.separability import is_separable
+
+        result.separability = is_separable(X, y)
+    if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
+        result.decision = decision_values(sol, settings, X, y, X)
+        result.codes = recovery.classify(sol.alpha, y, result.decision, settings.C)
+        lo, hi = plot_window(X) if window is None else (np.asarray(window[0]), np.asarray(window[1]))
+        xs, ys = np.linspace(lo[0], hi[0], GRID_SIZE), np.linspace(lo[1], hi[1], GRID_SIZE)
+        xx, yy = np.meshgrid(xs, ys)
+        f = decision_values(sol, settings, X, y, np.column_stack([xx.ravel(), yy.ravel()]))
+        result.grid = {"xs": xs, "ys": ys, "f": f.reshape(xx.shape)}
+    return result
+
+
+def layers_table(result: Exploration) -> pd.DataFrame:
+    """The layer asked for and (on request) the other one, side by side."""
+    rows = []
+    for sol in (result.solution, result.other):
+        if sol is None:
+            continue
+        c = sol.checks
+        rows.append({"layer": sol.layer, "backend": sol.backend, "status": sol.status,
+                     "w*": "-" if sol.w is None else ", ".join(f"{v:.6g}" for v in sol.w),
+                     "b*": sol.b, "P*": c.get("primal_objective", math.nan),
+                     "D*": c.get("dual_objective", math.nan), "rel gap": c.get("rel_duality_gap", math.nan),
+                     "solve s": sol.solve_s})
+    return pd.DataFrame(rows)
+
+
+def points_csv(X, y) -> str:
+    """The points as CSV text that `python -m experiments.run --data FILE --label-column label` reads."""
+    X, y = check_points(X, y)
+    frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], LABEL_COLUMN: y.astype(int)})
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False, float_format="%.17g")
+    return buffer.getvalue()
+
+
+def start_points(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a start data set (empty arrays for "empty")."""
+    if name not in STARTS:
+        raise SVMInputError(f"unknown start data {name!r}; choose one of {', '.join(STARTS)}")
+    factory = STARTS[name]
+    if factory is None:
+        return np.empty((0, 2)), np.empty(0)
+    ds = factory()
+    return np.array(ds.X), np.array(ds.y)
+

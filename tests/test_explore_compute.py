@@ -1,0 +1,223 @@
+"""The explorer's computing without a browser (experiments.explore_compute) and its CLI's boundary."""
+
+import math
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import explore_compute as ec
+from experiments.run import read_csv_dataset
+from formulations import recovery
+from formulations.errors import SVMInputError
+from solvers.api import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+REL = 1e-6  # profile "high" verifies to 1e-6; the page must show what solve() gives to that accuracy
+
+
+def test_example_5_1_hard_margin_matches_the_notes():
+    X, y = ec.start_points("example_5_1")
+    result = ec.explore(X, y, ec.Settings(C=math.inf, formulation="dual"))
+    sol = result.solution
+    assert sol.status == "optimal" and sol.formulation == "dual"
+    np.testing.assert_allclose(sol.w, [-0.9229, 0.7627], atol=1e-4)
+    assert sol.b == pytest.approx(1.1976, abs=1e-4)
+    summary = result.summary()
+    assert summary["relative gap"] < 1e-6
+    lower, upper = summary["b interval"]
+    assert lower <= sol.b + 1e-6 * abs(sol.b) and sol.b <= upper + 1e-6 * abs(sol.b)
+    # three free support vectors on their margins (the notes' figure), none at a bound (no bound: C = inf)
+    free = result.codes == recovery.FREE
+    assert free.sum() == 3 and not np.any(result.codes == recovery.AT_BOUND)
+    np.testing.assert_allclose((y * result.decision)[free], 1.0, rtol=1e-6)
+    assert result.separability.separable is True
+    table = result.point_table()
+    assert list(table.columns) == ["x1", "x2", "label", "alpha", "slack", "y_f", "role"]
+    assert (table["slack"] <= 1e-6).all()
+
+
+def test_hard_margin_on_exercise_5_4_gives_the_verified_common_point():
+    X, y = ec.start_points("exercise_5_4")
+    result = ec.explore(X, y, ec.Settings(C=math.inf, formulation="primal"))
+    assert result.solution.formulation == "hard_primal"
+    assert result.solution.status != "optimal" and not result.has_point
+    cert = result.separability
+    assert cert.separable is False and cert.verified
+    # the common point is a convex combination of each class's points
+    XA, XB = X[y > 0], X[y < 0]
+    np.testing.assert_allclose(XA.T @ cert.lam, cert.point, atol=1e-7)
+    np.testing.assert_allclose(XB.T @ cert.mu, cert.point, atol=1e-7)
+
+
+def test_soft_margin_slacks_and_segments_end_on_the_own_margin():
+    X, y = ec.start_points("exercise_5_4")
+    result = ec.explore(X, y, ec.Settings(C=10.0, formulation="primal", compare_layers=True))
+    sol = result.solution
+    assert sol.status == "optimal" and sol.formulation == "soft_primal"
+    table = result.point_table()
+    inside = table["slack"] > 1e-9
+    # the notes' Exercise 5.4: xi_18 = 0.2911, xi_56 = 2.3600 (1-based rows)
+    assert table.loc[17, "slack"] == pytest.approx(0.2911, abs=1e-4)
+    assert table.loc[55, "slack"] == pytest.approx(2.3600, abs=1e-4)
+    segments = result.slack_segments()
+    assert len(segments) == inside.sum()
+    ends = segments[:, 2:]
+    np.testing.assert_allclose(y[inside.to_numpy()] * (ends @ sol.w + sol.b), 1.0, rtol=1e-9)
+    # the other layer on request: same optimum
+    other = result.other
+    assert other.layer == "cvxpy" and other.status == "optimal"
+    np.testing.assert_allclose(other.w, sol.w, rtol=REL)
+    assert len(ec.layers_table(result)) == 2
+
+
+def test_kernel_grid_matches_the_decision_at_the_points():
+    X, y = ec.start_points("gendata(20, 20)")
+    settings = ec.Settings(C=10.0, formulation="kernel_dual", kernel="rbf", gamma=1.0)
+    result = ec.explore(X, y, settings, window=(np.array([-3.0, -3.0]), np.array([3.0, 3.0])))
+    assert result.solution.status == "optimal"
+    g = result.grid
+    assert g["f"].shape == (ec.GRID_SIZE, ec.GRID_SIZE) and g["xs"][0] == -3.0 and g["ys"][-1] == 3.0
+    # the grid and the points use the same f: the grid at a point's own coordinates equals f(x_i)
+    again = ec.decision_values(result.solution, settings, X, y, X[:3])
+    np.testing.assert_allclose(again, result.solution.decision[:3], rtol=1e-6,
+                               atol=1e-6 * np.abs(result.solution.decision).max())
+
+
+@pytest.mark.parametrize("X, y, words", [
+    (np.empty((0, 2)), np.empty(0), "class +1 has no point"),
+    (np.array([[0.0, 1.0], [1.0, 2.0]]), np.array([1.0, 1.0]), "class -1 has no point"),
+    (np.array([[0.0, np.nan], [1.0, 2.0]]), np.array([1.0, -1.0]), "not a finite number"),
+])
+def test_bad_points_are_named(X, y, words):
+    with pytest.raises(SVMInputError, match=words.replace("+", r"\+")):
+        ec.explore(X, y, ec.Settings())
+
+
+@pytest.mark.parametrize("text, words", [("abc", "must be a number"), ("0", "must be > 0"), ("-2", "must be > 0"),
+                                         ("nan", "must be > 0")])
+def test_C_typed_as_text_is_refused(text, words):
+    with pytest.raises(SVMInputError, match=words):
+        ec.parse_C(text)
+
+
+def test_C_parsing_and_settings_errors():
+    assert ec.parse_C(" 10 ") == 10.0 and math.isinf(ec.parse_C("inf"))
+    X, y = ec.start_points("example_5_1")
+    with pytest.raises(SVMInputError, match="rbf kernel needs the kernel_dual"):
+        ec.explore(X, y, ec.Settings(kernel="rbf", formulation="dual"))
+    with pytest.raises(SVMInputError, match="backend must be one of"):
+        ec.explore(X, y, ec.Settings(backend="nope"))
+    with pytest.raises(SVMInputError, match="unknown start data"):
+        ec.start_points("nope")
+
+
+def test_csv_export_is_read_by_the_runner(tmp_path):
+    X, y = ec.start_points("exercise_5_4")
+    path = tmp_path / "points.csv"
+    path.write_text(ec.points_csv(X, y))
+    ds, mapping = read_csv_dataset(str(path), ec.LABEL_COLUMN)
+    np.testing.assert_array_equal(ds.X, X)  # %.17g: the same doubles
+    np.testing.assert_array_equal(ds.y, y)
+    direct = solve("dual", X, y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    again = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    np.testing.assert_allclose(again.w, direct.w, rtol=1e-9)  # same data; the solver itself varies ~1e-13
+
+
+def test_methods_follow_the_api(monkeypatch):
+    import inspect
+    from typing import Literal
+
+    method = inspect.signature(solve).parameters.get("method")
+    if method is None:
+        assert ec.solve_methods() == ("full",)
+    else:  # another branch added it: its default is offered
+        assert method.default in ec.solve_methods()
+
+    def solve_with_methods(formulation, X, y, *, method: Literal["full", "working_set"] = "full"):
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(ec, "solve", solve_with_methods)
+    monkeypatch.delattr("solvers.api.METHODS", raising=False)  # the annotation alone names them
+    assert ec.solve_methods() == ("full", "working_set")
+
+
+# ---------------------------------------------------------------- the CLI's boundary
+
+
+def _run_cli(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "experiments.explore", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_help_is_fast_and_names_the_options():
+    start = time.perf_counter()
+    out = _run_cli("--help")
+    elapsed = time.perf_counter() - start
+    assert out.returncode == 0
+    for option in ("--port", "--host", "--no-browser"):
+        assert option in out.stdout
+    print(f"--help took {elapsed:.2f} s")
+
+
+@pytest.mark.parametrize("args, words", [(["--port", "abc"], "not a port number"),
+                                         (["--port", "70000"], "port must be in 1..65535")])
+def test_bad_options_exit_2_with_one_line(args, words):
+    out = _run_cli(*args, "--no-browser")
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_port_in_use_is_one_line_and_exit_2():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = _run_cli("--port", str(port), "--no-browser")
+    assert out.returncode == 2, out.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# ---------------------------------------------------------------- the page's wiring, without a server
+
+
+def test_page_wiring_without_a_server():
+    from experiments.explore_page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")  # no server session: each request is solved at once
+    assert "request #1 shown" in page.state.object and "60</span> points" in page.state.object
+    assert 'data-key="w1">-0.922' in page.numbers.object
+    assert len(page.alpha.data["alpha"]) == 60 and len(page.sv.data["x"]) == 3 and len(page.info.data["x"]) == 60
+    assert not page.busy.visible  # the spinner shows only while a solve runs
+    page.C_text.value = "abc"  # C typed as text: a message, nothing drawn, no exception
+    assert page.message.visible and "C must be a number" in page.message.object
+    assert page.numbers.object == "" and page.sv.data["x"] == []
+    page.C_text.value = "10"
+    assert not page.message.visible and page.log_C.value == pytest.approx(1.0)
+    page.kernel.value = "rbf"  # a kernel switches the formulation to the kernel dual
+    assert page.formulation.value == "kernel_dual" and "kernel_dual" in page.numbers.object
+    page.start.value = "exercise_5_4"
+    page.kernel.value = "linear"
+    page.formulation.value = "primal"
+    page.hard.value = True
+    assert "NOT separable" in page.certificate.object and len(page.common.data["x"]) == 1
+    page.point_class.value = "-1"
+    assert page.draw_tool.default_overrides == {"cls": "-1"}
+
+
+def test_a_superseded_request_is_not_shown():
+    from concurrent.futures import Future
+
+    from experiments.explore_page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")
+    shown = page.state.object
+    stale = Future()
+    stale.set_result(ec.explore(*ec.start_points("exercise_5_4"), ec.Settings(C=10.0)))
+    page._finish(page._generation - 1, stale)  # an older request finishing late changes nothing
+    assert page.state.object == shown
+    assert page._compute_if_current(page._generation - 1, None, None, None, None) is None
