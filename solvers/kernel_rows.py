@@ -51,7 +51,7 @@ class FullGram(Gram):
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
         nz = np.flatnonzero(u)
-        if 2 * nz.size > self.n:  # gathering most rows costs more than the full product
+        if 8 * nz.size > self.n:  # gathering rows copies them: at n = 5,000 half the rows took 70 ms, K u 10 ms
             return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
 

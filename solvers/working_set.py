@@ -343,7 +343,14 @@ def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band:
     K: the Gram matrix or a row source (solvers.kernel_rows). Returns (alpha or None when a step
     fails, time inside the subproblem calls, a description).
     """
-    src = as_rows(K)
+    alpha, sub_s, how, _ = _split_start(as_rows(K), y, C, subsolve, backend, options, sample=sample, band=band,
+                                        seed=seed)
+    return alpha, sub_s, how
+
+
+def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0):
+    """split_start, and K (y * alpha) at its point (None with no point): the loop's first gradient
+    without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros)."""
     n = len(y)
     S = np.sort(np.random.default_rng(seed).choice(n, min(n, sample), replace=False))
     yS = y[S]
@@ -352,28 +359,33 @@ def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band:
     alpha = np.zeros(n)  # the sample's QP with the others at 0, and C (not C n / sample)
     a_S, sub_s, _ = _solve_block(src, y, alpha, -np.ones(len(S)), S, 0.0, C, subsolve, backend, options)
     if a_S is None:
-        return None, sub_s, "split start: the sample's QP returned no point"
+        return None, sub_s, "split start: the sample's QP returned no point", None
     u = np.zeros(n)
     u[S] = yS * a_S
     Ku = src.times(u)  # sum_j alpha_j y_j K(x_j, x_i) for every point i
     b = recover_bias(a_S, yS, Ku[S], C).b
     if not math.isfinite(b):
-        return None, sub_s, "split start: no bias from the sample"
+        return None, sub_s, "split start: no bias from the sample", None
     margins = y * (Ku + b)
     W = np.flatnonzero(np.abs(margins - 1.0) < band)
     L = np.flatnonzero(margins <= 1.0 - band)
     rhs = -C * float(y[L].sum())  # y_W' a = -y_L' alpha_L with alpha_L = C
     yW = y[W]
     if W.size < 2 or not (-C * np.sum(yW < 0) <= rhs <= C * np.sum(yW > 0)):
-        return None, sub_s, f"split start: the restricted dual on {W.size} points is infeasible"
+        return None, sub_s, f"split start: the restricted dual on {W.size} points is infeasible", None
     alpha[L] = C
-    g_W = yW * src.times(y * alpha)[W] - 1.0  # the gradient on W, from alpha_L = C alone
-    a_W, elapsed, _ = _solve_block(src, y, alpha, g_W, W, rhs, C, subsolve, backend, options)
+    Ku = src.times(y * alpha)  # from alpha_L = C alone
+    a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options)
     sub_s += elapsed
     if a_W is None:
-        return None, sub_s, "split start: the restricted QP returned no point"
+        return None, sub_s, "split start: the restricted QP returned no point", None
+    base = alpha.copy()  # C on L, 0 elsewhere: what Ku holds
     alpha[W] = a_W
-    return _snap(alpha, y, C, 1e-10), sub_s, f"split: sample {len(S)}, |W| {W.size}, |L| {L.size}"
+    snapped = _snap(alpha, y, C, 1e-10)
+    moved = np.flatnonzero(snapped != base)  # W, and the few points the balance repair moved
+    if moved.size:
+        Ku += (y[moved] * (snapped[moved] - base[moved])) @ src.rows(moved)
+    return snapped, sub_s, f"split: sample {len(S)}, |W| {W.size}, |L| {L.size}", Ku
 
 
 SUBSOLVERS = {"direct": _subproblem_direct, "cvxpy": _subproblem_cvxpy, "pyomo": _subproblem_pyomo}
@@ -499,13 +511,16 @@ def decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: s
     loop = _Loop(min_active=n)
     start = time.perf_counter()
     how = "zero" if alpha0 is None else "alpha0"
+    Ku = None
     if alpha0 is None and sample and n >= 4 * sample:
-        alpha0, loop.sub_s, how = split_start(src, y, C, subsolve, backend, opts, sample=sample, band=band)
+        alpha0, loop.sub_s, how, Ku = _split_start(src, y, C, subsolve, backend, opts, sample=sample, band=band)
         if alpha0 is None:
             how += "; started at zero"
     if alpha0 is None:
         alpha = np.zeros(n)
         g = -np.ones(n)  # Q alpha - 1 at alpha = 0
+    elif Ku is not None:  # the split start's point is feasible by construction
+        alpha, g = alpha0, y * Ku - 1.0
     else:
         alpha = check_alpha0(alpha0, y, C)
         g = gradient(src, y, alpha)  # once, O(n |S|); then updated by the changed rows as below
@@ -580,8 +595,12 @@ def decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: s
         g += y * ((y[Bc] * delta[changed]) @ src.rows(Bc))  # K symmetric: rows, not columns
         alpha[Bc] = new[changed]
         previous = B
-    alpha = _snap(alpha, y, C, bound_tol)
-    Ku = src.times(y * alpha)
+    snapped = _snap(alpha, y, C, bound_tol)
+    Ku = y * (g + 1.0)  # y_i (K u)_i = g_i + 1: no product with K (rounding ~1e-14 of |g|)
+    moved = np.flatnonzero(snapped != alpha)
+    if moved.size:
+        Ku += (y[moved] * (snapped[moved] - alpha[moved])) @ src.rows(moved)
+    alpha = snapped
     objective = float(alpha.sum() - 0.5 * ((y * alpha) @ Ku))
     res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
                            loop.smo_steps, Ku, how)
