@@ -47,14 +47,23 @@ WORKING_SET_LAYERS = LAYERS + ("direct",)
 #: The formulations with a working-set method: the kernel dual and the linear dual (solvers.working_set,
 #: the linear kernel's rows), the soft primal (solvers.primal_working_set). Finite C only.
 WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
-#: The smallest n at which `method="auto"` takes the working set, per (formulation, layer).
-#: MEASURED (AUTO_CROSSOVER_NOTE): below it the full QP is as fast or faster.
+#: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
+#: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
+#: shared by 6 agents, so ratios only), working set / full time:
+#:   kernel_dual rbf(gamma=0.1), d = 10 (experiments.bench's data):
+#:     cvxpy  n = 500: 0.66, 1,000: 0.71, 2,000: 0.17, 3,000: 0.14
+#:     pyomo  n = 500: 0.96, 1,000: 1.20, 2,000: 0.45, 3,000: 0.22
+#:   soft_primal, d = 20:
+#:     cvxpy  n = 3,000: 1.05, 10,000: 1.05, 30,000: 0.69
+#:     pyomo  n = 3,000: 0.98, 10,000: 0.68, 30,000: 0.34
+#:   dual (linear), d = 20: 93x slower at n = 1,000, 49-63x at 3,000 (the full dual is the lifted
+#:     O(n d) QP; the working set's linear-kernel rows are O(n^2)): never chosen by auto.
+#: The solver alone ("direct") has no full path in solve(): always the working set.
 AUTO_MIN_N = {
-    (KERNEL_DUAL, "pyomo"): 1000, (KERNEL_DUAL, "cvxpy"): 1000, (KERNEL_DUAL, "direct"): 0,
-    (DUAL, "pyomo"): 1000, (DUAL, "cvxpy"): 1000, (DUAL, "direct"): 0,
-    (SOFT_PRIMAL, "pyomo"): 10_000, (SOFT_PRIMAL, "cvxpy"): 10_000, (SOFT_PRIMAL, "direct"): 0,
+    (KERNEL_DUAL, "cvxpy"): 500, (KERNEL_DUAL, "pyomo"): 2_000, (KERNEL_DUAL, "direct"): 0,
+    (SOFT_PRIMAL, "cvxpy"): 30_000, (SOFT_PRIMAL, "pyomo"): 10_000, (SOFT_PRIMAL, "direct"): 0,
+    (DUAL, "cvxpy"): math.inf, (DUAL, "pyomo"): math.inf, (DUAL, "direct"): 0,
 }
-AUTO_CROSSOVER_NOTE = "see AUTO_MIN_N"
 
 
 def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto") -> str:
