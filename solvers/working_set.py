@@ -318,9 +318,10 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     """
     Q_BB = dual_matrix(src.submatrix(B, B), y[B])
     p = g_B - Q_BB @ alpha[B]
-    # Solved in s = a / C in [0, 1] with the objective divided by its size: the solvers' absolute
+    # Solved in s = a / C in [0, 1] with the objective divided by C^2 max|Q_BB|: the solvers' absolute
     # tolerances (~1e-9) were 1e-4 of alpha at C = 1e-5, too far for _polish_block's active set.
-    size = max(C * float(np.abs(Q_BB).max()), float(np.abs(p).max()), np.finfo(float).tiny)
+    # (Dividing by the linear term's size instead left Q ~ C: DAQP failed on it at C = 1e-3.)
+    size = C * max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
     s, elapsed = subsolve(Q_BB * (C / size), p / size, y[B], rhs / C, 1.0, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
@@ -355,7 +356,7 @@ def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0)
     S = np.sort(np.random.default_rng(seed).choice(n, min(n, sample), replace=False))
     yS = y[S]
     if np.all(yS == yS[0]):
-        return None, 0.0, "split start: the sample has one class"
+        return None, 0.0, "split start: the sample has one class", None
     alpha = np.zeros(n)  # the sample's QP with the others at 0, and C (not C n / sample)
     a_S, sub_s, _ = _solve_block(src, y, alpha, -np.ones(len(S)), S, 0.0, C, subsolve, backend, options)
     if a_S is None:
