@@ -213,23 +213,25 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
 
     _check_working_set_backend(layer, backend)
     standardizer = None
+    extras: dict = {}
     if X.shape[1]:
-        scaling.check_scaling(X, warn=not standardize)
+        extras["scale_ratio"] = scaling.check_scaling(X, warn=not standardize)
     if standardize:
         standardizer = scaling.Standardizer.fit(X)
         X = standardizer.transform(X)
-    extras: dict = {}
     start = time.perf_counter()
     if formulation == SOFT_PRIMAL:
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
                                        time_limit=time_limit)
     else:
         if K is not None:
-            source, extras = FullGram(K), _gram(X, y, kernel, K, allow_indefinite)[1]
+            K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
+            source = FullGram(K)
+            extras.update(kernel_info)
         else:
             kernel = validation.check_kernel(kernel or "linear")
             source = row_source(kernel, X, budget=memory_budget)
-            extras = {"kernel": kernel.label}
+            extras["kernel"] = kernel.label
             if isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
                 extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
             elif kernel.name == "sigmoid" and not allow_indefinite:
