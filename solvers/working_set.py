@@ -493,7 +493,7 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
               options: dict | None = None, time_limit: float | None = None, profile: str = "high",
               alpha0: np.ndarray | None = None, stall_floor: float = 1e-3, sample: int = 500,
               band: float = 0.1, selection: str = "second_order", shrinking: bool = True,
-              shrink_every: int = 10) -> WorkingSetResult:
+              shrink_every: int = 10, max_q: int = 1200) -> WorkingSetResult:
     """Solve the kernel dual by working sets of at most q points.
 
     K: the n x n Gram matrix, or a row source (solvers.kernel_rows.KernelRows: rows on demand
@@ -501,6 +501,7 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
     profile: the subproblem solver's options (solvers.profiles; `options` go on top).
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
     or from `split_start` (sample, band) when n >= 4 * sample (sample=0: never).
+    q: the smallest block; it grows to 1.2 times the free points, at most max_q (the loop's comment).
     selection: "second_order" (select_block) or "first_order". shrinking: every shrink_every steps
     the points _shrinkable names leave the selection; when the violation on the others is below
     tol, all come back and the loop goes on unless it holds for all (the gradient is kept exact
@@ -594,10 +595,15 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
         if shrinking and loop.it % shrink_every == 0:
             active &= ~_shrinkable(alpha, minus_yg, y, C, eps, m, M)
             loop.min_active = min(loop.min_active, int(active.sum()))
-        B = select_block(src, y, alpha, g, C, eps, q, active, selection)
-        if previous is not None and len(B) < q:  # fill with free points of the last set: fewer zig-zags
+        # The block grows with the free points (up to max_q): when there are more of them than q, blocks
+        # zig-zag among them (n = 5,000, 1,023 free at C = 10: 127 steps and 2.2 s with q = 500, 26 steps
+        # and 1.8 s with q = 1,000; C = 100, 1,648 free: 1,256 steps and 23 s against 79 and 7.6 s).
+        n_free = int(np.count_nonzero((alpha > eps) & (alpha < C - eps)))
+        q_now = min(max(q, int(1.2 * n_free)), max(q, max_q))
+        B = select_block(src, y, alpha, g, C, eps, q_now, active, selection)
+        if previous is not None and len(B) < q_now:  # fill with free points of the last set: fewer zig-zags
             free = previous[(alpha[previous] > eps) & (alpha[previous] < C - eps)]
-            B = np.union1d(B, free[: q - len(B)])
+            B = np.union1d(B, free[: q_now - len(B)])
         rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
         new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts)
         loop.sub_s += elapsed
