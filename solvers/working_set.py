@@ -12,17 +12,21 @@ multiplier of y'alpha = 0):
     I_up  = {i : y_i = +1, alpha_i < C} u {i : y_i = -1, alpha_i > 0},
     I_low = {i : y_i = +1, alpha_i > 0} u {i : y_i = -1, alpha_i < C}.
 
-Each outer step picks a working set B of at most q indices, the q/2 most
-violating from each side (SVMlight's steepest feasible direction), and solves
-the kernel dual restricted to B with the others fixed,
+Each outer step picks a working set B (`select_block`: by default the second-order choice of
+Fan, Chen and Lin 2005 for blocks; "first_order" is SVMlight's q/2 most violating from each
+side), growing with the free points, and solves the kernel dual restricted to B with the
+others fixed,
 
     min  1/2 a' Q_BB a + (g_B - Q_BB alpha_B)' a    s.t.  y_B' a = -y_N' alpha_N,  0 <= a <= C,
 
 with one of the project's backends, through the solver alone ("direct"), cvxpy
-or Pyomo. The gradient is updated with the q columns of Q that changed
-(O(n q)), so no n x n system is ever solved; the loop stops when
-m - M <= tol (the maximal KKT violation), which is the optimum to the
-tolerance's order, then the point is recovered and checked like any other.
+or Pyomo, in s = a / C, then made exact on its active set (`_polish_block`). The
+gradient is updated with the rows of K whose alpha changed (O(n q)); K is the Gram
+matrix or rows computed on demand through a bounded cache (solvers.kernel_rows), so
+nothing n x n is needed. The loop stops when m - M <= tol (the maximal KKT violation)
+and the relative duality gap, computed from the gradient in O(n), is <= gap_tol; then
+the point is recovered and checked like any other. Points at a bound that cannot be part
+of a violating pair are shrunk out of the selection and rechecked at the end.
 
 Warm start (a C path, experiments.c_path): any feasible alpha0 (0 <= alpha0 <= C,
 y'alpha0 = 0) may start the loop instead of alpha = 0; the gradient is then
