@@ -171,6 +171,7 @@ def test_auto_chooses_by_n_without_solving():
         assert api.choose_method("soft_primal", 1_000_000, layer, 1.0) == "working_set"
         assert api.choose_method("hard_primal", 50_000, layer, math.inf) == "full"
         assert api.choose_method("dual", 50_000, layer, math.inf) == "full"  # hard-margin dual: no bounds
+        assert api.choose_method("dual", 50_000, layer, 1.0) == "full"  # measured: its full lifted QP is faster
         threshold = api.AUTO_MIN_N[("kernel_dual", layer)]
         assert api.choose_method("kernel_dual", threshold - 1, layer, 1.0) == "full"
         assert api.choose_method("kernel_dual", threshold, layer, 1.0) == "working_set"
