@@ -18,14 +18,14 @@ import formulations
 from formulations import scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
-from solvers.closing import HAS_POINT, certificate_candidate, close, read_model, resolve_C
+from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
-    from formulations.kernels import gram, mercer_check
+    from formulations.kernels import gram
 
     if K is not None:
         K = validation.check_gram(K, len(y))
@@ -34,10 +34,7 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
         kernel = validation.check_kernel(kernel)
         K = gram(kernel, X)
         label = kernel.label
-    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
-    return K, {"kernel": label, "min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd,
-               "max_eigenvalue": report.max_eigenvalue, "mercer_tolerance": report.tolerance,
-               "mercer_method": report.method}
+    return K, {"kernel": label, **_mercer_extras(K, label, allow_indefinite)}
 
 
 METHODS = ("full", "working_set", "auto")
@@ -249,6 +246,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
             sol = _as_linear_dual(sol, X, y, C, profile)
     sol.build_s = time.perf_counter() - start - (sol.solve_s if math.isfinite(sol.solve_s) else 0.0)
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
+    mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
     if standardizer is not None and sol.w is not None:
         sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b, standardized=standardizer.as_dict())
         sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)

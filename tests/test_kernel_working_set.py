@@ -177,3 +177,13 @@ def test_auto_chooses_by_n_without_solving():
         assert api.choose_method("kernel_dual", threshold, layer, 1.0) == "working_set"
     assert api.choose_method("kernel_dual", 100, "cvxpy", 1.0, "working_set") == "working_set"
     assert api.choose_method("kernel_dual", 50_000, "cvxpy", 1.0, "full") == "full"
+
+
+def test_an_indefinite_kernel_is_refused_or_marked_by_the_working_set(data):
+    X, y, K = data
+    sigmoid = Kernel("sigmoid", gamma=1.0, coef0=-1.0)
+    with pytest.raises(SVMInputError, match="sigmoid"):
+        api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0)
+    sol = api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0, allow_indefinite=True)
+    assert sol.extras["method"] == "working_set" and sol.extras["psd"] is False
+    assert sol.extras["indefinite_kernel"] and "INDEFINITE KERNEL" in sol.message
