@@ -53,9 +53,26 @@ C_VALUE = 1.0
 SEED = 0
 
 LINEAR_N = (1_000, 10_000, 100_000)
-KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000)
+KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 QUICK_LINEAR_N = (100, 300)
 QUICK_KERNEL_N = (60, 150)
+#: The kernel dual at a large C (issue 15): the same data and paths' peers at C = 10 and 100.
+LARGE_C_PROBLEMS = {"kernel_C10": 10.0, "kernel_C100": 100.0}
+LARGE_C_N = (2_000, 5_000)
+QUICK_LARGE_C_N = (150,)
+
+
+def problem_C(problem: str) -> float:
+    """C of a benchmark problem: C_VALUE, or the large C of a kernel_C<C> problem."""
+    return LARGE_C_PROBLEMS.get(problem, C_VALUE)
+
+
+def sizes(problem: str, quick: bool) -> tuple[int, ...]:
+    if problem == "linear":
+        return QUICK_LINEAR_N if quick else LINEAR_N
+    if problem in LARGE_C_PROBLEMS:
+        return QUICK_LARGE_C_N if quick else LARGE_C_N
+    return QUICK_KERNEL_N if quick else KERNEL_N
 
 ALL_BACKENDS = ("highs", "ipopt", "clarabel", "osqp", "scs", "piqp", "proxqp", "daqp")
 
@@ -164,6 +181,18 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
             if layer == "pyomo" and backend == "clarabel":
                 continue
             paths.append(Path_("kernel", "kernel_dual", layer, backend, "working_set"))
+    if "piqp" in backends:
+        # solvers.api.solve(method="auto"), the default a user gets: data to verified answer in one call
+        for layer in ("cvxpy", "pyomo"):
+            paths.append(Path_("linear", "soft_primal", layer, "piqp", "auto"))
+            paths.append(Path_("kernel", "kernel_dual", layer, "piqp", "auto"))
+        for problem in LARGE_C_PROBLEMS:
+            for form in ("default", "tight"):
+                paths.append(Path_(problem, "libsvm", "sklearn", "libsvm", form))
+            for layer in ("direct", "cvxpy", "pyomo"):
+                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
+            for layer in ("cvxpy", "pyomo"):
+                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
     return paths
 
 
@@ -222,7 +251,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     elif p.problem == "linear":
         model = SVC(kernel="linear", C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
     else:
-        model = SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
+        model = SVC(kernel="rbf", gamma=GAMMA, C=problem_C(p.problem), tol=1e-6 if tight else 1e-3, cache_size=2000)
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -260,7 +289,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     adapter = get_backend(p.layer, p.backend)
     row.version = adapter.version()
     start = time.perf_counter()
-    model = formulations.build(p.formulation, p.layer, X=X, y=y, C=C_VALUE, K=K,
+    model = formulations.build(p.formulation, p.layer, X=X, y=y, C=problem_C(p.problem), K=K,
                                kernel_form=p.form or "dense", L=L)
     built = time.perf_counter()
     # the adapter passes the budget as the solver's own time limit where it has one (PIQP and
@@ -290,7 +319,7 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
     prof = get_profile(p.profile)
     form = "factor" if p.form == "lowrank" else (p.form or "dense")
     start = time.perf_counter()
-    asm = direct.assemble(p.formulation, X, y, C_VALUE, K=K, L=L, kernel_form=form)
+    asm = direct.assemble(p.formulation, X, y, problem_C(p.problem), K=K, L=L, kernel_form=form)
     row.build_s += time.perf_counter() - start
     res = direct.solve_assembled(asm, p.backend, backend_options(p.backend, prof), task.budget)
     row.solve_s = row.solver_s = res.solve_s
@@ -310,7 +339,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
                       solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
                       iterations=raw.iterations, profile=prof.name, message=raw.message)
     Xd = X if X is not None else np.zeros((len(y), 0))
-    close(sol, values, X=Xd, y=y, C=C_VALUE, K=K, profile=prof)
+    close(sol, values, X=Xd, y=y, C=problem_C(p.problem), K=K, profile=prof)
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
@@ -326,12 +355,30 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
         # K comes from the bench's own Gram matrix (no re-validation). From n = 2,000 the loop starts
         # from a sample's split.
         q = working_set.block_size(task.n)
-        sol = working_set.solve(K, y, C_VALUE, backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
+        sol = working_set.solve(K, y, problem_C(p.problem), backend=p.backend, layer=p.layer, q=q, time_limit=task.budget,
                                 validate=False)
         row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))
     row.solve_s = sol.build_s + sol.solve_s  # the outer loop (selection, updates) + the subproblems
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
+    _fill_from_solution(row, sol, "primal" if p.problem == "linear" else "dual")
+
+
+def _run_auto(task: Task, row: Row, X, y) -> None:
+    """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
+    from solvers import api
+
+    p = task.path
+    kernel = {"kernel": {"name": "rbf", "gamma": GAMMA}} if p.problem != "linear" else {}
+    start = time.perf_counter()
+    sol = api.solve(p.formulation, X, y, layer=p.layer, backend=p.backend, C=problem_C(p.problem),
+                    profile=p.profile, **kernel)
+    elapsed = time.perf_counter() - start
+    row.build_s, row.solve_s = elapsed - sol.solve_s, sol.solve_s  # everything from the data to the verified answer
+    row.solver_s = sol.solve_s
+    row.version = sol.backend_version
+    row.extras.update(method=sol.extras.get("method"), row_source=sol.extras.get("row_source"),
+                      kernel_rows_computed=sol.extras.get("kernel_rows_computed"))
     _fill_from_solution(row, sol, "primal" if p.problem == "linear" else "dual")
 
 
@@ -347,11 +394,20 @@ def measure(task: Task) -> Row:
         X, y = bench_data(task.n, LINEAR_D if p.problem == "linear" else KERNEL_D)
         K = L = None
         row.build_s = 0.0
-        if p.problem == "kernel" and p.layer != "sklearn":
+        # solve(method="auto") starts from the data: its Gram matrix or kernel rows are in its own time
+        if p.problem != "linear" and p.layer != "sklearn" and p.form != "auto":
+            from formulations import validation
             from formulations.kernels import Kernel, factorize, gram
+            from solvers.kernel_rows import row_source
 
             start = time.perf_counter()
-            K = gram(Kernel("rbf", gamma=GAMMA), X)  # one n x n array, filled in place
+            if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
+                K = row_source(Kernel("rbf", gamma=GAMMA), X)
+            elif 3 * 8.0 * task.n ** 2 > validation.memory_budget():
+                raise MemoryError(f"not run: the n x n Gram matrix ({8.0 * task.n ** 2 / 2**30:.1f} GiB) does not "
+                                  "fit the memory budget")
+            else:
+                K = gram(Kernel("rbf", gamma=GAMMA), X)  # one n x n array, filled in place
             if p.form in ("factor", "lowrank"):
                 fac = factorize(K, max_rank=p.rank or None)
                 L = fac.L
@@ -362,6 +418,8 @@ def measure(task: Task) -> Row:
         row.base_rss_mb = _rss_mb()
         if p.layer == "sklearn":
             _run_sklearn(task, row, X, y)
+        elif p.form == "auto":
+            _run_auto(task, row, X, y)
         elif p.form == "working_set":
             _run_working_set(task, row, X, y, K)
         elif p.layer == "direct":
@@ -370,8 +428,8 @@ def measure(task: Task) -> Row:
             _run_layer(task, row, X, y, K, L)
         if p.layer != "sklearn":
             row.total_s = row.build_s + row.solve_s
-    except MemoryError:
-        row.status, row.message = "memory_error", "MemoryError"
+    except MemoryError as exc:
+        row.status, row.message = "memory_error", str(exc) or "MemoryError"
     except Exception as exc:  # a crashing path is a failed row, not a crashed run
         row.status = "error"
         row.message = f"{type(exc).__name__}: {exc}"[:300] + " | " + traceback.format_exc(limit=2)[-200:]
@@ -479,16 +537,14 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
             record["label"] = path_label(record["problem"], record["formulation"], record["layer"],
                                          record["backend"], record["form"], record["rank"])
             earlier[(record["problem"], record["label"], int(record["n"]))] = record
-    lin_n = QUICK_LINEAR_N if quick else LINEAR_N
-    ker_n = QUICK_KERNEL_N if quick else KERNEL_N
     rows = []
-    jobs = [(p, n) for p in paths for n in (lin_n if p.problem == "linear" else ker_n)]
+    jobs = [(p, n) for p in paths for n in sizes(p.problem, quick)]
     stopped: dict[Path_, str] = {}
     bar = tqdm(total=len(jobs), disable=not progress, desc="bench", file=sys.stderr)
     # n ascending across all paths: the cheap sizes of every path first.
-    for n in sorted(set(lin_n) | set(ker_n)):
+    for n in sorted({n for _, n in jobs}):
         for p in paths:
-            if n not in (lin_n if p.problem == "linear" else ker_n):
+            if n not in sizes(p.problem, quick):
                 continue
             bar.update(1)
             bar.set_postfix_str(f"{p.label} n={n}")

@@ -43,7 +43,6 @@ The first three are linear SVMs and accept only ``kernel="linear"``.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import numbers
 import warnings
@@ -353,12 +352,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _solve_kwargs(self) -> dict:
-        kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile}
-        # Guard for the branch that adds solve(..., method=): the integrator removes it at merge
-        # and always forwards `method`.
-        if "method" in inspect.signature(solve).parameters:
-            kwargs["method"] = self.method
-        return kwargs
+        return {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class)."""

@@ -12,10 +12,8 @@ common point of both convex hulls).
 
 from __future__ import annotations
 
-import inspect
 import io
 import math
-import typing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +25,7 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
-from solvers.api import solve
+from solvers.api import METHODS, solve
 from solvers.profiles import PROFILES
 from solvers.registry import BACKEND_NAMES, LAYERS, availability
 
@@ -44,28 +42,6 @@ STARTS = {  # the page's start data: name -> Dataset factory (None: an empty pla
 }
 GRID_SIZE = 120  # decision values on GRID_SIZE^2 points: smooth contours, a few ms for a kernel at n = 200
 CODE_NAMES = {recovery.ZERO: "not SV", recovery.FREE: "free SV", recovery.AT_BOUND: "SV at bound C"}
-
-
-def solve_methods() -> tuple[str, ...]:
-    """The methods `solvers.api.solve` takes: "full" only until it has a `method` parameter.
-
-    Once it has one, the choices are read from it, never guessed: a METHODS constant of
-    solvers.api, else the values of a Literal annotation, else its default alone.
-    """
-    import solvers.api as api
-
-    parameter = inspect.signature(solve).parameters.get("method")
-    if parameter is None:
-        return ("full",)
-    if hasattr(api, "METHODS"):
-        return tuple(api.METHODS)
-    try:
-        choices = typing.get_args(typing.get_type_hints(solve).get("method"))
-    except (NameError, TypeError):  # an annotation that does not resolve
-        choices = ()
-    if choices and all(isinstance(choice, str) for choice in choices):
-        return tuple(choices)
-    return (parameter.default,) if isinstance(parameter.default, str) else ("full",)
 
 
 def available_backends(layer: str) -> list[str]:
@@ -86,7 +62,7 @@ class Settings:
     layer: str = "pyomo"
     backend: str = "clarabel"
     profile: str = "high"
-    method: str = "full"
+    method: str = "auto"
     compare_layers: bool = False
 
     @property
@@ -115,7 +91,7 @@ class Settings:
         """Raise SVMInputError naming the first bad control."""
         for name, value, choices in (("layer", self.layer, LAYERS), ("backend", self.backend, BACKEND_NAMES),
                                      ("profile", self.profile, tuple(PROFILES)),
-                                     ("method", self.method, solve_methods())):
+                                     ("method", self.method, METHODS)):
             if value not in choices:
                 raise SVMInputError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
         if not (isinstance(self.C, (int, float)) and self.C > 0):
@@ -230,9 +206,7 @@ def _solve_one(X, y, settings: Settings, layer: str) -> st.Solution:
     kwargs = {"C": None if formulation == HARD_PRIMAL else settings.C, "profile": settings.profile}
     if formulation == KERNEL_DUAL:
         kwargs["kernel"] = settings.kernel_object()
-    if "method" in inspect.signature(solve).parameters:
-        kwargs["method"] = settings.method
-    return solve(formulation, X, y, layer=layer, backend=settings.backend, **kwargs)
+    return solve(formulation, X, y, layer=layer, backend=settings.backend, method=settings.method, **kwargs)
 
 
 def decision_values(sol: st.Solution, settings: Settings, X, y, Z) -> np.ndarray:

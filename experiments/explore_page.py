@@ -101,7 +101,7 @@ class ExplorerPage:
         self.layer = w.Select(label="Layer", options=list(LAYERS), value="pyomo", width=100)
         self.backend = w.Select(label="Backend", options=ec.available_backends("pyomo"), value="clarabel", width=110)
         self.profile = w.Select(label="Profile", options=list(PROFILES), value="high", width=100)
-        self.method = w.Select(label="Method", options=list(ec.solve_methods()), value="full", width=110)
+        self.method = w.Select(label="Method", options=list(ec.METHODS), value="auto", width=110)
         self.compare = w.Checkbox(label="also solve through the other layer", value=False)
         self.csv = w.FileDownload(callback=self._csv_file, filename="explorer_points.csv",
                                   label="Export points (CSV)", color="success", width=200)

@@ -16,16 +16,16 @@ import numpy as np
 
 import formulations
 from formulations import penalty, scaling, validation
-from formulations.model import HARD_PRIMAL, KERNEL_DUAL
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
-from solvers.closing import HAS_POINT, certificate_candidate, close, read_model, resolve_C
+from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
-    from formulations.kernels import gram, mercer_check
+    from formulations.kernels import gram
 
     if K is not None:
         K = validation.check_gram(K, len(y))
@@ -34,10 +34,50 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
         kernel = validation.check_kernel(kernel)
         K = gram(kernel, X)
         label = kernel.label
-    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
-    return K, {"kernel": label, "min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd,
-               "max_eigenvalue": report.max_eigenvalue, "mercer_tolerance": report.tolerance,
-               "mercer_method": report.method}
+    return K, {"kernel": label, **_mercer_extras(K, label, allow_indefinite)}
+
+
+METHODS = ("full", "working_set", "auto")
+#: The layers a working set can put its subproblems through: the two modelling layers, or the
+#: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.direct.solve).
+WORKING_SET_LAYERS = LAYERS + ("direct",)
+#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.working_set,
+#: the linear kernel's rows), the soft primal (solvers.primal_working_set). Finite C only.
+WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
+#: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
+#: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
+#: shared by 6 agents, so ratios only), working set / full time:
+#:   kernel_dual rbf(gamma=0.1), d = 10 (experiments.bench's data):
+#:     cvxpy  n = 500: 0.66, 1,000: 0.71, 2,000: 0.17, 3,000: 0.14
+#:     pyomo  n = 500: 0.96, 1,000: 1.20, 2,000: 0.45, 3,000: 0.22
+#:   soft_primal, d = 20:
+#:     cvxpy  n = 3,000: 1.05, 10,000: 1.05, 30,000: 0.69
+#:     pyomo  n = 3,000: 0.98, 10,000: 0.68, 30,000: 0.34
+#:   dual (linear), d = 20: 93x slower at n = 1,000, 49-63x at 3,000 (the full dual is the lifted
+#:     O(n d) QP; the working set's linear-kernel rows are O(n^2)): never chosen by auto.
+#: The solver alone ("direct") has no full path in solve(): always the working set.
+AUTO_MIN_N = {
+    (KERNEL_DUAL, "cvxpy"): 500, (KERNEL_DUAL, "pyomo"): 2_000, (KERNEL_DUAL, "direct"): 0,
+    (SOFT_PRIMAL, "cvxpy"): 30_000, (SOFT_PRIMAL, "pyomo"): 10_000, (SOFT_PRIMAL, "direct"): 0,
+    (DUAL, "cvxpy"): math.inf, (DUAL, "pyomo"): math.inf, (DUAL, "direct"): 0,
+}
+
+
+def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto") -> str:
+    """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
+    that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
+    An explicit "working_set" where there is none is an SVMInputError naming why."""
+    validation.check_choice("method", method, METHODS)
+    # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
+    eligible = formulation in WORKING_SET_FORMULATIONS and not penalty.per_sample(C) and math.isfinite(C)
+    if method == "working_set" and not eligible:
+        why = ("per-sample bounds C_i are solved as one QP (method 'full')" if penalty.per_sample(C)
+               else "the hard margin (C = inf) has no bounds to decompose" if formulation in WORKING_SET_FORMULATIONS
+               else f"choose one of {list(WORKING_SET_FORMULATIONS)} with a finite C")
+        raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
+    if method != "auto":
+        return method
+    return "working_set" if eligible and n >= AUTO_MIN_N[(formulation, layer)] else "full"
 
 
 def solve(
@@ -57,6 +97,7 @@ def solve(
     options: dict | None = None,
     standardize: bool = False,
     memory_budget: float | None = None,
+    method: str = "auto",
 ) -> st.Solution:
     """Solve one SVM formulation with one (layer, backend) and return a `Solution`.
 
@@ -75,12 +116,19 @@ def solve(
     `memory_budget` bytes (default: $SVM_MEMORY_BUDGET or half the free memory).
     The returned status is `optimal` only for a verified point; otherwise no w*,
     b* or objective is reported (solvers.checks.review, withhold_unverified).
+
+    method: "full" (the whole QP as one model), "working_set" (the kernel or linear dual by
+    solvers.working_set, the soft primal by solvers.primal_working_set: small subproblems, each a
+    model of `layer` solved by `backend`), or "auto" (choose_method: the working set from the
+    measured n on). layer "direct" (the solver alone) runs the working sets only. The method
+    used is in `sol.extras["method"]`.
     """
     if formulation not in formulations.FORMULATIONS:
         raise validation.SVMInputError(
             f"unknown formulation {formulation!r}; choose one of {list(formulations.FORMULATIONS)}"
         )
-    validation.check_choice("layer", layer, LAYERS)
+    validation.check_choice("layer", layer, WORKING_SET_LAYERS)
+    validation.check_choice("method", method, METHODS)
     validation.check_choice("backend", backend, BACKEND_NAMES)
     validation.check_choice("profile", profile, PROFILES)
     validation.check_choice("kernel_form", kernel_form, ("dense", "factor", "auto"))
@@ -101,12 +149,21 @@ def solve(
     else:
         X, y, labels = validation.check_data(X, y)
     C = resolve_C(formulation, C, n=len(y))
+    method = choose_method(formulation, len(y), layer, C, method)
+    if method == "full" and layer == "direct":
+        raise validation.SVMInputError(
+            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
+            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.direct.solve for the whole QP")
+    if method == "working_set":
+        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
+                                  options=options, standardize=standardize, memory_budget=memory_budget)
     if formulation == KERNEL_DUAL:
         validation.check_memory(len(y), "the kernel dual's n x n Gram matrix", layer=layer,
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
     prof = get_profile(profile)
     adapter = get_backend(layer, backend)
-    extras: dict = {"labels": labels.as_dict()}
+    extras: dict = {"labels": labels.as_dict(), "method": "full"}
     standardizer = factor_L = None
     if X.shape[1]:
         extras["scale_ratio"] = scaling.check_scaling(X, warn=not standardize)
@@ -147,3 +204,93 @@ def solve(
     if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
         candidate = certificate_candidate(model, layer, formulation)
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer)
+
+
+def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
+                       time_limit, options, standardize, memory_budget) -> st.Solution:
+    """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
+    from solvers import primal_working_set, working_set
+    from solvers.kernel_rows import FullGram, row_source
+
+    _check_working_set_backend(layer, backend)
+    standardizer = None
+    extras: dict = {}
+    if X.shape[1]:
+        extras["scale_ratio"] = scaling.check_scaling(X, warn=not standardize)
+    if standardize:
+        standardizer = scaling.Standardizer.fit(X)
+        X = standardizer.transform(X)
+    start = time.perf_counter()
+    if formulation == SOFT_PRIMAL:
+        sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
+                                       time_limit=time_limit)
+    else:
+        if K is not None:
+            K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
+            source = FullGram(K)
+            extras.update(kernel_info)
+        else:
+            kernel = validation.check_kernel(kernel or "linear")
+            source = row_source(kernel, X, budget=memory_budget)
+            extras["kernel"] = kernel.label
+            if kernel.name != "sigmoid":
+                # linear, poly with coef0 >= 0 (formulations.kernels.Kernel refuses less) and rbf are
+                # PSD by theorem; the numerical check cost more than the solve (n = 5,000: ~3 s)
+                extras.update(psd=True, mercer_method=f"by theorem ({kernel.name})")
+            elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
+                extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
+            elif not allow_indefinite:
+                raise validation.SVMInputError(
+                    f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x {len(y):,} "
+                    "Gram matrix does not fit the memory budget to check it: pass allow_indefinite=True, or a "
+                    "Mercer kernel (rbf, poly, linear)")
+        sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
+                                profile=profile, options=options, time_limit=time_limit, validate=False)
+        if formulation == DUAL:  # the linear kernel's point as the linear dual's: w from alpha, checked again
+            sol = _as_linear_dual(sol, X, y, C, profile)
+    sol.build_s = time.perf_counter() - start - (sol.solve_s if math.isfinite(sol.solve_s) else 0.0)
+    sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
+    mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
+    if standardizer is not None and sol.w is not None:
+        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b, standardized=standardizer.as_dict())
+        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    return sol
+
+
+def _mercer_extras(K, label, allow_indefinite) -> dict:
+    from formulations.kernels import mercer_check
+
+    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
+    return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
+            "mercer_tolerance": report.tolerance, "mercer_method": report.method}
+
+
+def _as_linear_dual(kernel_sol: st.Solution, X, y, C, profile) -> st.Solution:
+    """The linear dual's Solution from the working set's point on K = X X' (closed again with X)."""
+    sol = st.Solution(formulation=DUAL, layer=kernel_sol.layer, backend=kernel_sol.backend,
+                      status=kernel_sol.solver_status, solver_status=kernel_sol.solver_status,
+                      raw_status=kernel_sol.raw_status, objective=_claimed_objective(kernel_sol),
+                      build_s=kernel_sol.build_s, solve_s=kernel_sol.solve_s, iterations=kernel_sol.iterations,
+                      profile=kernel_sol.profile, message=kernel_sol.message,
+                      extras={k: v for k, v in kernel_sol.extras.items() if k not in ("kernel_form",)})
+    alpha = kernel_sol.alpha if kernel_sol.alpha is not None else kernel_sol.extras.get("alpha")
+    return close(sol, {"alpha": alpha} if alpha is not None else {}, X=X, y=y, C=C, profile=get_profile(profile))
+
+
+def _claimed_objective(sol: st.Solution) -> float:
+    """The objective the working set claimed (withheld into extras when the checks refused it)."""
+    return sol.objective if math.isfinite(sol.objective) else sol.extras.get("unverified", {}).get("objective", math.nan)
+
+
+def _check_working_set_backend(layer: str, backend: str) -> None:
+    """A backend the working set's subproblems can use in `layer`, or an SVMInputError naming the usable ones."""
+    if layer == "direct":
+        import qpsolvers
+
+        usable = sorted(set(qpsolvers.available_solvers) & set(BACKEND_NAMES))
+        if backend not in usable:
+            raise validation.SVMInputError(
+                f"backend {backend!r} cannot solve the working set's subproblems alone (qpsolvers); choose one of "
+                f"{', '.join(usable)}, or a layer 'pyomo' or 'cvxpy'")
+    else:
+        get_backend(layer, backend)  # BackendUnavailableError naming the available ones

@@ -25,6 +25,7 @@ from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, Cvxp
 from solvers import solution as st
 from solvers.checks import compute_checks, impossible_claim, review, verified_status, withhold_unverified
 from solvers.profiles import Profile
+from solvers.reference import Gram
 
 
 def resolve_C(formulation: str, C, n: int | None = None):
@@ -115,7 +116,9 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
         sol.w = recovery.weights_from_alpha(X, y, alpha)
         g = X @ sol.w
     else:
-        g = K @ (y * alpha) if Ku is None else Ku
+        if Ku is None:  # K: a matrix, or rows on demand (a solvers.reference.Gram, e.g. solvers.kernel_rows)
+            Ku = K.times(y * alpha) if isinstance(K, Gram) else K @ (y * alpha)
+        g = Ku
     bias = recovery.recover_bias(alpha, y, g, C)
     sol.b, sol.b_rule = bias.b, bias.rule
     sol.extras.update(b_lower=bias.lower, b_upper=bias.upper, n_free_sv=bias.n_free)

@@ -52,6 +52,10 @@ class Gram:
     def columns(self, J: np.ndarray) -> np.ndarray:
         return self.K[:, J] if self.K is not None else self.X @ self.X[J].T
 
+    def submatrix(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
+        """K[I][:, J] (a working set's block, the free points' system) without the columns' other rows."""
+        return self.K[np.ix_(I, J)] if self.K is not None else self.X[I] @ self.X[J].T
+
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u, touching only the columns where u is nonzero."""
         nz = np.flatnonzero(u)
@@ -149,11 +153,10 @@ def _solve_sets(gram: Gram, y, C, codes, free):
     if gram.X is not None and gram.X.shape[1] + free.size < MAX_FREE:
         return _solve_primal_form(gram.X, y, penalty.at(C, free), a, bound, free, balance_rhs)
     g = gram.times(y * a) if bound.size else np.zeros(n)
-    KF = gram.columns(free)
     yF = y[free]
     m = free.size
     M = np.zeros((m + 1, m + 1))
-    M[:m, :m] = (yF[:, None] * KF[free]) * yF[None, :]
+    M[:m, :m] = (yF[:, None] * gram.submatrix(free, free)) * yF[None, :]
     M[:m, m] = yF
     M[m, :m] = yF
     rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
@@ -164,7 +167,9 @@ def _solve_sets(gram: Gram, y, C, codes, free):
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
         x = lsq_linear(M, rhs, bounds=(lower, upper), method="bvls").x
     a[free] = x[:m]
-    return a, g + KF @ (yF * a[free]), float(x[m]), None
+    u_free = np.zeros(n)
+    u_free[free] = yF * a[free]
+    return a, g + gram.times(u_free), float(x[m]), None
 
 
 def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):

@@ -272,7 +272,9 @@ def test_path_patterns_can_name_a_problem():
     picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
     assert {p.problem for p in picked} == {"kernel"}
     assert {p.form for p in picked} == {"working_set", "default", "tight"}
-    assert len([p for p in paths if _matches(p, "libsvm")]) == 4  # both problems, both tolerances
+    # linear, kernel and the kernel at C = 10 and 100 (issue 15), both tolerances
+    assert len([p for p in paths if _matches(p, "libsvm")]) == 8
+    assert {p.problem for p in paths if _matches(p, "kernel_C100")} == {"kernel_C100"}
     assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))
     assert not any(_matches(p, "kernel:soft_primal") for p in paths)
 

@@ -128,22 +128,12 @@ def test_csv_export_is_read_by_the_runner(tmp_path):
     np.testing.assert_allclose(again.w, direct.w, rtol=1e-9)  # same data; the solver itself varies ~1e-13
 
 
-def test_methods_follow_the_api(monkeypatch):
+def test_the_page_offers_the_apis_methods():
+    """The method control lists solvers.api.METHODS, "auto" (the API's default) first chosen."""
     import inspect
-    from typing import Literal
 
-    method = inspect.signature(solve).parameters.get("method")
-    if method is None:
-        assert ec.solve_methods() == ("full",)
-    else:  # another branch added it: its default is offered
-        assert method.default in ec.solve_methods()
-
-    def solve_with_methods(formulation, X, y, *, method: Literal["full", "working_set"] = "full"):
-        raise AssertionError("not called")
-
-    monkeypatch.setattr(ec, "solve", solve_with_methods)
-    monkeypatch.delattr("solvers.api.METHODS", raising=False)  # the annotation alone names them
-    assert ec.solve_methods() == ("full", "working_set")
+    assert ec.METHODS == ("full", "working_set", "auto")
+    assert ec.Settings().method == inspect.signature(solve).parameters["method"].default == "auto"
 
 
 # ---------------------------------------------------------------- the CLI's boundary

@@ -311,7 +311,7 @@ def test_kernel_dual_at_n_3000_dense_in_both_layers():
     ds = nonlinear(3000, seed=0)
     kernel = Kernel("rbf", gamma=1.0)
     sols = {layer: solve("kernel_dual", ds.X, ds.y, layer=layer, backend="clarabel", C=1.0, kernel=kernel,
-                         kernel_form="dense", profile="high") for layer in ("cvxpy", "pyomo")}
+                         kernel_form="dense", profile="high", method="full") for layer in ("cvxpy", "pyomo")}
     for layer, sol in sols.items():
         assert sol.status == "optimal", (layer, sol.checks.get("verdict"), sol.message)
         assert sol.extras["kernel_form"] == "dense"

@@ -181,11 +181,14 @@ def test_direct_refutes_a_false_claim(monkeypatch):
     assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
 
 
-def test_kernel_working_set_refutes_a_false_claim(monkeypatch):
+@pytest.mark.parametrize("rows_on_demand", [False, True])
+def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
     from solvers import working_set
+    from solvers.kernel_rows import KernelRows
 
     ds = example_5_1()
-    K = gram(Kernel("rbf", gamma=0.5), ds.X)
+    # the checks work on kernel rows as on the matrix (no n x n matrix at n = 50,000)
+    K = KernelRows(Kernel("rbf", gamma=0.5), ds.X) if rows_on_demand else gram(Kernel("rbf", gamma=0.5), ds.X)
     real = working_set.decompose
 
     def lying(*a, **k):

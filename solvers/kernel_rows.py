@@ -1,0 +1,157 @@
+"""Rows of the kernel matrix on demand, through a bounded LRU cache (LIBSVM's design).
+
+The kernel working set (solvers.working_set) needs, per outer step, the rows K[B] of the
+points whose alpha changed (the gradient update) and the block K[B, B] (the subproblem).
+At n = 50,000 the whole Gram matrix is 20 GB; its rows are computed from X when asked
+(formulations.kernels.gram on X[rows] against X) and the most recently used ones are kept,
+never more than `capacity` rows (cache_bytes / (8 n)). Both row sources below answer the
+same questions, and both are a solvers.reference.Gram, so the closing step's checks and
+the proved optimum use them as they are, without an n x n matrix:
+
+    rows(I)          K[I, :] (len(I) x n)
+    submatrix(I, J)  K[I][:, J]
+    times(u)         K u, from the rows where u != 0, in chunks of bounded size
+    diagonal()       K_ii
+
+`row_source` picks the full Gram matrix when it fits the memory budget (one matrix product,
+no cache misses), and the cached rows otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from solvers.reference import Gram
+
+#: Rows cached by default: LIBSVM's SVC uses 200 MB; more rows mean fewer recomputed ones.
+DEFAULT_CACHE_BYTES = 512 * 2**20
+#: Largest temporary block of kernel values made at once by times() (bytes).
+CHUNK_BYTES = 64 * 2**20
+
+
+class FullGram(Gram):
+    """A Gram matrix already in memory, as a row source."""
+
+    def __init__(self, K: np.ndarray):
+        super().__init__(None, np.asarray(K, dtype=float))
+        self.n = len(self.K)
+        self.rows_computed = 0  # nothing is computed: every row is there
+
+    def rows(self, I) -> np.ndarray:
+        return self.K[I]
+
+    def submatrix(self, I, J) -> np.ndarray:
+        return self.K[np.ix_(I, J)]
+
+    def diagonal(self) -> np.ndarray:
+        return np.diag(self.K).copy()
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
+        nz = np.flatnonzero(u)
+        if 8 * nz.size > self.n:  # gathering rows copies them: at n = 5,000 half the rows took 70 ms, K u 10 ms
+            return self.K @ u
+        return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
+
+
+class KernelRows(Gram):
+    """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.
+
+    `rows_computed` counts the rows evaluated (hits cost nothing), `max_held` the most rows the
+    cache ever held (never above `capacity`).
+    """
+
+    def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES):
+        super().__init__(None, None)
+        self.kernel, self.data = kernel, np.ascontiguousarray(X, dtype=float)
+        self.n = len(self.data)
+        self.capacity = max(2, int(cache_bytes // (8 * max(self.n, 1))))
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.rows_computed = 0
+        self.max_held = 0
+        self._diagonal = None
+
+    def _compute(self, I) -> np.ndarray:
+        from formulations.kernels import gram
+
+        block = gram(self.kernel, self.data[I], self.data)
+        # k(x_i, x_i) as the full Gram matrix has it (the rbf's exact 1, not rounding noise)
+        block[np.arange(len(I)), I] = self.diagonal()[I]
+        return block
+
+    def rows(self, I) -> np.ndarray:
+        I = np.asarray(I, dtype=int)
+        missing = np.array([i for i in dict.fromkeys(I.tolist()) if i not in self._cache], dtype=int)
+        fresh = {}
+        if missing.size:
+            block = self._compute(missing)
+            self.rows_computed += missing.size
+            fresh = dict(zip(missing.tolist(), block))
+        out = np.empty((len(I), self.n))
+        for r, i in enumerate(I.tolist()):
+            row = self._cache.get(i)
+            if row is None:
+                row = fresh[i]
+            else:
+                self._cache.move_to_end(i)
+            out[r] = row
+        for i in missing.tolist()[-self.capacity:]:  # the newest rows; the block is a copy source only
+            self._cache[i] = fresh[i].copy()
+        while len(self._cache) > self.capacity:
+            self._cache.popitem(last=False)
+        self.max_held = max(self.max_held, len(self._cache))
+        return out
+
+    def submatrix(self, I, J) -> np.ndarray:
+        from formulations.kernels import gram
+
+        I, J = np.asarray(I, dtype=int), np.asarray(J, dtype=int)
+        block = gram(self.kernel, self.data[I], self.data[J])
+        same = I[:, None] == J[None, :]
+        block[same] = self.diagonal()[np.broadcast_to(I[:, None], same.shape)[same]]
+        return block
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """K u without the n x n matrix: rows of the nonzeros of u, a bounded chunk at a time, uncached."""
+        nz = np.flatnonzero(u)
+        out = np.zeros(self.n)
+        step = max(1, int(CHUNK_BYTES // (8 * max(self.n, 1))))
+        for lo in range(0, nz.size, step):
+            J = nz[lo:lo + step]
+            out += u[J] @ self._compute(J)
+        return out
+
+    def diagonal(self) -> np.ndarray:
+        if self._diagonal is None:
+            self._diagonal = kernel_diagonal(self.kernel, self.data)
+        return self._diagonal
+
+    def max_diagonal(self) -> float:
+        return float(np.max(self.diagonal()))
+
+
+def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
+    """k(x_i, x_i) for every i, one point at a time in chunks (exactly the Gram matrix's diagonal)."""
+    from formulations.kernels import gram
+
+    if kernel.name == "rbf":
+        return np.ones(len(X))  # the Gram matrix sets ||x - x|| = 0 exactly
+    return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(len(X))])
+
+
+def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
+               cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
+    """The full Gram matrix if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
+
+    budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
+    """
+    from formulations import validation
+    from formulations.kernels import gram
+
+    n = len(X)
+    allowed = validation.memory_budget(budget)
+    if 3 * 8.0 * n * n <= allowed:
+        return FullGram(gram(kernel, X))
+    return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
