@@ -12,6 +12,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from experiments.datasets import exercise_5_4
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import direct
@@ -139,3 +140,16 @@ def test_infinite_per_sample_C_refused_by_the_soft_primal(weighted):
     X, _, signs, _ = weighted
     with pytest.raises(SVMInputError, match="C must be finite"):
         solve("soft_primal", X, signs, layer="cvxpy", backend="clarabel", C=np.full(len(signs), np.inf))
+
+
+def test_per_sample_C_takes_the_whole_qp_and_an_explicit_working_set_is_refused():
+    """The working sets take one C: under "auto" a vector C goes to the whole QP (and is exact);
+    an explicit method="working_set" is refused, naming the per-sample bounds."""
+    ds = exercise_5_4()
+    C = np.full(len(ds.y), 10.0)
+    auto = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, method="auto", profile="high")
+    scalar = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, method="full", profile="high")
+    assert auto.status == st.OPTIMAL and auto.extras["method"] == "full"
+    assert auto.objective == pytest.approx(scalar.objective, rel=1e-7)
+    with pytest.raises(SVMInputError, match="per-sample bounds"):
+        solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, method="working_set")
