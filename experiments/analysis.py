@@ -63,6 +63,8 @@ def with_groups(df: pd.DataFrame) -> pd.DataFrame:
     df["group"] = [f"{d} | {k} | C={exact_number(c)} | {p}" for d, k, c, p in zip(df.dataset, family, df.C, df.profile)]
     method = df["method"].fillna("").astype(str) if "method" in df.columns else pd.Series("", index=df.index)
     df["solver"] = df.layer + "/" + df.backend + np.where(method != "", "-" + method, "")
+    if "method_used" in df.columns:  # the report says which method produced each row
+        df["solver"] += np.where(df["method_used"].fillna("").astype(str) == "working_set", " (working set)", "")
     return df
 
 

@@ -37,7 +37,7 @@ import numpy as np
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
 from experiments.datasets import DATASETS, Dataset, load_dataset
-from experiments.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin
+from experiments.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.validation import check_C
@@ -315,7 +315,32 @@ def problems_from(args) -> tuple[str, list]:
         from dataclasses import replace
 
         problems = [replace(p, profile=args.profile) for p in problems]
-    return name, problems
+    return name, with_methods(problems, args.method)
+
+
+def with_methods(problems: list, method_list: str | None) -> list:
+    """Each QP problem once per solve method asked (`--method`, an axis like C); "working_set" only
+    where a working set exists (the soft margin and the duals at a finite C), as a formulation only
+    where it applies. The LPs have one method (HiGHS's simplex/ipm are their settings)."""
+    from dataclasses import replace
+
+    from solvers.api import METHODS, WORKING_SET_FORMULATIONS  # deferred on purpose: the solver stack (see the imports)
+
+    methods = parse_names(method_list, METHODS, "method") or ["auto"]
+    out = []
+    for problem in problems:
+        if is_lp(problem.formulation):
+            out.append(problem)
+            continue
+        for method in methods:
+            if method == "working_set" and not (problem.formulation in WORKING_SET_FORMULATIONS
+                                                and math.isfinite(problem.C)):
+                continue
+            out.append(replace(problem, method=method))
+    if not out:
+        raise UsageError("no problem to solve: --method working_set applies to soft_primal, dual and kernel_dual "
+                         "at a finite C only")
+    return out
 
 
 def _signature(name: str) -> set[str]:
@@ -411,7 +436,7 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
 #: The options that decide which tasks a run holds: recorded in run.json, reused by --resume.
 #: (--workers, --executor, --timeout, output and fault options may change between sessions.)
 RUN_OPTIONS = ("suite", "datasets", "data", "label_column", "formulations", "layers", "backends", "C", "kernel",
-               "gamma", "degree", "coef0", "profile", "seed")
+               "gamma", "degree", "coef0", "profile", "seed", "method")
 RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 
@@ -711,6 +736,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gamma", help="comma list of kernel gamma (default: 1/d)")
     p.add_argument("--degree", help="comma list of poly degrees (default 3)")
     p.add_argument("--coef0", help="comma list of poly/sigmoid coef0 (default 0)")
+    p.add_argument("--method", help="comma list of full|working_set|auto: how each QP is solved, an axis of the "
+                                    "grid (default auto: the working set where n is large enough for it to pay)")
     p.add_argument("--profile", choices=sorted(PROFILES), help="accuracy profile for every solve "
                                                                    "(default: the suite's; a grid: default)")
     p.add_argument("--out", metavar="DIR", help="output directory (default results/<timestamp>, and results/latest "

@@ -68,6 +68,7 @@ class Problem:
     params: Mapping = field(default_factory=dict)
     profile: str = "default"
     kernel_form: str = "dense"
+    method: str = "auto"  # solvers.api.solve's method: "full", "working_set" or "auto" (the QPs only)
 
     def __post_init__(self) -> None:
         if self.formulation not in FORMULATION_NAMES:

@@ -90,6 +90,7 @@ class Task:
     run_id: str = ""
     method: str | None = None  # HiGHS's LP method ("simplex" / "ipm") for an LP task; None otherwise
     separable: bool | None = None  # a hard-margin task: the verdict of the separability check on its data
+    solve_method: str = "auto"  # solvers.api.solve's method for a QP task ("" for an LP)
 
     @property
     def id(self) -> str:
@@ -109,7 +110,7 @@ class Task:
             "coef0": k.coef0 if k.name in ("poly", "sigmoid") else math.nan,
             "C": self.C, "kernel_form": self.kernel_form if self.formulation == KERNEL_DUAL else "",
             "label_map": _json_dict(self.label_map), "fault": self.fault, "run_id": self.run_id,
-            "method": self.method or "", "separable": self.separable,
+            "method": self.method or "", "separable": self.separable, "solve_method": self.solve_method,
         }
 
     @property
@@ -139,8 +140,9 @@ def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: s
 
     kernel = problem.kernel.key if problem.formulation == KERNEL_DUAL else "linear"
     form = problem.formulation + (f"[{problem.kernel_form}]" if problem.formulation == KERNEL_DUAL else "")
+    solve_method = "" if is_lp(problem.formulation) else f"|method={problem.method}"
     return (f"{dataset}|{form}|{kernel}|C={exact_number(problem.C)}|{layer}/{setting_label(backend, method)}"
-            f"|{problem.profile}|data={data}")
+            f"|{problem.profile}{solve_method}|data={data}")
 
 
 def lp_settings_for(backends: Iterable[tuple[str, str]],
@@ -202,7 +204,7 @@ def make_tasks(
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
-                method=method, separable=verdict,
+                method=method, separable=verdict, solve_method="" if is_lp(problem.formulation) else problem.method,
             ))
     return tasks
 
@@ -278,6 +280,7 @@ def solution_row(sol, task: Task) -> dict:
         "alpha": to_json(sol.alpha) if optimal else "",
         "b_rule": sol.b_rule, "iterations": sol.iterations, "build_s": sol.build_s, "solve_s": sol.solve_s,
         "backend_version": sol.backend_version, "message": sol.message,
+        "method_used": sol.extras.get("method", ""),  # what "auto" chose (or the method asked)
     }
     for name in ("primal_objective", "dual_objective", "duality_gap", "rel_duality_gap", "kkt_stationarity",
                  "kkt_balance", "kkt_primal_feasibility", "kkt_dual_feasibility", "kkt_complementarity", "n_sv",
@@ -429,7 +432,7 @@ def execute_task(task: Task) -> dict:
             kernel = task.kernel if task.formulation == KERNEL_DUAL else None
             sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
                         kernel=kernel, kernel_form=task.kernel_form, profile=task.profile,
-                        time_limit=_own_time_limit(task))
+                        time_limit=_own_time_limit(task), method=task.solve_method)
             row.update(solution_row(sol, task))
     except Exception as exc:  # any failure is a row, not a crashed sweep
         row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__,

@@ -255,6 +255,27 @@ def test_user_csv_data_with_any_two_labels(tmp_path):
     assert df.b[0] == pytest.approx(-B_5_1, abs=5e-5)
 
 
+def test_method_is_an_axis_with_its_own_column_and_the_same_optimum(tmp_path):
+    """--method full,working_set,auto: each QP once per method that applies (the hard margin has no
+    working set), the asked and the used method in the table, the report's solver names the working
+    set, and every verified row has the one optimum."""
+    out = tmp_path / "methods"
+    assert main(["--datasets", "nonlinear(n=120,seed=2)", "--kernel", "rbf", "--gamma", "1", "--C", "10,inf",
+                 "--formulations", "kernel_dual", "--method", "full,working_set,auto", "--backends", "piqp",
+                 "--profile", "high", "--out", str(out), "--no-progress", "--no-figures"]) == 0
+    df = results_table.load(out)
+    soft = df[df.C == 10]
+    assert sorted(soft.solve_method) == sorted(["full", "working_set", "auto"] * 2)  # both layers
+    assert sorted(df[df.C == math.inf].solve_method) == ["auto", "auto", "full", "full"]  # no working set at C = inf
+    used = dict(zip(soft.solve_method, soft.method_used))
+    assert used["working_set"] == "working_set" and used["full"] == "full" and used["auto"] == "full"  # n < 500
+    assert (soft.status == "optimal").all()
+    np.testing.assert_allclose(soft.objective, soft.objective.iloc[0], rtol=1e-7)
+    assert "(working set)" in (out / "report.md").read_text()
+    assert main(["--datasets", "example_5_1", "--C", "inf", "--method", "working_set", "--out",
+                 str(tmp_path / "none"), "--no-progress"]) == 2  # no QP has a working set at C = inf
+
+
 def test_default_out_dir_and_latest_pointer(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["--suite", "smoke", "--formulations", "dual", "--backends", "daqp", "--layers", "pyomo",
