@@ -79,6 +79,19 @@ def _raw_status(problem) -> str:
     return str(problem.status)
 
 
+def solve_kwargs(name: str, *, dense: bool, options: dict, time_limit: float | None = None) -> dict:
+    """The keyword arguments of `Problem.solve` for backend `name`: its matrix form, its time-limit
+    option, and Ipopt through cvxpy's NLP path (the only way cvxpy reaches it: `nlp=True`)."""
+    kwargs = {**matrix_backend(name, dense=dense), **options}
+    if time_limit is not None and name in TIME_LIMIT_OPTION:
+        kwargs[TIME_LIMIT_OPTION[name]] = float(time_limit)
+    if name == "ipopt":
+        kwargs.update(nlp=True, print_level=0, sb="yes")
+    else:
+        kwargs.setdefault("canon_backend", CANON_BACKEND)
+    return kwargs
+
+
 @dataclass
 class CvxpyBackend:
     """Solve a `CvxpyModel` with one of cvxpy's solvers."""
@@ -121,13 +134,8 @@ class CvxpyBackend:
     def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
         import cvxpy as cp
 
-        kwargs = {**matrix_backend(self.name, dense=model.info.get("form") == "dense"), **options}
-        if time_limit is not None and self.name in TIME_LIMIT_OPTION:
-            kwargs[TIME_LIMIT_OPTION[self.name]] = float(time_limit)
-        if self.name == "ipopt":
-            kwargs.update(nlp=True, print_level=0, sb="yes")
-        else:
-            kwargs.setdefault("canon_backend", CANON_BACKEND)
+        kwargs = solve_kwargs(self.name, dense=model.info.get("form") == "dense", options=options,
+                              time_limit=time_limit)
         start = time.perf_counter()
         try:
             model.problem.solve(solver=self.cvxpy_name, **kwargs)

@@ -165,12 +165,12 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     # bounds, which PIQP and ProxQP take natively.
     import cvxpy as cp
 
-    from solvers.cvxpy_layer import CVXPY_SOLVERS, matrix_backend
+    from solvers.cvxpy_layer import CVXPY_SOLVERS, solve_kwargs
 
     a = cp.Variable(len(p), bounds=[0.0, C])
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q_BB)) + p @ a), [y_B @ a == rhs])
     start = time.perf_counter()
-    problem.solve(solver=CVXPY_SOLVERS[backend][0], **{**matrix_backend(backend, dense=True), **options})
+    problem.solve(solver=CVXPY_SOLVERS[backend][0], **solve_kwargs(backend, dense=True, options=options))
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
 
 

@@ -15,6 +15,7 @@ from solvers import api
 from solvers import solution as st
 from solvers import working_set as ws
 from solvers.kernel_rows import FullGram, KernelRows, row_source
+from tests.conftest import backend_params
 
 KERNEL = Kernel("rbf", gamma=0.1)
 N = 240
@@ -187,3 +188,14 @@ def test_an_indefinite_kernel_is_refused_or_marked_by_the_working_set(data):
     sol = api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0, allow_indefinite=True)
     assert sol.extras["method"] == "working_set" and sol.extras["psd"] is False
     assert sol.extras["indefinite_kernel"] and "INDEFINITE KERNEL" in sol.message
+
+
+@pytest.mark.parametrize("layer,backend", backend_params())
+def test_every_backend_runs_the_working_set_and_optimal_means_the_optimum(data, reference, layer, backend):
+    """Each (layer, backend) takes the working set's subproblems (cvxpy's Ipopt included: through
+    cvxpy's NLP path, as in the full solve): no error row; an `optimal` one is the optimum."""
+    X, y, K = data
+    sol = api.solve("kernel_dual", None, y, K=K, layer=layer, backend=backend, C=10.0, method="working_set")
+    assert sol.status != st.ERROR, sol.message
+    if sol.status == st.OPTIMAL:
+        assert _rel(sol.checks["dual_objective"], reference[10.0]) <= 1e-4  # the default profile's tol
