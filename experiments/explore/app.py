@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     # Panel and the solvers are imported only now, so --help and bad options answer at once.
     import panel as pn
 
-    from experiments.explore_page import ExplorerPage
+    from experiments.explore.page import ExplorerPage
 
     # Browsers may only open the page's websocket from the address they loaded it from; listening
     # on every interface means "reachable by any name of this machine".

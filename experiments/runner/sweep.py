@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.results_table import RESULT_COLUMNS, to_json
-from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
+from experiments.runner.results_table import RESULT_COLUMNS, to_json
+from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL

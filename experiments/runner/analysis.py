@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.results_table import from_json
-from experiments.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
+from experiments.runner.results_table import from_json
+from experiments.runner.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
 from formulations.kernels import exact_number
 from formulations.model import DUAL_FORMULATIONS as QP_DUALS
 from formulations.model import PRIMAL_FORMULATIONS as QP_PRIMALS
@@ -165,7 +165,7 @@ def load_names(out_dir: str | Path) -> dict[str, DataNames]:
 
 def load_separability(out_dir: str | Path) -> dict:
     """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
-    from experiments.run import SEPARABILITY_FILE
+    from experiments.runner.cli import SEPARABILITY_FILE
 
     path = Path(out_dir) / SEPARABILITY_FILE
     return json.loads(path.read_text()) if path.exists() else {}

@@ -24,8 +24,8 @@ import pandas as pd
 from matplotlib.figure import Figure  # a bare Figure (no pyplot): no global state, saved through Agg
 from matplotlib.lines import Line2D
 
-from experiments.analysis import DataNames, load_data, load_names, with_groups
-from experiments.results_table import from_json
+from experiments.runner.analysis import DataNames, load_data, load_names, with_groups
+from experiments.runner.results_table import from_json
 from formulations.kernels import exact_number
 from formulations.model import DUAL_FORMULATIONS
 
@@ -180,8 +180,8 @@ def separability_figures(out_dir: str | Path, data: dict, separability: dict | N
                          names: dict | None = None) -> dict[Path, Figure]:
     """One certificate figure per 2-D data set of out_dir/separability.json (experiments.separability),
     keyed by the path it is saved to; `separability`: its records, where the caller has read them already."""
-    from experiments.analysis import load_separability
-    from experiments.report import result_from_record
+    from experiments.runner.analysis import load_separability
+    from experiments.runner.report import result_from_record
     from experiments.separability import plot_certificate
 
     out = Path(out_dir)

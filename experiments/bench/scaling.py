@@ -35,7 +35,6 @@ import argparse
 import json
 import math
 import multiprocessing as mp
-import os
 import resource
 import sys
 import time
@@ -598,7 +597,7 @@ def add_errors(df):
 
 def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> int:
     """The LPs of the 1-norm SVM through HiGHS at growing n; `budget` is HiGHS's time limit per solve."""
-    from experiments.l1_compare import lp_timings
+    from experiments.coursework.l1_compare import lp_timings
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ns = (1_000,) if quick else (1_000, 10_000, 100_000)
@@ -670,7 +669,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown backends {unknown}; choose from {ALL_BACKENDS}")
     import pandas as pd
 
-    from experiments import bench_report
+    from experiments.bench import report as bench_report
 
     runs_file = out / "runs.json"
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
@@ -707,11 +706,3 @@ def main(argv=None) -> int:
                               kill_after=last.get("kill_after"), runs=runs)
     print(f"report -> {out / 'report.md'}")
     return 0
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    # Run the module's own copy (not __main__'s) so the workers unpickle the same classes.
-    from experiments import bench as _bench
-
-    raise SystemExit(_bench.main())

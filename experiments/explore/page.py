@@ -22,7 +22,7 @@ from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import factor_cmap, factor_mark
 
-from experiments import explore_compute as ec
+from experiments.explore import compute as ec
 from experiments.separability import format_certificate
 from formulations import recovery
 from formulations.errors import SVMInputError
