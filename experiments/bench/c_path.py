@@ -37,6 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
+import formulations
+from experiments.datasets import overlapping
+from formulations.kernels import Kernel, gram
+from solvers import solution as st
+from solvers import working_set as ws
+from solvers.closing import HAS_POINT, close, read_cvxpy
+from solvers.profiles import Profile, backend_options, get_profile
+from solvers.registry import get_backend
+
 GAMMA = 0.1
 KERNEL_D = 10
 LINEAR_D = 20
@@ -69,8 +78,6 @@ def _row(**kw) -> dict:
 def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "piqp", *, q: int | None = None,
                 tol: float = 1e-6, progress=None) -> list[dict]:
     """The kernel dual along Cs by working sets, cold and warm (alpha_prev * C / C_prev)."""
-    from solvers import working_set as ws
-
     n = len(y)
     q = q or ws.block_size(n)
     rows = []
@@ -106,10 +113,6 @@ def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "pi
 
 def _checked(model, formulation: str, raw, X, y, C: float, check_tol: float) -> tuple[float, str, float]:
     """(the project's objective at the point, verified status, relative gap): solvers.checks."""
-    from solvers import solution as st
-    from solvers.closing import HAS_POINT, close, read_cvxpy
-    from solvers.profiles import Profile
-
     sol = st.Solution(formulation=formulation, layer="cvxpy", backend="", status=raw.status,
                       solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective)
     values = read_cvxpy(model, formulation, raw.has_duals) if raw.status in HAS_POINT else {}
@@ -123,9 +126,6 @@ def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str,
     """One linear formulation along Cs through cvxpy: cold, reuse and warm (module docstring)."""
     import cvxpy as cp
 
-    import formulations
-    from solvers.profiles import backend_options, get_profile
-    from solvers.registry import get_backend
 
     prof = get_profile(profile)
     adapter = get_backend("cvxpy", backend)
@@ -181,8 +181,6 @@ def run(n_kernel: int, n_linear: int, *, kernel_Cs=KERNEL_CS, linear_Cs=LINEAR_C
     import pandas as pd
     from tqdm import tqdm
 
-    from experiments.datasets import overlapping
-    from formulations.kernels import Kernel, gram
 
     total = len(kernel_paths) * len(kernel_Cs) * 2 + len(linear_paths) * len(linear_Cs) * len(MODES)
     rows: list[dict] = []

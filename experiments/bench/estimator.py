@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from experiments.bench.scaling import C_VALUE, GAMMA, bench_data
+from experiments.estimator import SVMClassifier
+
 PARAM_GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.01, 0.1]}
 
 
@@ -33,7 +36,6 @@ def grid_search() -> list[dict]:
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    from experiments.estimator import SVMClassifier
 
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
@@ -56,8 +58,6 @@ def single_fit(n: int) -> list[dict]:
     import numpy as np
     from sklearn.svm import SVC
 
-    from experiments.bench.scaling import C_VALUE, GAMMA, bench_data
-    from experiments.estimator import SVMClassifier
 
     X, y = bench_data(n, 10)
     models = {"SVC (tol 1e-3)": SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE),
@@ -72,7 +72,7 @@ def single_fit(n: int) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m experiments.estimator_bench", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--n", type=int, default=5000, help="samples of the single fit (default 5000)")
     parser.add_argument("--skip-grid", action="store_true", help="only the single fit")

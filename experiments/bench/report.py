@@ -14,6 +14,16 @@ import pandas as pd
 MATCH_TOL = 1e-7  # "the exact optimum": relative objective error against the best verified one
 
 
+def path_label(problem, formulation, layer, backend, form, rank) -> str:
+    """layer/formulation/backend (linear), layer/backend/form (kernel), sklearn/peer/tolerance."""
+    form = "" if not isinstance(form, str) else form
+    rank = int(rank) if isinstance(rank, (int, float)) and rank == rank else 0
+    if layer == "sklearn":
+        return f"sklearn/{backend}/{form}"
+    parts = [layer, formulation if problem == "linear" else "", backend, form + (f"{rank}" if rank else "")]
+    return "/".join(p for p in parts if p)
+
+
 def _fmt(x, digits=3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
@@ -422,8 +432,6 @@ def _runs_lines(runs: list[dict]) -> list[str]:
 
 def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, quick: bool,
                  kill_after: float | None = None, runs: list[dict] | None = None) -> Path:
-    from experiments.bench import path_label
-
     out = Path(out)
     df = df.copy()
     df["form"] = df["form"].fillna("")

@@ -23,9 +23,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from experiments.datasets import exercise_5_5, gendata
 from formulations.kernels import Kernel, decision_function  # noqa: E402
 from formulations.recovery import support_mask  # noqa: E402
 from formulations.validation import check_labels  # noqa: E402
+from solvers.api import solve
 
 DEFAULT_OUT = Path("results") / "kernel_figures"
 
@@ -82,8 +84,6 @@ def drawn_sv(sol, C: float) -> int:
 
 
 def _solve(X, y, kernel: Kernel, C: float, layer: str, backend: str, profile: str):
-    from solvers.api import solve
-
     sol = solve("kernel_dual", X, y, layer=layer, backend=backend, C=C, kernel=kernel, profile=profile)
     if sol.alpha is None or not np.isfinite(sol.b):
         raise RuntimeError(f"{layer}/{backend} returned no solution for {kernel.label}, C={C:g}: "
@@ -93,8 +93,6 @@ def _solve(X, y, kernel: Kernel, C: float, layer: str, backend: str, profile: st
 
 def exercise_5_5_figure(path, *, layer: str = "cvxpy", backend: str = "clarabel", profile: str = "high") -> dict:
     """Exercise 5.5's separating surface (Gaussian, gamma = 1, C = 1) saved to `path`."""
-    from experiments.datasets import exercise_5_5
-
     ds = exercise_5_5()
     kernel, C = Kernel("rbf", gamma=1.0), 1.0
     sol = _solve(ds.X, ds.y, kernel, C, layer, backend, profile)
@@ -136,9 +134,7 @@ def compare_figure(path, X, y, Cs=(0.1, 1.0, 10.0), gammas=(0.5, 1.0, 5.0), *, l
 
 
 def main(argv=None) -> None:
-    from experiments.datasets import gendata
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.kernel_figures", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--layer", default="cvxpy")
     parser.add_argument("--backend", default="clarabel")

@@ -50,10 +50,10 @@ def _port(text: str) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    # Panel and the solvers are imported only now, so --help and bad options answer at once.
+    # Panel and the solvers are imported only now, so --help and bad options answer at once:
     import panel as pn
 
-    from experiments.explore.page import ExplorerPage
+    from experiments.explore.page import ExplorerPage  # lazy: Panel, Bokeh and the solvers
 
     # Browsers may only open the page's websocket from the address they loaded it from; listening
     # on every interface means "reachable by any name of this machine".

@@ -16,8 +16,17 @@ from functools import partial
 
 import numpy as np
 import panel as pn
-from bokeh.models import (ColumnDataSource, HoverTool, PointDrawTool, Range1d, SaveTool, Span,
-                          WheelZoomTool, PanTool, ResetTool)
+from bokeh.models import (
+    ColumnDataSource,
+    HoverTool,
+    PanTool,
+    PointDrawTool,
+    Range1d,
+    ResetTool,
+    SaveTool,
+    Span,
+    WheelZoomTool,
+)
 from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import factor_cmap, factor_mark

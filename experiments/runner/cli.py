@@ -34,13 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import __version__
+
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
 from experiments.datasets import DATASETS, Dataset, load_dataset
+from experiments.runner.folder import LOCK_FILE, RUN_FILE, SEPARABILITY_FILE
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
-from formulations.validation import check_C
+from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
+from solvers.profiles import PROFILES
+from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_backends, backend_table
 
 #: Parameters for generators that need a size when the command line gives none.
 DEFAULT_PARAMS = {"separable": {"n": 100}, "overlapping": {"n": 100}, "nonlinear": {"n": 100},
@@ -162,7 +167,6 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
     """The user's CSV: numeric feature columns plus one label column with any two distinct values."""
     import pandas as pd  # deferred on purpose: --help and --list must not pay for pandas
 
-    from formulations.validation import check_labels, check_X
 
     p = Path(path)
     if not p.exists():
@@ -217,8 +221,6 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
 
 
 def environment() -> dict:
-    from solvers.registry import backend_table
-
     versions = {}
     for name in PACKAGES:
         try:
@@ -333,7 +335,7 @@ def _signature_defaults(name: str) -> dict:
 
 def build_datasets(problems, args) -> tuple[dict, dict]:
     """{dataset_key: Dataset} and {dataset name: label map} for every problem."""
-    from experiments.runner.sweep import dataset_key
+    from experiments.runner.sweep import dataset_key  # lazy: pandas; --help and --list stay fast
 
     datasets, maps = {}, {}
     for p in problems:
@@ -359,8 +361,6 @@ GENERATOR_BYTES_PER_VALUE = 4 * 8
 
 def check_dataset_size(name: str, params: dict) -> None:
     """Refuse a synthetic data set too large for memory before its generator allocates anything."""
-    from formulations.validation import MEMORY_BUDGET_ENV, memory_budget
-
     n = params.get("n")
     if n is None and isinstance(params.get("n_pos"), int) and isinstance(params.get("n_neg"), int):
         n = params["n_pos"] + params["n_neg"]
@@ -377,8 +377,6 @@ def check_dataset_size(name: str, params: dict) -> None:
 
 
 def backends_from(args) -> list[tuple[str, str]]:
-    from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_backends
-
     layers = parse_names(args.layers, LAYERS, "layer") or list(LAYERS)
     names = parse_names(args.backends, BACKEND_NAMES, "backend")
     if names:
@@ -392,7 +390,7 @@ def backends_from(args) -> list[tuple[str, str]]:
 
 
 def save_data(out: Path, datasets: dict, maps: dict) -> dict:
-    from experiments.runner.sweep import data_fingerprint
+    from experiments.runner.sweep import data_fingerprint  # lazy: pandas; --help and --list stay fast
 
     info = {}
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -412,8 +410,6 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
 #: (--workers, --executor, --timeout, output and fault options may change between sessions.)
 RUN_OPTIONS = ("suite", "datasets", "data", "label_column", "formulations", "layers", "backends", "C", "kernel",
                "gamma", "degree", "coef0", "profile", "seed")
-RUN_FILE = "run.json"
-LOCK_FILE = ".lock"
 
 
 def recorded_options(args) -> dict:
@@ -458,7 +454,7 @@ def reuse_options(args, argv: list[str], out: Path) -> dict:
 
 def check_same_data(datasets: dict, meta: dict, out: Path) -> None:
     """--resume: every data set the run already solved must hold the same numbers (content hash)."""
-    from experiments.runner.sweep import data_fingerprint
+    from experiments.runner.sweep import data_fingerprint  # lazy: pandas; --help and --list stay fast
 
     before = meta.get("datasets", {})
     for ds in datasets.values():
@@ -531,6 +527,7 @@ def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not answer is refused at once, not after a long connect retry."""
     import socket
 
+    # lazy: pandas; --help and --list stay fast
     from experiments.runner.sweep import SCHEDULER_CONNECT_TIMEOUT as timeout
 
     m = re.fullmatch(r"(?:tcp://)?\[?([^\[\]/]+?)\]?:(\d+)/?", address.strip())
@@ -543,9 +540,6 @@ def check_scheduler(address: str) -> None:
                          f"one, or leave --scheduler out for a LocalCluster on this machine") from None
 
 
-SEPARABILITY_FILE = "separability.json"
-
-
 def check_separability(problems, datasets: dict, out: Path, args, run_id: str, suite_name: str) -> dict:
     """Is each data set with a hard-margin or separability problem linearly separable? Once per data set.
 
@@ -553,6 +547,7 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
     a timeout is a verdict of None). Writes out/separability.json ({dataset: record}; with
     --resume, data sets already checked are kept) and returns {dataset: separable (True/False/None)}.
     """
+    # lazy: pandas; --help and --list stay fast
     from experiments.runner.sweep import dataset_key, run_isolated, separability_task
 
     path = out / SEPARABILITY_FILE
@@ -598,9 +593,6 @@ def run_section(suite, args) -> int:
 
 
 def print_list() -> None:
-    from solvers.profiles import PROFILES
-    from solvers.registry import backend_table
-
     print("Datasets (NAME or NAME(key=value,...) for --datasets):")
     for name, fn in DATASETS.items():
         doc = (fn.__doc__ or "").strip().splitlines()[0]
@@ -623,7 +615,7 @@ def print_list() -> None:
 
 
 def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
-    from experiments.runner import analysis
+    from experiments.runner import analysis  # lazy: pandas; --help and --list stay fast
 
     lines = [f"\n{len(df)} solves in {wall:.1f} s; verified optimal: {(df.status == 'optimal').sum()}", ""]
     lines.append(analysis.status_counts(df).to_string())
@@ -639,7 +631,7 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
                       t.round(4).to_string()]
     ds = tables.get("duality_summary")
     if ds is not None and not ds.empty:
-        from experiments.runner.report import by_problem, problems
+        from experiments.runner.report import by_problem, problems  # lazy: pandas; --help and --list stay fast
 
         lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
                   by_problem(ds, problems(df)).to_string(index=False, float_format=lambda v: f"{v:.2e}")]
@@ -683,14 +675,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def package_version() -> str:
-    from experiments import __version__
-
     return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from solvers.profiles import PROFILES
-
     p = OneLineParser(
         prog="svm-duality",
         description="Solve SVM primal and dual formulations with every backend, check strong duality and KKT, "
@@ -796,7 +784,7 @@ def run(args, argv: list[str]) -> int:
     if args.executor == "dask" and args.scheduler:
         check_scheduler(args.scheduler)
 
-    from experiments.runner import results_table
+    from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
 
     make_out_dir(out)
     with RunFolderLock(out):
@@ -825,8 +813,8 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary."""
     from tqdm import tqdm
 
-    from experiments.runner import results_table
-    from experiments.runner.sweep import make_tasks, run_dask, run_local
+    from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
+    from experiments.runner.sweep import make_tasks, run_dask, run_local  # lazy: pandas; --help and --list stay fast
 
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     separable = check_separability(problems, datasets, out, args, run_id, suite_name)
@@ -888,7 +876,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
         except Exception as exc:
             print(f"warning: {suite_name} extras failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
-    from experiments.runner.report import write_report
+    from experiments.runner.report import write_report  # lazy: pandas; --help and --list stay fast
 
     _, tables = write_report(out, figures=not args.no_figures)
     print(f"results: {out}" if args.quiet else summarize(df, tables, out, wall))

@@ -22,7 +22,11 @@ import numpy as np
 import pandas as pd
 
 from experiments.runner import analysis
+from experiments.runner.analysis import result_from_record
+from experiments.runner.figures import make_figures, separability_figure_name
 from experiments.runner.results_table import from_json, load
+from experiments.runner.suites import L1_VS_L2
+from experiments.separability import format_certificate
 
 #: The lecture notes behind the project (/work/shared/seeds), cited by what they are, not by file name.
 NOTES = {
@@ -219,32 +223,6 @@ def kernel_section(df: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------ LP sections
 
 
-def result_from_record(rec: dict):
-    """experiments.sweep.certificate_record -> a SeparabilityResult (for format_certificate / plot_certificate)."""
-    from experiments.separability import SeparabilityResult
-
-    def arr(v):
-        return None if v is None else np.asarray(v, dtype=float)
-
-    res = SeparabilityResult(separable=rec.get("separable"), layer=rec.get("layer", ""),
-                             backend=rec.get("backend", ""), method=rec.get("method"), feasibility=None,
-                             w=arr(rec.get("w")), b=math.nan if rec.get("b") is None else rec["b"],
-                             min_margin=math.nan if rec.get("min_margin") is None else rec["min_margin"],
-                             point=arr(rec.get("point")), message=rec.get("message", ""),
-                             certificate={k: (math.nan if v is None else v)
-                                          for k, v in (rec.get("certificate") or {}).items()})
-    for name, rows_attr in (("lam", "rows_a"), ("mu", "rows_b")):
-        if f"{name}_idx" not in rec:
-            continue
-        weights = np.zeros(rec[f"n_{name}"])
-        rows = np.full(rec[f"n_{name}"], -1, dtype=int)  # only the rows with a positive weight are kept
-        weights[rec[f"{name}_idx"]] = rec[f"{name}_val"]
-        rows[rec[f"{name}_idx"]] = rec[f"{name}_rows"]
-        setattr(res, name, weights)
-        setattr(res, rows_attr, rows)
-    return res
-
-
 def _features(kept: str, d: int, show: int = 10) -> str:
     cols = kept.split()
     if len(cols) == d:
@@ -255,9 +233,6 @@ def _features(kept: str, d: int, show: int = 10) -> str:
 def separability_section(out: Path, df: pd.DataFrame, records: dict | None = None) -> list[str]:
     """The verdict and its proof per data set (separability.json, or its `records` if already read), the
     figure, the hard-margin rows on those data, and the separability rows of every LP setting."""
-    from experiments.runner.figures import separability_figure_name
-    from experiments.separability import format_certificate
-
     records = analysis.load_separability(out) if records is None else records
     verdicts = analysis.separability_verdicts(df)
     if not records and verdicts.empty:
@@ -294,8 +269,6 @@ def separability_section(out: Path, df: pd.DataFrame, records: dict | None = Non
 
 def l1_section(out: Path, df: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     """1-norm SVM: l1_primal against its LP dual l1_dual (analysis.l1_pairs), per LP setting; then 1-norm vs 2-norm."""
-    from experiments.runner.suites import L1_VS_L2
-
     L = []
     if not pairs.empty:
         grouped = analysis.with_groups(df)
@@ -461,8 +434,6 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     lookup = problems(df)
     fig_paths = []
     if figures:
-        from experiments.runner.figures import make_figures
-
         try:
             fig_paths = make_figures(out, df, data, separability)
         except Exception as exc:  # a figure must not cost the report

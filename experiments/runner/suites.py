@@ -231,7 +231,7 @@ def _lp_after(out_dir, seed: int) -> None:
 
     import pandas as pd
 
-    from experiments.coursework.l1_compare import compare_on_dataset
+    from experiments.coursework.l1_compare import compare_on_dataset  # lazy: cvxpy; --help and --list read this module
 
     frames = [compare_on_dataset("sparse_features", LP_SPARSE_C, seed=seed,
                                  dataset_params={**LP_SPARSE, "seed": seed}, layer=layer, l1_backend="highs",
