@@ -52,9 +52,33 @@ def choose_C(
     params = {"n": 120, "seed": seed, "noise": 0.2} if dataset_params is None and dataset == "nonlinear" \
         else dict(dataset_params or {})
     ds = load_dataset(dataset, **params)
+    base = dict(layer=layer, backend=backend, profile=profile)
+    chosen, cv_tables = grid_search(ds, C_grid, gamma_grid, k=k, test_size=test_size, seed=seed, n_jobs=n_jobs, **base)
+    heat_path = save_figure(validation_figure(chosen, cv_tables, k, ds.name), out / "choose_C_cv.png")
+    pds = load_dataset(path_dataset)
+    path = regularization_path(pds, path_C, **base)
+    path_fig = save_figure(path_figure(path, f"{pds.name} ({layer}/{backend})"), out / "choose_C_path.png")
+
+    tables = {"choose_C_chosen": chosen, "choose_C_path": path,
+              **{f"choose_C_cv_{name}": table for name, table in cv_tables.items()}}
+    files = {}
+    for name, table in tables.items():
+        files[name] = out / f"{name}.csv"
+        table.to_csv(files[name], index=False)
+    md = _markdown(ds, pds, chosen, path, heat_path, path_fig, C_grid=C_grid, gamma_grid=gamma_grid, k=k,
+                   test_size=test_size, seed=seed, layer=layer, backend=backend,
+                   path_dataset=path_dataset)
+    sec = Section("choose-C", "Choosing C (and gamma) by cross-validated grid search", md, [heat_path, path_fig],
+                  files, chosen)
+    return write_section(out, "choose_C", sec)
+
+
+def grid_search(ds, C_grid, gamma_grid, *, k: int, test_size: float, seed: int, n_jobs, **base
+                ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The chosen (kernel, C, gamma) with their cross-validation and held-out accuracies, and the
+    cross-validation table of each search (linear over C, rbf over C x gamma)."""
     X_tr, X_te, y_tr, y_te = train_test_split(ds.X, ds.y, test_size=test_size, stratify=ds.y, random_state=seed)
     cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    base = dict(layer=layer, backend=backend, profile=profile)
     searches = {
         "linear": GridSearchCV(SVMClassifier(kernel="linear", **base), {"C": list(C_grid)}, cv=cv, n_jobs=n_jobs),
         "rbf": GridSearchCV(SVMClassifier(kernel="rbf", **base), {"C": list(C_grid), "gamma": list(gamma_grid)},
@@ -73,9 +97,29 @@ def choose_C(
             "cv_accuracy": search.best_score_, "test_accuracy": float(search.score(X_te, y_te)),
             "n_sv": int(search.best_estimator_.support_.size),
         })
-    chosen_df = pd.DataFrame(chosen)
+    return pd.DataFrame(chosen), cv_tables
 
-    # Figure 1: validation accuracy, linear (curve) and rbf (heat map).
+
+def regularization_path(pds, path_C, **base) -> pd.DataFrame:
+    """The linear soft-margin primal (8) on ``pds`` for each C: w*, b*, ||w*||, #SV, margin, slacks."""
+    rows = []
+    for C in path_C:
+        est = SVMClassifier(formulation="soft_primal", C=float(C), **base).fit(pds.X, pds.y)
+        w = est.coef_[0]
+        f = est.decision_function(pds.X)
+        rows.append({
+            "C": float(C), **{f"w{i + 1}": float(v) for i, v in enumerate(w)}, "b": float(est.intercept_[0]),
+            "norm_w": float(np.linalg.norm(w)), "n_sv": int(est.support_.size),
+            "n_bound_sv": est.solution_.checks.get("n_bound_sv"),
+            "margin": 2.0 / float(np.linalg.norm(w)) if np.linalg.norm(w) > 0 else math.inf,
+            "sum_xi": float(slacks(pds.y, f).sum()),
+            "train_acc": float(np.mean(est.predict(pds.X) == pds.y)), "status": est.solution_.status,
+        })
+    return pd.DataFrame(rows)
+
+
+def validation_figure(chosen: pd.DataFrame, cv_tables: dict, k: int, dataset_name: str) -> Figure:
+    """Validation accuracy: linear against C (a curve), Gaussian over C x gamma (a heat map)."""
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax_lin, ax_rbf = fig.subplots(1, 2)
     lin = cv_tables["linear"]
@@ -84,9 +128,9 @@ def choose_C(
     ax_lin.set_xscale("log")
     ax_lin.set_xlabel("C")
     ax_lin.set_ylabel(f"mean {k}-fold validation accuracy")
-    ax_lin.axvline(chosen_df.loc[0, "C"], color="k", ls=":", label=f"chosen C = {chosen_df.loc[0, 'C']:g}")
+    ax_lin.axvline(chosen.loc[0, "C"], color="k", ls=":", label=f"chosen C = {chosen.loc[0, 'C']:g}")
     ax_lin.legend(fontsize=8)
-    ax_lin.set_title(f"linear SVM on {ds.name}", fontsize=9)
+    ax_lin.set_title(f"linear SVM on {dataset_name}", fontsize=9)
     rbf = cv_tables["rbf"].astype({"C": float, "gamma": float})
     heat = rbf.pivot(index="gamma", columns="C", values="mean_test_score")
     im = ax_rbf.imshow(heat.values, origin="lower", cmap="viridis", aspect="auto")
@@ -97,30 +141,17 @@ def choose_C(
     for (i, j), v in np.ndenumerate(heat.values):
         ax_rbf.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                     color="w" if v < heat.values.mean() else "k")
-    bi = list(heat.index).index(float(chosen_df.loc[1, "gamma"]))
-    bj = list(heat.columns).index(float(chosen_df.loc[1, "C"]))
+    bi = list(heat.index).index(float(chosen.loc[1, "gamma"]))
+    bj = list(heat.columns).index(float(chosen.loc[1, "C"]))
     ax_rbf.scatter([bj], [bi], s=300, facecolors="none", edgecolors="r", linewidths=2)
     fig.colorbar(im, ax=ax_rbf, label=f"mean {k}-fold validation accuracy")
-    ax_rbf.set_title(f"Gaussian kernel: chosen C = {chosen_df.loc[1, 'C']:g}, "
-                     f"gamma = {chosen_df.loc[1, 'gamma']:g}", fontsize=9)
-    heat_path = save_figure(fig, out / "choose_C_cv.png")
+    ax_rbf.set_title(f"Gaussian kernel: chosen C = {chosen.loc[1, 'C']:g}, "
+                     f"gamma = {chosen.loc[1, 'gamma']:g}", fontsize=9)
+    return fig
 
-    # Figure 2: the regularization path.
-    pds = load_dataset(path_dataset)
-    path_rows = []
-    for C in path_C:
-        est = SVMClassifier(formulation="soft_primal", C=float(C), **base).fit(pds.X, pds.y)
-        w = est.coef_[0]
-        f = est.decision_function(pds.X)
-        path_rows.append({
-            "C": float(C), **{f"w{i + 1}": float(v) for i, v in enumerate(w)}, "b": float(est.intercept_[0]),
-            "norm_w": float(np.linalg.norm(w)), "n_sv": int(est.support_.size),
-            "n_bound_sv": est.solution_.checks.get("n_bound_sv"),
-            "margin": 2.0 / float(np.linalg.norm(w)) if np.linalg.norm(w) > 0 else math.inf,
-            "sum_xi": float(slacks(pds.y, f).sum()),
-            "train_acc": float(np.mean(est.predict(pds.X) == pds.y)), "status": est.solution_.status,
-        })
-    path = pd.DataFrame(path_rows)
+
+def path_figure(path: pd.DataFrame, where: str) -> Figure:
+    """The regularization path: w* and b*, the support vectors, the margin, slacks and accuracy against C."""
     fig = Figure(figsize=(11, 7), layout="constrained")
     axs = fig.subplots(2, 2)
     for col in [c for c in path.columns if c.startswith("w") and c[1:].isdigit()] + ["b"]:
@@ -143,16 +174,14 @@ def choose_C(
     for ax in axs.ravel():
         ax.set_xscale("log")
         ax.set_xlabel("C")
-    fig.suptitle(f"Regularization path of the linear soft-margin SVM on {pds.name} ({layer}/{backend})",
+    fig.suptitle(f"Regularization path of the linear soft-margin SVM on {where}",
                  fontsize=10)
-    path_fig = save_figure(fig, out / "choose_C_path.png")
+    return fig
 
-    tables = {"choose_C_chosen": out / "choose_C_chosen.csv", "choose_C_path": out / "choose_C_path.csv"}
-    chosen_df.to_csv(tables["choose_C_chosen"], index=False)
-    path.to_csv(tables["choose_C_path"], index=False)
-    for name, t in cv_tables.items():
-        tables[f"choose_C_cv_{name}"] = out / f"choose_C_cv_{name}.csv"
-        t.to_csv(tables[f"choose_C_cv_{name}"], index=False)
+
+def _markdown(ds, pds, chosen, path, heat_path, path_fig, *, C_grid, gamma_grid, k, test_size, seed, layer,
+              backend, path_dataset) -> str:
+    """The section's prose around the chosen values, the path table and the two figures."""
     md = "\n".join([
         "## choose-C: choosing C (and gamma) by cross-validated grid search",
         "",
@@ -166,7 +195,7 @@ def choose_C(
         "",
         "Chosen values (refit on the whole training part, scored on the held-out points):",
         "",
-        md_table(chosen_df),
+        md_table(chosen),
         "",
         f"![cross-validation]({heat_path.name})",
         "",
@@ -183,6 +212,4 @@ def choose_C(
         "",
         f"![regularization path]({path_fig.name})",
     ])
-    sec = Section("choose-C", "Choosing C (and gamma) by cross-validated grid search", md, [heat_path, path_fig],
-                  tables, chosen_df)
-    return write_section(out, "choose_C", sec)
+    return md
