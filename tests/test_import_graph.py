@@ -9,6 +9,8 @@ function-level import is found as soon as the import moves to the top of its mod
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,3 +170,22 @@ def test_deferred_imports_are_few():
     MAX_DEFERRED_IN_EXPERIMENTS (it was 80 statements before issue 18)."""
     deferred = {(i.module, i.line) for i in _deferred_in(("experiments",))}
     assert len(deferred) <= MAX_DEFERRED_IN_EXPERIMENTS, sorted(deferred)
+
+
+def test_every_command_the_readme_shows_is_a_runnable_module():
+    """`python -m experiments.X` in the README: X is a module, or a package with a __main__.py; the
+    small modules kept at experiments/ for those commands only forward to their room's `main`."""
+    commands = set(re.findall(r"python -m (experiments(?:\.\w+)+)", (ROOT / "README.md").read_text()))
+    assert {"experiments.run", "experiments.bench", "experiments.coursework", "experiments.c_path"} <= commands
+    for command in sorted(commands):
+        spec = importlib.util.find_spec(command)
+        assert spec is not None, command
+        if spec.submodule_search_locations:  # a package
+            assert (Path(spec.origin).parent / "__main__.py").exists(), command
+            continue
+        tree = ast.parse(Path(spec.origin).read_text())
+        if any(isinstance(node, ast.FunctionDef) for node in tree.body):
+            continue  # the command's own module
+        imported = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
+        assert [(node.module.split(".")[1], [a.name for a in node.names]) for node in imported] in (
+            [("runner", ["main"])], [("bench", ["main"])], [("coursework", ["main"])]), command

@@ -208,7 +208,7 @@ def _markdown(ds, pds, chosen, path, heat_path, path_fig, *, C_grid, gamma_grid,
         + (" (on Exercise 5.4 from about C = 1)." if path_dataset == "exercise_5_4" else "."),
         "",
         md_table(path[["C", "b", "norm_w", "margin", "n_sv", "n_bound_sv", "sum_xi", "train_acc",
-                        "status"]]),
+                       "status"]]),
         "",
         f"![regularization path]({path_fig.name})",
     ])

@@ -61,7 +61,7 @@ def demo_linear(
         "violations, but the training accuracy stays well below 1.",
         "",
         md_table(df[["C", "w", "b", "n_sv", "margin", "sum_xi", "train_acc", "rel_gap",
-                      "max_abs_w_primal_minus_dual", "max_abs_f_minus_svc", "status"]]),
+                     "max_abs_w_primal_minus_dual", "max_abs_f_minus_svc", "status"]]),
         "",
         f"![demo-linear]({fig_path.name})",
     ])
@@ -113,7 +113,7 @@ def demo_rbf(
         "become support vectors. The last columns compare with scikit-learn's SVC.",
         "",
         md_table(df[["gamma", "C", "b", "n_sv", "n_free_sv", "sum_xi", "train_acc", "rel_gap",
-                      "max_abs_f_minus_svc", "svc_n_sv", "status"]]),
+                     "max_abs_f_minus_svc", "svc_n_sv", "status"]]),
         "",
         f"![demo-rbf]({fig_path.name})",
     ])
@@ -177,7 +177,7 @@ def demo_compare(
         "is the largest difference of f on the training points from scikit-learn's SVC.",
         "",
         md_table(df[["setting", "C", "n_sv", "sum_xi", "train_acc", "rel_gap", "max_abs_f_minus_svc",
-                      "status"]]),
+                     "status"]]),
         "",
         f"![demo-compare]({fig_path.name})",
     ])

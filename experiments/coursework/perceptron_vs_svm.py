@@ -122,7 +122,7 @@ def _markdown(df: pd.DataFrame, max_iter: int, figure_name: str) -> str:
         f"hits the cap (max_iter = {max_iter}) and says it did not converge.",
         "",
         md_table(df[["dataset", "method", "w", "b", "margin_to_A", "margin_to_B", "min_margin",
-                      "train_acc", "converged", "iterations"]]),
+                     "train_acc", "converged", "iterations"]]),
         "",
         f"![perceptron vs SVM]({figure_name})",
     ])
