@@ -1,4 +1,4 @@
-"""The explorer's computing without a browser (experiments.explore_compute) and its CLI's boundary."""
+"""The explorer's computing without a browser (experiments.explore.compute) and its CLI's boundary."""
 
 import math
 import socket

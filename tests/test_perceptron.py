@@ -1,4 +1,4 @@
-"""Known answers for experiments/perceptron.py, taken from the Iowa State slides
+"""Known answers for experiments/coursework/perceptron.py, taken from the Iowa State slides
 (002_725cbac91910d465.txt) and the notebook that produced their W14 = (-3, 0, 2)."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ a layer's compile and read-back), `total_s` = build + solve (what a user waits f
 `solver_s` (the solver's own time inside). Accuracy: every point is checked by
 solvers.checks; `rel_obj_error` is (objective - best)/|best| in the worse direction
 (primal above, dual below the best verified optimum).
-Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench_report).
+Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.report).
 """
 
 from __future__ import annotations

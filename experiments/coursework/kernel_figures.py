@@ -23,11 +23,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.datasets import exercise_5_5, gendata
+from experiments.datasets import exercise_5_5, gendata  # noqa: E402
 from formulations.kernels import Kernel, decision_function  # noqa: E402
 from formulations.recovery import support_mask  # noqa: E402
 from formulations.validation import check_labels  # noqa: E402
-from solvers.api import solve
+from solvers.api import solve  # noqa: E402
 
 DEFAULT_OUT = Path("results") / "kernel_figures"
 

@@ -149,7 +149,7 @@ def _check_exercise_5_5(rows: list, layer: str, backend: str, profile: str, who:
 
 
 def _seeds_perceptron_checks(rows: list) -> None:
-    who = "experiments.perceptron"
+    who = "experiments.coursework.perceptron"
     W14 = np.array(PUBLISHED["perceptron_W14"])
     nb = perceptron_single_sample(*_xy(perceptron_slides(order="notebook")), rho=1.0)
     _check(rows, "Perceptron (002), single-sample, rho=1, W1=0", "W14 after 14 iterations",

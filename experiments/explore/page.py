@@ -1,4 +1,4 @@
-"""The explorer's page: Bokeh figures and Panel widgets wired to `experiments.explore_compute`.
+"""The explorer's page: Bokeh figures and Panel widgets wired to `experiments.explore.compute`.
 
 One `ExplorerPage` per browser session. Computing is in `explore_compute`; here are the
 layout, the conversion of an `Exploration` into the figures' data sources, and the worker

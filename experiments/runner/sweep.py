@@ -58,7 +58,7 @@ from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_L
 PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
     "piqp", "proxsuite", "daqp", "cyipopt", "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
-    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.sweep",
+    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
