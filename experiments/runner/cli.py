@@ -34,10 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import __version__
-
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
+from experiments import __version__
 from experiments.datasets import DATASETS, Dataset, load_dataset
 from experiments.runner.folder import LOCK_FILE, RUN_FILE, SEPARABILITY_FILE
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin
