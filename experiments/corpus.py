@@ -23,8 +23,8 @@ from experiments.datasets import example_5_1, exercise_5_4, gendata, nonlinear, 
 from formulations.kernels import Kernel, gram
 from formulations.scaling import BadScalingWarning
 from solvers import solution as st
-from solvers.api import solve
 from solvers.checks import decision_scale, w_scale
+from solvers.api import solve
 from solvers.profiles import get_profile
 from solvers.reference import Gram, Reference, polish
 from solvers.registry import available_backends, takes_time_limit
