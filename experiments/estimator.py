@@ -50,11 +50,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
