@@ -1,4 +1,6 @@
-"""The experiments: data sets, suites, the sweep runner (``python -m experiments.run``) and its reports."""
+"""The experiments: what is run. At the entrance the library interface (``datasets``, the
+scikit-learn ``estimator``, ``separability``); the rooms ``runner/`` (``python -m experiments.run``),
+``bench/`` (``python -m experiments.bench``), ``coursework/`` and ``explore/``."""
 
 from formulations import __version__  # one version for the three packages, read from the installed metadata
 

@@ -1,90 +1,9 @@
-"""The estimator against SVC, the issue's two targets as ratios measured side by side.
+"""Entry point of ``python -m experiments.estimator_bench``, kept where the README shows it; the command
+lives in experiments/bench/estimator.py."""
 
-    python -m experiments.estimator_bench            # both measurements (about a minute at n = 5,000)
-    python -m experiments.estimator_bench --n 2000   # the single fit at another n
+from experiments.bench.estimator import main
 
-1. A 5-fold GridSearchCV over 6 settings (C in 0.1, 1, 10 x gamma in 0.01, 0.1; RBF kernel) on
-   scikit-learn's breast-cancer data, standardized: SVMClassifier (default layer and backend)
-   against SVC at its default tolerance and at tol = 1e-8; the validation scores must agree.
-2. One fit on the benchmark's Gaussian-kernel data (experiments.bench.bench_data, d = 10,
-   C = 1, gamma = 0.1) at n = 5,000, against SVC at tol 1e-3 and 1e-6, with the largest
-   difference of the decision values relative to their size.
-"""
-
-from __future__ import annotations
-
-import argparse
-import time
-
-PARAM_GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.01, 0.1]}
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
-def grid_search() -> list[dict]:
-    """Wall time of the grid search for the estimator and SVC, and whether their scores agree."""
-    import numpy as np
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-
-    from experiments.estimator import SVMClassifier
-
-    X, y = load_breast_cancer(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
-    models = {"SVC (tol 1e-3)": SVC(kernel="rbf"), "SVC (tol 1e-8)": SVC(kernel="rbf", tol=1e-8),
-              "SVMClassifier (pyomo/piqp)": SVMClassifier(kernel="rbf"),
-              "SVMClassifier (cvxpy/piqp)": SVMClassifier(kernel="rbf", layer="cvxpy")}
-    rows, reference = [], None
-    for name, model in models.items():
-        search, seconds = _timed(lambda m=model: GridSearchCV(m, PARAM_GRID, cv=cv).fit(X, y))
-        scores = search.cv_results_["mean_test_score"]
-        reference = scores if reference is None else reference
-        rows.append({"what": f"grid search, {name}", "seconds": seconds,
-                     "max score difference vs SVC": float(np.max(np.abs(scores - reference)))})
-    return rows
-
-
-def single_fit(n: int) -> list[dict]:
-    """One RBF fit at n samples: the estimator against SVC, and how far its decision values are."""
-    import numpy as np
-    from sklearn.svm import SVC
-
-    from experiments.bench import C_VALUE, GAMMA, bench_data
-    from experiments.estimator import SVMClassifier
-
-    X, y = bench_data(n, 10)
-    models = {"SVC (tol 1e-3)": SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE),
-              "SVC (tol 1e-6)": SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE, tol=1e-6),
-              "SVMClassifier (pyomo/piqp)": SVMClassifier(kernel="rbf", gamma=GAMMA, C=C_VALUE)}
-    timed = {name: _timed(lambda m=model: m.fit(X, y)) for name, model in models.items()}
-    values = {name: fitted.decision_function(X) for name, (fitted, _) in timed.items()}
-    tight = values["SVC (tol 1e-6)"]
-    return [{"what": f"fit n = {n:,}, {name}", "seconds": seconds,
-             "max |f - f_SVC 1e-6| / max |f|": float(np.max(np.abs(values[name] - tight)) / np.max(np.abs(tight)))}
-            for name, (_, seconds) in timed.items()]
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--n", type=int, default=5000, help="samples of the single fit (default 5000)")
-    parser.add_argument("--skip-grid", action="store_true", help="only the single fit")
-    args = parser.parse_args(argv)
-    if args.n < 10:
-        parser.error(f"--n must be at least 10, got {args.n}")
-    import pandas as pd
-
-    rows = ([] if args.skip_grid else grid_search()) + single_fit(args.n)
-    print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"))
-    return 0
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

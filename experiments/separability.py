@@ -9,8 +9,10 @@ has none, the convex-hull LP gives lambda (over A) and mu (over B) with
     sum_{i in A} lambda_i x_i = sum_{j in B} mu_j x_j,   sum lambda = sum mu = 1,   lambda, mu >= 0,
 
 a point of both hulls, which is the Farkas certificate of the infeasibility:
-weighting the margin rows by u = (lambda, mu) gives 0 >= 2. The certificate is
-verified here, not taken from the solver (`verify_common_point`).
+weighting the margin rows by u = (lambda, mu) gives 0 >= 2. Neither proof is taken from the
+solver: `solvers.checks.separability_verdict` decides from them (the one place that decides
+separability, also behind the pipeline's own `solvers.checks.separability_certificate`), and
+`verify_common_point` reports the common point and its distances to both hulls.
 
 The runner calls `is_separable` before a hard-margin solve, prints
 `format_certificate` in the report and draws `plot_certificate` (2-D data).
@@ -27,6 +29,7 @@ from formulations import validation
 from formulations.errors import SVMInputError
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY, split_classes
 from solvers import solution as st
+from solvers.checks import separability_verdict
 from solvers.lp import solve_lp
 
 CERTIFICATE_TOL = 1e-8
@@ -97,7 +100,8 @@ def hull_violation(points: np.ndarray, p: np.ndarray) -> float:
 
 
 def verify_common_point(XA: np.ndarray, XB: np.ndarray, lam, mu, tol: float = CERTIFICATE_TOL) -> dict:
-    """Check that lam, mu give a point of conv(A) ∩ conv(B); returns the residuals and the point.
+    """Is (lam, mu) a point of conv(A) ∩ conv(B)? `verified` is `solvers.checks.separability_verdict`'s
+    answer for (lam, mu) as one Farkas vector over the rows; the residuals and the point are its report.
 
     The raw weights are checked as returned (sum_lambda_error, sum_mu_error,
     min_weight, meet_residual = ||sum lambda x_A - sum mu x_B||_inf). Then the
@@ -105,10 +109,12 @@ def verify_common_point(XA: np.ndarray, XB: np.ndarray, lam, mu, tol: float = CE
     lies in conv(A) and p_B = sum mu x_B in conv(B) by construction, and the point
     is their midpoint: dist_A = ||point - p_A||_2 and dist_B bound its distance
     to each hull. `facet_A` / `facet_B` are Qhull's independent verdicts
-    (signed distance, <= tol inside). All must be <= tol.
+    (signed distance, <= tol inside); `max_residual` is the largest of them.
     """
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
+    verdict = separability_verdict(np.vstack([XA, XB]), np.r_[np.ones(len(XA)), -np.ones(len(XB))],
+                                   lam=np.r_[lam, mu], tol=tol)
     out = {
         "sum_lambda_error": abs(float(lam.sum()) - 1.0),
         "sum_mu_error": abs(float(mu.sum()) - 1.0),
@@ -118,7 +124,7 @@ def verify_common_point(XA: np.ndarray, XB: np.ndarray, lam, mu, tol: float = CE
     lam_c = np.maximum(lam, 0.0)
     mu_c = np.maximum(mu, 0.0)
     if lam_c.sum() <= 0 or mu_c.sum() <= 0:
-        out.update(verified=False, reason="weights vanish")
+        out.update(verified=verdict.certificate.holds, reason="weights vanish")
         return out
     lam_c /= lam_c.sum()
     mu_c /= mu_c.sum()
@@ -137,7 +143,7 @@ def verify_common_point(XA: np.ndarray, XB: np.ndarray, lam, mu, tol: float = CE
               out["dist_A"], out["dist_B"]]
     checks += [v for v in (out["facet_A"], out["facet_B"]) if not math.isnan(v)]
     out["max_residual"] = float(max(checks))
-    out["verified"] = bool(out["max_residual"] <= tol)
+    out["verified"] = verdict.certificate.holds
     out["point"], out["lam"], out["mu"] = point, lam_c, mu_c
     return out
 
@@ -168,13 +174,12 @@ def is_separable(
                     time_limit=time_limit)
     res = SeparabilityResult(separable=None, layer=layer, backend=backend, method=method, feasibility=feas,
                              rows_a=rows_a, rows_b=rows_b)
-    found_plane = feas.w is not None and np.all(np.isfinite(feas.w)) and math.isfinite(feas.b)
-    if found_plane:
-        res.w, res.b = feas.w, feas.b
-        res.min_margin = float(np.min(y * (X @ feas.w + feas.b)))
-        if res.min_margin > 0:
-            res.separable = True
-            res.message = f"separable: min_i y_i (w'x_i + b) = {res.min_margin:.6g} > 0"
+    plane = separability_verdict(X, y, w=feas.w, b=feas.b, tol=tol)
+    if math.isfinite(plane.min_margin):
+        res.w, res.b, res.min_margin = feas.w, feas.b, plane.min_margin
+    if plane.separable:
+        res.separable = True
+        res.message = f"separable: min_i y_i (w'x_i + b) = {res.min_margin:.6g} > 0"
     if res.separable is True and not cross_check:
         return res
 

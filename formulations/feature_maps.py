@@ -8,7 +8,7 @@ soft-margin primal needs Phi itself:
 
 When Phi is finite the two are a primal-dual pair, so the optimum, b* and the
 decision values f(x) = w' Phi(x) + b = sum_i alpha_i y_i K(x_i, x) + b agree:
-strong duality across a nonlinear kernel (experiments.kernel_duality).
+strong duality across a nonlinear kernel (experiments.coursework.kernel_duality).
 
     linear                 Phi(x) = x
     poly (zeta + gamma x'x')^Q   formulations.kernels.poly_feature_map (multinomial terms)

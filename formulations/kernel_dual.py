@@ -41,7 +41,7 @@ from formulations.quadratic_form import QuadraticForm
 FORMS = ("dense", "factor")
 
 #: choose_form takes the factor when its rank is at most this fraction of n.
-#: Measured on the 2-core machine (experiments.kernel_forms.time_forms: Gaussian kernel,
+#: Measured on the 2-core machine (experiments.bench.kernel_forms.time_forms: Gaussian kernel,
 #: d = 10, Clarabel, build + solve seconds, cvxpy / pyomo):
 #:   n = 1000: dense 3.4 / 2.8; factor r = 50: 0.4 / 0.4, r = 100: 1.9 / 1.8, r = 250: 3.7 / 4.1,
 #:             r = 1000 (full): 47 / 51

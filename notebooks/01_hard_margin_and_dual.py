@@ -29,7 +29,7 @@
 # problems with two modelling layers (Pyomo, cvxpy) and two solvers, recover $w^*$ and
 # $b^*$ from the dual, and check strong duality and the KKT conditions numerically.
 # Everything comes from the project: `solvers.api.solve`, `experiments.datasets`,
-# `experiments.coursework.plot_classifier`.
+# `experiments.coursework.plotting.plot_classifier`.
 
 # %%
 from pathlib import Path
@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from experiments.coursework import PUBLISHED, plot_classifier
+from experiments.coursework.plotting import plot_classifier
+from experiments.coursework.seeds import PUBLISHED
 from experiments.datasets import example_5_1
 from solvers.api import solve
 

@@ -40,7 +40,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from sklearn.svm import SVC
 
-from experiments.coursework import plot_classifier
+from experiments.coursework.plotting import plot_classifier
 from experiments.datasets import exercise_5_4
 from experiments.estimator import SVMClassifier
 

@@ -37,7 +37,8 @@ import numpy as np
 from IPython.display import Image, display
 from sklearn.svm import SVC
 
-from experiments import coursework
+from experiments.coursework import demos
+from experiments.coursework.plotting import plot_classifier
 from experiments.datasets import exercise_5_5, gendata
 from experiments.estimator import SVMClassifier
 from formulations.errors import IndefiniteKernelError
@@ -98,7 +99,7 @@ print(f"SVC: b* = {svc.intercept_[0]:.5f}, {svc.support_.size} SV")
 m = fits["cvxpy/clarabel"]
 fig = plt.figure(figsize=(5.2, 5), layout="constrained")
 ax = fig.subplots()
-coursework.plot_classifier(ax, ds.X, ds.y, m.decision_function, sv=m.support_, xlim=(-2, 2), ylim=(-2, 2),
+plot_classifier(ax, ds.X, ds.y, m.decision_function, sv=m.support_, xlim=(-2, 2), ylim=(-2, 2),
                            title="Exercise 5.5: f(x) = 0 (black), f = +-1 (dashed); SVC's f = 0 dotted green")
 ax.contour(xx, yy, f_svc.reshape(xx.shape), levels=[0], colors="tab:green", linestyles=":", linewidths=2)
 fig.savefig(FIGURES / "03_exercise_5_5_surface.png", dpi=100)
@@ -112,9 +113,9 @@ plt.show()
 
 # %%
 print(gendata(15, 15).description)
-section = coursework.demo_compare(
+section = demos.demo_compare(
     FIGURES, C_values=(1.0, 100.0),
-    kernels=[coursework.COMPARE_KERNELS[i] for i in (0, 1, 3, 4)],
+    kernels=[demos.COMPARE_KERNELS[i] for i in (0, 1, 3, 4)],
 )
 display(Image(filename=str(section.figures[0])))
 section.table[["setting", "C", "n_sv", "train_acc", "max_abs_f_minus_svc"]]

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Image
 
-from experiments import coursework
+from experiments.coursework.perceptron import perceptron_batch, perceptron_single_sample
+from experiments.coursework.perceptron_vs_svm import perceptron_vs_svm
 from experiments.datasets import perceptron_slides
-from experiments.perceptron import perceptron_batch, perceptron_single_sample
 
 FIGURES = Path("figures")
 FIGURES.mkdir(exist_ok=True)
@@ -92,6 +92,6 @@ assert batch.converged and not stuck.converged and stuck.n_iterations == 200
 # $x_1 = 1/2$ (1/2 on both sides).
 
 # %%
-section = coursework.perceptron_vs_svm(FIGURES, max_iter=1000)
+section = perceptron_vs_svm(FIGURES, max_iter=1000)
 print(section.table[["dataset", "method", "w", "b", "min_margin", "converged", "iterations"]].to_string())
 Image(filename=str(section.figures[0]))

@@ -35,7 +35,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_sp
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from experiments import coursework
+from experiments.coursework.choosing_C import choose_C
 from experiments.datasets import nonlinear
 from experiments.estimator import SVMClassifier
 
@@ -72,13 +72,13 @@ plt.show()
 # %% [markdown]
 # ## The runner suite `choose-C`, on a small grid
 #
-# `experiments.coursework.choose_C` does the same for the linear and the Gaussian SVM,
+# `experiments.coursework.choosing_C.choose_C` does the same for the linear and the Gaussian SVM,
 # and adds the regularization path of the linear soft margin on Exercise 5.4: $w^*$,
 # $b^*$, the number of support vectors and the margin against C. (The runner suite
 # uses a finer grid.)
 
 # %%
-section = coursework.choose_C(FIGURES, dataset="nonlinear", dataset_params={"n": 80, "seed": 0, "noise": 0.2},
+section = choose_C(FIGURES, dataset="nonlinear", dataset_params={"n": 80, "seed": 0, "noise": 0.2},
                               C_grid=(0.1, 10.0), gamma_grid=(0.3, 3.0), path_C=tuple(np.logspace(-3, 2, 6)),
                               k=3)
 for figure in section.figures:  # the cross-validation curves and the regularization path

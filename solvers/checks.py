@@ -375,10 +375,38 @@ def separability_certificate(X: np.ndarray, y: np.ndarray, tol: float = 1e-7) ->
         return cert
     if res.status != 0 or res.x is None:
         return Certificate(source="project", note=f"the Farkas LP did not finish: {res.message}")
-    cert = farkas_check(X, y, res.x, tol=max(tol, 1e-9), source="project")
+    cert = separability_verdict(X, y, lam=res.x, tol=max(tol, 1e-9), source="project").certificate
     if cert.holds:
         cert.note = "not linearly separable (Farkas certificate found by the project's LP, checked)"
     return cert
+
+
+@dataclass
+class SeparabilityVerdict:
+    """Strict linear separability decided from proofs: `separable` is True, False or None (undecided)."""
+
+    separable: bool | None
+    min_margin: float  # min_i y_i (w'x_i + b) of the plane given; NaN without one
+    certificate: Certificate  # the Farkas check of the weights given
+
+
+def separability_verdict(X: np.ndarray, y: np.ndarray, *, w=None, b: float = math.nan, lam=None,
+                         tol: float = 1e-8, source: str = "solver") -> SeparabilityVerdict:
+    """The one place that decides separability, from proofs and never from a solver's status.
+
+    True only with a plane (w, b) that separates the data, min_i y_i (w'x_i + b) > 0 computed here;
+    False only with weights `lam` (one per row) that pass `farkas_check` at `tol`, i.e. a common
+    point of both classes' convex hulls; None with neither. A separating plane wins over a
+    certificate (two proofs cannot both hold; the caller reports the inconsistency).
+    `separability_certificate` (the project's own LP) and `experiments.separability.is_separable`
+    (any LP backend) both hand their proofs here.
+    """
+    cert = farkas_check(X, y, lam, tol=tol, source=source)
+    min_margin = math.nan
+    if w is not None and np.all(np.isfinite(w)) and math.isfinite(b):
+        min_margin = float(np.min(y * (X @ np.asarray(w, dtype=float) + b)))
+    separable = True if min_margin > 0 else (False if cert.holds else None)
+    return SeparabilityVerdict(separable, min_margin, cert)
 
 
 # --------------------------------------------------------------------------- review

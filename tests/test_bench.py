@@ -186,7 +186,7 @@ def test_scale_profile_is_additive():
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    from experiments import bench
+    from experiments.bench import scaling as bench
 
     out = tmp_path_factory.mktemp("bench")
     assert bench.main(["--quick", "--out", str(out), "--no-progress", "--budget", "20"]) == 0
@@ -221,7 +221,7 @@ def test_quick_bench_records_its_invocations(quick_run):
     """runs.json names each invocation that made the table; a partial re-run (--only) adds to it."""
     import json
 
-    from experiments import bench
+    from experiments.bench import scaling as bench
 
     out, df = quick_run
     runs = json.loads((out / "runs.json").read_text())
@@ -254,7 +254,7 @@ def test_lp_bench_quick(tmp_path):
     """`--lp --quick`: the 1-norm LPs through HiGHS, primal and dual optima equal, every row verified."""
     import pandas as pd
 
-    from experiments.bench import main
+    from experiments.bench.scaling import main
 
     assert main(["--lp", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
     df = pd.read_csv(tmp_path / "lp.csv")
@@ -266,7 +266,7 @@ def test_lp_bench_quick(tmp_path):
 
 def test_path_patterns_can_name_a_problem():
     """--only/--exclude: 'kernel:libsvm' picks the kernel problem's LIBSVM paths, not the linear ones."""
-    from experiments.bench import _matches, plan
+    from experiments.bench.scaling import _matches, plan
 
     paths = plan(quick=False)
     picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
@@ -280,7 +280,7 @@ def test_path_patterns_can_name_a_problem():
 
 
 def test_a_path_stops_after_a_limit_but_the_peers_go_on():
-    from experiments.bench import _exceeded
+    from experiments.bench.scaling import _exceeded
 
     row = {"n": 10_000, "layer": "cvxpy", "status": "optimal", "total_s": 12.0}
     assert _exceeded(row, budget=60) == ""

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import c_path
+from experiments.bench import c_path
 from experiments.datasets import overlapping
 from formulations.kernels import Kernel, gram
 from solvers import working_set as ws

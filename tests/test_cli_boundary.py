@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from experiments import datasets as datasets_module
-from experiments.run import main
+from experiments.runner.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = ["--datasets", "example_5_1", "--backends", "clarabel", "--layers", "cvxpy", "--no-figures", "-q"]
@@ -82,7 +82,7 @@ def test_a_huge_dataset_is_refused_before_its_generator_runs(capsys, tmp_path, m
 
 def test_the_memory_budget_decides_and_a_fitting_dataset_is_generated(capsys, tmp_path, monkeypatch):
     """The same estimate lets a data set through when the budget holds it (n = 1000, d = 2: 64,000 bytes)."""
-    from experiments.run import check_dataset_size
+    from experiments.runner.cli import check_dataset_size
 
     monkeypatch.setenv("SVM_MEMORY_BUDGET", "64000")
     check_dataset_size("overlapping", {"n": 1000})

@@ -10,13 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import coursework as cw
+from experiments.coursework import cli as coursework_cli
+from experiments.coursework.choosing_C import choose_C
+from experiments.coursework.demos import COMPARE_KERNELS, demo_compare, demo_linear, demo_rbf
+from experiments.coursework.perceptron_vs_svm import perceptron_vs_svm
+from experiments.coursework.seeds import PUBLISHED, seeds
 from experiments.datasets import gendata
 
 
 @pytest.fixture(scope="module")
 def seeds_section(tmp_path_factory):
-    return cw.seeds(tmp_path_factory.mktemp("seeds"))
+    return seeds(tmp_path_factory.mktemp("seeds"))
 
 
 def test_seeds_report_marks_every_published_number_reproduced(seeds_section):
@@ -56,8 +60,8 @@ def test_seeds_exercise_5_4_slacks(seeds_section):
 
 def test_seeds_fail_is_reported(tmp_path, monkeypatch):
     # A wrong "published" number must turn its row and the section to FAIL.
-    monkeypatch.setitem(cw.PUBLISHED, "example_5_1_b", 1.1986)
-    sec = cw.seeds(tmp_path, backends=(("pyomo", "highs"),), figures=False)
+    monkeypatch.setitem(PUBLISHED, "example_5_1_b", 1.1986)
+    sec = seeds(tmp_path, backends=(("pyomo", "highs"),), figures=False)
     assert sec.figures == []
     assert sec.passed is False
     bad = sec.table[sec.table["result"] == "FAIL"]
@@ -66,7 +70,7 @@ def test_seeds_fail_is_reported(tmp_path, monkeypatch):
 
 
 def test_perceptron_vs_svm_figure(tmp_path):
-    sec = cw.perceptron_vs_svm(tmp_path, max_iter=500)
+    sec = perceptron_vs_svm(tmp_path, max_iter=500)
     assert sec.figures == [tmp_path / "perceptron_vs_svm.png"] and sec.figures[0].stat().st_size > 20_000
     df = sec.table.set_index(["dataset", "method"])
     # The slides' example: the perceptron's line x1 = 2/3 has margins 2/3 and 1/3; the SVM's x1 = 1/2 has 1/2.
@@ -89,7 +93,7 @@ def test_perceptron_vs_svm_figure(tmp_path):
 
 
 def test_demo_linear_needs_slack_on_gendata(tmp_path):
-    sec = cw.demo_linear(tmp_path, C_values=(1.0, 100.0))
+    sec = demo_linear(tmp_path, C_values=(1.0, 100.0))
     df = sec.table
     assert (tmp_path / "demo_linear.png").exists() and (tmp_path / "demo_linear.md").exists()
     assert (df["status"] == "optimal").all()
@@ -103,7 +107,7 @@ def test_demo_linear_needs_slack_on_gendata(tmp_path):
 
 
 def test_demo_rbf_separates_gendata(tmp_path):
-    sec = cw.demo_rbf(tmp_path, gammas=(0.5, 2.0))
+    sec = demo_rbf(tmp_path, gammas=(0.5, 2.0))
     df = sec.table.set_index("gamma")
     assert (tmp_path / "demo_rbf.png").exists()
     assert df.loc[2.0, "train_acc"] == 1.0
@@ -113,8 +117,8 @@ def test_demo_rbf_separates_gendata(tmp_path):
 
 
 def test_demo_compare_grid(tmp_path):
-    kernels = (cw.COMPARE_KERNELS[0], cw.COMPARE_KERNELS[1], cw.COMPARE_KERNELS[3])
-    sec = cw.demo_compare(tmp_path, C_values=(1.0, 10.0), kernels=kernels)
+    kernels = (COMPARE_KERNELS[0], COMPARE_KERNELS[1], COMPARE_KERNELS[3])
+    sec = demo_compare(tmp_path, C_values=(1.0, 10.0), kernels=kernels)
     df = sec.table
     assert len(df) == 6 and (tmp_path / "demo_compare.png").exists()
     assert set(df["formulation"]) == {"kernel_dual"}
@@ -123,13 +127,13 @@ def test_demo_compare_grid(tmp_path):
     assert by.loc[("poly Q=2", 10.0), "train_acc"] == 1.0
     assert (df["max_abs_f_minus_svc"] < 1e-3).all()
     # The linear kernel through the kernel dual gives the linear SVM of demo_linear.
-    lin = cw.demo_linear(tmp_path / "lin", C_values=(10.0,)).table
+    lin = demo_linear(tmp_path / "lin", C_values=(10.0,)).table
     assert by.loc[("linear", 10.0), "b"] == pytest.approx(lin["b"].item(), abs=1e-4)
 
 
 def test_choose_C_small_grid(tmp_path):
     C_grid, gamma_grid, path_C = (0.1, 10.0), (0.5, 5.0), (0.01, 1.0, 100.0)
-    sec = cw.choose_C(tmp_path, dataset="gendata", dataset_params={"n_pos": 20, "n_neg": 20, "seed": 1},
+    sec = choose_C(tmp_path, dataset="gendata", dataset_params={"n_pos": 20, "n_neg": 20, "seed": 1},
                       C_grid=C_grid, gamma_grid=gamma_grid, path_C=path_C, k=3)
     assert [p.name for p in sec.figures] == ["choose_C_cv.png", "choose_C_path.png"]
     assert all(p.exists() for p in sec.figures)
@@ -158,19 +162,19 @@ def test_gendata_is_the_demo_data():
 
 def test_run_suite_and_cli(tmp_path, capsys):
     with pytest.raises(ValueError, match="unknown coursework suite 'nope'.*seeds"):
-        cw.run_suite("nope", tmp_path)
-    assert set(cw.COURSEWORK_SUITES) >= {"demo-linear", "demo-rbf", "demo-compare", "seeds", "choose-C"}
-    assert cw.main(["perceptron-vs-svm", "--out", str(tmp_path), "--layer", "pyomo", "--backend", "highs"]) == 0
+        coursework_cli.run_suite("nope", tmp_path)
+    assert set(coursework_cli.COURSEWORK_SUITES) >= {"demo-linear", "demo-rbf", "demo-compare", "seeds", "choose-C"}
+    assert coursework_cli.main(["perceptron-vs-svm", "--out", str(tmp_path), "--layer", "pyomo", "--backend", "highs"]) == 0
     assert "perceptron-vs-svm: 1 figures" in capsys.readouterr().out
     assert (tmp_path / "perceptron_vs_svm.png").exists()
 
 
 def test_runner_runs_the_coursework_suites(tmp_path):
     """`python -m experiments.run --suite NAME` reaches every coursework suite."""
-    from experiments.run import main as run_main
-    from experiments.suites import SUITES
+    from experiments.runner.cli import main as run_main
+    from experiments.runner.suites import SUITES
 
-    for name in cw.COURSEWORK_SUITES:
+    for name in coursework_cli.COURSEWORK_SUITES:
         assert SUITES[name].section is not None, name
     assert run_main(["--suite", "perceptron-vs-svm", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "perceptron_vs_svm.png").exists()

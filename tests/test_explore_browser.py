@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.explore_compute import LABEL_COLUMN
+from experiments.explore.compute import LABEL_COLUMN
 from solvers.api import solve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The explorer's computing without a browser (experiments.explore_compute) and its CLI's boundary."""
+"""The explorer's computing without a browser (experiments.explore.compute) and its CLI's boundary."""
 
 import math
 import socket
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import explore_compute as ec
-from experiments.run import read_csv_dataset
+from experiments.explore import compute as ec
+from experiments.runner.cli import read_csv_dataset
 from formulations import recovery
 from formulations.errors import SVMInputError
 from solvers.api import solve
@@ -176,7 +176,7 @@ def test_a_port_in_use_is_one_line_and_exit_2():
 
 
 def test_page_wiring_without_a_server():
-    from experiments.explore_page import ExplorerPage
+    from experiments.explore.page import ExplorerPage
 
     page = ExplorerPage(start="example_5_1")  # no server session: each request is solved at once
     assert "request #1 shown" in page.state.object and "60</span> points" in page.state.object
@@ -202,7 +202,7 @@ def test_page_wiring_without_a_server():
 def test_a_superseded_request_is_not_shown():
     from concurrent.futures import Future
 
-    from experiments.explore_page import ExplorerPage
+    from experiments.explore.page import ExplorerPage
 
     page = ExplorerPage(start="example_5_1")
     shown = page.state.object

@@ -12,7 +12,7 @@ import pytest
 from sklearn.svm import SVC
 
 from experiments.datasets import exercise_5_5, nonlinear
-from experiments.kernel_duality import dual_decision, explicit_map_duality
+from experiments.coursework.kernel_duality import dual_decision, explicit_map_duality
 from formulations import kernel_dual
 from formulations.errors import IndefiniteKernelError
 from formulations.feature_maps import feature_map
@@ -180,7 +180,7 @@ def test_low_rank_factor_effect_is_measured_and_consistent(ex55):
 
     The table is printed (pytest -s) and each of its numbers is checked against the others.
     """
-    from experiments.kernel_forms import low_rank_effect
+    from experiments.bench.kernel_forms import low_rank_effect
 
     ds, _, _, _ = ex55
     table = low_rank_effect(ds.X, ds.y, RBF_5_5, 1.0, ranks=[5, 10, 20, 40])
@@ -323,7 +323,7 @@ def test_kernel_dual_at_n_3000_dense_in_both_layers():
 
 
 def test_exercise_5_5_surface_figure(tmp_path, ex55):
-    from experiments.kernel_figures import exercise_5_5_figure
+    from experiments.coursework.kernel_figures import exercise_5_5_figure
 
     ds, svc, _, dense = ex55
     info = exercise_5_5_figure(tmp_path / "ex55.png")

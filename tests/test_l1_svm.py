@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import linprog
 
 from experiments.datasets import load_dataset
-from experiments.l1_compare import compare_l1_l2, lp_timings
+from experiments.coursework.l1_compare import compare_l1_l2, lp_timings
 from formulations.errors import SVMInputError
 from solvers.api import solve
 from solvers import solution as st

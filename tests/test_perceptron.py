@@ -1,4 +1,4 @@
-"""Known answers for experiments/perceptron.py, taken from the Iowa State slides
+"""Known answers for experiments/coursework/perceptron.py, taken from the Iowa State slides
 (002_725cbac91910d465.txt) and the notebook that produced their W14 = (-3, 0, 2)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from experiments.datasets import example_5_1, perceptron_slides, separable
-from experiments.perceptron import PerceptronResult, perceptron_batch, perceptron_single_sample
+from experiments.coursework.perceptron import PerceptronResult, perceptron_batch, perceptron_single_sample
 from formulations.errors import SVMInputError
 
 XOR_X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]])

@@ -307,7 +307,7 @@ def test_badly_scaled_never_optimal_when_wrong(layer, backend):
 
 @pytest.fixture(scope="module")
 def sweep():
-    return pytest.importorskip("experiments.sweep")
+    return pytest.importorskip("experiments.runner.sweep")
 
 
 def _task(sweep, order: int, formulation="soft_primal", C=10.0, layer="cvxpy", backend="clarabel",

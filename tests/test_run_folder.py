@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import results_table
+from experiments.runner import results_table
 from experiments.datasets import example_5_1
-from experiments.run import LOCK_FILE, RunFolderLock, build_datasets, build_parser, main, problems_from
-from experiments.sweep import make_tasks
+from experiments.runner.cli import LOCK_FILE, RunFolderLock, build_datasets, build_parser, main, problems_from
+from experiments.runner.sweep import make_tasks
 
 ONE_BACKEND = [("cvxpy", "clarabel")]
 SMALL = ["--datasets", "example_5_1", "--C", "inf", "--formulations", "hard_primal", "--backends", "clarabel",

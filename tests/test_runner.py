@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import analysis, results_table
-from experiments.run import main, parse_dataset, split_top
+from experiments.runner import analysis
+
+from experiments.runner import results_table
+from experiments.runner.cli import main, parse_dataset, split_top
 from solvers.profiles import get_profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -311,7 +313,7 @@ def test_dataset_spec_parsing():
 
 
 def test_grid_applies_the_formulations_that_fit():
-    from experiments.suites import applicable, grid
+    from experiments.runner.suites import applicable, grid
     from formulations.kernels import Kernel
 
     assert applicable(math.inf, Kernel("linear")) == ("hard_primal", "dual", "kernel_dual")

@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import analysis, results_table
+from experiments.runner import analysis
+
+from experiments.runner import results_table
 from experiments.datasets import load_dataset
-from experiments.run import main
+from experiments.runner.cli import main
 
 # Measured optima of the lp suite's 1-norm problems (every verified setting agrees to ~1e-10; HiGHS to 1e-15).
 L1_OPTIMA = {"exercise_5_4": 27.9515858694, "example_5_1": 1.68559923547, "sparse_features": 3.7979067882}
@@ -156,7 +158,7 @@ def test_hard_margin_on_data_that_are_not_separable_is_never_optimal(tmp_path):
 
 
 def test_hard_margin_guard_refuses_an_optimal_row_on_non_separable_data():
-    from experiments.sweep import _hard_margin_guard, separability_task
+    from experiments.runner.sweep import _hard_margin_guard, separability_task
     from formulations.kernels import Kernel
 
     ds = load_dataset("exercise_5_4")

@@ -9,7 +9,9 @@ import experiments.separability as sep
 from experiments.datasets import load_dataset
 from experiments.separability import format_certificate, is_separable, plot_certificate, verify_common_point
 from formulations.errors import SVMInputError
+from solvers import checks
 from solvers import solution as st
+from solvers.checks import separability_verdict
 from solvers.lp import lp_settings, solve_lp
 
 LAYERS = ("pyomo", "cvxpy")
@@ -168,3 +170,42 @@ def test_bad_input():
         plot_certificate(np.hstack([X, X]), y, is_separable(np.hstack([X, X]), y, "cvxpy", "highs"))
     with pytest.raises(SVMInputError, match="rows but y has"):
         is_separable(X, y[:-1])
+
+
+# ------------------------------------------------------------------ one decider (solvers.checks)
+
+
+def test_the_verdict_comes_from_proofs_only():
+    """solvers.checks.separability_verdict: True only for a plane that separates, False only for a
+    Farkas vector that holds, None for neither (or for a plane that misses a point)."""
+    X, y = data("example_5_1")
+    plane = is_separable(X, y, "pyomo", "highs")
+    v = separability_verdict(X, y, w=plane.w, b=plane.b)
+    assert v.separable is True and v.min_margin == pytest.approx(plane.min_margin, rel=1e-12)
+    assert separability_verdict(X, y, w=plane.w, b=plane.b - 100.0).separable is None  # every point on one side
+    assert separability_verdict(X, y).separable is None
+    X4, y4 = data("exercise_5_4")
+    res = is_separable(X4, y4, "cvxpy", "highs")
+    weights = np.zeros(len(y4))
+    weights[res.rows_a], weights[res.rows_b] = res.lam, res.mu
+    assert separability_verdict(X4, y4, lam=weights).separable is False
+    assert separability_verdict(X4, y4, lam=weights + 0.01).separable is None  # balance and stationarity fail
+
+
+def test_is_separable_and_the_pipelines_certificate_agree_through_the_one_decider(monkeypatch):
+    """The pipeline's own LP (checks.separability_certificate) and is_separable give the same answer,
+    and is_separable's certificate is the decider's: refusing every certificate there makes it undecided."""
+    for name, separable in (("example_5_1", True), ("exercise_5_4", False)):
+        X, y = data(name)
+        assert is_separable(X, y, "pyomo", "highs").separable is separable
+        assert checks.separability_certificate(X, y).holds is (not separable)
+    real = separability_verdict
+
+    def refuse_certificates(*args, **kwargs):
+        verdict = real(*args, **kwargs)
+        verdict.certificate.holds = False
+        return verdict
+
+    monkeypatch.setattr(sep, "separability_verdict", refuse_certificates)
+    X4, y4 = data("exercise_5_4")
+    assert is_separable(X4, y4, "pyomo", "highs").separable is None

@@ -248,7 +248,7 @@ needs_cli = pytest.mark.skipif(not _run_py().exists(), reason="experiments/run.p
 @pytest.mark.parametrize("case", BAD_CSVS, ids=lambda c: c[0])
 def test_cli_refuses_bad_csv(case, tmp_path, no_solver, capsys):
     """In-process: exit code, message and no traceback, and no solver called."""
-    from experiments import run
+    from experiments.runner import cli as run
 
     try:
         code = run.main(_cli_args(tmp_path, case))

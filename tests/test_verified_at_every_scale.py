@@ -219,7 +219,7 @@ def test_primal_working_set_refutes_a_false_claim(monkeypatch):
 
 
 def test_bench_rows_refute_a_false_claim():
-    from experiments import bench
+    from experiments.bench import scaling as bench
 
     ds = example_5_1()
     truth = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=bench.C_VALUE, profile="high")
@@ -234,7 +234,7 @@ def test_bench_rows_refute_a_false_claim():
 
 
 def test_c_path_refutes_a_false_claim():
-    from experiments import c_path
+    from experiments.bench import c_path
     from formulations import soft_primal
     from solvers.registry import get_backend
 

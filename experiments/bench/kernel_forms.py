@@ -1,7 +1,7 @@
 r"""The kernel dual's two forms measured: dense Q = Y K Y vs a factor K ~ L L'.
 
-    python -m experiments.kernel_forms                 # timings, a few n and ranks
-    python -m experiments.kernel_forms --low-rank      # a low-rank factor's effect on the optimum
+    python -m experiments.bench.kernel_forms                 # timings, a few n and ranks
+    python -m experiments.bench.kernel_forms --low-rank      # a low-rank factor's effect on the optimum
 
 `low_rank_effect`: what a truncated factor (rank r < rank K) does to the optimum.
 With L from a pivoted Cholesky, E = K - L L' is positive semidefinite (a Schur
@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 
 import formulations
+from experiments.datasets import nonlinear, overlapping
 from formulations.kernels import Kernel, factorize, gram
 from formulations.model import KERNEL_DUAL, CvxpyModel
 from formulations.validation import check_labels
+from solvers.api import solve
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
@@ -55,8 +57,6 @@ def _solve_form(K, y, C, layer: str, backend: str, profile: str, form: str = "fa
 def low_rank_effect(X, y, kernel: Kernel, C: float, ranks, *, layer: str = "cvxpy", backend: str = "clarabel",
                     profile: str = "high") -> pd.DataFrame:
     """One row per rank r: the optimum and decision values with K replaced by a rank-r factor."""
-    from solvers.api import solve
-
     y, _ = check_labels(y, n=len(X))
     K = gram(kernel, X)
     full = solve(KERNEL_DUAL, X, y, layer=layer, backend=backend, C=C, K=K, profile=profile)
@@ -98,8 +98,6 @@ def time_forms(ns, rank_fractions, *, d: int = 10, gamma: float = 0.1, C: float 
     (for Pyomo this includes reading the model through the standard-form bridge).
     The Gram matrix, Mercer check and factorisation are common to a case and not counted.
     """
-    from experiments.datasets import overlapping
-
     rows = []
     kernel = Kernel("rbf", gamma=gamma)
     for n in ns:
@@ -126,15 +124,13 @@ def time_forms(ns, rank_fractions, *, d: int = 10, gamma: float = 0.1, C: float 
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench.kernel_forms", description=__doc__.splitlines()[0])
     parser.add_argument("--low-rank", action="store_true", help="the low-rank factor's effect on the optimum")
     parser.add_argument("--n", type=int, nargs="*", default=[500, 1000, 2000])
     parser.add_argument("--fractions", type=float, nargs="*", default=[0.02, 0.05, 0.1, 0.25, 1.0])
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     if args.low_rank:
-        from experiments.datasets import nonlinear
-
         ds = nonlinear(200, seed=0)
         print(low_rank_effect(ds.X, ds.y, Kernel("rbf", gamma=1.0), 1.0, [5, 10, 20, 40]).to_string())
     else:

@@ -9,7 +9,7 @@ hover tool shows per-point values; Panel adds the widgets (sliders, selects, a f
 async callbacks and a server started from Python (`pn.serve`). Both are maintained by the
 HoloViz / Bokeh projects, install from PyPI with pip, and run offline (resources are served by
 the local server, nothing is fetched from a CDN). The page's computing lives in
-`experiments.explore_compute` (plain functions, tested without a browser); this module is the
+`experiments.explore.compute` (plain functions, tested without a browser); this module is the
 layout, the wiring and the worker.
 
 Each change (points, C, kernel, layer, ...) sends a request to a worker thread. Requests are
@@ -50,10 +50,10 @@ def _port(text: str) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    # Panel and the solvers are imported only now, so --help and bad options answer at once.
+    # Panel and the solvers are imported only now, so --help and bad options answer at once:
     import panel as pn
 
-    from experiments.explore_page import ExplorerPage
+    from experiments.explore.page import ExplorerPage  # lazy: Panel, Bokeh and the solvers
 
     # Browsers may only open the page's websocket from the address they loaded it from; listening
     # on every interface means "reachable by any name of this machine".

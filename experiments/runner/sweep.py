@@ -47,19 +47,18 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.results_table import RESULT_COLUMNS, to_json
-from experiments.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
+from experiments.runner.results_table import RESULT_COLUMNS, to_json
+from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARABILITY, Problem, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
-
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
     "piqp", "proxsuite", "daqp", "cyipopt", "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
-    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.sweep",
+    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
@@ -421,13 +420,13 @@ def execute_task(task: Task) -> dict:
                                time_limit=task.timeout)
             row.update(separability_row(res, task))
         elif task.formulation in L1_FORMULATIONS:
-            from solvers.lp import solve_lp
+            from solvers.lp import solve_lp  # heavy: imported where the solve runs
 
             sol = solve_lp(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
                            method=task.method, profile=task.profile, time_limit=_own_time_limit(task))
             row.update(lp_solution_row(sol, task))
         else:
-            from solvers.api import solve
+            from solvers.api import solve  # heavy: imported where the solve runs
 
             kernel = task.kernel if task.formulation == KERNEL_DUAL else None
             sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,

@@ -35,11 +35,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.results_table import from_json
-from experiments.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
-from formulations.kernels import exact_number
+from experiments.runner.folder import SEPARABILITY_FILE
+from experiments.runner.results_table import from_json
+from experiments.runner.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
+from experiments.separability import SeparabilityResult
+from formulations.kernels import Kernel, exact_number, gram
 from formulations.model import DUAL_FORMULATIONS as QP_DUALS
 from formulations.model import PRIMAL_FORMULATIONS as QP_PRIMALS
+from solvers.lp import l1_objectives
 
 PRIMAL_FORMULATIONS = QP_PRIMALS + (L1_PRIMAL,)
 DUAL_FORMULATIONS = QP_DUALS + (L1_DUAL,)
@@ -167,11 +170,34 @@ def load_names(out_dir: str | Path) -> dict[str, DataNames]:
 
 def load_separability(out_dir: str | Path) -> dict:
     """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
-    from experiments.run import SEPARABILITY_FILE
-
     path = Path(out_dir) / SEPARABILITY_FILE
     return json.loads(path.read_text()) if path.exists() else {}
 
+
+
+
+def result_from_record(rec: dict):
+    """experiments.runner.sweep.certificate_record -> a SeparabilityResult (for format_certificate / plot_certificate)."""
+    def arr(v):
+        return None if v is None else np.asarray(v, dtype=float)
+
+    res = SeparabilityResult(separable=rec.get("separable"), layer=rec.get("layer", ""),
+                             backend=rec.get("backend", ""), method=rec.get("method"), feasibility=None,
+                             w=arr(rec.get("w")), b=math.nan if rec.get("b") is None else rec["b"],
+                             min_margin=math.nan if rec.get("min_margin") is None else rec["min_margin"],
+                             point=arr(rec.get("point")), message=rec.get("message", ""),
+                             certificate={k: (math.nan if v is None else v)
+                                          for k, v in (rec.get("certificate") or {}).items()})
+    for name, rows_attr in (("lam", "rows_a"), ("mu", "rows_b")):
+        if f"{name}_idx" not in rec:
+            continue
+        weights = np.zeros(rec[f"n_{name}"])
+        rows = np.full(rec[f"n_{name}"], -1, dtype=int)  # only the rows with a positive weight are kept
+        weights[rec[f"{name}_idx"]] = rec[f"{name}_val"]
+        rows[rec[f"{name}_idx"]] = rec[f"{name}_rows"]
+        setattr(res, name, weights)
+        setattr(res, rows_attr, rows)
+    return res
 
 # ------------------------------------------------------------------ strong duality
 
@@ -231,7 +257,6 @@ def _svc_reference(X, y, kernel: str, gamma, degree, coef0, C: float) -> dict:
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import SVC
 
-    from formulations.kernels import Kernel, gram
 
     name = kernel.split("(")[0]
     k = Kernel(name, gamma=None if gamma is None or (isinstance(gamma, float) and math.isnan(gamma)) else gamma,
@@ -437,8 +462,6 @@ def l1_pairs(df: pd.DataFrame, data: dict | None = None) -> pd.DataFrame:
     which equal P* and D* even where the LP's solution is not unique. Verified rows only
     for the numbers; the statuses say which.
     """
-    from solvers.lp import l1_objectives
-
     df = with_groups(df[df.formulation.isin(L1_FORMULATIONS)])
     cols = ["group", "dataset", "C", "n", "d", "layer", "backend", "method", "setting", "primal_status",
             "dual_status", "P_star", "D_star", "rel_objective_diff", "primal_rel_gap", "dual_rel_gap",

@@ -15,7 +15,7 @@ training points and on any new points. `explicit_map_duality` solves both and
 returns one row with the numbers; `kernel_duality_rows` does it for several cases.
 
 The rows carry the columns of the runner's duality table
-(experiments.analysis.duality_pairs: group, dataset, kernel, C, profile,
+(experiments.runner.analysis.duality_pairs: group, dataset, kernel, C, profile,
 primal_/dual_ formulation, layer, backend, P_star, D_star, gap, rel_gap), with
 primal_formulation = "soft_primal[Phi]", plus what only this comparison has:
 n_features (columns of Phi), b_primal, b_dual, b_diff, max_decision_diff (training

@@ -24,10 +24,20 @@ import pandas as pd
 from matplotlib.figure import Figure  # a bare Figure (no pyplot): no global state, saved through Agg
 from matplotlib.lines import Line2D
 
-from experiments.analysis import DataNames, load_data, load_names, with_groups
-from experiments.results_table import from_json
-from formulations.kernels import exact_number
+from experiments.runner.analysis import (
+    DataNames,
+    load_data,
+    load_names,
+    load_separability,
+    result_from_record,
+    with_groups,
+)
+from experiments.runner.results_table import from_json
+from experiments.separability import plot_certificate
+from formulations.kernels import Kernel, decision_function, exact_number
 from formulations.model import DUAL_FORMULATIONS
+from formulations.recovery import AT_BOUND, FREE, classify, support_mask
+from solvers.profiles import PROFILES
 
 STATUS_COLORS = {"optimal": "tab:green", "optimal_inaccurate": "tab:orange", "iteration_limit": "tab:red",
                  "time_limit": "tab:purple", "error": "black", "infeasible": "tab:brown", "unbounded": "tab:pink"}
@@ -50,8 +60,6 @@ def _pick_row(g: pd.DataFrame) -> pd.Series | None:
 
 
 def _kernel_of(row: pd.Series):
-    from formulations.kernels import Kernel
-
     name = row.kernel.split("(")[0]
     gamma = None if pd.isna(row.gamma) else float(row.gamma)
     degree = 3 if pd.isna(row.degree) else int(row.degree)
@@ -66,9 +74,6 @@ BOUND_SV = dict(marker="D", s=110, facecolors="none", edgecolors="tab:orange", l
 
 def _decision(row: pd.Series, X: np.ndarray, y: np.ndarray, alpha: np.ndarray, points: np.ndarray) -> np.ndarray:
     """f at `points` from the row's w*, b* (linear) or from alpha* and the kernel."""
-    from formulations.kernels import decision_function
-    from formulations.recovery import support_mask
-
     w = from_json(row.w)
     if w is not None:
         return points @ np.asarray(w) + row.b
@@ -80,8 +85,6 @@ def separator_figure(row: pd.Series, X: np.ndarray, y: np.ndarray, names: DataNa
     """Points, f(x) = 0, f(x) = +-1, and the support vectors of one verified solve (2-D data): free ones
     (0 < alpha_i < C, on their margin) circled, bound ones (alpha_i = C) in diamonds. `names`: the user's
     feature and class names (x1, x2, A (+1), B (-1) by default)."""
-    from formulations.recovery import AT_BOUND, FREE, classify
-
     names = names or DataNames(("x1", "x2"))
     alpha = np.asarray(from_json(row.alpha))
     C = float(row.C)
@@ -153,8 +156,6 @@ def _strip_figure(df: pd.DataFrame, panels: list[tuple[str, str, str]], **subplo
 
 
 def gap_kkt_figure(df: pd.DataFrame) -> Figure:
-    from solvers.profiles import PROFILES
-
     resid = df[["kkt_stationarity", "kkt_balance", "kkt_primal_feasibility", "kkt_dual_feasibility",
                 "kkt_complementarity"]].astype(float)
     df = df.assign(kkt_max=resid.max(axis=1, skipna=True))
@@ -180,10 +181,6 @@ def separability_figures(out_dir: str | Path, data: dict, separability: dict | N
                          names: dict | None = None) -> dict[Path, Figure]:
     """One certificate figure per 2-D data set of out_dir/separability.json (experiments.separability),
     keyed by the path it is saved to; `separability`: its records, where the caller has read them already."""
-    from experiments.analysis import load_separability
-    from experiments.report import result_from_record
-    from experiments.separability import plot_certificate
-
     out = Path(out_dir)
     records = load_separability(out) if separability is None else separability
     figures = {}

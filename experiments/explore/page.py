@@ -1,4 +1,4 @@
-"""The explorer's page: Bokeh figures and Panel widgets wired to `experiments.explore_compute`.
+"""The explorer's page: Bokeh figures and Panel widgets wired to `experiments.explore.compute`.
 
 One `ExplorerPage` per browser session. Computing is in `explore_compute`; here are the
 layout, the conversion of an `Exploration` into the figures' data sources, and the worker
@@ -16,13 +16,22 @@ from functools import partial
 
 import numpy as np
 import panel as pn
-from bokeh.models import (ColumnDataSource, HoverTool, PointDrawTool, Range1d, SaveTool, Span,
-                          WheelZoomTool, PanTool, ResetTool)
+from bokeh.models import (
+    ColumnDataSource,
+    HoverTool,
+    PanTool,
+    PointDrawTool,
+    Range1d,
+    ResetTool,
+    SaveTool,
+    Span,
+    WheelZoomTool,
+)
 from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import factor_cmap, factor_mark
 
-from experiments import explore_compute as ec
+from experiments.explore import compute as ec
 from experiments.separability import format_certificate
 from formulations import recovery
 from formulations.errors import SVMInputError

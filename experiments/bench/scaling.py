@@ -26,7 +26,7 @@ a layer's compile and read-back), `total_s` = build + solve (what a user waits f
 `solver_s` (the solver's own time inside). Accuracy: every point is checked by
 solvers.checks; `rel_obj_error` is (objective - best)/|best| in the worse direction
 (primal above, dual below the best verified optimum).
-Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench_report).
+Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.report).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import argparse
 import json
 import math
 import multiprocessing as mp
-import os
 import resource
 import sys
 import time
@@ -45,6 +44,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
+import formulations
+from experiments.bench import report as bench_report
+from experiments.bench.report import path_label
+from experiments.coursework.l1_compare import lp_timings
+from experiments.datasets import overlapping
+from formulations import validation
+from formulations.kernels import Kernel, factorize, gram
+from formulations.recovery import primal_objective
+from solvers import api, direct, primal_working_set, working_set
+from solvers import solution as st
+from solvers.closing import HAS_POINT, close, read_model
+from solvers.kernel_rows import row_source
+from solvers.profiles import backend_options, get_profile
+from solvers.registry import get_backend
 
 LINEAR_D = 20
 KERNEL_D = 10
@@ -92,16 +106,6 @@ class Path_:
     @property
     def label(self) -> str:
         return path_label(self.problem, self.formulation, self.layer, self.backend, self.form, self.rank)
-
-
-def path_label(problem, formulation, layer, backend, form, rank) -> str:
-    """layer/formulation/backend (linear), layer/backend/form (kernel), sklearn/peer/tolerance."""
-    form = "" if not isinstance(form, str) else form
-    rank = int(rank) if isinstance(rank, (int, float)) and rank == rank else 0
-    if layer == "sklearn":
-        return f"sklearn/{backend}/{form}"
-    parts = [layer, formulation if problem == "linear" else "", backend, form + (f"{rank}" if rank else "")]
-    return "/".join(p for p in parts if p)
 
 
 @dataclass
@@ -200,8 +204,6 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
 
 
 def bench_data(n: int, d: int):
-    from experiments.datasets import overlapping
-
     ds = overlapping(n, d=d, seed=SEED)
     return ds.X, ds.y
 
@@ -240,7 +242,6 @@ def _fill_from_solution(row: Row, sol, kind: str) -> None:
 def _run_sklearn(task: Task, row: Row, X, y) -> None:
     from sklearn.svm import SVC, LinearSVC
 
-    from formulations.recovery import primal_objective
 
     p = task.path
     tight = p.form == "tight"
@@ -266,8 +267,6 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
         row.primal_objective = row.objective = primal_objective(X, y, w, b, C_VALUE)
         row.objective_kind = "primal"
     else:
-        from formulations.kernels import Kernel, gram
-
         sv = model.support_
         coef = np.ravel(model.dual_coef_)
         row.dual_objective = row.objective = dual_objective_kernel(gram(Kernel("rbf", gamma=GAMMA), X[sv]), coef)
@@ -278,12 +277,6 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
 
 
 def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
-    import formulations
-    from solvers import solution as st
-    from solvers.closing import HAS_POINT, read_model
-    from solvers.profiles import backend_options, get_profile
-    from solvers.registry import get_backend
-
     p = task.path
     prof = get_profile(p.profile)
     adapter = get_backend(p.layer, p.backend)
@@ -312,9 +305,6 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
 
 
 def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
-    from solvers import direct
-    from solvers.profiles import backend_options, get_profile
-
     p = task.path
     prof = get_profile(p.profile)
     form = "factor" if p.form == "lowrank" else (p.form or "dense")
@@ -329,10 +319,6 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
 
 def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -> None:
     """Recover w*, b* from a returned point, run the project's checks on it and fill the row."""
-    from solvers import solution as st
-    from solvers.closing import close
-    from solvers.profiles import get_profile
-
     p = task.path
     prof = get_profile(p.profile)
     sol = st.Solution(formulation=p.formulation, layer=layer, backend=p.backend, status=raw.status,
@@ -344,8 +330,6 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
 
 
 def _run_working_set(task: Task, row: Row, X, y, K) -> None:
-    from solvers import primal_working_set, working_set
-
     p = task.path
     if p.problem == "linear":
         sol = primal_working_set.solve(X, y, C_VALUE, backend=p.backend, layer=p.layer, profile=p.profile,
@@ -366,8 +350,6 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
 
 def _run_auto(task: Task, row: Row, X, y) -> None:
     """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
-    from solvers import api
-
     p = task.path
     kernel = {"kernel": {"name": "rbf", "gamma": GAMMA}} if p.problem != "linear" else {}
     start = time.perf_counter()
@@ -396,10 +378,6 @@ def measure(task: Task) -> Row:
         row.build_s = 0.0
         # solve(method="auto") starts from the data: its Gram matrix or kernel rows are in its own time
         if p.problem != "linear" and p.layer != "sklearn" and p.form != "auto":
-            from formulations import validation
-            from formulations.kernels import Kernel, factorize, gram
-            from solvers.kernel_rows import row_source
-
             start = time.perf_counter()
             if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
                 K = row_source(Kernel("rbf", gamma=GAMMA), X)
@@ -598,8 +576,6 @@ def add_errors(df):
 
 def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> int:
     """The LPs of the 1-norm SVM through HiGHS at growing n; `budget` is HiGHS's time limit per solve."""
-    from experiments.l1_compare import lp_timings
-
     out_dir.mkdir(parents=True, exist_ok=True)
     ns = (1_000,) if quick else (1_000, 10_000, 100_000)
     start = time.perf_counter()
@@ -670,7 +646,6 @@ def main(argv=None) -> int:
         parser.error(f"unknown backends {unknown}; choose from {ALL_BACKENDS}")
     import pandas as pd
 
-    from experiments import bench_report
 
     runs_file = out / "runs.json"
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
@@ -707,11 +682,3 @@ def main(argv=None) -> int:
                               kill_after=last.get("kill_after"), runs=runs)
     print(f"report -> {out / 'report.md'}")
     return 0
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    # Run the module's own copy (not __main__'s) so the workers unpickle the same classes.
-    from experiments import bench as _bench
-
-    raise SystemExit(_bench.main())

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.datasets import example_5_1, exercise_5_4, gendata, overlapping
+from experiments.separability import is_separable
 from formulations import recovery
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function
@@ -237,8 +238,6 @@ def explore(X, y, settings: Settings, window: tuple | None = None) -> Exploratio
     if settings.compare_layers:
         result.other = _solve_one(X, y, settings, settings.other_layer)
     if settings.hard and settings.kernel == "linear":
-        from experiments.separability import is_separable
-
         result.separability = is_separable(X, y)
     if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
         result.decision = decision_values(sol, settings, X, y, X)

@@ -25,6 +25,7 @@ from experiments.datasets import load_dataset
 from formulations import validation
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
+from solvers.api import solve
 from solvers.lp import NZ_REL_TOL, setting_label, solve_lp
 
 COLUMNS = ["dataset", "model", "formulation", "layer", "setting", "status", "C", "n", "d", "objective",
@@ -74,8 +75,6 @@ def compare_l1_l2(
     The 2-norm model defaults to Clarabel (HiGHS's QP solver does not scale to
     large n); `l2_layer` defaults to `layer`.
     """
-    from solvers.api import solve
-
     X, y, labels = validation.check_data(X, y)
     if (X_test is None) != (y_test is None):
         raise SVMInputError("give both X_test and y_test, or neither")

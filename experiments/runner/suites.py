@@ -232,7 +232,7 @@ def _lp_after(out_dir, seed: int) -> None:
 
     import pandas as pd
 
-    from experiments.l1_compare import compare_on_dataset
+    from experiments.coursework.l1_compare import compare_on_dataset  # lazy: cvxpy; --help and --list read this module
 
     frames = [compare_on_dataset("sparse_features", LP_SPARSE_C, seed=seed,
                                  dataset_params={**LP_SPARSE, "seed": seed}, layer=layer, l1_backend="highs",
@@ -256,7 +256,7 @@ register(Suite(
 
 def _coursework_section(name: str) -> Callable[[object], object]:
     def run(out_dir):
-        from experiments.coursework import run_suite  # lazy: matplotlib and scikit-learn
+        from experiments.coursework.cli import run_suite  # lazy: matplotlib and scikit-learn
 
         return run_suite(name, out_dir)
 

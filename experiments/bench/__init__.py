@@ -1,0 +1,7 @@
+"""The benchmark: how the paths scale with n (``python -m experiments.bench``).
+
+``scaling`` is the run (data, paths, budgets, the CSV); ``report`` writes report.md and the
+figures from it; ``c_path`` times warm starts along a C path (``python -m experiments.c_path``);
+``kernel_forms`` compares the dense and the factored kernel dual; ``estimator`` times
+:class:`~experiments.estimator.SVMClassifier` against scikit-learn's SVC.
+"""
