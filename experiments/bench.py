@@ -8,13 +8,13 @@ Problems (one optimum each, shared by all paths):
 
 - ``linear``: overlapping Gaussian blobs (experiments.datasets.overlapping), d = 20, C = 1;
   paths: soft_primal and the lifted dual in Pyomo and cvxpy with every backend, the same
-  QPs handed to each solver alone on pre-assembled matrices (solvers.direct), the primal
-  by restricted QPs near the margin (solvers.primal_working_set) in each layer, and
+  QPs handed to each solver alone on pre-assembled matrices (solvers.algorithms.direct), the primal
+  by restricted QPs near the margin (solvers.algorithms.primal_working_set) in each layer, and
   scikit-learn's LinearSVC(loss='hinge', dual=True) (LIBLINEAR) and SVC(kernel='linear') (LIBSVM).
 - ``kernel``: the same blobs with d = 10 and the Gaussian kernel (gamma = 0.1), C = 1;
   paths: the kernel dual as a dense quadratic form and as a full-rank factor in both layers,
   the dense matrix handed to the solver alone, a low-rank factor (its effect on the optimum
-  is measured against the exact one), the working-set decomposition (solvers.working_set)
+  is measured against the exact one), the working-set decomposition (solvers.algorithms.working_set)
   in each layer, and SVC(kernel='rbf') (LIBSVM).
 
 Each measurement runs in a fresh worker process (forked from a fork server that has
@@ -160,7 +160,7 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
             paths.append(Path_("linear", formulation, "direct", backend))
             paths.append(Path_("linear", formulation, "cvxpy", backend))
             paths.append(Path_("linear", formulation, "pyomo", backend))
-    for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.primal_working_set)
+    for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.algorithms.primal_working_set)
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
             paths.append(Path_("linear", "soft_primal", layer, backend, "working_set"))
     kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
@@ -312,7 +312,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
 
 
 def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
-    from solvers import direct
+    from solvers.algorithms import direct
     from solvers.profiles import backend_options, get_profile
 
     p = task.path
@@ -344,7 +344,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
 
 
 def _run_working_set(task: Task, row: Row, X, y, K) -> None:
-    from solvers import primal_working_set, working_set
+    from solvers.algorithms import primal_working_set, working_set
 
     p = task.path
     if p.problem == "linear":
@@ -398,7 +398,7 @@ def measure(task: Task) -> Row:
         if p.problem != "linear" and p.layer != "sklearn" and p.form != "auto":
             from formulations import validation
             from formulations.kernels import Kernel, factorize, gram
-            from solvers.kernel_rows import row_source
+            from solvers.algorithms.kernel_rows import row_source
 
             start = time.perf_counter()
             if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
@@ -445,8 +445,8 @@ def _worker(task: Task, conn) -> None:
 # Imported once by the fork server, so that each worker starts in milliseconds with the
 # libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy).
 PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
-           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.direct",
-           "solvers.working_set", "solvers.registry"]
+           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.algorithms.direct",
+           "solvers.algorithms.working_set", "solvers.registry"]
 _CTX = None
 
 

@@ -101,7 +101,7 @@ def alpha_bounds(C) -> list:
 def pyomo_alpha_bounds(C):
     """Pyomo bounds 0 <= alpha_i <= C (None above for C = inf), or a rule giving C_i per sample.
 
-    Plain floats, so the standard-form bridge reads them in one pass (solvers.pyomo_standard_form).
+    Plain floats, so the standard-form bridge reads them in one pass (solvers.bridge.pyomo_standard_form).
     """
     if penalty.per_sample(C):
         upper = [float(c) for c in C]
@@ -149,7 +149,7 @@ def matrix_rows(M, variables, *, lower=None, upper=None):
 
     The rows are kept as the CSR arrays of M (Pyomo's `MatrixConstraint`), not
     as one expression object per row: construction is O(nnz) in numpy, and the
-    standard-form bridge (solvers.pyomo_standard_form) reads the arrays back
+    standard-form bridge (solvers.bridge.pyomo_standard_form) reads the arrays back
     without walking expressions. Each row is still a constraint of its own
     (`model.margin[i]`, with its multiplier in `model.dual`), and asking a row
     for its `body` or `expr` builds the ordinary linear expression, so every

@@ -8,8 +8,8 @@ while the solver needs nothing but Q.
 `QuadraticForm` keeps Q and the variables x as arrays, the way
 `formulations.model.MatrixRows` keeps a constraint matrix in CSR form:
 
-- the standard-form bridge (solvers.pyomo_standard_form through
-  solvers.pyomo_quadratic) reads Q directly: O(n^2) numpy work, no Python
+- the standard-form bridge (solvers.bridge.pyomo_standard_form through
+  solvers.bridge.pyomo_quadratic) reads Q directly: O(n^2) numpy work, no Python
   object per term;
 - every other Pyomo tool sees an ordinary named expression
   sum_i x_i (sum_j Q_ij x_j), built on first request only (e.g. by Pyomo's

@@ -18,6 +18,7 @@ import formulations
 from formulations import penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
+from solvers.backends import RECORDS
 from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
@@ -39,10 +40,10 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
 
 METHODS = ("full", "working_set", "auto")
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
-#: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.direct.solve).
+#: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.algorithms.direct.solve).
 WORKING_SET_LAYERS = LAYERS + ("direct",)
-#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.working_set,
-#: the linear kernel's rows), the soft primal (solvers.primal_working_set). Finite C only.
+#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.algorithms.working_set,
+#: the linear kernel's rows), the soft primal (solvers.algorithms.primal_working_set). Finite C only.
 WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
 #: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
 #: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
@@ -118,7 +119,7 @@ def solve(
     b* or objective is reported (solvers.checks.review, withhold_unverified).
 
     method: "full" (the whole QP as one model), "working_set" (the kernel or linear dual by
-    solvers.working_set, the soft primal by solvers.primal_working_set: small subproblems, each a
+    solvers.algorithms.working_set, the soft primal by solvers.algorithms.primal_working_set: small subproblems, each a
     model of `layer` solved by `backend`), or "auto" (choose_method: the working set from the
     measured n on). layer "direct" (the solver alone) runs the working sets only. The method
     used is in `sol.extras["method"]`.
@@ -153,7 +154,7 @@ def solve(
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
-            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.direct.solve for the whole QP")
+            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
     if method == "working_set":
         return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
                                   allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
@@ -209,8 +210,8 @@ def solve(
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
                        time_limit, options, standardize, memory_budget) -> st.Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
-    from solvers import primal_working_set, working_set
-    from solvers.kernel_rows import FullGram, row_source
+    from solvers.algorithms import primal_working_set, working_set
+    from solvers.algorithms.kernel_rows import FullGram, row_source
 
     _check_working_set_backend(layer, backend)
     standardizer = None
@@ -287,7 +288,7 @@ def _check_working_set_backend(layer: str, backend: str) -> None:
     if layer == "direct":
         import qpsolvers
 
-        usable = sorted(set(qpsolvers.available_solvers) & set(BACKEND_NAMES))
+        usable = sorted(name for name, record in RECORDS.items() if record.qpsolvers_name in qpsolvers.available_solvers)
         if backend not in usable:
             raise validation.SVMInputError(
                 f"backend {backend!r} cannot solve the working set's subproblems alone (qpsolvers); choose one of "

@@ -132,7 +132,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
         alpha = estimate_multipliers(X, y, sol.w, f, C)
         out.alpha_source = "estimated"
     kernel = sol.formulation == KERNEL_DUAL
-    # a Gram already (solvers.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
+    # a Gram already (solvers.algorithms.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
     gram = K if isinstance(K, Gram) else Gram(None if kernel else X, K if kernel else None)
 
     # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual

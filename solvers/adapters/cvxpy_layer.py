@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from solvers import solution as st
-from solvers.profiles import TIME_LIMIT_OPTION
+from solvers.backends import BackendRecord, get_record
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
@@ -31,31 +31,6 @@ STATUS_MAP = {
     "user_limit": st.ITERATION_LIMIT,
     "solver_error": st.ERROR,
 }
-
-# Backend name -> (cvxpy solver name, module that must import).
-CVXPY_SOLVERS = {
-    "clarabel": ("CLARABEL", "clarabel"),
-    "osqp": ("OSQP", "osqp"),
-    "scs": ("SCS", "scs"),
-    "piqp": ("PIQP", "piqp"),
-    "proxqp": ("PROXQP", "proxsuite"),
-    "daqp": ("DAQP", "daqp"),
-    "highs": ("HIGHS", "highspy"),
-    "ipopt": ("IPOPT", "cyipopt"),
-}
-
-# cvxpy hands PIQP dense or sparse matrices by its "backend" option (default sparse). A dense
-# quadratic form (the kernel dual's Q, a working-set subproblem) wants the dense factorisation:
-# a 200 x 200 subproblem took 11 ms sparse and 2 ms dense (measured here); qpsolvers makes the
-# same choice from the matrix type. ProxQP stays on cvxpy's default (dense): cvxpy's sparse
-# ProxQP call raises a TypeError with proxsuite 0.8.
-MATRIX_BACKEND_SOLVERS = ("piqp",)
-
-
-def matrix_backend(backend: str, dense: bool) -> dict:
-    """The option that picks PIQP's dense or sparse backend in cvxpy (empty for the others)."""
-    return {"backend": "dense" if dense else "sparse"} if backend in MATRIX_BACKEND_SOLVERS else {}
-
 
 # cvxpy's SciPy canonicalisation backend compiles the large models faster than its default (C++):
 # the soft primal at n = 1e5 in 0.41-0.49 s against 0.70-0.83 s, the lifted dual 0.40 against
@@ -83,16 +58,24 @@ def _raw_status(problem) -> str:
 class CvxpyBackend:
     """Solve a `CvxpyModel` with one of cvxpy's solvers."""
 
-    name: str
+    record: BackendRecord
     layer: str = "cvxpy"
+
+    @classmethod
+    def named(cls, name: str) -> CvxpyBackend:
+        return cls(get_record(name))
+
+    @property
+    def name(self) -> str:
+        return self.record.name
 
     @property
     def cvxpy_name(self) -> str:
-        return CVXPY_SOLVERS[self.name][0]
+        return self.record.cvxpy_name
 
     def installed(self) -> tuple[bool, str]:
         """Whether the packages are there, without importing them (fast: --list)."""
-        module = CVXPY_SOLVERS[self.name][1]
+        module = self.record.module
         if importlib.util.find_spec("cvxpy") is None:
             return False, "cvxpy is not installed"
         if importlib.util.find_spec(module) is None:
@@ -110,23 +93,14 @@ class CvxpyBackend:
         return True, "available"
 
     def version(self) -> str:
-        from importlib.metadata import PackageNotFoundError, version
-
-        dist = {"proxqp": "proxsuite", "ipopt": "cyipopt-wheels", "highs": "highspy"}.get(self.name, self.name)
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            return ""
+        return self.record.version()
 
     def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
         import cvxpy as cp
 
-        kwargs = {**matrix_backend(self.name, dense=model.info.get("form") == "dense"), **options}
-        if time_limit is not None and self.name in TIME_LIMIT_OPTION:
-            kwargs[TIME_LIMIT_OPTION[self.name]] = float(time_limit)
-        if self.name == "ipopt":
-            kwargs.update(nlp=True, print_level=0, sb="yes")
-        else:
+        kwargs = {**self.record.cvxpy_matrix_backend(dense_form=model.info.get("form") == "dense"), **options,
+                  **self.record.time_limit(time_limit), **self.record.cvxpy_options}
+        if not self.record.cvxpy_options.get("nlp"):  # cvxpy's NLP path (Ipopt) takes no canon_backend
             kwargs.setdefault("canon_backend", CANON_BACKEND)
         start = time.perf_counter()
         try:
@@ -146,6 +120,5 @@ class CvxpyBackend:
             objective=float(model.problem.value) if model.problem.value is not None else float("nan"),
             iterations=iters if isinstance(iters, int) else None,
             solve_s=elapsed,
-            # cvxpy's IPOPT path (nlp=True) returns no constraint duals.
-            has_duals=self.name != "ipopt",
+            has_duals=self.record.cvxpy_duals,  # cvxpy's IPOPT path (nlp=True) returns none
         )

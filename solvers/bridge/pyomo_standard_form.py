@@ -189,7 +189,7 @@ def from_pyomo(model) -> StandardQP:
     LinearStandardFormCompiler.
     """
     from formulations.model import MatrixRows
-    from solvers.pyomo_quadratic import compile_quadratic_forms
+    from solvers.bridge.pyomo_quadratic import compile_quadratic_forms
 
     from formulations.quadratic_form import QuadraticForm
 

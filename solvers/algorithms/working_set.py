@@ -22,7 +22,7 @@ others fixed,
 with one of the project's backends, through the solver alone ("direct"), cvxpy
 or Pyomo, in s = a / C, then made exact on its active set (`_polish_block`). The
 gradient is updated with the rows of K whose alpha changed (O(n q)); K is the Gram
-matrix or rows computed on demand through a bounded cache (solvers.kernel_rows), so
+matrix or rows computed on demand through a bounded cache (solvers.algorithms.kernel_rows), so
 nothing n x n is needed. The loop stops when m - M <= tol (the maximal KKT violation)
 and the relative duality gap, computed from the gradient in O(n), is <= gap_tol; then
 the point is recovered and checked like any other. Points at a bound that cannot be part
@@ -64,7 +64,8 @@ from formulations.kernel_dual import dual_matrix
 from formulations.model import KERNEL_DUAL
 from formulations.recovery import recover_bias
 from solvers import solution as st
-from solvers.kernel_rows import FullGram, KernelRows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.backends import get_record
 from solvers.reference import Gram
 
 LAYERS = ("direct", "cvxpy", "pyomo")
@@ -123,7 +124,7 @@ def scaled_warm_start(alpha_prev: np.ndarray, C_prev: float, C_new: float) -> np
 
 
 def as_rows(K) -> Gram:
-    """K as a row source (solvers.kernel_rows): a FullGram around an array, or the source itself."""
+    """K as a row source (solvers.algorithms.kernel_rows): a FullGram around an array, or the source itself."""
     return K if isinstance(K, (FullGram, KernelRows)) else FullGram(K)
 
 
@@ -155,7 +156,7 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
     nb = len(p)
     problem = Problem(P=Q_BB, q=p, A=y_B[None, :], b=np.array([rhs]), lb=np.zeros(nb), ub=np.full(nb, C))
     start = time.perf_counter()
-    sol = solve_problem(problem, solver=backend, **options)
+    sol = solve_problem(problem, solver=get_record(backend).qpsolvers_name, **options)
     return sol.x, time.perf_counter() - start
 
 
@@ -165,12 +166,11 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     # bounds, which PIQP and ProxQP take natively.
     import cvxpy as cp
 
-    from solvers.cvxpy_layer import CVXPY_SOLVERS, matrix_backend
-
     a = cp.Variable(len(p), bounds=[0.0, C])
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q_BB)) + p @ a), [y_B @ a == rhs])
     start = time.perf_counter()
-    problem.solve(solver=CVXPY_SOLVERS[backend][0], **{**matrix_backend(backend, dense=True), **options})
+    record = get_record(backend)
+    problem.solve(solver=record.cvxpy_name, **{**record.cvxpy_matrix_backend(dense_form=True), **options})
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
 
 
@@ -345,7 +345,7 @@ def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band:
                 seed: int = 0) -> tuple[np.ndarray | None, float, str]:
     """A feasible alpha near the optimum from a sample's decision function (module docstring).
 
-    K: the Gram matrix or a row source (solvers.kernel_rows). Returns (alpha or None when a step
+    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows). Returns (alpha or None when a step
     fails, time inside the subproblem calls, a description).
     """
     alpha, sub_s, how, _ = _split_start(as_rows(K), y, C, subsolve, backend, options, sample=sample, band=band,
@@ -500,7 +500,7 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
               shrink_every: int = 10, max_q: int = 1200) -> WorkingSetResult:
     """Solve the kernel dual by working sets of at most q points.
 
-    K: the n x n Gram matrix, or a row source (solvers.kernel_rows.KernelRows: rows on demand
+    K: the n x n Gram matrix, or a row source (solvers.algorithms.kernel_rows.KernelRows: rows on demand
     through a bounded cache, no n x n matrix).
     profile: the subproblem solver's options (solvers.profiles; `options` go on top).
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
@@ -643,7 +643,7 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
           sample: int = 500, selection: str = "second_order", shrinking: bool = True) -> st.Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
-    K: the Gram matrix or a row source (solvers.kernel_rows); the checks use it as it is.
+    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
     """
     from formulations import validation

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from solvers import solution as st
+from solvers.backends import BackendRecord
 from solvers.errors import BackendError
 
 # pyomo.contrib.solver TerminationCondition names -> the project's statuses.
@@ -29,8 +30,12 @@ TERMINATION_MAP = {
 
 @dataclass
 class PyomoHighsBackend:
-    name: str = "highs"
+    record: BackendRecord
     layer: str = "pyomo"
+
+    @property
+    def name(self) -> str:
+        return self.record.name
 
     def installed(self) -> tuple[bool, str]:
         """Whether the package is there, without importing it (fast: --list)."""
@@ -44,18 +49,16 @@ class PyomoHighsBackend:
             return ok, reason
         from pyomo.contrib.solver.common.factory import SolverFactory
 
-        available = SolverFactory("highs").available()
+        available = SolverFactory(self.record.name)  # Pyomo registers it under the same name.available()
         return (bool(available), "available" if available else f"Pyomo reports HiGHS as {available}")
 
     def version(self) -> str:
-        from importlib.metadata import version
-
-        return version("highspy")
+        return self.record.version()
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
         from pyomo.contrib.solver.common.factory import SolverFactory
 
-        solver = SolverFactory("highs")
+        solver = SolverFactory(self.record.name)  # Pyomo registers it under the same name
         start = time.perf_counter()
         try:
             results = solver.solve(

@@ -7,7 +7,7 @@ Python object per term (n^2 of them); here it is read as the matrix:
 1. find every QuadraticForm that enters the objective affinely (through sums,
    negations, constant multiples and named expressions) and its multiplier c;
 2. compile the rest of the model with those forms read as 0 (the ordinary
-   path of solvers.pyomo_standard_form.from_pyomo);
+   path of solvers.bridge.pyomo_standard_form.from_pyomo);
 3. add c * (Q + Q') on the forms' columns to P (P is in the minimisation sense:
    P += sense * c * 2 Q for 1/2 x'Px).
 
@@ -103,7 +103,7 @@ def _add_columns(qp, variables) -> None:
 def compile_quadratic_forms(model, compile_rest):
     """A StandardQP for `model` with its QuadraticForms read as matrices, or None.
 
-    `compile_rest(model)` compiles the model (solvers.pyomo_standard_form.from_pyomo);
+    `compile_rest(model)` compiles the model (solvers.bridge.pyomo_standard_form.from_pyomo);
     it is called with the forms reading as 0, so it takes its ordinary path.
     """
     objectives = list(model.component_data_objects(pyo.Objective, active=True))

@@ -65,7 +65,7 @@ class PrimalWorkingSetResult:
 
 
 def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
-    from solvers import direct
+    from solvers.algorithms import direct
 
     asm = direct.assemble(SOFT_PRIMAL, X, y, C, inside=inside)
     res = direct.solve_assembled(asm, backend, options, time_limit)

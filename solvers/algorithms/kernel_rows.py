@@ -1,6 +1,6 @@
 """Rows of the kernel matrix on demand, through a bounded LRU cache (LIBSVM's design).
 
-The kernel working set (solvers.working_set) needs, per outer step, the rows K[B] of the
+The kernel working set (solvers.algorithms.working_set) needs, per outer step, the rows K[B] of the
 points whose alpha changed (the gradient update) and the block K[B, B] (the subproblem).
 At n = 50,000 the whole Gram matrix is 20 GB; its rows are computed from X when asked
 (formulations.kernels.gram on X[rows] against X) and the most recently used ones are kept,
