@@ -113,9 +113,8 @@ def method_options(layer: str, backend: str, method: str | None) -> dict:
     if method is None:
         return {}
     if backend not in LP_METHODS:
-        with_methods_ = ", ".join(LP_METHODS) or "none"
-        raise SVMInputError(f"method {method!r}: backend {backend!r} has no LP methods here (backends with "
-                            f"methods: {with_methods_})")
+        titles = " and ".join(RECORDS[name].title for name in LP_METHODS) or "no backend"
+        raise SVMInputError(f"method {method!r} applies to {titles} only; backend {backend!r} has no methods here")
     try:
         return get_record(backend).method_options(layer, method)
     except KeyError:
