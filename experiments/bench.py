@@ -302,7 +302,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     row.solver_s = raw.solve_s
     if p.layer == "cvxpy":
         stats = model.problem.solver_stats
-        compile_s = float(getattr(model.problem, "_compilation_time", math.nan) or math.nan)
+        compile_s = float(model.problem.compilation_time or math.nan)
         row.extras["cvxpy_compile_s"] = compile_s
         if stats is not None and stats.solve_time:
             row.solver_s = float(stats.solve_time)

@@ -153,7 +153,7 @@ def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str,
             stats = model.problem.solver_stats
             rows.append(_row(path=label, problem="linear", formulation=formulation, layer="cvxpy", backend=backend,
                              profile=prof.name, mode=mode, C=C, n=len(y), time_s=elapsed,
-                             compile_s=float(getattr(model.problem, "_compilation_time", math.nan) or math.nan),
+                             compile_s=float(model.problem.compilation_time or math.nan),
                              solver_s=float(stats.solve_time) if stats is not None and stats.solve_time else math.nan,
                              objective=objective, solver_objective=raw.objective, status=status,
                              iterations=raw.iterations if raw.iterations is not None else math.nan,

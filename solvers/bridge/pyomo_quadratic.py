@@ -37,7 +37,7 @@ def _affine_forms(expr) -> list | None:
     while stack:
         node, mult, affine = stack.pop()
         if isinstance(node, QuadraticForm):
-            if node._zeroed:
+            if node.zeroed:
                 continue
             if not affine or node.matrix is None:
                 return None
@@ -70,12 +70,12 @@ def _is_constant(obj) -> bool:
 def _zeroed(forms):
     """Read the forms as the constant 0 while the rest of the model is compiled."""
     for form in forms:
-        form._zeroed = True
+        form.zeroed = True
     try:
         yield
     finally:
         for form in forms:
-            form._zeroed = False
+            form.zeroed = False
 
 
 def _add_columns(qp, variables) -> None:

@@ -26,6 +26,9 @@ from pyomo.common.errors import InvalidConstraintError, InvalidExpressionError
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 from pyomo.repn.standard_repn import generate_standard_repn
 
+from formulations.internals import MatrixRows, plain_bounds
+from formulations.quadratic_form import QuadraticForm
+from solvers.bridge.pyomo_quadratic import compile_quadratic_forms
 from solvers.errors import UnsupportedModelError
 
 
@@ -142,18 +145,17 @@ def _column_bounds(columns) -> tuple[np.ndarray, np.ndarray]:
     variable (an indexed variable's members share theirs). Plain-number bounds
     (pyo.Var(..., bounds=(0.0, C))) are read from the variables' slots in one pass and
     combined with the domain's as var.lb/var.ub would: 0.07 s at n = 1e5 against 0.4 s
-    through the properties (measured here). Other bounds (Params, expressions) go through them.
+    through the properties (measured here; formulations.internals.plain_bounds). Other bounds (Params, expressions) go through them.
     """
     n = len(columns)
     domain_info: dict = {}
-    for var in {id(v._domain): v for v in columns}.values():  # one variable per domain
+    for var in {id(v.domain): v for v in columns}.values():  # one variable per domain
         if not var.is_continuous():  # every domain of the QP is checked
             raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
         dlo, dhi = var.domain.bounds()
-        domain_info[id(var._domain)] = (-np.inf if dlo is None else float(dlo), np.inf if dhi is None else float(dhi))
-    dom = np.array([domain_info[id(v._domain)] for v in columns], dtype=float).reshape(n, 2)
-    raw_lo = [v._lb for v in columns]
-    raw_hi = [v._ub for v in columns]
+        domain_info[id(var.domain)] = (-np.inf if dlo is None else float(dlo), np.inf if dhi is None else float(dhi))
+    dom = np.array([domain_info[id(v.domain)] for v in columns], dtype=float).reshape(n, 2)
+    raw_lo, raw_hi = plain_bounds(columns)
     if {type(b) for b in raw_lo} | {type(b) for b in raw_hi} <= _PLAIN_BOUNDS:
         # None -> nan; fmax/fmin ignore the nan, so a missing bound leaves the domain's.
         lb = np.fmax(dom[:, 0], np.array(raw_lo, dtype=float))
@@ -161,7 +163,7 @@ def _column_bounds(columns) -> tuple[np.ndarray, np.ndarray]:
     else:
         lb = np.array([-np.inf if v.lb is None else float(v.lb) for v in columns], dtype=float)
         ub = np.array([np.inf if v.ub is None else float(v.ub) for v in columns], dtype=float)
-    for k in np.flatnonzero([v._fixed for v in columns]):
+    for k in np.flatnonzero([v.fixed for v in columns]):
         lb[k] = ub[k] = float(columns[k].value)
     return lb, ub
 
@@ -188,11 +190,6 @@ def from_pyomo(model) -> StandardQP:
     CSR arrays directly; every other constraint goes through Pyomo's
     LinearStandardFormCompiler.
     """
-    from formulations.model import MatrixRows
-    from solvers.bridge.pyomo_quadratic import compile_quadratic_forms
-
-    from formulations.quadratic_form import QuadraticForm
-
     # Only a model holding a QuadraticForm can take that path; looking costs one pass over components.
     if any(isinstance(c, QuadraticForm) for c in model.component_objects(pyo.Expression, descend_into=True)):
         fast = compile_quadratic_forms(model, from_pyomo)  # x'Qx kept as a matrix (formulations.quadratic_form)
@@ -276,7 +273,7 @@ def from_pyomo(model) -> StandardQP:
         ineq_rows += [(info.rows[k].constraint, int(kinds[k])) for k in ineq]
     for block, indptr, cols_, data, lower, upper in block_parts:
         M = sp.csr_matrix((data, cols_, indptr), shape=(len(indptr) - 1, n))
-        datas = block._data
+        datas = block.rows()
         has_lo, has_hi = np.isfinite(lower), np.isfinite(upper)
         eq = np.flatnonzero(has_lo & has_hi & (lower == upper))
         ge = np.flatnonzero(has_lo & ~(has_hi & (lower == upper)))
