@@ -124,6 +124,27 @@ def solve(
     measured n on). layer "direct" (the solver alone) runs the working sets only. The method
     used is in `sol.extras["method"]`.
     """
+    X, y, labels, C, kernel, time_limit, options = _checked_inputs(
+        formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
+        profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
+    method = choose_method(formulation, len(y), layer, C, method)
+    if method == "full" and layer == "direct":
+        raise validation.SVMInputError(
+            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
+            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
+    if method == "working_set":
+        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
+                                  options=options, standardize=standardize, memory_budget=memory_budget)
+    return _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                       kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
+                       time_limit=time_limit, options=options, standardize=standardize, memory_budget=memory_budget)
+
+
+def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, profile, time_limit, options,
+                    standardize, method):
+    """Every argument of `solve` checked before any model is built: (X, y, labels, C, kernel, time_limit,
+    options), or an SVMInputError naming the bad one."""
     if formulation not in formulations.FORMULATIONS:
         raise validation.SVMInputError(
             f"unknown formulation {formulation!r}; choose one of {list(formulations.FORMULATIONS)}"
@@ -149,16 +170,12 @@ def solve(
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
-    C = resolve_C(formulation, C, n=len(y))
-    method = choose_method(formulation, len(y), layer, C, method)
-    if method == "full" and layer == "direct":
-        raise validation.SVMInputError(
-            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
-            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
-    if method == "working_set":
-        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
-                                  options=options, standardize=standardize, memory_budget=memory_budget)
+    return X, y, labels, resolve_C(formulation, C, n=len(y)), kernel, time_limit, options
+
+
+def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kernel_form, allow_indefinite, profile,
+                time_limit, options, standardize, memory_budget) -> st.Solution:
+    """solve(method="full"): the whole QP as one model of `layer`, solved by `backend`, then closed."""
     if formulation == KERNEL_DUAL:
         validation.check_memory(len(y), "the kernel dual's n x n Gram matrix", layer=layer,
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)

@@ -387,14 +387,19 @@ def solve_lp(
         # alpha = 0 are feasible; the objectives lie between 0 and C l): close_lp refutes such claims
         return close_lp(sol, None, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
 
+    checks = _read_and_check(sol, model, formulation, layer, X, y, C, prof.check_tol, raw.has_duals, nz_rel_tol)
+    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
+
+
+def _read_and_check(sol: st.Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:
+    """Read the point and the multipliers into `sol` by constraint name, and the LP's own checks."""
     if layer == "cvxpy":  # split the adapter's time into cvxpy's compilation and the solver's own
         stats = model.problem.solver_stats
         sol.extras["compile_s"] = getattr(model.problem, "compilation_time", None)
         sol.extras["solver_s"] = getattr(stats, "solve_time", None) if stats is not None else None
     values = read_values(model, layer)
-    mults = read_multipliers(model, layer) if raw.has_duals else {}
+    mults = read_multipliers(model, layer) if has_duals else {}
     sol.extras["multipliers"] = mults
-    tol = prof.check_tol
     if formulation == SEPARABILITY:
         sol.w, sol.b, sol.b_rule = values.get("w"), values.get("b", math.nan), "primal_variable"
         checks = _feasibility_checks(X, y, sol.w, sol.b, tol)
@@ -409,7 +414,7 @@ def solve_lp(
         if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
             sol.decision = X @ sol.w + sol.b
             sol.xi = recovery.slacks(y, sol.decision)
-    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
+    return checks
 
 
 def _finite(a) -> bool:
