@@ -7,13 +7,12 @@ keeps the solver's own code for the record.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from solvers import solution as st
-from solvers.backends import BackendRecord, get_record
+from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
@@ -55,45 +54,22 @@ def _raw_status(problem) -> str:
 
 
 @dataclass
-class CvxpyBackend:
+class CvxpyBackend(RecordAdapter):
     """Solve a `CvxpyModel` with one of cvxpy's solvers."""
 
-    record: BackendRecord
-    layer: str = "cvxpy"
-
-    @classmethod
-    def named(cls, name: str) -> CvxpyBackend:
-        return cls(get_record(name))
-
-    @property
-    def name(self) -> str:
-        return self.record.name
+    layer: ClassVar[str] = "cvxpy"
+    layer_package: ClassVar[str] = "cvxpy"
 
     @property
     def cvxpy_name(self) -> str:
         return self.record.cvxpy_name
 
-    def installed(self) -> tuple[bool, str]:
-        """Whether the packages are there, without importing them (fast: --list)."""
-        module = self.record.module
-        if importlib.util.find_spec("cvxpy") is None:
-            return False, "cvxpy is not installed"
-        if importlib.util.find_spec(module) is None:
-            return False, f"the Python package providing {module!r} is not installed"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
-        import cvxpy as cp
+    def loads(self) -> tuple[bool, str]:
+        import cvxpy as cp  # deferred on purpose: the registry (and --list) must not import cvxpy
 
         if self.cvxpy_name not in cp.installed_solvers():
             return False, f"cvxpy does not list {self.cvxpy_name} among its installed solvers"
         return True, "available"
-
-    def version(self) -> str:
-        return self.record.version()
 
     def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
         import cvxpy as cp

@@ -13,16 +13,15 @@ active lower bound g >= cl), so d f*/d (constraint bound) = -lambda.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers import solution as st
-from solvers.backends import BackendRecord
+from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
@@ -115,32 +114,15 @@ def solve_qp_with_ipopt(qp: StandardQP, options: dict, time_limit: float | None 
 
 
 @dataclass
-class PyomoIpoptBackend:
-    record: BackendRecord
-    layer: str = "pyomo"
+class PyomoIpoptBackend(RecordAdapter):
+    layer: ClassVar[str] = "pyomo"
 
-    @property
-    def name(self) -> str:
-        return self.record.name
-
-    def installed(self) -> tuple[bool, str]:
-        """Whether the package is there, without importing it (fast: --list)."""
-        if importlib.util.find_spec("cyipopt") is None:
-            return False, "cyipopt is not installed (pip install cyipopt-wheels)"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
+    def loads(self) -> tuple[bool, str]:
         try:
             import cyipopt  # noqa: F401  (the bundled Ipopt library loads here)
         except Exception as exc:
             return False, f"cyipopt does not load: {exc}"
         return True, "available"
-
-    def version(self) -> str:
-        return self.record.version()
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
         from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo

@@ -9,15 +9,15 @@ Pyomo model exactly as Pyomo's HiGHS interface loads them.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from solvers import solution as st
-from solvers.backends import BackendRecord, get_record
+from solvers.adapters.base import RecordAdapter
+from solvers.backends import BackendRecord
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
@@ -110,41 +110,18 @@ def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
 
 
 @dataclass
-class PyomoQPBackend:
+class PyomoQPBackend(RecordAdapter):
     """One qpsolvers backend behind the Pyomo standard-form bridge."""
 
-    record: BackendRecord
-    layer: str = "pyomo"
+    layer: ClassVar[str] = "pyomo"
+    layer_package: ClassVar[str] = "qpsolvers"
 
-    @classmethod
-    def named(cls, name: str) -> PyomoQPBackend:
-        return cls(get_record(name))
-
-    @property
-    def name(self) -> str:
-        return self.record.name
-
-    def installed(self) -> tuple[bool, str]:
-        """Whether the packages are there, without importing them (fast: --list)."""
-        module = self.record.module
-        if importlib.util.find_spec("qpsolvers") is None:
-            return False, "qpsolvers is not installed"
-        if importlib.util.find_spec(module) is None:
-            return False, f"the Python package providing {module!r} is not installed"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
-        import qpsolvers
+    def loads(self) -> tuple[bool, str]:
+        import qpsolvers  # deferred on purpose: it imports every solver it finds
 
         if self.record.qpsolvers_name not in qpsolvers.available_solvers:
             return False, f"qpsolvers cannot load {self.record.qpsolvers_name}"
         return True, "available"
-
-    def version(self) -> str:
-        return self.record.version()
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
         from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
