@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from solvers.backends import RECORDS
+
 LINEAR_D = 20
 KERNEL_D = 10
 GAMMA = 0.1
@@ -74,7 +76,7 @@ def sizes(problem: str, quick: bool) -> tuple[int, ...]:
         return QUICK_LARGE_C_N if quick else LARGE_C_N
     return QUICK_KERNEL_N if quick else KERNEL_N
 
-ALL_BACKENDS = ("highs", "ipopt", "clarabel", "osqp", "scs", "piqp", "proxqp", "daqp")
+ALL_BACKENDS = tuple(RECORDS)
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,13 @@ from experiments.analysis import DataNames, load_data, load_names, with_groups
 from experiments.results_table import from_json
 from formulations.kernels import exact_number
 from formulations.model import DUAL_FORMULATIONS
+from solvers.backends import ranked
 
 STATUS_COLORS = {"optimal": "tab:green", "optimal_inaccurate": "tab:orange", "iteration_limit": "tab:red",
                  "time_limit": "tab:purple", "error": "black", "infeasible": "tab:brown", "unbounded": "tab:pink"}
 FLOOR = 1e-17  # zeros on a log axis
 #: Which verified row draws a group's picture: a dual solve (its alpha defines the SVs) by an accurate backend.
-PREFERRED = ["clarabel", "piqp", "daqp", "highs", "proxqp", "ipopt", "scs", "osqp"]
+PREFERRED = list(ranked("accuracy"))
 
 
 def _slug(text: str) -> str:

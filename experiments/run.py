@@ -41,12 +41,13 @@ from experiments.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suit
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.validation import check_C
+from solvers.backends import RECORDS
 
 #: Parameters for generators that need a size when the command line gives none.
 DEFAULT_PARAMS = {"separable": {"n": 100}, "overlapping": {"n": 100}, "nonlinear": {"n": 100},
                   "sparse_features": {"n": 100}, "gendata": {"n_pos": 50, "n_neg": 50}}
-PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy", "highspy",
-            "cyipopt-wheels", "clarabel", "osqp", "scs", "piqp", "proxsuite", "daqp", "qpsolvers", "dask",
+PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy",
+            *(record.distribution for record in RECORDS.values()), "qpsolvers", "dask",
             "distributed", "tqdm"]
 
 
