@@ -16,8 +16,11 @@ import numpy as np
 
 import formulations
 from formulations import penalty, scaling, validation
+from formulations.kernels import gram, mercer_check
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
+from solvers.algorithms import primal_working_set, working_set
+from solvers.algorithms.kernel_rows import FullGram, row_source
 from solvers.backends import RECORDS
 from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
 from solvers.errors import BackendError, UnsupportedModelError
@@ -26,8 +29,6 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 
 
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
-    from formulations.kernels import gram
-
     if K is not None:
         K = validation.check_gram(K, len(y))
         label = "precomputed"
@@ -227,9 +228,6 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
                        time_limit, options, standardize, memory_budget) -> st.Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
-    from solvers.algorithms import primal_working_set, working_set
-    from solvers.algorithms.kernel_rows import FullGram, row_source
-
     _check_working_set_backend(layer, backend)
     standardizer = None
     extras: dict = {}
@@ -276,8 +274,6 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
 
 
 def _mercer_extras(K, label, allow_indefinite) -> dict:
-    from formulations.kernels import mercer_check
-
     report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
     return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
             "mercer_tolerance": report.tolerance, "mercer_method": report.method}

@@ -50,6 +50,7 @@ from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
 from solvers.reference import Gram, gap_bound, polish
+from formulations.kernels import factorize
 
 _TINY = np.finfo(float).tiny
 
@@ -388,7 +389,6 @@ def _features(X: np.ndarray | None, K: np.ndarray | None) -> np.ndarray:
     """Rows phi(x_i) with phi(x_i)'phi(x_j) = K_ij: X itself, or a factor L of K = L L'."""
     if K is None:
         return X
-    from formulations.kernels import factorize
 
     return factorize(K, rtol=1e-12).L
 

@@ -35,13 +35,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations import kernel_dual, penalty, soft_primal
+from formulations import kernel_dual, penalty, soft_primal, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
 from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
 from solvers.adapters.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
 from solvers.backends import PYOMO_IPOPT_BRIDGE, RECORDS, ranked
 from solvers.bridge.pyomo_standard_form import StandardQP
+from solvers.closing import close, resolve_C
+from solvers.profiles import backend_options, get_profile
 
 # Backends that can take the matrices directly (their records say `direct`): through qpsolvers,
 # or Ipopt through the project's cyipopt bridge.
@@ -214,10 +216,6 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
 
     build_s is the assembly from numpy arrays, solve_s the solver call alone.
     """
-    from formulations import validation
-    from solvers.closing import close, resolve_C
-    from solvers.profiles import backend_options, get_profile
-
     if K is not None and X is None:
         X = np.zeros((len(y), 0))
         y, labels = validation.check_labels(y)

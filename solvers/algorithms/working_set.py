@@ -61,14 +61,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from formulations import validation
 from formulations.kernel_dual import dual_matrix
-from formulations.model import KERNEL_DUAL
+from formulations.model import KERNEL_DUAL, linear_sum
+from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import solution as st
 from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.backends import get_record
-from solvers.profiles import backend_options
+from solvers.closing import close
+from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram
+from solvers.registry import get_backend
 
 LAYERS = ("direct", "cvxpy", "pyomo")
 
@@ -178,10 +182,6 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
 
 def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
     import pyomo.environ as pyo
-
-    from formulations.model import linear_sum
-    from formulations.quadratic_form import QuadraticForm
-    from solvers.registry import get_backend
 
     nb = len(p)
     m = pyo.ConcreteModel()
@@ -692,10 +692,6 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
     """
-    from formulations import validation
-    from solvers.closing import close
-    from solvers.profiles import get_profile
-
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
     if not isinstance(K, (FullGram, KernelRows)):

@@ -25,6 +25,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from formulations.quadratic_form import QuadraticForm
+from solvers.errors import UnsupportedModelError
 
 
 def _affine_forms(expr) -> list | None:
@@ -93,8 +94,6 @@ def _add_columns(qp, variables) -> None:
         if var.fixed:
             lb[j] = ub[j] = float(var.value)
         if not var.is_continuous():
-            from solvers.errors import UnsupportedModelError
-
             raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
     qp.lb = np.concatenate([qp.lb, lb])
     qp.ub = np.concatenate([qp.ub, ub])
