@@ -15,8 +15,7 @@ import time
 import numpy as np
 
 import formulations
-from formulations import penalty, scaling, validation
-from formulations.kernels import gram, mercer_check
+from formulations import kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
@@ -34,7 +33,7 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
         label = "precomputed"
     else:
         kernel = validation.check_kernel(kernel)
-        K = gram(kernel, X)
+        K = kernels.gram(kernel, X)
         label = kernel.label
     return K, {"kernel": label, **_mercer_extras(K, label, allow_indefinite)}
 
@@ -274,7 +273,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
 
 
 def _mercer_extras(K, label, allow_indefinite) -> dict:
-    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
+    report = kernels.mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
     return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
             "mercer_tolerance": report.tolerance, "mercer_method": report.method}
 
