@@ -145,16 +145,20 @@ def _column_bounds(columns) -> tuple[np.ndarray, np.ndarray]:
     variable (an indexed variable's members share theirs). Plain-number bounds
     (pyo.Var(..., bounds=(0.0, C))) are read from the variables' slots in one pass and
     combined with the domain's as var.lb/var.ub would: 0.07 s at n = 1e5 against 0.4 s
-    through the properties (measured here; formulations.internals.plain_bounds). Other bounds (Params, expressions) go through them.
+    through the properties (measured here; the one private read, formulations.internals.plain_bounds).
+    Other bounds (Params, expressions) go through the properties. Domains and `fixed` are read through
+    the public properties: 1.4-1.6x this function's time with the private fields at n = 1e5 (10-15 ms
+    more, measured side by side on a shared machine), a few percent of the whole read-back.
     """
     n = len(columns)
     domain_info: dict = {}
-    for var in {id(v.domain): v for v in columns}.values():  # one variable per domain
+    domains = [v.domain for v in columns]  # read once: the public property (~30 ns each)
+    for var in {id(d): v for d, v in zip(domains, columns)}.values():  # one variable per domain
         if not var.is_continuous():  # every domain of the QP is checked
             raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
         dlo, dhi = var.domain.bounds()
         domain_info[id(var.domain)] = (-np.inf if dlo is None else float(dlo), np.inf if dhi is None else float(dhi))
-    dom = np.array([domain_info[id(v.domain)] for v in columns], dtype=float).reshape(n, 2)
+    dom = np.array([domain_info[id(d)] for d in domains], dtype=float).reshape(n, 2)
     raw_lo, raw_hi = plain_bounds(columns)
     if {type(b) for b in raw_lo} | {type(b) for b in raw_hi} <= _PLAIN_BOUNDS:
         # None -> nan; fmax/fmin ignore the nan, so a missing bound leaves the domain's.
