@@ -10,14 +10,15 @@ solved by any backend.
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 import pyomo.environ as pyo
+from pyomo.core.expr.numeric_expr import LinearExpression
 
 from formulations import penalty
+from formulations.internals import MatrixRows
 
 # Formulation names (defined in formulations.names, which imports nothing heavy), re-exported here.
 from formulations.names import DUAL, DUAL_FORMULATIONS, HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS, SOFT_PRIMAL  # noqa: F401
@@ -32,58 +33,6 @@ class CvxpyModel:
     variables: dict[str, object]
     constraints: dict[str, object]
     info: dict = field(default_factory=dict)
-
-
-from pyomo.core.expr.numeric_expr import LinearExpression  # noqa: E402
-from pyomo.repn.beta.matrix import MatrixConstraint, _LinearMatrixConstraintData  # noqa: E402
-
-
-class _MatrixRowData(_LinearMatrixConstraintData):
-    """One row of a `MatrixRows`: its body and expression are built on request only."""
-
-    __slots__ = ()
-
-    @property
-    def body(self):
-        comp = self.parent_component()
-        lo, hi = comp._prows[self._index], comp._prows[self._index + 1]
-        return LinearExpression(
-            constant=0.0,
-            linear_coefs=comp._vals[lo:hi].tolist(),
-            linear_vars=[comp._varmap[k] for k in comp._jcols[lo:hi]],
-        )
-
-    @property
-    def expr(self):
-        lower, body, upper = self.lower, self.body, self.upper
-        if self.equality:
-            return body == upper
-        if lower is not None and upper is not None:
-            return pyo.inequality(lower, body, upper)
-        return body >= lower if lower is not None else body <= upper
-
-
-class MatrixRows(MatrixConstraint):
-    """Pyomo's `MatrixConstraint` (rows in CSR form) whose rows give `expr` and a
-    `LinearExpression` body, so Pyomo's solver interfaces accept them."""
-
-    def construct(self, data=None):
-        if self._constructed:
-            return
-        self._constructed = True
-        # One weak reference shared by all rows (the parent constructor makes one per row).
-        ref = weakref.ref(self)
-        new = object.__new__
-        data = []
-        for i in range(len(self._range_types)):
-            row = new(_MatrixRowData)
-            row._component, row._index, row._active = ref, i, True
-            data.append(row)
-        self._data = tuple(data)
-
-    def csr(self):
-        """(indptr, indices, data, lower, upper, variables) of the rows."""
-        return (self._prows, self._jcols, self._vals, self._ranges[0::2], self._ranges[1::2], self._varmap)
 
 
 def alpha_bounds(C) -> list:
@@ -101,7 +50,7 @@ def alpha_bounds(C) -> list:
 def pyomo_alpha_bounds(C):
     """Pyomo bounds 0 <= alpha_i <= C (None above for C = inf), or a rule giving C_i per sample.
 
-    Plain floats, so the standard-form bridge reads them in one pass (solvers.pyomo_standard_form).
+    Plain floats, so the standard-form bridge reads them in one pass (solvers.bridge.pyomo_standard_form).
     """
     if penalty.per_sample(C):
         upper = [float(c) for c in C]
@@ -149,7 +98,7 @@ def matrix_rows(M, variables, *, lower=None, upper=None):
 
     The rows are kept as the CSR arrays of M (Pyomo's `MatrixConstraint`), not
     as one expression object per row: construction is O(nnz) in numpy, and the
-    standard-form bridge (solvers.pyomo_standard_form) reads the arrays back
+    standard-form bridge (solvers.bridge.pyomo_standard_form) reads the arrays back
     without walking expressions. Each row is still a constraint of its own
     (`model.margin[i]`, with its multiplier in `model.dual`), and asking a row
     for its `body` or `expr` builds the ordinary linear expression, so every
@@ -196,8 +145,6 @@ def lifted_rows(y: np.ndarray, F: np.ndarray) -> sp.csr_matrix:
 
 def linear_rows(M: np.ndarray, variables) -> list:
     """Row-wise linear expressions M @ variables, built without a Python loop per term."""
-    from pyomo.core.expr.numeric_expr import LinearExpression
-
     var_list = list(variables.values()) if hasattr(variables, "values") else list(variables)
     rows = []
     for row in np.asarray(M, dtype=float):

@@ -8,8 +8,8 @@ while the solver needs nothing but Q.
 `QuadraticForm` keeps Q and the variables x as arrays, the way
 `formulations.model.MatrixRows` keeps a constraint matrix in CSR form:
 
-- the standard-form bridge (solvers.pyomo_standard_form through
-  solvers.pyomo_quadratic) reads Q directly: O(n^2) numpy work, no Python
+- the standard-form bridge (solvers.bridge.pyomo_standard_form through
+  solvers.bridge.pyomo_quadratic) reads Q directly: O(n^2) numpy work, no Python
   object per term;
 - every other Pyomo tool sees an ordinary named expression
   sum_i x_i (sum_j Q_ij x_j), built on first request only (e.g. by Pyomo's
@@ -25,14 +25,12 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.common.numeric_types import native_types
-from pyomo.core.base.expression import ExpressionData, ScalarExpression
 from pyomo.core.expr.numeric_expr import LinearExpression
 
-# The storage slot of ExpressionData, used under the lazy `_args_` below.
-_ARGS_SLOT = ExpressionData.__dict__["_args_"]
+from formulations.internals import LazyExpression
 
 
-class QuadraticForm(ScalarExpression):
+class QuadraticForm(LazyExpression):
     """x' Q x for a square matrix Q (made symmetric: (Q + Q')/2) and variables x.
 
     Assign it to a model like any component: ``m.quad = QuadraticForm(Q, m.alpha)``.
@@ -48,28 +46,9 @@ class QuadraticForm(ScalarExpression):
             )
         self._Q = 0.5 * (Q + Q.T)
         self._x = tuple(var_list)
-        self._state = "lazy"  # "lazy" -> "built" (walked once) | "replaced" (set_value by a user)
-        self._zeroed = False
-        super().__init__(**kwds)
+        super().__init__(**kwds)  # the expression is built from Q when first read (LazyExpression)
 
-    # The expression slot: built from Q when first read, unless replaced or zeroed.
-    @property
-    def _args_(self):
-        if self._zeroed:
-            return (0.0,)
-        if self._state == "lazy":
-            _ARGS_SLOT.__set__(self, (self._expression(),))
-            self._state = "built"
-        return _ARGS_SLOT.__get__(self)
-
-    @_args_.setter
-    def _args_(self, value):
-        if self.__dict__.get("_state") == "lazy" and value == (None,):
-            return  # Pyomo's construct() initialising an empty expression: Q defines it
-        self.__dict__["_state"] = "replaced"
-        _ARGS_SLOT.__set__(self, value)
-
-    def _expression(self):
+    def build_expression(self):
         """sum_i x_i (Q x)_i as an ordinary Pyomo expression (one row expression per i)."""
         x = self._x
         terms = []
@@ -85,22 +64,22 @@ class QuadraticForm(ScalarExpression):
     @property
     def matrix(self) -> np.ndarray | None:
         """Q (symmetric) when it still defines this expression, else None."""
-        return None if self._state == "replaced" else self._Q
+        return None if self.replaced else self._Q
 
     @property
     def variables(self) -> tuple:
         return self._x
 
     def polynomial_degree(self):
-        if self._zeroed:
+        if self.zeroed:
             return 0
-        if self._state == "replaced":
+        if self.replaced:
             return super().polynomial_degree()
         return 2 if np.any(self._Q) else 0
 
     def __call__(self, exception=True):
         """x' Q x at the variables' current values (numpy; no expression is built)."""
-        if self._state == "replaced" or self._zeroed:
+        if self.replaced or self.zeroed:
             return super().__call__(exception)
         values = [v.value for v in self._x]
         if any(v is None for v in values):
@@ -111,7 +90,7 @@ class QuadraticForm(ScalarExpression):
         return float(x @ self._Q @ x)
 
     def is_fixed(self):
-        if self._state == "replaced" or self._zeroed:
-            (e,) = self._args_
+        if self.replaced or self.zeroed:
+            e = self.expr
             return e.__class__ in native_types or e.is_fixed()
         return all(v.fixed for v in self._x)

@@ -8,7 +8,7 @@ C may be one bound per sample (formulations.penalty): the weighted hinge sum_i C
 whose dual has 0 <= alpha_i <= C_i. Always feasible for C > 0. At the optimum 0 <= alpha_i <= C, mu_i = C - alpha_i,
 and xi_i > 0 only where alpha_i = C (001 Remark after (12)).
 
-Restricted to a working set (``inside=(X_L, y_L)``, solvers.primal_working_set): the rows
+Restricted to a working set (``inside=(X_L, y_L)``, solvers.algorithms.primal_working_set): the rows
 above are written for the working set W only, and the points L held inside the margin
 (alpha_i = C, xi_i = 1 - y_i (w' x_i + b) > 0) enter the objective as one linear term,
 

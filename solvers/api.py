@@ -15,9 +15,12 @@ import time
 import numpy as np
 
 import formulations
-from formulations import penalty, scaling, validation
+from formulations import kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
+from solvers.algorithms import primal_working_set, working_set
+from solvers.algorithms.kernel_rows import FullGram, row_source
+from solvers.backends import RECORDS
 from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
@@ -25,24 +28,22 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 
 
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
-    from formulations.kernels import gram
-
     if K is not None:
         K = validation.check_gram(K, len(y))
         label = "precomputed"
     else:
         kernel = validation.check_kernel(kernel)
-        K = gram(kernel, X)
+        K = kernels.gram(kernel, X)
         label = kernel.label
     return K, {"kernel": label, **_mercer_extras(K, label, allow_indefinite)}
 
 
 METHODS = ("full", "working_set", "auto")
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
-#: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.direct.solve).
+#: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.algorithms.direct.solve).
 WORKING_SET_LAYERS = LAYERS + ("direct",)
-#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.working_set,
-#: the linear kernel's rows), the soft primal (solvers.primal_working_set). Finite C only.
+#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.algorithms.working_set,
+#: the linear kernel's rows), the soft primal (solvers.algorithms.primal_working_set). Finite C only.
 WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
 #: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
 #: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
@@ -118,11 +119,32 @@ def solve(
     b* or objective is reported (solvers.checks.review, withhold_unverified).
 
     method: "full" (the whole QP as one model), "working_set" (the kernel or linear dual by
-    solvers.working_set, the soft primal by solvers.primal_working_set: small subproblems, each a
+    solvers.algorithms.working_set, the soft primal by solvers.algorithms.primal_working_set: small subproblems, each a
     model of `layer` solved by `backend`), or "auto" (choose_method: the working set from the
     measured n on). layer "direct" (the solver alone) runs the working sets only. The method
     used is in `sol.extras["method"]`.
     """
+    X, y, labels, C, kernel, time_limit, options = _checked_inputs(
+        formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
+        profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
+    method = choose_method(formulation, len(y), layer, C, method)
+    if method == "full" and layer == "direct":
+        raise validation.SVMInputError(
+            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
+            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
+    if method == "working_set":
+        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
+                                  options=options, standardize=standardize, memory_budget=memory_budget)
+    return _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                       kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
+                       time_limit=time_limit, options=options, standardize=standardize, memory_budget=memory_budget)
+
+
+def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, profile, time_limit, options,
+                    standardize, method):
+    """Every argument of `solve` checked before any model is built: (X, y, labels, C, kernel, time_limit,
+    options), or an SVMInputError naming the bad one."""
     if formulation not in formulations.FORMULATIONS:
         raise validation.SVMInputError(
             f"unknown formulation {formulation!r}; choose one of {list(formulations.FORMULATIONS)}"
@@ -148,16 +170,12 @@ def solve(
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
-    C = resolve_C(formulation, C, n=len(y))
-    method = choose_method(formulation, len(y), layer, C, method)
-    if method == "full" and layer == "direct":
-        raise validation.SVMInputError(
-            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
-            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.direct.solve for the whole QP")
-    if method == "working_set":
-        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
-                                  options=options, standardize=standardize, memory_budget=memory_budget)
+    return X, y, labels, resolve_C(formulation, C, n=len(y)), kernel, time_limit, options
+
+
+def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kernel_form, allow_indefinite, profile,
+                time_limit, options, standardize, memory_budget) -> st.Solution:
+    """solve(method="full"): the whole QP as one model of `layer`, solved by `backend`, then closed."""
     if formulation == KERNEL_DUAL:
         validation.check_memory(len(y), "the kernel dual's n x n Gram matrix", layer=layer,
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
@@ -209,9 +227,6 @@ def solve(
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
                        time_limit, options, standardize, memory_budget) -> st.Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
-    from solvers import primal_working_set, working_set
-    from solvers.kernel_rows import FullGram, row_source
-
     _check_working_set_backend(layer, backend)
     standardizer = None
     extras: dict = {}
@@ -258,9 +273,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
 
 
 def _mercer_extras(K, label, allow_indefinite) -> dict:
-    from formulations.kernels import mercer_check
-
-    report = mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
+    report = kernels.mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
     return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
             "mercer_tolerance": report.tolerance, "mercer_method": report.method}
 
@@ -287,7 +300,7 @@ def _check_working_set_backend(layer: str, backend: str) -> None:
     if layer == "direct":
         import qpsolvers
 
-        usable = sorted(set(qpsolvers.available_solvers) & set(BACKEND_NAMES))
+        usable = sorted(name for name, record in RECORDS.items() if record.qpsolvers_name in qpsolvers.available_solvers)
         if backend not in usable:
             raise validation.SVMInputError(
                 f"backend {backend!r} cannot solve the working set's subproblems alone (qpsolvers); choose one of "

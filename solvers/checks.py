@@ -50,6 +50,7 @@ from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
 from solvers.reference import Gram, gap_bound, polish
+from formulations.kernels import factorize
 
 _TINY = np.finfo(float).tiny
 
@@ -132,7 +133,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
         alpha = estimate_multipliers(X, y, sol.w, f, C)
         out.alpha_source = "estimated"
     kernel = sol.formulation == KERNEL_DUAL
-    # a Gram already (solvers.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
+    # a Gram already (solvers.algorithms.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
     gram = K if isinstance(K, Gram) else Gram(None if kernel else X, K if kernel else None)
 
     # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual
@@ -416,7 +417,6 @@ def _features(X: np.ndarray | None, K: np.ndarray | None) -> np.ndarray:
     """Rows phi(x_i) with phi(x_i)'phi(x_j) = K_ij: X itself, or a factor L of K = L L'."""
     if K is None:
         return X
-    from formulations.kernels import factorize
 
     return factorize(K, rtol=1e-12).L
 

@@ -116,7 +116,7 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
         sol.w = recovery.weights_from_alpha(X, y, alpha)
         g = X @ sol.w
     else:
-        if Ku is None:  # K: a matrix, or rows on demand (a solvers.reference.Gram, e.g. solvers.kernel_rows)
+        if Ku is None:  # K: a matrix, or rows on demand (a solvers.reference.Gram, e.g. solvers.algorithms.kernel_rows)
             Ku = K.times(y * alpha) if isinstance(K, Gram) else K @ (y * alpha)
         g = Ku
     bias = recovery.recover_bias(alpha, y, g, C)

@@ -42,6 +42,7 @@ from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY
 from solvers import solution as st
+from solvers.backends import RECORDS, get_record, ranked
 from solvers.closing import HAS_POINT, close_lp
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import backend_options, get_profile
@@ -61,15 +62,14 @@ BUILDERS = {
     (L1_DUAL, "cvxpy"): l1_svm.build_dual_cvxpy,
 }
 
-# HiGHS's LP methods, as HiGHS option values.
-HIGHS_METHODS = {"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}
+# Named LP methods by backend, from the records (today HiGHS's simplex and ipm).
+LP_METHODS = {name: record.lp_methods for name, record in RECORDS.items() if record.lp_methods}
+# Every LP method by name: the choices of the runner's `highs_methods`.
+HIGHS_METHODS = {method: options for methods in LP_METHODS.values() for method, options in methods.items()}
 
-# Backends that accept an LP (a QP with P = 0) in this project, in preference order.
-# Measured on the lecture data: HiGHS, Clarabel, PIQP, SCS and Ipopt solve all four LPs;
-# OSQP stops at its iteration limit on some, ProxQP claims feasible LPs infeasible (an
-# "infeasible" 1-norm LP is turned into an error by solve_lp), DAQP is dense and through
-# the Pyomo bridge finds no point for the zero-objective LPs.
-LP_BACKENDS = ("highs", "clarabel", "piqp", "scs", "osqp", "proxqp", "ipopt", "daqp")
+# Backends that accept an LP (a QP with P = 0) in this project, in preference order (their
+# records' `preference["lp"]`, with the measurements behind it).
+LP_BACKENDS = ranked("lp", [name for name, record in RECORDS.items() if record.takes_lp])
 
 # Default threshold for counting w_j as nonzero: |w_j| > NZ_REL_TOL * max_k |w_k|.
 NZ_REL_TOL = 1e-6
@@ -83,8 +83,9 @@ def setting_label(backend: str, method: str | None) -> str:
 def parse_setting(setting: str) -> tuple[str, str | None]:
     """"highs-simplex" -> ("highs", "simplex"); "clarabel" -> ("clarabel", None) (inverse of setting_label)."""
     backend, _, method = setting.partition("-")
-    if method and method not in HIGHS_METHODS:
-        raise SVMInputError(f"unknown setting {setting!r}; HiGHS methods are {list(HIGHS_METHODS)}")
+    if method and method not in LP_METHODS.get(backend, {}):
+        raise SVMInputError(f"unknown setting {setting!r}; the LP methods are "
+                            f"{', '.join(setting_label(b, m) for b, ms in LP_METHODS.items() for m in ms)}")
     return backend, method or None
 
 
@@ -96,28 +97,28 @@ def lp_settings(layers=LAYERS, backends=LP_BACKENDS,
 
 
 def with_methods(pairs, highs_methods=tuple(HIGHS_METHODS)) -> list[tuple[str, str, str | None]]:
-    """(layer, backend) pairs as LP settings (layer, backend, method): HiGHS once per method, in order."""
+    """(layer, backend) pairs as LP settings (layer, backend, method): a backend with LP methods
+    (HiGHS) once per method of `highs_methods` it has, in order."""
     out = []
     for layer, backend in pairs:
-        if backend == "highs":
-            out.extend((layer, backend, method) for method in highs_methods)
+        if backend in LP_METHODS:
+            out.extend((layer, backend, method) for method in highs_methods if method in LP_METHODS[backend])
         else:
             out.append((layer, backend, None))
     return out
 
 
 def method_options(layer: str, backend: str, method: str | None) -> dict:
-    """Native options that select `method` (cvxpy hands HiGHS options over as `highs_options`:
-    cvxpy's own `solver=` keyword would clash with HiGHS's option `solver`)."""
+    """Native options that select `method` (the backend's record holds them, and how cvxpy takes them)."""
     if method is None:
         return {}
-    if backend != "highs":
-        raise SVMInputError(f"method {method!r} applies to HiGHS only; backend {backend!r} has no methods here")
+    if backend not in LP_METHODS:
+        titles = " and ".join(RECORDS[name].title for name in LP_METHODS) or "no backend"
+        raise SVMInputError(f"method {method!r} applies to {titles} only; backend {backend!r} has no methods here")
     try:
-        opts = HIGHS_METHODS[method]
+        return get_record(backend).method_options(layer, method)
     except KeyError:
-        raise SVMInputError(f"unknown HiGHS method {method!r}; choose one of {list(HIGHS_METHODS)}") from None
-    return {"highs_options": dict(opts)} if layer == "cvxpy" else dict(opts)
+        raise SVMInputError(f"unknown {get_record(backend).title} method {method!r}; choose one of {list(LP_METHODS[backend])}") from None
 
 
 def build_lp(formulation: str, layer: str, X: np.ndarray, y: np.ndarray, C: float | None = None,
@@ -386,14 +387,19 @@ def solve_lp(
         # alpha = 0 are feasible; the objectives lie between 0 and C l): close_lp refutes such claims
         return close_lp(sol, None, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
 
+    checks = _read_and_check(sol, model, formulation, layer, X, y, C, prof.check_tol, raw.has_duals, nz_rel_tol)
+    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
+
+
+def _read_and_check(sol: st.Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:
+    """Read the point and the multipliers into `sol` by constraint name, and the LP's own checks."""
     if layer == "cvxpy":  # split the adapter's time into cvxpy's compilation and the solver's own
         stats = model.problem.solver_stats
         sol.extras["compile_s"] = getattr(model.problem, "compilation_time", None)
         sol.extras["solver_s"] = getattr(stats, "solve_time", None) if stats is not None else None
     values = read_values(model, layer)
-    mults = read_multipliers(model, layer) if raw.has_duals else {}
+    mults = read_multipliers(model, layer) if has_duals else {}
     sol.extras["multipliers"] = mults
-    tol = prof.check_tol
     if formulation == SEPARABILITY:
         sol.w, sol.b, sol.b_rule = values.get("w"), values.get("b", math.nan), "primal_variable"
         checks = _feasibility_checks(X, y, sol.w, sol.b, tol)
@@ -408,7 +414,7 @@ def solve_lp(
         if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
             sol.decision = X @ sol.w + sol.b
             sol.xi = recovery.slacks(y, sol.decision)
-    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
+    return checks
 
 
 def _finite(a) -> bool:

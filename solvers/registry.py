@@ -10,22 +10,67 @@ from __future__ import annotations
 from functools import cache
 
 from formulations.errors import SVMInputError
-from solvers.cvxpy_layer import CvxpyBackend
+from solvers.adapters.cvxpy_layer import CvxpyBackend
+from solvers.adapters.pyomo_highs import PyomoHighsBackend
+from solvers.adapters.pyomo_ipopt import PyomoIpoptBackend
+from solvers.adapters.pyomo_qp import PyomoQPBackend
+from solvers.backends import (PYOMO_IPOPT_BRIDGE, PYOMO_NATIVE_HIGHS, PYOMO_QPSOLVERS, RECORDS, Backend,
+                              ranked,
+                              BackendRecord)
 from solvers.errors import BackendUnavailableError
-from solvers.pyomo_highs import PyomoHighsBackend
-from solvers.pyomo_ipopt import PyomoIpoptBackend
-from solvers.profiles import TIME_LIMIT_OPTION
-from solvers.pyomo_qp import PyomoQPBackend
 
 LAYERS = ("pyomo", "cvxpy")
-BACKEND_NAMES = ("highs", "ipopt", "clarabel", "osqp", "scs", "piqp", "proxqp", "daqp")
 
-BACKENDS = {
-    ("pyomo", "highs"): PyomoHighsBackend(),
-    ("pyomo", "ipopt"): PyomoIpoptBackend(),
-    **{("pyomo", name): PyomoQPBackend(name) for name in ("clarabel", "piqp", "osqp", "scs", "proxqp", "daqp")},
-    **{("cvxpy", name): CvxpyBackend(name) for name in ("clarabel", "piqp", "osqp", "scs", "proxqp", "daqp", "highs", "ipopt")},
+# The adapter behind the Pyomo layer, by the record's `pyomo_route`; cvxpy has one adapter for all.
+PYOMO_ADAPTERS = {PYOMO_NATIVE_HIGHS: PyomoHighsBackend, PYOMO_IPOPT_BRIDGE: PyomoIpoptBackend,
+                  PYOMO_QPSOLVERS: PyomoQPBackend}
+
+
+def adapters_of(record: BackendRecord) -> dict[str, Backend]:
+    """The adapters that serve a record, by layer (what its record says it is served by)."""
+    out: dict[str, Backend] = {}
+    if record.pyomo_route is not None:
+        out["pyomo"] = PYOMO_ADAPTERS[record.pyomo_route](record)
+    if record.cvxpy_name is not None:
+        out["cvxpy"] = CvxpyBackend(record)
+    return out
+
+
+# Keyed by (layer, backend): the Pyomo layer first, then cvxpy, each in its own preference order.
+BACKENDS: dict[tuple[str, str], Backend] = {
+    (layer, name): adapters_of(RECORDS[name])[layer]
+    for layer in LAYERS for name in ranked(layer) if layer in adapters_of(RECORDS[name])
 }
+# The project's backend names (what `backend=` accepts); `register` extends it.
+BACKEND_NAMES: list[str] = list(RECORDS)
+
+
+def register(record: BackendRecord, adapters: dict[str, Backend] | None = None) -> None:
+    """Add a backend: its record, and its adapters by layer (default: the ones its record names).
+
+    An adapter of a new API is one module in solvers/adapters/ that satisfies `Backend`."""
+    if record.name in RECORDS:
+        raise ValueError(f"a backend named {record.name!r} is already registered")
+    adapters = adapters_of(record) if adapters is None else adapters
+    for layer, adapter in adapters.items():
+        if layer not in LAYERS:
+            raise ValueError(f"unknown layer {layer!r}; layers are {', '.join(LAYERS)}")
+        if not isinstance(adapter, Backend):
+            raise TypeError(f"the {layer} adapter of {record.name!r} does not provide the Backend protocol")
+    RECORDS[record.name] = record
+    BACKEND_NAMES.append(record.name)
+    BACKENDS.update({(layer, record.name): adapter for layer, adapter in adapters.items()})
+    availability.cache_clear()
+
+
+def unregister(name: str) -> None:
+    """Remove a backend `register` added (its record and its adapters)."""
+    RECORDS.pop(name, None)
+    if name in BACKEND_NAMES:
+        BACKEND_NAMES.remove(name)
+    for key in [key for key in BACKENDS if key[1] == name]:
+        del BACKENDS[key]
+    availability.cache_clear()
 
 
 @cache
@@ -55,9 +100,9 @@ def get_backend(layer: str, name: str):
 
 
 def takes_time_limit(layer: str, name: str) -> bool:
-    """Whether the backend stops itself at a time limit (HiGHS and Ipopt in both layers, and the
-    solvers with a time-limit option of their own); PIQP and ProxQP have none."""
-    return name in ("highs", "ipopt") or name in TIME_LIMIT_OPTION
+    """Whether the backend stops itself at a time limit (its record names an option for it)."""
+    record = RECORDS.get(name)
+    return record is not None and record.takes_time_limit
 
 
 def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:

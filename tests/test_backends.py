@@ -97,7 +97,7 @@ def test_profiles_translate_into_native_option_names():
 
 def test_dual_formulation_has_no_n_by_n_matrix():
     """The linear dual is lifted: its constraint matrix is (d + 1) x (n + d), never n x n."""
-    from solvers.pyomo_standard_form import from_pyomo
+    from solvers.bridge.pyomo_standard_form import from_pyomo
 
     ds = overlapping(400, d=3, seed=0)
     model = formulations.build("dual", "pyomo", X=ds.X, y=ds.y, C=1.0)

@@ -16,8 +16,9 @@ import pytest
 
 from experiments.datasets import load_dataset, overlapping
 from formulations.kernels import Kernel, gram
-from solvers import api, direct, working_set
-from solvers.pyomo_standard_form import from_pyomo
+from solvers import api
+from solvers.algorithms import direct, working_set
+from solvers.bridge.pyomo_standard_form import from_pyomo
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1: 1/2||w||^2 + C sum xi at the optimum
 

@@ -1,4 +1,4 @@
-"""Warm starts along a C path (issue 6): solvers.working_set's alpha0 and experiments.c_path."""
+"""Warm starts along a C path (issue 6): solvers.algorithms.working_set's alpha0 and experiments.c_path."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from experiments.bench import c_path
 from experiments.datasets import overlapping
 from formulations.kernels import Kernel, gram
-from solvers import working_set as ws
+from solvers.algorithms import working_set as ws
 
 CS = (0.1, 0.3, 1.0)
 

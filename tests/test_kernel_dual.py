@@ -19,7 +19,7 @@ from formulations.feature_maps import feature_map
 from formulations.kernels import Kernel, decision_function, factorize, gram, poly2_feature_map_notes
 from formulations.quadratic_form import QuadraticForm
 from solvers.api import solve
-from solvers.pyomo_standard_form import from_pyomo
+from solvers.bridge.pyomo_standard_form import from_pyomo
 from tests.conftest import TOLERANCES, backend_params
 
 RBF_5_5 = Kernel("rbf", gamma=1.0)

@@ -13,8 +13,8 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import api
 from solvers import solution as st
-from solvers import working_set as ws
-from solvers.kernel_rows import FullGram, KernelRows, row_source
+from solvers.algorithms import working_set as ws
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, row_source
 from tests.conftest import backend_params
 
 KERNEL = Kernel("rbf", gamma=0.1)

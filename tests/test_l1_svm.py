@@ -1,6 +1,7 @@
 """The 1-norm SVM LP and its LP dual: equal optima, multipliers that are the other's solution, sparsity."""
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -225,7 +226,8 @@ def test_a_claim_that_the_lp_is_infeasible_is_refused(monkeypatch):
     def claim_infeasible(self, model, options, time_limit=None):
         return st.RawResult(status=st.INFEASIBLE, raw_status="x")
 
-    monkeypatch.setattr(type(adapter), "solve", claim_infeasible)
+    # on the instance: an earlier test's monkeypatch of the instance leaves a bound method there
+    monkeypatch.setattr(adapter, "solve", types.MethodType(claim_infeasible, adapter))
     X, y = lecture("exercise_5_4")
     s = solve_lp("l1_dual", X, y, layer="cvxpy", backend="highs", C=10.0)
     assert s.status == st.ERROR and s.solver_status == st.INFEASIBLE

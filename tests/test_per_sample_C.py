@@ -15,7 +15,7 @@ from sklearn.svm import SVC
 from experiments.datasets import exercise_5_4
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
-from solvers import direct
+from solvers.algorithms import direct
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import compute_checks

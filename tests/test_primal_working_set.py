@@ -1,4 +1,4 @@
-"""The soft primal by restricted QPs (solvers.primal_working_set) against the full solve.
+"""The soft primal by restricted QPs (solvers.algorithms.primal_working_set) against the full solve.
 
 The full soft primal solved by Clarabel at tolerance 1e-9 is the reference: the loop must
 end at its optimum to 1e-8 relative in each layer, with a sample much smaller than n so
@@ -17,7 +17,8 @@ from hypothesis import strategies as hs
 from experiments.datasets import load_dataset, overlapping
 from formulations import soft_primal
 from formulations.recovery import primal_objective
-from solvers import api, direct, primal_working_set as pws
+from solvers import api
+from solvers.algorithms import direct, primal_working_set as pws
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1 (tests/test_backends.py)
 

@@ -16,7 +16,7 @@ from formulations.kernels import Kernel, gram
 from solvers import solution as st
 from solvers.errors import UnsupportedModelError
 from solvers.profiles import backend_options
-from solvers.pyomo_standard_form import from_pyomo
+from solvers.bridge.pyomo_standard_form import from_pyomo
 from solvers.registry import BACKENDS, availability
 
 PYOMO_BRIDGED = [name for (layer, name) in BACKENDS if layer == "pyomo" and name != "highs"]

@@ -172,7 +172,7 @@ def test_api_refutes_a_false_claim(monkeypatch, layer):
 
 
 def test_direct_refutes_a_false_claim(monkeypatch):
-    from solvers import direct
+    from solvers.algorithms import direct
 
     real = direct.named_values
     monkeypatch.setattr(direct, "named_values", lambda asm, res: _perturbed(real(asm, res)))
@@ -183,8 +183,8 @@ def test_direct_refutes_a_false_claim(monkeypatch):
 
 @pytest.mark.parametrize("rows_on_demand", [False, True])
 def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
-    from solvers import working_set
-    from solvers.kernel_rows import KernelRows
+    from solvers.algorithms import working_set
+    from solvers.algorithms.kernel_rows import KernelRows
 
     ds = example_5_1()
     # the checks work on kernel rows as on the matrix (no n x n matrix at n = 50,000)
@@ -203,7 +203,7 @@ def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
 
 
 def test_primal_working_set_refutes_a_false_claim(monkeypatch):
-    from solvers import primal_working_set
+    from solvers.algorithms import primal_working_set
 
     ds = corpus.problems()[7]  # overlapping data
     real = primal_working_set.decompose
@@ -357,7 +357,7 @@ def test_time_limit_is_refused_for_a_backend_without_one(layer, backend):
 @pytest.mark.parametrize("backend,option", [("daqp", "time_limit"), ("clarabel", "time_limit"),
                                             ("osqp", "time_limit"), ("scs", "time_limit_secs")])
 def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, option):
-    from solvers import pyomo_qp
+    from solvers.adapters import pyomo_qp
 
     seen = {}
     real = pyomo_qp.solve_standard_qp
@@ -376,7 +376,7 @@ def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, o
 @pytest.mark.parametrize("C", [1e-5, 1e-3, 10.0])
 @pytest.mark.parametrize("backend", ["clarabel", "piqp", "daqp"])
 def test_working_set_starts_feasible_at_every_C(C, backend):
-    from solvers import working_set
+    from solvers.algorithms import working_set
 
     X, y = _moons(2000, seed=0)
     K = gram(Kernel("rbf", gamma=1.0), X)
@@ -390,7 +390,7 @@ def test_working_set_starts_feasible_at_every_C(C, backend):
 
 
 def test_balance_classes_makes_a_solver_point_exactly_feasible():
-    from solvers.working_set import balance_classes, check_alpha0
+    from solvers.algorithms.working_set import balance_classes, check_alpha0
 
     y = np.array([1.0, 1.0, -1.0, -1.0])
     alpha = np.array([1e-5, 1e-5, 1e-5, 1e-5 - 3e-9])  # a subproblem's absolute tolerance at C = 1e-5

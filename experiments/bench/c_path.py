@@ -7,7 +7,7 @@ r"""Warm starts along a regularisation path C_1 < C_2 < ... (issue 6): cold agai
 Paths (each solved "cold", i.e. from scratch at every C, and "warm"):
 
 - ``kernel/<layer>/<backend>``: the kernel dual (Gaussian, gamma = 0.1, overlapping(n, d = 10))
-  by the working-set decomposition (solvers.working_set) with PIQP, through the solver alone
+  by the working-set decomposition (solvers.algorithms.working_set) with PIQP, through the solver alone
   ("direct") and through Pyomo. Warm: the previous optimum scaled, alpha_prev * C / C_prev, which
   is feasible for the new C; the gradient Q alpha0 - 1 is then computed once (O(n |S|)).
 - ``linear/cvxpy/<formulation>/<backend>``: the soft primal and the lifted dual
@@ -20,7 +20,7 @@ Paths (each solved "cold", i.e. from scratch at every C, and "warm"):
   cold -> reuse is the compile's share of the gain, reuse -> warm the solver's.
 
 Every point is checked (solvers.checks for the linear paths; the KKT violation
-m(alpha) - M(alpha) of solvers.working_set recomputed at the returned point for the kernel
+m(alpha) - M(alpha) of solvers.algorithms.working_set recomputed at the returned point for the kernel
 paths), and each warm (and reuse) objective is compared with the cold one at the same C
 (`rel_obj_diff`). Writes <out>/c_path.csv (one row per path, C, mode), <out>/c_path.md and
 <out>/c_path.png.
@@ -41,7 +41,7 @@ import formulations
 from experiments.datasets import overlapping
 from formulations.kernels import Kernel, gram
 from solvers import solution as st
-from solvers import working_set as ws
+from solvers.algorithms import working_set as ws
 from solvers.closing import HAS_POINT, close, read_cvxpy
 from solvers.profiles import Profile, backend_options, get_profile
 from solvers.registry import get_backend
@@ -90,7 +90,7 @@ def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "pi
             start = time.perf_counter()
             if mode == "warm" and previous is not None:
                 alpha0 = ws.scaled_warm_start(previous[0], previous[1], C)
-            # The stall floor grows with C (solvers.working_set.decompose); the same for both modes.
+            # The stall floor grows with C (solvers.algorithms.working_set.decompose); the same for both modes.
             res = ws.decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, profile=PROFILE_KERNEL,
                                alpha0=alpha0, stall_floor=1e-3 * max(1.0, C))
             elapsed = time.perf_counter() - start
@@ -153,7 +153,7 @@ def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str,
             stats = model.problem.solver_stats
             rows.append(_row(path=label, problem="linear", formulation=formulation, layer="cvxpy", backend=backend,
                              profile=prof.name, mode=mode, C=C, n=len(y), time_s=elapsed,
-                             compile_s=float(getattr(model.problem, "_compilation_time", math.nan) or math.nan),
+                             compile_s=float(model.problem.compilation_time or math.nan),
                              solver_s=float(stats.solve_time) if stats is not None and stats.solve_time else math.nan,
                              objective=objective, solver_objective=raw.objective, status=status,
                              iterations=raw.iterations if raw.iterations is not None else math.nan,

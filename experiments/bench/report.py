@@ -472,18 +472,18 @@ WHAT_WAS_TRIED = (
     "to any Pyomo tool) instead of one expression per row; long linear sums are `quicksum`s of the "
     "variables (no term object per variable). Measured at n = 100,000, d = 20 (soft primal): indexed-rule "
     "construction 32 s (issue) -> about 1 s, most of it Pyomo creating 100,000 `xi` variables.",
-    "- The standard-form bridge (`solvers.pyomo_standard_form.from_pyomo`) reads matrix components as CSR "
+    "- The standard-form bridge (`solvers.bridge.pyomo_standard_form.from_pyomo`) reads matrix components as CSR "
     "arrays, splits the objective's sums without a visitor call per term, and reads bounds once per domain: "
     "and loading the point and multipliers back into the model take about 0.25 s together on the lifted dual "
     "at n = 100,000 (Pyomo's per-variable bookkeeping: 100,000 `VarData` objects to index and set).",
-    "- The solver alone (`solvers.direct`) gets the same QP assembled with scipy.sparse; its time is the "
+    "- The solver alone (`solvers.algorithms.direct`) gets the same QP assembled with scipy.sparse; its time is the "
     "denominator of the overhead ratios. Where the solver itself dominates (PIQP and Clarabel at n = 1e5), "
     "the layers' ratios are close to 1; where the solve takes milliseconds (small n), any fixed cost of a "
     "layer shows as a large ratio.",
     "- Kernel dual: the dense Q handed over as a matrix (direct; Pyomo through `QuadraticForm`; cvxpy "
     "`quad_form` with `psd_wrap`), the full-rank factor, low-rank pivoted-Cholesky factors (their points are "
     "checked against the exact K, so the error they cause is in the tables, not hidden), and the working-set "
-    "decomposition (`solvers.working_set`: SVMlight's maximal-violating selection, subproblems of 500 points "
+    "decomposition (`solvers.algorithms.working_set`: SVMlight's maximal-violating selection, subproblems of 500 points "
     "from n = 2,000 solved by the same backends in each layer, O(n q) gradient updates, stopping on the KKT "
     "violation).",
     "- Working-set start: from n = 2,000 the loop starts from a sample's split instead of alpha = 0 (the "
@@ -508,7 +508,7 @@ WHAT_WAS_TRIED = (
     "- cvxpy: 0 <= alpha <= C and xi >= 0 are Variable bounds (`formulations.model.alpha_bounds`), which "
     "cvxpy passes natively to PIQP (and the other solvers that take bounds) instead of 2n constraint rows: "
     "the lifted dual at n = 1e5 with PIQP went from 5.2 s to 2.7 s. PIQP gets its dense backend for a dense "
-    "quadratic form (`solvers.cvxpy_layer.matrix_backend`; cvxpy's default is sparse): a working-set "
+    "quadratic form (PIQP's record in `solvers.backends`; cvxpy's default is sparse): a working-set "
     "subproblem of 200 points took 11 ms sparse and 2 ms dense, and the cvxpy working set at n = 5,000 went "
     "from 6.4 s to 2.8 s. cvxpy compiles with its SciPy backend (`canon_backend='SCIPY'`: 0.4-0.5 s against "
     "0.55-0.8 s for the default at n = 1e5). The margins y_i (w'x_i + b) and the lift X'(y * alpha) are "
@@ -520,7 +520,7 @@ WHAT_WAS_TRIED = (
     "Measured at n = 1e5 on the lifted dual: build + read 1.1 s -> about 0.5 s; then the values are read "
     "back in one attribute pass per variable (0.07 s -> 0.02 s) and the first matrix block's columns "
     "without a lookup per variable.",
-    "- Soft primal by restricted QPs (`solvers.primal_working_set`): only the points near the margin keep a "
+    "- Soft primal by restricted QPs (`solvers.algorithms.primal_working_set`): only the points near the margin keep a "
     "row; those inside it (alpha = C) enter the objective as one linear term, those outside are left out. "
     "A random sample of 10,000 points (at C n / 10,000) gives the first split, an exact line search on the "
     "primal keeps each step a descent, and the loop ends when no point left out of the rows changed side: "
@@ -551,7 +551,7 @@ def _intro_lines(*, command: str, budget: float, quick: bool, kill_after: float 
         f"machine: {_machine()}. Per-solve budget {budget:g} s: a path that exceeds it, is killed (after "
         f"{kill_after if kill_after is not None else 2 * budget + 60:g} s) or stops at its time or iteration "
         "limit is not run at larger n. Profile `scale` (solvers/profiles.py: "
-        "tolerances 1e-8, SCALE_OVERRIDES) for every backend; the project's checks verify each point at 1e-6.",
+        "tolerances 1e-8 and each record's scale_overrides in solvers/backends.py) for every backend; the project's checks verify each point at 1e-6.",
         "",
         *_runs_lines(runs or []),
         f"Versions: {_versions()}.",
@@ -607,9 +607,9 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         _table(peer_ratios(df)),
         "## Modeling overhead (linear problem)",
         "",
-        "`solver alone s`: the same QP handed to the solver on pre-assembled sparse matrices (solvers.direct, "
+        "`solver alone s`: the same QP handed to the solver on pre-assembled sparse matrices (solvers.algorithms.direct, "
         "the solver's call only). `pyomo/cvxpy total s`: build + compile + solve + read-back through the layer. "
-        "`soft_primal working_set`: the whole restricted-QP loop (solvers.primal_working_set) with its QPs "
+        "`soft_primal working_set`: the whole restricted-QP loop (solvers.algorithms.primal_working_set) with its QPs "
         "assembled as matrices against the same loop with its QPs built in the layer. "
         "Pyomo models hold the margin and lift rows as one matrix-based component (formulations.model."
         "matrix_rows, Pyomo's MatrixConstraint) that the standard-form bridge reads as CSR arrays.",
@@ -632,11 +632,11 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         _table(stops(df)),
         "## All times (total s; status in brackets when not verified optimal)",
         "",
-        "### Linear (working_set = the soft primal by restricted QPs, solvers.primal_working_set)",
+        "### Linear (working_set = the soft primal by restricted QPs, solvers.algorithms.primal_working_set)",
         "",
         _table(pivot(df, "linear", "total_s")),
         "### Kernel (dense = Q handed over as a matrix; factor = full-rank K = LL'; lowrankR = rank-R "
-        "pivoted Cholesky, its point checked against the exact K; working_set = solvers.working_set)",
+        "pivoted Cholesky, its point checked against the exact K; working_set = solvers.algorithms.working_set)",
         "",
         _table(pivot(df, "kernel", "total_s")),
         "## What was tried (closing note)",

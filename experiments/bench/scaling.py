@@ -8,13 +8,13 @@ Problems (one optimum each, shared by all paths):
 
 - ``linear``: overlapping Gaussian blobs (experiments.datasets.overlapping), d = 20, C = 1;
   paths: soft_primal and the lifted dual in Pyomo and cvxpy with every backend, the same
-  QPs handed to each solver alone on pre-assembled matrices (solvers.direct), the primal
-  by restricted QPs near the margin (solvers.primal_working_set) in each layer, and
+  QPs handed to each solver alone on pre-assembled matrices (solvers.algorithms.direct), the primal
+  by restricted QPs near the margin (solvers.algorithms.primal_working_set) in each layer, and
   scikit-learn's LinearSVC(loss='hinge', dual=True) (LIBLINEAR) and SVC(kernel='linear') (LIBSVM).
 - ``kernel``: the same blobs with d = 10 and the Gaussian kernel (gamma = 0.1), C = 1;
   paths: the kernel dual as a dense quadratic form and as a full-rank factor in both layers,
   the dense matrix handed to the solver alone, a low-rank factor (its effect on the optimum
-  is measured against the exact one), the working-set decomposition (solvers.working_set)
+  is measured against the exact one), the working-set decomposition (solvers.algorithms.working_set)
   in each layer, and SVC(kernel='rbf') (LIBSVM).
 
 Each measurement runs in a fresh worker process (forked from a fork server that has
@@ -53,10 +53,12 @@ from experiments.datasets import overlapping
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
-from solvers import api, direct, primal_working_set, working_set
+from solvers import api
+from solvers.algorithms import direct, primal_working_set, working_set
+from solvers.algorithms.kernel_rows import row_source
+from solvers.backends import RECORDS
 from solvers import solution as st
 from solvers.closing import HAS_POINT, close, read_model
-from solvers.kernel_rows import row_source
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
@@ -88,7 +90,7 @@ def sizes(problem: str, quick: bool) -> tuple[int, ...]:
         return QUICK_LARGE_C_N if quick else LARGE_C_N
     return QUICK_KERNEL_N if quick else KERNEL_N
 
-ALL_BACKENDS = ("highs", "ipopt", "clarabel", "osqp", "scs", "piqp", "proxqp", "daqp")
+ALL_BACKENDS = tuple(RECORDS)
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
             paths.append(Path_("linear", formulation, "direct", backend))
             paths.append(Path_("linear", formulation, "cvxpy", backend))
             paths.append(Path_("linear", formulation, "pyomo", backend))
-    for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.primal_working_set)
+    for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.algorithms.primal_working_set)
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
             paths.append(Path_("linear", "soft_primal", layer, backend, "working_set"))
     kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
@@ -295,7 +297,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     row.solver_s = raw.solve_s
     if p.layer == "cvxpy":
         stats = model.problem.solver_stats
-        compile_s = float(getattr(model.problem, "_compilation_time", math.nan) or math.nan)
+        compile_s = float(model.problem.compilation_time or math.nan)
         row.extras["cvxpy_compile_s"] = compile_s
         if stats is not None and stats.solve_time:
             row.solver_s = float(stats.solve_time)
@@ -423,8 +425,8 @@ def _worker(task: Task, conn) -> None:
 # Imported once by the fork server, so that each worker starts in milliseconds with the
 # libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy).
 PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
-           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.direct",
-           "solvers.working_set", "solvers.registry"]
+           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.algorithms.direct",
+           "solvers.algorithms.working_set", "solvers.registry"]
 _CTX = None
 
 

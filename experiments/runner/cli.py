@@ -49,8 +49,8 @@ from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_back
 #: Parameters for generators that need a size when the command line gives none.
 DEFAULT_PARAMS = {"separable": {"n": 100}, "overlapping": {"n": 100}, "nonlinear": {"n": 100},
                   "sparse_features": {"n": 100}, "gendata": {"n_pos": 50, "n_neg": 50}}
-PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy", "highspy",
-            "cyipopt-wheels", "clarabel", "osqp", "scs", "piqp", "proxsuite", "daqp", "qpsolvers", "dask",
+PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy",
+            *(record.distribution for record in RECORDS.values()), "qpsolvers", "dask",
             "distributed", "tqdm"]
 
 

@@ -37,13 +37,14 @@ from experiments.separability import plot_certificate
 from formulations.kernels import Kernel, decision_function, exact_number
 from formulations.model import DUAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, support_mask
+from solvers.backends import ranked
 from solvers.profiles import PROFILES
 
 STATUS_COLORS = {"optimal": "tab:green", "optimal_inaccurate": "tab:orange", "iteration_limit": "tab:red",
                  "time_limit": "tab:purple", "error": "black", "infeasible": "tab:brown", "unbounded": "tab:pink"}
 FLOOR = 1e-17  # zeros on a log axis
 #: Which verified row draws a group's picture: a dual solve (its alpha defines the SVs) by an accurate backend.
-PREFERRED = ["clarabel", "piqp", "daqp", "highs", "proxqp", "ipopt", "scs", "osqp"]
+PREFERRED = list(ranked("accuracy"))
 
 
 def _slug(text: str) -> str:

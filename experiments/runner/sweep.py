@@ -52,12 +52,14 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
+from solvers.backends import RECORDS
+
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
-    "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers", "highspy", "clarabel", "osqp", "scs",
-    "piqp", "proxsuite", "daqp", "cyipopt", "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
+    "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
+    *(record.module for record in RECORDS.values()), "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
     "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
 ]
 

@@ -22,7 +22,7 @@ others fixed,
 with one of the project's backends, through the solver alone ("direct"), cvxpy
 or Pyomo, in s = a / C, then made exact on its active set (`_polish_block`). The
 gradient is updated with the rows of K whose alpha changed (O(n q)); K is the Gram
-matrix or rows computed on demand through a bounded cache (solvers.kernel_rows), so
+matrix or rows computed on demand through a bounded cache (solvers.algorithms.kernel_rows), so
 nothing n x n is needed. The loop stops when m - M <= tol (the maximal KKT violation)
 and the relative duality gap, computed from the gradient in O(n), is <= gap_tol; then
 the point is recovered and checked like any other. Points at a bound that cannot be part
@@ -56,16 +56,24 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from formulations import validation
 from formulations.kernel_dual import dual_matrix
-from formulations.model import KERNEL_DUAL
+from formulations.model import KERNEL_DUAL, linear_sum
+from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import solution as st
-from solvers.kernel_rows import FullGram, KernelRows
+from solvers.adapters.cvxpy_layer import solve_kwargs
+from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.backends import get_record
+from solvers.closing import close
+from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram
+from solvers.registry import get_backend
 
 LAYERS = ("direct", "cvxpy", "pyomo")
 
@@ -123,7 +131,7 @@ def scaled_warm_start(alpha_prev: np.ndarray, C_prev: float, C_new: float) -> np
 
 
 def as_rows(K) -> Gram:
-    """K as a row source (solvers.kernel_rows): a FullGram around an array, or the source itself."""
+    """K as a row source (solvers.algorithms.kernel_rows): a FullGram around an array, or the source itself."""
     return K if isinstance(K, (FullGram, KernelRows)) else FullGram(K)
 
 
@@ -155,7 +163,7 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
     nb = len(p)
     problem = Problem(P=Q_BB, q=p, A=y_B[None, :], b=np.array([rhs]), lb=np.zeros(nb), ub=np.full(nb, C))
     start = time.perf_counter()
-    sol = solve_problem(problem, solver=backend, **options)
+    sol = solve_problem(problem, solver=get_record(backend).qpsolvers_name, **options)
     return sol.x, time.perf_counter() - start
 
 
@@ -165,21 +173,16 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     # bounds, which PIQP and ProxQP take natively.
     import cvxpy as cp
 
-    from solvers.cvxpy_layer import CVXPY_SOLVERS, solve_kwargs
-
     a = cp.Variable(len(p), bounds=[0.0, C])
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q_BB)) + p @ a), [y_B @ a == rhs])
     start = time.perf_counter()
-    problem.solve(solver=CVXPY_SOLVERS[backend][0], **solve_kwargs(backend, dense=True, options=options))
+    record = get_record(backend)
+    problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options))
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
 
 
 def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
     import pyomo.environ as pyo
-
-    from formulations.model import linear_sum
-    from formulations.quadratic_form import QuadraticForm
-    from solvers.registry import get_backend
 
     nb = len(p)
     m = pyo.ConcreteModel()
@@ -345,7 +348,7 @@ def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band:
                 seed: int = 0) -> tuple[np.ndarray | None, float, str]:
     """A feasible alpha near the optimum from a sample's decision function (module docstring).
 
-    K: the Gram matrix or a row source (solvers.kernel_rows). Returns (alpha or None when a step
+    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows). Returns (alpha or None when a step
     fails, time inside the subproblem calls, a description).
     """
     alpha, sub_s, how, _ = _split_start(as_rows(K), y, C, subsolve, backend, options, sample=sample, band=band,
@@ -467,10 +470,52 @@ def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float) -> f
     return abs(float(alpha @ g) + C * hinge) / primal if primal > 0 else math.inf
 
 
+@dataclass(frozen=True)
+class WorkingSetOptions:
+    """How the working-set loop runs (decompose takes each one as a keyword too).
+
+    q: the smallest block; it grows to 1.2 times the free points, at most max_q (the loop's comment).
+    tol, gap_tol: the loop stops when m - M <= tol and (P - D) / P <= gap_tol (relative_gap); if the
+    gap is not closed, tol falls tenfold. max_outer: the most steps.
+    max_stall, stall_floor: below stall_floor's violation, max_stall steps without a 1% fall stop the
+    loop (the subproblem solver's precision; with the polished subproblems it is seldom reached).
+    bound_tol: alpha within bound_tol * C of a bound counts as on it (polished subproblems and SMO
+    steps put points exactly on their bounds).
+    sample, band: the split start (`_split_start`) when n >= 4 * sample (sample=0: never).
+    selection: "second_order" (select_block) or "first_order". shrinking: every shrink_every steps
+    the points _shrinkable names leave the selection; when the violation on the others is below
+    tol, all come back and the loop goes on unless it holds for all (the gradient is kept exact
+    for every point, so the recheck costs nothing).
+    """
+
+    q: int = 200
+    tol: float = 1e-6
+    gap_tol: float = 1e-8
+    max_outer: int = 10_000
+    max_stall: int = 5
+    stall_floor: float = 1e-3
+    bound_tol: float = SNAP
+    sample: int = 500
+    band: float = 0.1
+    selection: str = "second_order"
+    shrinking: bool = True
+    shrink_every: int = 10
+    max_q: int = 1200
+
+    def __post_init__(self):
+        if self.q < 2:
+            raise ValueError(f"the working set needs q >= 2 points (got {self.q})")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"unknown working-set selection {self.selection!r}; choose one of {SELECTIONS}")
+
+
 @dataclass
 class _Loop:
-    """The loop's counters, returned in the WorkingSetResult."""
+    """The loop's state: its point, gradient and counters (the counters go into the WorkingSetResult)."""
 
+    alpha: np.ndarray
+    g: np.ndarray  # Q alpha - 1, kept exact for every point
+    start: str  # how the loop started ("zero", "alpha0", the split start's account)
     it: int = 0
     sub_s: float = 0.0
     smo_steps: int = 0
@@ -478,85 +523,119 @@ class _Loop:
     unshrinks: int = 0
     min_active: int = 0
     gap: float = math.nan
+    previous: np.ndarray | None = None  # the last block
 
 
-def decompose(K, y, C, **kwargs) -> WorkingSetResult:
+def decompose(K, y, C, *, settings: WorkingSetOptions | None = None, **kwargs) -> WorkingSetResult:
     """_decompose with BLAS on one thread: its dense work is small (q x q blocks, q rows), and on the
     shared 2-core machine OpenBLAS's two threads spun against other processes: a 501 x 501 solve took
     93 ms instead of 2 ms, the kernel dual at n = 5,000, C = 10 took 21.4 s instead of 3.9 s (LIBSVM,
-    the peer, is single-threaded too)."""
-    from threadpoolctl import threadpool_limits
+    the peer, is single-threaded too).
 
+    The loop's tuning is `settings` (WorkingSetOptions), or its fields as keywords (q=..., tol=...)."""
+    tuning = {key: kwargs.pop(key) for key in list(kwargs) if key in WorkingSetOptions.__dataclass_fields__}
+    settings = replace(settings or WorkingSetOptions(), **tuning)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _decompose(K, y, C, **kwargs)
+        return _decompose(K, y, C, settings=settings, **kwargs)
 
 
-def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: str = "direct",
-              q: int = 200, tol: float = 1e-6, max_outer: int = 10_000, max_stall: int = 5, bound_tol: float = SNAP,
-              gap_tol: float = 1e-8,
-              options: dict | None = None, time_limit: float | None = None, profile: str = "high",
-              alpha0: np.ndarray | None = None, stall_floor: float = 1e-3, sample: int = 500,
-              band: float = 0.1, selection: str = "second_order", shrinking: bool = True,
-              shrink_every: int = 10, max_q: int = 1200) -> WorkingSetResult:
-    """Solve the kernel dual by working sets of at most q points.
+def _start(src, y, C, subsolve, backend, opts, alpha0, settings: WorkingSetOptions) -> _Loop:
+    """The starting point: alpha0 (checked), the split start at large n, or alpha = 0."""
+    n = len(y)
+    sub_s, how, Ku = 0.0, "zero" if alpha0 is None else "alpha0", None
+    if alpha0 is None and settings.sample and n >= 4 * settings.sample:
+        alpha0, sub_s, how, Ku = _split_start(src, y, C, subsolve, backend, opts, sample=settings.sample,
+                                              band=settings.band)
+        if alpha0 is None:
+            how += "; started at zero"
+    if alpha0 is None:
+        loop = _Loop(np.zeros(n), -np.ones(n), how)  # g = Q alpha - 1 at alpha = 0
+    elif Ku is not None:  # the split start's point is feasible by construction
+        loop = _Loop(alpha0, y * Ku - 1.0, how)
+    else:
+        alpha = check_alpha0(alpha0, y, C)
+        loop = _Loop(alpha, gradient(src, y, alpha), how)  # once, O(n |S|); then updated by the changed rows
+    loop.sub_s, loop.min_active = sub_s, n
+    return loop
 
-    K: the n x n Gram matrix, or a row source (solvers.kernel_rows.KernelRows: rows on demand
+
+def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, settings: WorkingSetOptions):
+    """Select a block, solve it, update alpha and the gradient: (moved, tiny_step, polished)."""
+    alpha, g = loop.alpha, loop.g
+    # The block grows with the free points (up to max_q): when there are more of them than q, blocks
+    # zig-zag among them (n = 5,000, 1,023 free at C = 10: 127 steps and 2.2 s with q = 500, 26 steps
+    # and 1.8 s with q = 1,000; C = 100, 1,648 free: 1,256 steps and 23 s against 79 and 7.6 s).
+    n_free = int(np.count_nonzero((alpha > eps) & (alpha < C - eps)))
+    q_now = min(max(settings.q, int(1.2 * n_free)), max(settings.q, settings.max_q))
+    B = select_block(src, y, alpha, g, C, eps, q_now, active, settings.selection)
+    if loop.previous is not None and len(B) < q_now:  # fill with free points of the last set: fewer zig-zags
+        free = loop.previous[(alpha[loop.previous] > eps) & (alpha[loop.previous] < C - eps)]
+        B = np.union1d(B, free[: q_now - len(B)])
+    rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
+    new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts)
+    loop.sub_s += elapsed
+    loop.polished += polished
+    if new is None:
+        return False, False, polished
+    delta = new - alpha[B]
+    changed = np.flatnonzero(np.abs(delta) > 0)
+    if changed.size == 0:
+        return False, False, polished
+    Bc = B[changed]
+    g += y * ((y[Bc] * delta[changed]) @ src.rows(Bc))  # K symmetric: rows, not columns
+    alpha[Bc] = new[changed]
+    loop.previous = B
+    return True, float(np.abs(delta).max()) <= eps, polished
+
+
+def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, bound_tol) -> WorkingSetResult:
+    """Snap the points a hair off their bounds onto them, and the objective from the exact gradient."""
+    alpha, g = loop.alpha, loop.g
+    snapped = _snap(alpha, y, C, bound_tol)
+    Ku = y * (g + 1.0)  # y_i (K u)_i = g_i + 1: no product with K (rounding ~1e-14 of |g|)
+    moved = np.flatnonzero(snapped != alpha)
+    if moved.size:
+        Ku += (y[moved] * (snapped[moved] - alpha[moved])) @ src.rows(moved)
+    alpha = snapped
+    objective = float(alpha.sum() - 0.5 * ((y * alpha) @ Ku))
+    res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
+                           loop.smo_steps, Ku, loop.start)
+    res.polished, res.unshrinks, res.min_active, res.gap = loop.polished, loop.unshrinks, loop.min_active, loop.gap
+    res.rows_computed = src.rows_computed
+    return res
+
+
+def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backend: str = "clarabel",
+               layer: str = "direct", options: dict | None = None, time_limit: float | None = None,
+               profile: str = "high", alpha0: np.ndarray | None = None) -> WorkingSetResult:
+    """Solve the kernel dual by working sets of at most settings.q points (WorkingSetOptions).
+
+    K: the n x n Gram matrix, or a row source (solvers.algorithms.kernel_rows.KernelRows: rows on demand
     through a bounded cache, no n x n matrix).
     profile: the subproblem solver's options (solvers.profiles; `options` go on top).
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
-    or from `split_start` (sample, band) when n >= 4 * sample (sample=0: never).
-    q: the smallest block; it grows to 1.2 times the free points, at most max_q (the loop's comment).
-    selection: "second_order" (select_block) or "first_order". shrinking: every shrink_every steps
-    the points _shrinkable names leave the selection; when the violation on the others is below
-    tol, all come back and the loop goes on unless it holds for all (the gradient is kept exact
-    for every point, so the recheck costs nothing).
-    tol, gap_tol: the loop stops when m - M <= tol and (P - D) / P <= gap_tol (relative_gap); if the
-    gap is not closed, tol falls tenfold. bound_tol: alpha within bound_tol * C of a bound counts as
-    on it (polished subproblems and SMO steps put points exactly on their bounds).
-    stall_floor: below this violation, max_stall steps without a 1% fall stop the loop (the
-    subproblem solver's precision; with the polished subproblems it is seldom reached).
+    or from `split_start` (settings.sample, settings.band) when n >= 4 * sample.
     """
     if layer not in LAYERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {LAYERS}")
     if not (math.isfinite(C) and C > 0):
         raise ValueError(f"the working-set method needs a finite C > 0 (got {C!r})")
-    if q < 2:
-        raise ValueError(f"the working set needs q >= 2 points (got {q})")
-    if selection not in SELECTIONS:
-        raise ValueError(f"unknown working-set selection {selection!r}; choose one of {SELECTIONS}")
-    from solvers.profiles import backend_options
-
     src = as_rows(K)
     y = np.asarray(y, dtype=float)
-    n = len(y)
     opts = {**backend_options(backend, profile), **(options or {})}
     subsolve = SUBSOLVERS[layer]
-    loop = _Loop(min_active=n)
     start = time.perf_counter()
-    how = "zero" if alpha0 is None else "alpha0"
-    Ku = None
-    if alpha0 is None and sample and n >= 4 * sample:
-        alpha0, loop.sub_s, how, Ku = _split_start(src, y, C, subsolve, backend, opts, sample=sample, band=band)
-        if alpha0 is None:
-            how += "; started at zero"
-    if alpha0 is None:
-        alpha = np.zeros(n)
-        g = -np.ones(n)  # Q alpha - 1 at alpha = 0
-    elif Ku is not None:  # the split start's point is feasible by construction
-        alpha, g = alpha0, y * Ku - 1.0
-    else:
-        alpha = check_alpha0(alpha0, y, C)
-        g = gradient(src, y, alpha)  # once, O(n |S|); then updated by the changed rows as below
-    eps = bound_tol * C
-    tol_now = tol
-    active = np.ones(n, dtype=bool)
+    loop = _start(src, y, C, subsolve, backend, opts, alpha0, settings)
+    alpha, g = loop.alpha, loop.g  # updated in place by the steps
+    eps = settings.bound_tol * C
+    tol_now = settings.tol
+    active = np.ones(len(y), dtype=bool)
     violation, converged = math.inf, False
-    previous: np.ndarray | None = None
     best, stalled, stall_stop = math.inf, 0, False
     tiny_step = False  # the last subproblem moved no point by more than bound_tol * C
     polished = False  # the last subproblem was solved exactly (_polish_block)
     smo_tried = False  # exact steps were taken at a stall: a second stall ends the loop
-    for loop.it in range(1, max_outer + 1):
+    for loop.it in range(1, settings.max_outer + 1):
         # A point within bound_tol * C of a bound counts as at the bound (the checks' own rule).
         up, low, minus_yg = _violation(alpha, g, y, C, eps=eps)
         if not (up & active).any() or not (low & active).any():
@@ -570,7 +649,7 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
                 loop.unshrinks += 1
                 continue
             loop.gap = relative_gap(alpha, g, y, C)
-            if loop.gap <= gap_tol:
+            if loop.gap <= settings.gap_tol:
                 converged = True
                 break
             # m - M <= tol is not the optimum's objective to gap_tol when C sum xi is large (C = 1000:
@@ -580,61 +659,29 @@ def _decompose(K, y: np.ndarray, C: float, *, backend: str = "clarabel", layer: 
                 break
         # A polished step solved its block exactly: the violation of a block method may rise for a
         # while (q = 20, C = 10: 200 steps between new lows) without any stall of the solver.
-        if violation < best * 0.99 or violation > stall_floor or polished:
+        if violation < best * 0.99 or violation > settings.stall_floor or polished:
             best, stalled = min(best, violation), 0
         else:
             stalled += 1
-            if stalled >= max_stall and smo_tried:
+            if stalled >= settings.max_stall and smo_tried:
                 stall_stop = True
                 break
-        if tiny_step or stalled >= max_stall:
+        if tiny_step or stalled >= settings.max_stall:
             # The last subproblem moved nothing, or the violation stopped falling: exact two-point
             # steps put the points a hair off their bounds on them; then go on.
-            loop.smo_steps += _smo_steps(src, y, alpha, g, C, eps, tol, 10 * q)
-            smo_tried = stalled >= max_stall
+            loop.smo_steps += _smo_steps(src, y, alpha, g, C, eps, settings.tol, 10 * settings.q)
+            smo_tried = stalled >= settings.max_stall
             tiny_step, stalled = False, 0
             continue
         if time_limit is not None and time.perf_counter() - start > time_limit:
             break
-        if shrinking and loop.it % shrink_every == 0:
+        if settings.shrinking and loop.it % settings.shrink_every == 0:
             active &= ~_shrinkable(alpha, minus_yg, y, C, eps, m, M)
             loop.min_active = min(loop.min_active, int(active.sum()))
-        # The block grows with the free points (up to max_q): when there are more of them than q, blocks
-        # zig-zag among them (n = 5,000, 1,023 free at C = 10: 127 steps and 2.2 s with q = 500, 26 steps
-        # and 1.8 s with q = 1,000; C = 100, 1,648 free: 1,256 steps and 23 s against 79 and 7.6 s).
-        n_free = int(np.count_nonzero((alpha > eps) & (alpha < C - eps)))
-        q_now = min(max(q, int(1.2 * n_free)), max(q, max_q))
-        B = select_block(src, y, alpha, g, C, eps, q_now, active, selection)
-        if previous is not None and len(B) < q_now:  # fill with free points of the last set: fewer zig-zags
-            free = previous[(alpha[previous] > eps) & (alpha[previous] < C - eps)]
-            B = np.union1d(B, free[: q_now - len(B)])
-        rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
-        new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts)
-        loop.sub_s += elapsed
-        loop.polished += polished
-        if new is None:
+        moved, tiny_step, polished = _block_step(src, y, C, eps, loop, active, subsolve, backend, opts, settings)
+        if not moved:
             break
-        delta = new - alpha[B]
-        changed = np.flatnonzero(np.abs(delta) > 0)
-        if changed.size == 0:
-            break
-        tiny_step = float(np.abs(delta).max()) <= eps
-        Bc = B[changed]
-        g += y * ((y[Bc] * delta[changed]) @ src.rows(Bc))  # K symmetric: rows, not columns
-        alpha[Bc] = new[changed]
-        previous = B
-    snapped = _snap(alpha, y, C, bound_tol)
-    Ku = y * (g + 1.0)  # y_i (K u)_i = g_i + 1: no product with K (rounding ~1e-14 of |g|)
-    moved = np.flatnonzero(snapped != alpha)
-    if moved.size:
-        Ku += (y[moved] * (snapped[moved] - alpha[moved])) @ src.rows(moved)
-    alpha = snapped
-    objective = float(alpha.sum() - 0.5 * ((y * alpha) @ Ku))
-    res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
-                           loop.smo_steps, Ku, how)
-    res.polished, res.unshrinks, res.min_active, res.gap = loop.polished, loop.unshrinks, loop.min_active, loop.gap
-    res.rows_computed = src.rows_computed
-    return res
+    return _finish(src, y, C, loop, violation, converged, stall_stop, settings.bound_tol)
 
 
 def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
@@ -643,13 +690,9 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
           sample: int = 500, selection: str = "second_order", shrinking: bool = True) -> st.Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
-    K: the Gram matrix or a row source (solvers.kernel_rows); the checks use it as it is.
+    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
     """
-    from formulations import validation
-    from solvers.closing import close
-    from solvers.profiles import get_profile
-
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
     if not isinstance(K, (FullGram, KernelRows)):

@@ -7,13 +7,12 @@ keeps the solver's own code for the record.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from solvers import solution as st
-from solvers.profiles import TIME_LIMIT_OPTION
+from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
@@ -31,31 +30,6 @@ STATUS_MAP = {
     "user_limit": st.ITERATION_LIMIT,
     "solver_error": st.ERROR,
 }
-
-# Backend name -> (cvxpy solver name, module that must import).
-CVXPY_SOLVERS = {
-    "clarabel": ("CLARABEL", "clarabel"),
-    "osqp": ("OSQP", "osqp"),
-    "scs": ("SCS", "scs"),
-    "piqp": ("PIQP", "piqp"),
-    "proxqp": ("PROXQP", "proxsuite"),
-    "daqp": ("DAQP", "daqp"),
-    "highs": ("HIGHS", "highspy"),
-    "ipopt": ("IPOPT", "cyipopt"),
-}
-
-# cvxpy hands PIQP dense or sparse matrices by its "backend" option (default sparse). A dense
-# quadratic form (the kernel dual's Q, a working-set subproblem) wants the dense factorisation:
-# a 200 x 200 subproblem took 11 ms sparse and 2 ms dense (measured here); qpsolvers makes the
-# same choice from the matrix type. ProxQP stays on cvxpy's default (dense): cvxpy's sparse
-# ProxQP call raises a TypeError with proxsuite 0.8.
-MATRIX_BACKEND_SOLVERS = ("piqp",)
-
-
-def matrix_backend(backend: str, dense: bool) -> dict:
-    """The option that picks PIQP's dense or sparse backend in cvxpy (empty for the others)."""
-    return {"backend": "dense" if dense else "sparse"} if backend in MATRIX_BACKEND_SOLVERS else {}
-
 
 # cvxpy's SciPy canonicalisation backend compiles the large models faster than its default (C++):
 # the soft primal at n = 1e5 in 0.41-0.49 s against 0.70-0.83 s, the lifted dual 0.40 against
@@ -79,62 +53,40 @@ def _raw_status(problem) -> str:
     return str(problem.status)
 
 
-def solve_kwargs(name: str, *, dense: bool, options: dict, time_limit: float | None = None) -> dict:
-    """The keyword arguments of `Problem.solve` for backend `name`: its matrix form, its time-limit
-    option, and Ipopt through cvxpy's NLP path (the only way cvxpy reaches it: `nlp=True`)."""
-    kwargs = {**matrix_backend(name, dense=dense), **options}
-    if time_limit is not None and name in TIME_LIMIT_OPTION:
-        kwargs[TIME_LIMIT_OPTION[name]] = float(time_limit)
-    if name == "ipopt":
-        kwargs.update(nlp=True, print_level=0, sb="yes")
-    else:
+def solve_kwargs(record, *, dense: bool, options: dict, time_limit: float | None = None) -> dict:
+    """The keyword arguments of `Problem.solve` for a backend's record: its matrix form, its options,
+    its time-limit option, and Ipopt through cvxpy's NLP path (`record.cvxpy_options`: nlp=True, the
+    only way cvxpy reaches it, which takes no canon_backend). The adapter and the working set's
+    subproblems both solve with these."""
+    kwargs = {**record.cvxpy_matrix_backend(dense_form=dense), **options, **record.time_limit(time_limit),
+              **record.cvxpy_options}
+    if not record.cvxpy_options.get("nlp"):
         kwargs.setdefault("canon_backend", CANON_BACKEND)
     return kwargs
 
 
 @dataclass
-class CvxpyBackend:
+class CvxpyBackend(RecordAdapter):
     """Solve a `CvxpyModel` with one of cvxpy's solvers."""
 
-    name: str
-    layer: str = "cvxpy"
+    layer: ClassVar[str] = "cvxpy"
+    layer_package: ClassVar[str] = "cvxpy"
 
     @property
     def cvxpy_name(self) -> str:
-        return CVXPY_SOLVERS[self.name][0]
+        return self.record.cvxpy_name
 
-    def installed(self) -> tuple[bool, str]:
-        """Whether the packages are there, without importing them (fast: --list)."""
-        module = CVXPY_SOLVERS[self.name][1]
-        if importlib.util.find_spec("cvxpy") is None:
-            return False, "cvxpy is not installed"
-        if importlib.util.find_spec(module) is None:
-            return False, f"the Python package providing {module!r} is not installed"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
-        import cvxpy as cp
+    def loads(self) -> tuple[bool, str]:
+        import cvxpy as cp  # deferred on purpose: the registry (and --list) must not import cvxpy
 
         if self.cvxpy_name not in cp.installed_solvers():
             return False, f"cvxpy does not list {self.cvxpy_name} among its installed solvers"
         return True, "available"
 
-    def version(self) -> str:
-        from importlib.metadata import PackageNotFoundError, version
-
-        dist = {"proxqp": "proxsuite", "ipopt": "cyipopt-wheels", "highs": "highspy"}.get(self.name, self.name)
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            return ""
-
     def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
         import cvxpy as cp
 
-        kwargs = solve_kwargs(self.name, dense=model.info.get("form") == "dense", options=options,
+        kwargs = solve_kwargs(self.record, dense=model.info.get("form") == "dense", options=options,
                               time_limit=time_limit)
         start = time.perf_counter()
         try:
@@ -154,6 +106,5 @@ class CvxpyBackend:
             objective=float(model.problem.value) if model.problem.value is not None else float("nan"),
             iterations=iters if isinstance(iters, int) else None,
             solve_s=elapsed,
-            # cvxpy's IPOPT path (nlp=True) returns no constraint duals.
-            has_duals=self.name != "ipopt",
+            has_duals=self.record.cvxpy_duals,  # cvxpy's IPOPT path (nlp=True) returns none
         )

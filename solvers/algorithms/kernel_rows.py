@@ -1,6 +1,6 @@
 """Rows of the kernel matrix on demand, through a bounded LRU cache (LIBSVM's design).
 
-The kernel working set (solvers.working_set) needs, per outer step, the rows K[B] of the
+The kernel working set (solvers.algorithms.working_set) needs, per outer step, the rows K[B] of the
 points whose alpha changed (the gradient update) and the block K[B, B] (the subproblem).
 At n = 50,000 the whole Gram matrix is 20 GB; its rows are computed from X when asked
 (formulations.kernels.gram on X[rows] against X) and the most recently used ones are kept,
@@ -23,6 +23,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from formulations import validation
+from formulations.kernels import gram
 from solvers.reference import Gram
 
 #: Rows cached by default: LIBSVM's SVC uses 200 MB; more rows mean fewer recomputed ones.
@@ -74,8 +76,6 @@ class KernelRows(Gram):
         self._diagonal = None
 
     def _compute(self, I) -> np.ndarray:
-        from formulations.kernels import gram
-
         block = gram(self.kernel, self.data[I], self.data)
         # k(x_i, x_i) as the full Gram matrix has it (the rbf's exact 1, not rounding noise)
         block[np.arange(len(I)), I] = self.diagonal()[I]
@@ -105,8 +105,6 @@ class KernelRows(Gram):
         return out
 
     def submatrix(self, I, J) -> np.ndarray:
-        from formulations.kernels import gram
-
         I, J = np.asarray(I, dtype=int), np.asarray(J, dtype=int)
         block = gram(self.kernel, self.data[I], self.data[J])
         same = I[:, None] == J[None, :]
@@ -134,8 +132,6 @@ class KernelRows(Gram):
 
 def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
     """k(x_i, x_i) for every i, one point at a time in chunks (exactly the Gram matrix's diagonal)."""
-    from formulations.kernels import gram
-
     if kernel.name == "rbf":
         return np.ones(len(X))  # the Gram matrix sets ||x - x|| = 0 exactly
     return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(len(X))])
@@ -147,9 +143,6 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """
-    from formulations import validation
-    from formulations.kernels import gram
-
     n = len(X)
     allowed = validation.memory_budget(budget)
     if 3 * 8.0 * n * n <= allowed:

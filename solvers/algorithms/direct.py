@@ -35,13 +35,19 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations import kernel_dual, penalty, soft_primal
+from formulations import kernel_dual, penalty, soft_primal, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
-from solvers.pyomo_standard_form import StandardQP
+from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
+from solvers.adapters.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
+from solvers.backends import PYOMO_IPOPT_BRIDGE, RECORDS, ranked
+from solvers.bridge.pyomo_standard_form import StandardQP
+from solvers.closing import close, resolve_C
+from solvers.profiles import backend_options, get_profile
 
-# Backends that can take the matrices directly: qpsolvers' names, plus Ipopt through cyipopt.
-DIRECT_BACKENDS = ("clarabel", "piqp", "osqp", "scs", "proxqp", "daqp", "highs", "ipopt")
+# Backends that can take the matrices directly (their records say `direct`): through qpsolvers,
+# or Ipopt through the project's cyipopt bridge.
+DIRECT_BACKENDS = tuple(name for name in ranked("cvxpy") if RECORDS[name].direct)
 
 
 @dataclass
@@ -150,27 +156,22 @@ class DirectResult:
 def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
                     time_limit: float | None = None) -> DirectResult:
     """Hand the matrices to the solver (qpsolvers, or cyipopt for Ipopt) and time that call only."""
-    from solvers.profiles import TIME_LIMIT_OPTION  # the solvers' own time-limit options
-    from solvers.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
-
-    if backend not in DIRECT_BACKENDS:
+    record = RECORDS.get(backend)
+    if record is None or not record.direct:
         raise ValueError(f"unknown direct backend {backend!r}; choose one of {DIRECT_BACKENDS}")
     options = dict(options or {})
     qp = asm.qp
     start = time.perf_counter()
     try:
-        if backend == "ipopt":
-            from solvers.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
-
+        if record.pyomo_route == PYOMO_IPOPT_BRIDGE:  # Ipopt: the project's cyipopt bridge
             qp_sparse = StandardQP(**{**qp.__dict__, "P": sp.csc_matrix(qp.P), "A": sp.csc_matrix(qp.A),
                                       "G": sp.csc_matrix(qp.G)})
             x, y_eq, z_in, info, iters = solve_qp_with_ipopt(qp_sparse, options, time_limit)
             elapsed = time.perf_counter() - start
             status, raw = ipopt_status(info)
         else:
-            if time_limit is not None and backend in TIME_LIMIT_OPTION:
-                options.setdefault(TIME_LIMIT_OPTION[backend], float(time_limit))
-            sol = solve_standard_qp(qp, backend, options)
+            options = {**record.time_limit(time_limit), **options}
+            sol = solve_standard_qp(qp, record, options)
             elapsed = time.perf_counter() - start
             status, raw = qpsolvers_status(sol)
             x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
@@ -215,10 +216,6 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
 
     build_s is the assembly from numpy arrays, solve_s the solver call alone.
     """
-    from formulations import validation
-    from solvers.closing import close, resolve_C
-    from solvers.profiles import backend_options, get_profile
-
     if K is not None and X is None:
         X = np.zeros((len(y), 0))
         y, labels = validation.check_labels(y)

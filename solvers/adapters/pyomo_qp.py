@@ -1,7 +1,7 @@
 """Pyomo models solved by QP solvers Pyomo has no interface to (Clarabel, OSQP,
 SCS, PIQP, ProxQP, DAQP), through the standard-form bridge and qpsolvers.
 
-The model is read as a sparse QP (solvers.pyomo_standard_form), handed to the
+The model is read as a sparse QP (solvers.bridge.pyomo_standard_form), handed to the
 solver through qpsolvers (one calling convention, native options passed
 through), and the primal point and the multipliers are loaded back into the
 Pyomo model exactly as Pyomo's HiGHS interface loads them.
@@ -9,30 +9,19 @@ Pyomo model exactly as Pyomo's HiGHS interface loads them.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from solvers import solution as st
+from solvers.adapters.base import RecordAdapter
+from solvers.backends import BackendRecord
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
-    from solvers.pyomo_standard_form import StandardQP
-from solvers.profiles import TIME_LIMIT_OPTION
-
-# Backend name -> (qpsolvers name, module that must import, distribution for the version).
-QPSOLVERS_BACKENDS = {
-    "clarabel": ("clarabel", "clarabel", "clarabel"),
-    "osqp": ("osqp", "osqp", "osqp"),
-    "scs": ("scs", "scs", "scs"),
-    "piqp": ("piqp", "piqp", "piqp"),
-    "proxqp": ("proxqp", "proxsuite", "proxsuite"),
-    "daqp": ("daqp", "daqp", "daqp"),
-}
-
+    from solvers.bridge.pyomo_standard_form import StandardQP
 # Keywords in a solver's own status -> the project's status (first match wins).
 RAW_STATUS_KEYWORDS = (
     ("dual_infeas", st.UNBOUNDED),
@@ -99,8 +88,9 @@ def point_status(status: str, point: bool) -> str:
     return status if point or status != st.OPTIMAL else st.ERROR
 
 
-def solve_standard_qp(qp: StandardQP, solver: str, options: dict):
-    """Hand a StandardQP to qpsolvers; returns qpsolvers' Solution."""
+def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
+    """Hand a StandardQP to qpsolvers, dense or sparse as the backend's record says; returns
+    qpsolvers' Solution."""
     from qpsolvers import Problem, solve_problem
 
     problem = Problem(
@@ -112,56 +102,37 @@ def solve_standard_qp(qp: StandardQP, solver: str, options: dict):
     n = qp.P.shape[0]
     nnz = qp.P.nnz if hasattr(qp.P, "nnz") else np.count_nonzero(qp.P)
     dense_P = n > 0 and nnz > 0.25 * n * n  # e.g. the kernel dual's Y K Y
-    # qpsolvers picks PIQP's and ProxQP's dense or sparse backend from the matrix type: a dense P
-    # handed over as a sparse matrix took PIQP 105 s instead of 4 s at n = 2,000 (experiments.bench).
-    if solver in ("daqp",) or (dense_P and solver in ("piqp", "proxqp")):  # dense-only solvers in qpsolvers
+    # qpsolvers picks the dense or sparse factorisation from the matrix type (the record says why)
+    if record.wants_dense(dense_P):
         problem = Problem(*(m.toarray() if hasattr(m, "toarray") else m for m in
                             (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
-    return solve_problem(problem, solver=solver, **options)
+    return solve_problem(problem, solver=record.qpsolvers_name, **options)
 
 
 @dataclass
-class PyomoQPBackend:
+class PyomoQPBackend(RecordAdapter):
     """One qpsolvers backend behind the Pyomo standard-form bridge."""
 
-    name: str
-    layer: str = "pyomo"
+    layer: ClassVar[str] = "pyomo"
+    layer_package: ClassVar[str] = "qpsolvers"
 
-    def installed(self) -> tuple[bool, str]:
-        """Whether the packages are there, without importing them (fast: --list)."""
-        module = QPSOLVERS_BACKENDS[self.name][1]
-        if importlib.util.find_spec("qpsolvers") is None:
-            return False, "qpsolvers is not installed"
-        if importlib.util.find_spec(module) is None:
-            return False, f"the Python package providing {module!r} is not installed"
-        return True, "installed"
+    def loads(self) -> tuple[bool, str]:
+        import qpsolvers  # deferred on purpose: it imports every solver it finds
 
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
-        import qpsolvers
-
-        if QPSOLVERS_BACKENDS[self.name][0] not in qpsolvers.available_solvers:
-            return False, f"qpsolvers cannot load {QPSOLVERS_BACKENDS[self.name][0]}"
+        if self.record.qpsolvers_name not in qpsolvers.available_solvers:
+            return False, f"qpsolvers cannot load {self.record.qpsolvers_name}"
         return True, "available"
 
-    def version(self) -> str:
-        from importlib.metadata import version
-
-        return version(QPSOLVERS_BACKENDS[self.name][2])
-
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
-        from solvers.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
+        from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
 
         qp = from_pyomo(model)
-        if time_limit is not None and self.name in TIME_LIMIT_OPTION:
-            # the solver's own limit; solvers.api refuses a limit for PIQP and ProxQP, while the working
-            # sets call adapters directly and check the clock between their (small) subproblems
-            options = {**options, TIME_LIMIT_OPTION[self.name]: float(time_limit)}
+        # the solver's own limit; solvers.api refuses a limit for a backend without one, while the
+        # working sets call adapters directly and check the clock between their (small) subproblems
+        options = {**options, **self.record.time_limit(time_limit)}
         start = time.perf_counter()
         try:
-            sol = solve_standard_qp(qp, QPSOLVERS_BACKENDS[self.name][0], options)
+            sol = solve_standard_qp(qp, self.record, options)
         except Exception as exc:
             raise BackendError(f"pyomo/{self.name} raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start

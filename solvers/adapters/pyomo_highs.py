@@ -8,11 +8,12 @@ Pyomo backend of this project loads them the same way.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 from solvers import solution as st
+from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 # pyomo.contrib.solver TerminationCondition names -> the project's statuses.
@@ -28,34 +29,22 @@ TERMINATION_MAP = {
 
 
 @dataclass
-class PyomoHighsBackend:
-    name: str = "highs"
-    layer: str = "pyomo"
+class PyomoHighsBackend(RecordAdapter):
+    layer: ClassVar[str] = "pyomo"
 
-    def installed(self) -> tuple[bool, str]:
-        """Whether the package is there, without importing it (fast: --list)."""
-        if importlib.util.find_spec("highspy") is None:
-            return False, "highspy is not installed"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
+    def loads(self) -> tuple[bool, str]:
+        # deferred on purpose: Pyomo takes ~1.5 s; pyomo.environ registers its solver plugins (without
+        # it the factory knows no HiGHS, and a fresh process listed pyomo/highs as unavailable)
+        import pyomo.environ  # noqa: F401
         from pyomo.contrib.solver.common.factory import SolverFactory
 
-        available = SolverFactory("highs").available()
-        return (bool(available), "available" if available else f"Pyomo reports HiGHS as {available}")
-
-    def version(self) -> str:
-        from importlib.metadata import version
-
-        return version("highspy")
+        available = SolverFactory(self.record.name).available()  # Pyomo registers it under the same name
+        return (bool(available), "available" if available else f"Pyomo reports {self.record.title} as {available}")
 
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
         from pyomo.contrib.solver.common.factory import SolverFactory
 
-        solver = SolverFactory("highs")
+        solver = SolverFactory(self.record.name)  # Pyomo registers it under the same name
         start = time.perf_counter()
         try:
             results = solver.solve(

@@ -2,7 +2,7 @@
 
 Pyomo's Ipopt paths need an `ipopt` executable or PyNumero's compiled ASL
 library, neither of which installs here. This bridge reads the Pyomo model as a
-sparse QP (solvers.pyomo_standard_form), hands Ipopt the problem with its exact
+sparse QP (solvers.bridge.pyomo_standard_form), hands Ipopt the problem with its exact
 derivatives (gradient P x + q, constant Jacobian [A; G], constant Hessian P),
 then loads the point back into the Pyomo variables and the multipliers into
 `model.dual` in the convention of Pyomo's HiGHS interface.
@@ -13,19 +13,19 @@ active lower bound g >= cl), so d f*/d (constraint bound) = -lambda.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers import solution as st
+from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
-    from solvers.pyomo_standard_form import StandardQP
+    from solvers.bridge.pyomo_standard_form import StandardQP
 
 # Ipopt's ApplicationReturnStatus -> the project's; "acceptable level" is not optimal.
 IPOPT_STATUS = {
@@ -114,33 +114,18 @@ def solve_qp_with_ipopt(qp: StandardQP, options: dict, time_limit: float | None 
 
 
 @dataclass
-class PyomoIpoptBackend:
-    name: str = "ipopt"
-    layer: str = "pyomo"
+class PyomoIpoptBackend(RecordAdapter):
+    layer: ClassVar[str] = "pyomo"
 
-    def installed(self) -> tuple[bool, str]:
-        """Whether the package is there, without importing it (fast: --list)."""
-        if importlib.util.find_spec("cyipopt") is None:
-            return False, "cyipopt is not installed (pip install cyipopt-wheels)"
-        return True, "installed"
-
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = self.installed()
-        if not ok:
-            return ok, reason
+    def loads(self) -> tuple[bool, str]:
         try:
             import cyipopt  # noqa: F401  (the bundled Ipopt library loads here)
         except Exception as exc:
             return False, f"cyipopt does not load: {exc}"
         return True, "available"
 
-    def version(self) -> str:
-        from importlib.metadata import version
-
-        return version("cyipopt-wheels")
-
     def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
-        from solvers.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
+        from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
 
         qp = from_pyomo(model)
         start = time.perf_counter()

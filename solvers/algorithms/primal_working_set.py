@@ -43,9 +43,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from formulations import soft_primal, validation
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import solution as st
+from solvers.algorithms import direct
+from solvers.closing import close, read_cvxpy, read_pyomo
+from solvers.profiles import backend_options, get_profile
+from solvers.registry import get_backend
 
 LAYERS = ("direct", "cvxpy", "pyomo")
 
@@ -65,28 +70,18 @@ class PrimalWorkingSetResult:
 
 
 def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
-    from solvers import direct
-
     asm = direct.assemble(SOFT_PRIMAL, X, y, C, inside=inside)
     res = direct.solve_assembled(asm, backend, options, time_limit)
     return direct.named_values(asm, res), res.status, res.message
 
 
 def _subproblem_cvxpy(X, y, C, inside, backend, options, time_limit):
-    from formulations import soft_primal
-    from solvers.closing import read_cvxpy
-    from solvers.registry import get_backend
-
     model = soft_primal.build_cvxpy(X, y, C, inside=inside)
     raw = get_backend("cvxpy", backend).solve(model, options, time_limit)
     return read_cvxpy(model, SOFT_PRIMAL, raw.has_duals), raw.status, raw.message
 
 
 def _subproblem_pyomo(X, y, C, inside, backend, options, time_limit):
-    from formulations import soft_primal
-    from solvers.closing import read_pyomo
-    from solvers.registry import get_backend
-
     model = soft_primal.build_pyomo(X, y, C, inside=inside)
     raw = get_backend("pyomo", backend).solve(model, options, time_limit)
     return read_pyomo(model, SOFT_PRIMAL), raw.status, raw.message
@@ -130,7 +125,6 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         raise ValueError(f"the primal working set needs a finite C > 0 (got {C!r})")
     if sample < 2 or not (0 < min_delta <= delta):
         raise ValueError(f"need sample >= 2 and 0 < min_delta <= delta (got {sample}, {min_delta}, {delta})")
-    from solvers.profiles import backend_options
 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -201,10 +195,6 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).
     """
-    from formulations import validation
-    from solvers.closing import close
-    from solvers.profiles import get_profile
-
     X, y, labels = validation.check_data(X, y)
     C = validation.check_C(C)
     prof = get_profile(profile)

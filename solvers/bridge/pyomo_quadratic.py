@@ -7,7 +7,7 @@ Python object per term (n^2 of them); here it is read as the matrix:
 1. find every QuadraticForm that enters the objective affinely (through sums,
    negations, constant multiples and named expressions) and its multiplier c;
 2. compile the rest of the model with those forms read as 0 (the ordinary
-   path of solvers.pyomo_standard_form.from_pyomo);
+   path of solvers.bridge.pyomo_standard_form.from_pyomo);
 3. add c * (Q + Q') on the forms' columns to P (P is in the minimisation sense:
    P += sense * c * 2 Q for 1/2 x'Px).
 
@@ -25,6 +25,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from formulations.quadratic_form import QuadraticForm
+from solvers.errors import UnsupportedModelError
 
 
 def _affine_forms(expr) -> list | None:
@@ -37,7 +38,7 @@ def _affine_forms(expr) -> list | None:
     while stack:
         node, mult, affine = stack.pop()
         if isinstance(node, QuadraticForm):
-            if node._zeroed:
+            if node.zeroed:
                 continue
             if not affine or node.matrix is None:
                 return None
@@ -70,12 +71,12 @@ def _is_constant(obj) -> bool:
 def _zeroed(forms):
     """Read the forms as the constant 0 while the rest of the model is compiled."""
     for form in forms:
-        form._zeroed = True
+        form.zeroed = True
     try:
         yield
     finally:
         for form in forms:
-            form._zeroed = False
+            form.zeroed = False
 
 
 def _add_columns(qp, variables) -> None:
@@ -93,8 +94,6 @@ def _add_columns(qp, variables) -> None:
         if var.fixed:
             lb[j] = ub[j] = float(var.value)
         if not var.is_continuous():
-            from solvers.errors import UnsupportedModelError
-
             raise UnsupportedModelError(f"variable {var.name} is not continuous; only continuous QPs are supported")
     qp.lb = np.concatenate([qp.lb, lb])
     qp.ub = np.concatenate([qp.ub, ub])
@@ -103,7 +102,7 @@ def _add_columns(qp, variables) -> None:
 def compile_quadratic_forms(model, compile_rest):
     """A StandardQP for `model` with its QuadraticForms read as matrices, or None.
 
-    `compile_rest(model)` compiles the model (solvers.pyomo_standard_form.from_pyomo);
+    `compile_rest(model)` compiles the model (solvers.bridge.pyomo_standard_form.from_pyomo);
     it is called with the forms reading as 0, so it takes its ordinary path.
     """
     objectives = list(model.component_data_objects(pyo.Objective, active=True))

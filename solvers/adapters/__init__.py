@@ -1,0 +1,1 @@
+"""Adapters: one module per solver API, each serving the backends whose records (solvers.backends) name it."""

@@ -1,0 +1,149 @@
+"""A backend is one record: the records drive the registry, the profiles and the adapters, and a
+new backend is its record plus a tiny adapter (registered, solved through solvers.api, removed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from scipy.optimize import LinearConstraint, minimize
+
+from experiments.datasets import example_5_1
+from solvers import registry, solution as st
+from solvers.api import solve
+from solvers.backends import DENSE, DENSE_IF_DENSE, RECORDS, Backend, BackendRecord, ranked
+from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo
+from solvers.errors import BackendUnavailableError
+from solvers.profiles import backend_options
+
+# The notes' Example 5.1, to the digits the notes print (seed 001).
+W_5_1 = np.array([-0.9229, 0.7627])
+B_5_1 = 1.1976
+
+
+@dataclasses.dataclass
+class ScipyAdapter:
+    """A tiny Pyomo adapter: the standard-form bridge, then SciPy's SLSQP (no multipliers: the
+    project's checks estimate them, as for cvxpy's Ipopt)."""
+
+    record: BackendRecord
+    layer: str = "pyomo"
+    calls: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    def installed(self):
+        return True, "installed"
+
+    def availability(self):
+        return True, "available"
+
+    def version(self):
+        return "test"
+
+    def solve(self, model, options, time_limit=None):
+        self.calls += 1
+        qp = from_pyomo(model)
+        P = qp.P.toarray() if hasattr(qp.P, "toarray") else np.asarray(qp.P)
+        constraints = [LinearConstraint(qp.G.toarray(), -np.inf, qp.h)] if qp.G.shape[0] else []
+        if qp.A.shape[0]:
+            constraints.append(LinearConstraint(qp.A.toarray(), qp.b, qp.b))
+        start = time.perf_counter()
+        res = minimize(lambda x: 0.5 * x @ P @ x + qp.q @ x, np.zeros(qp.n), jac=lambda x: P @ x + qp.q,
+                       constraints=constraints, bounds=list(zip(qp.lb, qp.ub)), method="SLSQP",
+                       options={"ftol": options.get("ftol", 1e-14), "maxiter": 500})
+        load_into_pyomo(qp, model, res.x, None, None)
+        return st.RawResult(status=st.OPTIMAL if res.success else st.ERROR, raw_status=str(res.message),
+                            objective=qp.objective(res.x), iterations=int(res.nit),
+                            solve_s=time.perf_counter() - start, has_duals=False)
+
+
+FAKE = BackendRecord("scipy_slsqp", "SciPy SLSQP", distribution="scipy", module="scipy", cvxpy_name=None,
+                     qpsolvers_name=None, pyomo_route=None, direct=False,
+                     tolerances=lambda tol: {"ftol": tol * 1e-3}, quirks="a test's backend")
+
+
+@pytest.fixture
+def fake_backend():
+    adapter = ScipyAdapter(FAKE)
+    registry.register(FAKE, {"pyomo": adapter})
+    try:
+        yield adapter
+    finally:
+        registry.unregister(FAKE.name)
+
+
+def test_a_registered_backend_solves_example_5_1_through_the_api(fake_backend):
+    assert isinstance(fake_backend, Backend)
+    ds = example_5_1()
+    sol = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=FAKE.name, profile="high")
+    assert fake_backend.calls == 1
+    assert sol.status == st.OPTIMAL, sol.message  # the project's checks verified the point
+    assert sol.backend == FAKE.name
+    np.testing.assert_allclose(sol.w, W_5_1, atol=5e-5)  # half a unit of the notes' last digit
+    assert sol.b == pytest.approx(B_5_1, abs=5e-5)
+    assert sol.checks["rel_duality_gap"] <= 1e-6
+    reference = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend="clarabel", profile="high")
+    np.testing.assert_allclose(sol.w, reference.w, rtol=1e-6)
+    assert sol.b == pytest.approx(reference.b, rel=1e-6)
+
+
+def test_unregister_removes_every_trace(fake_backend):
+    assert ("pyomo", FAKE.name) in registry.BACKENDS and FAKE.name in registry.BACKEND_NAMES
+    assert backend_options(FAKE.name, "high") == {"ftol": pytest.approx(1e-12)}
+    registry.unregister(FAKE.name)
+    assert FAKE.name not in RECORDS and FAKE.name not in registry.BACKEND_NAMES
+    assert all(name != FAKE.name for _, name in registry.BACKENDS)
+    with pytest.raises(BackendUnavailableError, match="scipy_slsqp"):
+        registry.get_backend("pyomo", FAKE.name)
+    ds = example_5_1()
+    with pytest.raises(Exception, match="scipy_slsqp"):
+        solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=FAKE.name)
+
+
+def test_register_refuses_a_duplicate_and_a_non_adapter():
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(RECORDS["clarabel"])
+    with pytest.raises(TypeError, match="Backend protocol"):
+        registry.register(FAKE, {"pyomo": object()})
+    assert FAKE.name not in RECORDS
+
+
+def test_every_registered_adapter_provides_the_protocol_and_reads_its_record():
+    for (layer, name), adapter in registry.BACKENDS.items():
+        assert isinstance(adapter, Backend), (layer, name)
+        assert adapter.name == name and adapter.layer == layer
+        assert layer in RECORDS[name].layers
+
+
+def test_the_records_keep_the_preference_orders():
+    assert [name for layer, name in registry.BACKENDS if layer == "pyomo"] == list(ranked("pyomo"))
+    assert ranked("pyomo")[:2] == ("highs", "ipopt")
+    assert ranked("cvxpy")[0] == "clarabel"
+
+
+def test_the_dense_or_sparse_choice_is_the_records():
+    assert RECORDS["daqp"].matrices == DENSE and RECORDS["daqp"].wants_dense(False)
+    assert RECORDS["piqp"].matrices == DENSE_IF_DENSE
+    assert RECORDS["piqp"].wants_dense(True) and not RECORDS["piqp"].wants_dense(False)
+    assert RECORDS["piqp"].cvxpy_matrix_backend(True) == {"backend": "dense"}
+    assert RECORDS["proxqp"].cvxpy_matrix_backend(True) == {}  # cvxpy's sparse ProxQP call fails
+    assert RECORDS["clarabel"].cvxpy_matrix_backend(True) == {}
+
+
+def test_time_limits_and_profiles_come_from_the_records():
+    assert not registry.takes_time_limit("pyomo", "piqp") and not registry.takes_time_limit("cvxpy", "proxqp")
+    assert registry.takes_time_limit("pyomo", "highs")
+    assert RECORDS["scs"].time_limit(2) == {"time_limit_secs": 2.0}
+    assert RECORDS["piqp"].time_limit(2) == {}
+    assert backend_options("ipopt", "high")["bound_relax_factor"] == 0.0
+    assert backend_options("osqp", "scale")["max_iter"] == 20_000
+    assert backend_options("osqp", "default") == {}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RECORDS["osqp"].name = "x"
+    with pytest.raises(TypeError):
+        RECORDS["osqp"].scale_overrides["max_iter"] = 1  # read-only all the way down
