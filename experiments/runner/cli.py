@@ -43,6 +43,7 @@ from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, g
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
+from solvers.backends import RECORDS
 from solvers.profiles import PROFILES
 from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_backends, backend_table
 
