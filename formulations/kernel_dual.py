@@ -34,6 +34,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations import penalty
+from formulations.kernels import factorize
 from formulations.model import (KERNEL_DUAL, CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows,
                                 new_pyomo_model, pyomo_alpha_bounds, signed)
 from formulations.quadratic_form import QuadraticForm
@@ -67,8 +68,6 @@ class _FactorInfo:
 def factor_of(K: np.ndarray, L: np.ndarray | None = None) -> _FactorInfo:
     """The factor to use: the given L (its residual measured against K) or a new one."""
     if L is None:
-        from formulations.kernels import factorize
-
         f = factorize(np.asarray(K, dtype=float))
         return _FactorInfo(f.L, f.rank, f.residual, f.method)
     L = np.asarray(L, dtype=float)
@@ -177,8 +176,6 @@ def choose_form(K: np.ndarray, rtol: float = 1e-10, fraction: float = FACTOR_RAN
     never pays for a full factor that would be thrown away. A factor it finds is
     returned (`L`) so the model need not factor K again.
     """
-    from formulations.kernels import factorize
-
     n = K.shape[0]
     cap = max(1, int(fraction * n))
     if cap >= n:  # tiny problems: both forms are instant; the dense one has no rounding to discuss

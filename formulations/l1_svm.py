@@ -55,9 +55,8 @@ import pyomo.environ as pyo
 
 from formulations.errors import SVMInputError
 from formulations.model import CvxpyModel, linear_rows, linear_sum, new_pyomo_model, signed
+from formulations.names import L1_DUAL, L1_PRIMAL  # noqa: F401 (re-exported: this module's LPs)
 
-L1_PRIMAL = "l1_primal"
-L1_DUAL = "l1_dual"
 ABS_FORMS = ("bound", "split")
 CORR_FORMS = ("lift", "rows")
 

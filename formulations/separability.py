@@ -36,9 +36,7 @@ import pyomo.environ as pyo
 from formulations import hard_primal
 from formulations.errors import SVMInputError
 from formulations.model import CvxpyModel, linear_rows
-
-SEPARABILITY = "separability"
-HULL_INTERSECTION = "hull_intersection"
+from formulations.names import HULL_INTERSECTION, SEPARABILITY  # noqa: F401 (re-exported: this module's LPs)
 
 
 def split_classes(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

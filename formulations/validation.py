@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulations.errors import MemoryBudgetError, SVMInputError
+from formulations.kernels import Kernel
 
 #: Default memory budget for O(n^2) objects, as a fraction of the memory available now.
 MEMORY_FRACTION = 0.5
@@ -266,8 +267,6 @@ def check_kernel(kernel):
     The Kernel constructor is where the parameter rules live (gamma > 0, degree a
     positive integer, coef0 >= 0 for poly); this only normalises the ways to ask.
     """
-    from formulations.kernels import Kernel
-
     if kernel is None:
         return Kernel("linear")
     if isinstance(kernel, Kernel):

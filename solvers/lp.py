@@ -36,31 +36,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations import l1_svm, recovery, separability, validation
+import formulations
+from formulations import recovery, separability, validation
 from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
-from formulations.l1_svm import L1_DUAL, L1_PRIMAL
-from formulations.separability import HULL_INTERSECTION, SEPARABILITY
+from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
 from solvers import solution as st
 from solvers.backends import RECORDS, get_record, ranked
 from solvers.closing import HAS_POINT, close_lp
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import LAYERS, availability, check_time_limit, get_backend
-
-LP_FORMULATIONS = (SEPARABILITY, HULL_INTERSECTION, L1_PRIMAL, L1_DUAL)
-
-# Builders by (formulation, layer); the 1-norm ones take C and abs_form.
-BUILDERS = {
-    (SEPARABILITY, "pyomo"): separability.build_pyomo,
-    (SEPARABILITY, "cvxpy"): separability.build_cvxpy,
-    (HULL_INTERSECTION, "pyomo"): separability.build_hull_pyomo,
-    (HULL_INTERSECTION, "cvxpy"): separability.build_hull_cvxpy,
-    (L1_PRIMAL, "pyomo"): l1_svm.build_primal_pyomo,
-    (L1_PRIMAL, "cvxpy"): l1_svm.build_primal_cvxpy,
-    (L1_DUAL, "pyomo"): l1_svm.build_dual_pyomo,
-    (L1_DUAL, "cvxpy"): l1_svm.build_dual_cvxpy,
-}
 
 # Named LP methods by backend, from the records (today HiGHS's simplex and ipm).
 LP_METHODS = {name: record.lp_methods for name, record in RECORDS.items() if record.lp_methods}
@@ -123,19 +109,10 @@ def method_options(layer: str, backend: str, method: str | None) -> dict:
 
 def build_lp(formulation: str, layer: str, X: np.ndarray, y: np.ndarray, C: float | None = None,
              abs_form: str = "bound", corr_form: str = "lift"):
-    """Build one LP formulation in one layer from already-validated data."""
-    try:
-        builder = BUILDERS[(formulation, layer)]
-    except KeyError:
-        if formulation not in LP_FORMULATIONS:
-            raise SVMInputError(
-                f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}") from None
-        raise SVMInputError(f"unknown layer {layer!r}; choose one of {list(LAYERS)}") from None
-    if formulation == L1_PRIMAL:
-        return builder(X, y, C, abs_form=abs_form)
-    if formulation == L1_DUAL:
-        return builder(X, y, C, corr_form=corr_form)
-    return builder(X, y)
+    """Build one LP formulation in one layer from already-validated data (formulations.build)."""
+    if formulation not in LP_FORMULATIONS:
+        raise SVMInputError(f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}")
+    return formulations.build(formulation, layer, X=X, y=y, C=C, abs_form=abs_form, corr_form=corr_form)
 
 
 # ----------------------------------------------------------------- read-back

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("formulations", "solvers", "experiments")
 # Where every in-function import of a project module must say why. solvers/ and formulations/ are
 # being restructured on another branch (issue 18, part 1); add them here once it is merged.
-COMMENT_CHECKED = ("experiments",)
+COMMENT_CHECKED = ("experiments", "solvers", "formulations")
 # The deferred imports of experiments/ counted after issue 18: a new one is a decision, so it
 # raises this number in the same change as its comment.
 MAX_DEFERRED_IN_EXPERIMENTS = 21  # +1: the runner's --method axis reads solvers.api's names where it expands

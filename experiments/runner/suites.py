@@ -28,14 +28,11 @@ from dataclasses import dataclass, field
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
-from formulations.names import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.names import (DUAL, HARD_PRIMAL, KERNEL_DUAL, L1_DUAL, L1_FORMULATIONS, L1_PRIMAL,
+                                 QP_FORMULATIONS, SEPARABILITY, SOFT_PRIMAL)
 
-# The LP formulations' names (formulations.separability / formulations.l1_svm), spelled out
-# here so that reading a suite does not import the LP builders.
-SEPARABILITY, L1_PRIMAL, L1_DUAL = "separability", "l1_primal", "l1_dual"
-QP_FORMULATIONS = (HARD_PRIMAL, SOFT_PRIMAL, DUAL, KERNEL_DUAL)
+# The LPs a grid can name (the convex-hull LP is the separability check's certificate, not a task).
 LP_FORMULATIONS = (SEPARABILITY, L1_PRIMAL, L1_DUAL)
-L1_FORMULATIONS = (L1_PRIMAL, L1_DUAL)
 FORMULATION_NAMES = QP_FORMULATIONS + LP_FORMULATIONS
 #: The formulations that solve the hard margin when C = inf (linear kernel): the sweep checks
 #: linear separability first, since without it they have no solution.
