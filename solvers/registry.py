@@ -15,8 +15,7 @@ from solvers.adapters.pyomo_highs import PyomoHighsBackend
 from solvers.adapters.pyomo_ipopt import PyomoIpoptBackend
 from solvers.adapters.pyomo_qp import PyomoQPBackend
 from solvers.backends import (PYOMO_IPOPT_BRIDGE, PYOMO_NATIVE_HIGHS, PYOMO_QPSOLVERS, RECORDS, Backend,
-                              ranked,
-                              BackendRecord)
+                              BackendRecord, ranked)
 from solvers.errors import BackendUnavailableError
 
 LAYERS = ("pyomo", "cvxpy")
@@ -37,9 +36,9 @@ def adapters_of(record: BackendRecord) -> dict[str, Backend]:
 
 
 # Keyed by (layer, backend): the Pyomo layer first, then cvxpy, each in its own preference order.
+_ADAPTERS = {name: adapters_of(record) for name, record in RECORDS.items()}  # one adapter per (record, layer)
 BACKENDS: dict[tuple[str, str], Backend] = {
-    (layer, name): adapters_of(RECORDS[name])[layer]
-    for layer in LAYERS for name in ranked(layer) if layer in adapters_of(RECORDS[name])
+    (layer, name): _ADAPTERS[name][layer] for layer in LAYERS for name in ranked(layer) if layer in _ADAPTERS[name]
 }
 # The project's backend names (what `backend=` accepts); `register` extends it.
 BACKEND_NAMES: list[str] = list(RECORDS)
