@@ -21,7 +21,8 @@ from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import FullGram, row_source
 from solvers.backends import RECORDS
-from solvers.closing import HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C
+from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
+                             to_original_units)
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
@@ -181,14 +182,11 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
     prof = get_profile(profile)
     adapter = get_backend(layer, backend)
-    extras: dict = {"labels": labels.as_dict(), "method": "full"}
-    standardizer = factor_L = None
-    if X.shape[1]:
-        extras["scale_ratio"] = scaling.check_scaling(X, warn=not standardize)
-    if standardize:
-        standardizer = scaling.Standardizer.fit(X)
-        X = standardizer.transform(X)
+    X, standardizer, scale_extras = _scaled(X, standardize)
+    extras: dict = {"labels": labels.as_dict(), "method": "full", **scale_extras}
+    if standardizer is not None:
         extras["standardized"] = standardizer.as_dict()
+    factor_L = None
     if formulation == KERNEL_DUAL:
         K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
         if kernel_form == "auto":  # the faster form for this K, and why (formulations.kernel_dual)
@@ -228,13 +226,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
                        time_limit, options, standardize, memory_budget) -> st.Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
     _check_working_set_backend(layer, backend)
-    standardizer = None
-    extras: dict = {}
-    if X.shape[1]:
-        extras["scale_ratio"] = scaling.check_scaling(X, warn=not standardize)
-    if standardize:
-        standardizer = scaling.Standardizer.fit(X)
-        X = standardizer.transform(X)
+    X, standardizer, extras = _scaled(X, standardize)
     start = time.perf_counter()
     if formulation == SOFT_PRIMAL:
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
@@ -266,10 +258,20 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     sol.build_s = time.perf_counter() - start - (sol.solve_s if math.isfinite(sol.solve_s) else 0.0)
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
-    if standardizer is not None and sol.w is not None:
-        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b, standardized=standardizer.as_dict())
-        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    if standardizer is not None and sol.w is not None:  # the working sets closed it on the standardized data
+        to_original_units(sol, standardizer)
+        sol.extras["standardized"] = standardizer.as_dict()
     return sol
+
+
+def _scaled(X, standardize: bool):
+    """The features a solve runs on (X, or X standardized), the Standardizer (None without), and the
+    extras saying how X is scaled (scaling.check_scaling warns unless it is standardized)."""
+    extras: dict = {"scale_ratio": scaling.check_scaling(X, warn=not standardize)} if X.shape[1] else {}
+    if not standardize:
+        return X, None, extras
+    standardizer = scaling.Standardizer.fit(X)
+    return standardizer.transform(X), standardizer, extras
 
 
 def _mercer_extras(K, label, allow_indefinite) -> dict:

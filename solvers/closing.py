@@ -148,13 +148,18 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     sol.checks = checks.as_dict()
     sol.status = verified_status(sol.solver_status, checks)
     review(sol, checks, X, y, C, K if kernel else None, tol=profile.check_tol, candidate=candidate)
-    if standardizer is not None and sol.w is not None:
-        # The classifier found on standardized data, expressed in the original units.
-        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b)
-        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    to_original_units(sol, standardizer)
     withhold_unverified(sol)
     mark_indefinite(sol)
     return sol
+
+
+def to_original_units(sol: st.Solution, standardizer) -> None:
+    """The classifier found on standardized data (w*, b* kept in extras), expressed in the original
+    units; nothing without a standardizer or a w*."""
+    if standardizer is not None and sol.w is not None:
+        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b)
+        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
 
 
 def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:

@@ -263,6 +263,22 @@ def test_standardize_maps_w_b_back_to_original_units(formulation, C):
     assert std.extras["standardized"]["mean"] == pytest.approx(X.mean(axis=0).tolist())
 
 
+@pytest.mark.parametrize("formulation", ["soft_primal", "dual"])
+def test_standardize_through_the_working_set(formulation):
+    """method="working_set" maps w*, b* back as the full solve does (api._scaled, closing.to_original_units)."""
+    X, y = _shifted(seed=5, scale=1.0)
+    full = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high", standardize=True,
+                 method="full")
+    ws = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high", standardize=True,
+               method="working_set")
+    assert full.status == ws.status == st.OPTIMAL
+    assert ws.extras["method"] == "working_set"
+    np.testing.assert_allclose(ws.w, full.w, atol=1e-5)
+    assert ws.b == pytest.approx(full.b, abs=1e-5)
+    np.testing.assert_allclose(ws.extras["w_standardized"], full.extras["w_standardized"], atol=1e-5)
+    assert ws.extras["standardized"] == full.extras["standardized"]
+
+
 def test_standardize_uniform_scale_hard_margin():
     """All features scaled by s: the hard margin finds the same classifier, w in original units."""
     X, y = _shifted(seed=6, scale=40.0)
