@@ -28,7 +28,7 @@ from formulations.model import (DUAL, CvxpyModel, alpha_bounds, lifted_rows, lin
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float = math.inf) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(DUAL, n, d)
-    m.C = C if penalty.per_sample(C) else float(C)
+    m.C = penalty.as_float(C)
     m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     m.w = pyo.Var(m.J)
     alpha = list(m.alpha.values())

@@ -92,7 +92,7 @@ def build_pyomo(
     y = np.asarray(y, dtype=float)
     n = len(y)
     m = new_pyomo_model(KERNEL_DUAL, n)
-    m.C = C if penalty.per_sample(C) else float(C)
+    m.C = penalty.as_float(C)
     m.form = form
     m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     m.balance = matrix_rows(y[None, :], m.alpha, lower=0.0, upper=0.0)  # one row: m.balance[0]

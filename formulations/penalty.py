@@ -24,6 +24,11 @@ def per_sample(C) -> bool:
     return isinstance(C, np.ndarray) and C.ndim == 1
 
 
+def as_float(C):
+    """C as the models keep it: the per-sample array as it is, else one Python float."""
+    return C if per_sample(C) else float(C)
+
+
 def is_hard(C) -> bool:
     """The hard margin (no upper bound on alpha): C = inf. A per-sample C is always finite."""
     return not per_sample(C) and math.isinf(C)

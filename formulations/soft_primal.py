@@ -43,7 +43,7 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.Conc
     n, d = X.shape
     m = new_pyomo_model(SOFT_PRIMAL, n, d)
     penalty.one_C_with_inside(C, inside)
-    m.C = C if penalty.per_sample(C) else float(C)
+    m.C = penalty.as_float(C)
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
@@ -52,7 +52,7 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.Conc
         [sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
     )
     m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
-    hinge = linear_sum(C if penalty.per_sample(C) else float(C), m.xi)  # sum_i C_i xi_i
+    hinge = linear_sum(penalty.as_float(C), m.xi)  # sum_i C_i xi_i
     if inside is not None:
         s, t, count = inside_sums(inside, d)
         hinge += float(C) * count - linear_sum(float(C) * s, m.w) - float(C) * t * m.b
