@@ -44,8 +44,7 @@ class FullGram(Gram):
     def rows(self, I) -> np.ndarray:
         return self.K[I]
 
-    def submatrix(self, I, J) -> np.ndarray:
-        return self.K[np.ix_(I, J)]
+    # submatrix(I, J): solvers.reference.Gram's, K[np.ix_(I, J)]
 
     def diagonal(self) -> np.ndarray:
         return np.diag(self.K).copy()
