@@ -695,8 +695,9 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     """
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
-    if not isinstance(K, (FullGram, KernelRows)):
-        K = FullGram(validation.check_gram(K, len(y)) if validate else np.asarray(K, dtype=float))
+    if validate and not isinstance(K, (FullGram, KernelRows)):
+        K = validation.check_gram(K, len(y))
+    K = as_rows(K)
     C = validation.check_C(C)
     prof = get_profile(profile)
     start = time.perf_counter()
