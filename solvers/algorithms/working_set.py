@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -526,15 +526,15 @@ class _Loop:
     previous: np.ndarray | None = None  # the last block
 
 
-def decompose(K, y, C, *, settings: WorkingSetOptions | None = None, **kwargs) -> WorkingSetResult:
+def decompose(K, y, C, **kwargs) -> WorkingSetResult:
     """_decompose with BLAS on one thread: its dense work is small (q x q blocks, q rows), and on the
     shared 2-core machine OpenBLAS's two threads spun against other processes: a 501 x 501 solve took
     93 ms instead of 2 ms, the kernel dual at n = 5,000, C = 10 took 21.4 s instead of 3.9 s (LIBSVM,
     the peer, is single-threaded too).
 
-    The loop's tuning is `settings` (WorkingSetOptions), or its fields as keywords (q=..., tol=...)."""
+    The loop's tuning is WorkingSetOptions' fields as keywords (q=..., tol=...); the rest are _decompose's."""
     tuning = {key: kwargs.pop(key) for key in list(kwargs) if key in WorkingSetOptions.__dataclass_fields__}
-    settings = replace(settings or WorkingSetOptions(), **tuning)
+    settings = WorkingSetOptions(**tuning)
     with threadpool_limits(limits=1, user_api="blas"):
         return _decompose(K, y, C, settings=settings, **kwargs)
 
