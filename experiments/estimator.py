@@ -366,22 +366,23 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class)."""
+        X_pair = None if K is not None else X[rows]  # the pair's samples, copied once
         with _blas_threads_for(rows.size):
             if K is not None:  # precomputed or callable kernel: the pair's block of K
                 sol = solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs())
             else:
-                sol = solve(formulation, X[rows], signs, C=C, **self._solve_kwargs(),
+                sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(),
                             kernel=self.kernel_ if formulation == "kernel_dual" else None)
         self._accept(sol, formulation)
         C_eff = math.inf if C is None else C
         alpha = sol.alpha
         if alpha is None:  # a primal solved by a backend that returns no multipliers
-            alpha = estimate_multipliers(X[rows], signs, sol.w, sol.decision, C_eff)
+            alpha = estimate_multipliers(X_pair, signs, sol.w, sol.decision, C_eff)
         alpha = np.asarray(alpha, dtype=float)
         support = support_mask(alpha, signs, sol.decision, C_eff)
         w = None
         if self.kernel_.name == "linear":
-            w = sol.w if sol.w is not None else X[rows][support].T @ (alpha * signs)[support]
+            w = sol.w if sol.w is not None else X_pair[support].T @ (alpha * signs)[support]
         return _PairFit(rows, alpha * signs, support, float(sol.b), w, sol)
 
     def _store(self, X: np.ndarray, y_index: np.ndarray, fits: list[_PairFit]) -> None:
