@@ -123,16 +123,6 @@ def _json_dict(d: dict) -> str:
     return json.dumps(d, sort_keys=True) if d else ""
 
 
-def data_fingerprint(X, y) -> str:
-    """A content hash of the data (shape, X and y as float64): equal only for the same numbers."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    digest = hashlib.sha256(repr(X.shape).encode())
-    digest.update(X.tobytes())
-    digest.update(y.tobytes())
-    return digest.hexdigest()[:12]
-
-
 def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None,
              data: str = "") -> str:
     """Readable and unique: what is solved (the parameters written exactly, the data by its content
@@ -179,13 +169,9 @@ def make_tasks(
     """
     backends = list(backends)
     lp_pairs = None
-    tasks, seen, fingerprints = [], set(), {}
+    tasks, seen = [], set()
     for problem in problems:
-        dkey = dataset_key(problem.dataset, problem.params)
-        ds = datasets[dkey]
-        if dkey not in fingerprints:
-            fingerprints[dkey] = data_fingerprint(ds.X, ds.y)
-        fingerprint = fingerprints[dkey]
+        ds = datasets[dataset_key(problem.dataset, problem.params)]
         if is_lp(problem.formulation):
             if lp_pairs is None:
                 lp_pairs = lp_settings_for(backends, highs_methods)
@@ -195,7 +181,7 @@ def make_tasks(
         verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
                                                                    problem.kernel) else None
         for layer, backend, method in settings:
-            key = task_key(ds.name, problem, layer, backend, method, fingerprint)
+            key = task_key(ds.name, problem, layer, backend, method, ds.fingerprint)
             if key in seen:
                 continue
             seen.add(key)
@@ -215,7 +201,7 @@ def separability_task(ds, *, profile: str = "default", timeout: float | None = N
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
-    key = task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check"
+    key = task_key(ds.name, problem, "pyomo", "highs", data=ds.fingerprint) + "|check"
     return Task(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
