@@ -695,10 +695,6 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def package_version() -> str:
-    return __version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="svm-duality",
@@ -742,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     talk.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary: errors and the "
                                                                  "results folder only")
     talk.add_argument("-v", "--verbose", action="store_true", help="a line per finished solve")
-    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
                    help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS, hang:PATH (touch PATH, "
                         "then wait to be killed) ('*' = any)")

@@ -172,7 +172,8 @@ def make_tasks(
     tasks, seen = [], set()
     for problem in problems:
         ds = datasets[dataset_key(problem.dataset, problem.params)]
-        if is_lp(problem.formulation):
+        lp = is_lp(problem.formulation)
+        if lp:
             if lp_pairs is None:
                 lp_pairs = lp_settings_for(backends, highs_methods)
             settings = lp_pairs
@@ -191,7 +192,7 @@ def make_tasks(
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
-                method=method, separable=verdict, solve_method="" if is_lp(problem.formulation) else problem.method,
+                method=method, separable=verdict, solve_method="" if lp else problem.method,
             ))
     return tasks
 
