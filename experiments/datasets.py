@@ -45,9 +45,11 @@ Randomness always comes from ``numpy.random.default_rng(seed)``, never global st
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -123,6 +125,15 @@ class Dataset:
         # Frozen dataclass: the validated copies go in through object.__setattr__.
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A content hash of the data (shape, X and y as float64): equal only for the same numbers.
+        Computed once (the arrays are read-only); the runner keys its tasks and run.json by it."""
+        digest = hashlib.sha256(repr(self.X.shape).encode())
+        digest.update(np.ascontiguousarray(self.X).tobytes())
+        digest.update(np.ascontiguousarray(self.y).tobytes())
+        return digest.hexdigest()[:12]
 
     @property
     def n(self) -> int:

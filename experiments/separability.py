@@ -240,12 +240,24 @@ def format_certificate(res: SeparabilityResult, digits: int = 6) -> str:
     return head + "undecided. " + res.message + "\n"
 
 
+def hull_outline(points: np.ndarray) -> np.ndarray:
+    """The vertices of conv(points) of 2-D points, in order around the hull; fewer than three or
+    collinear points (no area: Qhull refuses them) are their own outline."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if len(points) < 3:
+        return points
+    try:
+        return points[ConvexHull(points).vertices]
+    except QhullError:
+        return points
+
+
 def plot_certificate(X, y, res: SeparabilityResult, ax=None, title: str | None = None):
     """2-D figure: both classes, both convex hulls, and the common point (or the separating line)."""
     # A bare Figure (no pyplot): no global backend state, saves through Agg.
     from matplotlib.figure import Figure
     from matplotlib.patches import Polygon
-    from scipy.spatial import ConvexHull
 
     X, y, _ = validation.check_data(X, y)
     if X.shape[1] != 2:
@@ -259,8 +271,7 @@ def plot_certificate(X, y, res: SeparabilityResult, ax=None, title: str | None =
     for pts, color, marker, label in ((XA, "tab:blue", "o", "A (+1)"), (XB, "tab:red", "s", "B (-1)")):
         ax.scatter(pts[:, 0], pts[:, 1], c=color, marker=marker, s=25, label=label, zorder=3)
         if len(pts) >= 3:
-            hull = ConvexHull(pts)
-            ax.add_patch(Polygon(pts[hull.vertices], closed=True, facecolor=color, edgecolor=color, alpha=0.18,
+            ax.add_patch(Polygon(hull_outline(pts), closed=True, facecolor=color, edgecolor=color, alpha=0.18,
                                  lw=1.5, label=f"conv({label[0]})"))
     if res.separable is False and res.point is not None:
         for pts, weights in ((XA, res.lam), (XB, res.mu)):

@@ -209,3 +209,17 @@ def test_is_separable_and_the_pipelines_certificate_agree_through_the_one_decide
     monkeypatch.setattr(sep, "separability_verdict", refuse_certificates)
     X4, y4 = data("exercise_5_4")
     assert is_separable(X4, y4, "pyomo", "highs").separable is None
+
+
+def test_hull_outline_is_the_hull_and_collinear_points_are_their_own_outline():
+    from experiments.separability import hull_outline
+
+    square = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0], [0.0, 1.0]])
+    assert sorted(map(tuple, hull_outline(square))) == [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]
+    line = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+    np.testing.assert_array_equal(hull_outline(line), line)  # Qhull refuses it: no area
+    # a class on a line no longer stops the certificate's figure (Qhull's error was not caught there)
+    X = np.vstack([line, [[0.0, 2.0], [2.0, 0.0], [1.0, 1.5]]])
+    y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
+    fig = plot_certificate(X, y, is_separable(X, y))
+    assert fig.axes[0].get_xlabel() == "x1"

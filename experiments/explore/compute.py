@@ -240,7 +240,8 @@ def explore(X, y, settings: Settings, window: tuple | None = None) -> Exploratio
     if settings.hard and settings.kernel == "linear":
         result.separability = is_separable(X, y)
     if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
-        result.decision = decision_values(sol, settings, X, y, X)
+        # f(x_i) as the solve recorded it (the values its checks and support-vector counts used)
+        result.decision = sol.decision if sol.decision is not None else decision_values(sol, settings, X, y, X)
         result.codes = recovery.classify(sol.alpha, y, result.decision, settings.C)
         lo, hi = plot_window(X) if window is None else (np.asarray(window[0]), np.asarray(window[1]))
         xs, ys = np.linspace(lo[0], hi[0], GRID_SIZE), np.linspace(lo[1], hi[1], GRID_SIZE)

@@ -32,7 +32,7 @@ from bokeh.plotting.contour import contour_data
 from bokeh.transform import factor_cmap, factor_mark
 
 from experiments.explore import compute as ec
-from experiments.separability import format_certificate
+from experiments.separability import format_certificate, hull_outline
 from formulations import recovery
 from formulations.errors import SVMInputError
 from solvers.profiles import PROFILES
@@ -407,16 +407,11 @@ class ExplorerPage:
         self.certificate.visible = True
         if res.separable is not False:
             return
-        from scipy.spatial import ConvexHull, QhullError
-
         xs, ys, colors = [], [], []
         links = {key: [] for key in ("x0", "y0", "x1", "y1")}
         for label, color, weights in ((1.0, CLASS_COLORS[0], res.lam), (-1.0, CLASS_COLORS[1], res.mu)):
             pts = result.X[result.y == label]
-            try:
-                vertices = pts[ConvexHull(pts).vertices] if len(pts) >= 3 else pts
-            except QhullError:  # collinear points: the segment they span
-                vertices = pts
+            vertices = hull_outline(pts)
             xs.append(vertices[:, 0].tolist())
             ys.append(vertices[:, 1].tolist())
             colors.append(color)

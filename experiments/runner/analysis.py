@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.runner.folder import SEPARABILITY_FILE
+from experiments.runner.folder import RUN_FILE, SEPARABILITY_FILE
 from experiments.runner.results_table import from_json
 from experiments.runner.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
 from experiments.separability import SeparabilityResult
@@ -97,13 +97,16 @@ def _group_order(df: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------ data of a run
 
 
+def load_meta(out_dir: str | Path) -> dict:
+    """A run folder's run.json ({} without one)."""
+    path = Path(out_dir) / RUN_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{dataset name: (X, y)} from the copies a run saves under data/."""
     out = Path(out_dir)
-    meta_path = out / "run.json"
-    if not meta_path.exists():
-        return {}
-    meta = json.loads(meta_path.read_text())
+    meta = load_meta(out)
     data = {}
     for name, info in meta.get("datasets", {}).items():
         path = out / info["file"]
@@ -152,8 +155,8 @@ def data_names(meta: dict) -> dict[str, DataNames]:
             continue
         d = int(info.get("d") or 0)
         label_map = info.get("label_map") or {}
-        features = info.get("features") or info.get("feature_names") \
-            or _csv_feature_columns(info.get("source", ""), label_map, d) or [f"x{j + 1}" for j in range(d)]
+        features = (info.get("features") or _csv_feature_columns(info.get("source", ""), label_map, d)
+                    or [f"x{j + 1}" for j in range(d)])
         by_sign = {int(v): str(k) for k, v in label_map.items()}
         own = label_map and set(by_sign) == {-1, 1} and set(label_map) != {"-1", "1", "-1.0", "1.0"}
         names[name] = DataNames(tuple(map(str, features)),
@@ -164,16 +167,13 @@ def data_names(meta: dict) -> dict[str, DataNames]:
 
 def load_names(out_dir: str | Path) -> dict[str, DataNames]:
     """data_names of a run folder's run.json ({} without one)."""
-    path = Path(out_dir) / "run.json"
-    return data_names(json.loads(path.read_text())) if path.exists() else {}
+    return data_names(load_meta(out_dir))
 
 
 def load_separability(out_dir: str | Path) -> dict:
     """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
     path = Path(out_dir) / SEPARABILITY_FILE
     return json.loads(path.read_text()) if path.exists() else {}
-
-
 
 
 def result_from_record(rec: dict):

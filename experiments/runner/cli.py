@@ -415,15 +415,13 @@ def backends_from(args) -> list[tuple[str, str]]:
 
 
 def save_data(out: Path, datasets: dict, maps: dict) -> dict:
-    from experiments.runner.sweep import data_fingerprint  # lazy: pandas; --help and --list stay fast
-
     info = {}
     (out / "data").mkdir(parents=True, exist_ok=True)
     for ds in datasets.values():
         fname = "data/" + re.sub(r"[^A-Za-z0-9]+", "_", ds.name).strip("_") + ".npz"
         np.savez_compressed(out / fname, X=ds.X, y=ds.y)
         info[ds.name] = {"file": fname, "n": ds.n, "d": ds.d, "description": ds.description, "source": ds.source,
-                         "label_map": maps.get(ds.name, {}), "fingerprint": data_fingerprint(ds.X, ds.y)}
+                         "label_map": maps.get(ds.name, {}), "fingerprint": ds.fingerprint}
         if ds.feature_names:  # the report and the figures name the axes as the user did
             info[ds.name]["features"] = list(ds.feature_names)
     return info
@@ -479,12 +477,10 @@ def reuse_options(args, argv: list[str], out: Path) -> dict:
 
 def check_same_data(datasets: dict, meta: dict, out: Path) -> None:
     """--resume: every data set the run already solved must hold the same numbers (content hash)."""
-    from experiments.runner.sweep import data_fingerprint  # lazy: pandas; --help and --list stay fast
-
     before = meta.get("datasets", {})
     for ds in datasets.values():
         old = before.get(ds.name, {}).get("fingerprint")
-        new = data_fingerprint(ds.X, ds.y)
+        new = ds.fingerprint
         if old and old != new:
             raise UsageError(f"--resume: the data of {ds.name} changed since the run in {out} (content hash {old} "
                              f"-> {new}, source {ds.source}); restore them, or start a new run with another --out")
@@ -699,10 +695,6 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def package_version() -> str:
-    return __version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="svm-duality",
@@ -746,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     talk.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary: errors and the "
                                                                  "results folder only")
     talk.add_argument("-v", "--verbose", action="store_true", help="a line per finished solve")
-    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
                    help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS, hang:PATH (touch PATH, "
                         "then wait to be killed) ('*' = any)")

@@ -213,12 +213,13 @@ def separability_figure_name(dataset: str) -> str:
 
 
 def build_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None,
-                  separability: dict | None = None) -> dict[Path, Figure]:
-    """Every figure of a run (matplotlib Figures, not yet saved), keyed by the path make_figures saves it to."""
+                  separability: dict | None = None, names: dict | None = None) -> dict[Path, Figure]:
+    """Every figure of a run (matplotlib Figures, not yet saved), keyed by the path make_figures saves it to.
+    `data`, `separability` and `names` (analysis.load_names) are read from the folder where not given."""
     out = Path(out_dir)
     figdir = out / "figures"
     data = load_data(out) if data is None else data
-    names = load_names(out)
+    names = load_names(out) if names is None else names
     figures = {}
     if not df.empty:
         figures[figdir / "gap_kkt_by_backend.png"] = gap_kkt_figure(df)
@@ -239,10 +240,10 @@ def build_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = Non
 
 
 def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None,
-                 separability: dict | None = None) -> list[Path]:
+                 separability: dict | None = None, names: dict | None = None) -> list[Path]:
     """Every figure of a run into out_dir/figures; returns the paths written."""
     (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
-    figures = build_figures(out_dir, df, data, separability)
+    figures = build_figures(out_dir, df, data, separability, names)
     for path, fig in figures.items():
         fig.savefig(path, dpi=110)
     return list(figures)

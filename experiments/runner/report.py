@@ -425,7 +425,7 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     out = Path(out_dir)
     # Grouped once (analysis.with_groups): every table, section and figure below takes this frame.
     df = analysis.with_groups(load(out))
-    meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    meta = analysis.load_meta(out)
     env = json.loads((out / "environment.json").read_text()) if (out / "environment.json").exists() else {}
     data = analysis.load_data(out)
     names = analysis.data_names(meta)
@@ -435,7 +435,7 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     fig_paths = []
     if figures:
         try:
-            fig_paths = make_figures(out, df, data, separability)
+            fig_paths = make_figures(out, df, data, separability, names)
         except Exception as exc:  # a figure must not cost the report
             print(f"warning: figures failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 

@@ -123,16 +123,6 @@ def _json_dict(d: dict) -> str:
     return json.dumps(d, sort_keys=True) if d else ""
 
 
-def data_fingerprint(X, y) -> str:
-    """A content hash of the data (shape, X and y as float64): equal only for the same numbers."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    digest = hashlib.sha256(repr(X.shape).encode())
-    digest.update(X.tobytes())
-    digest.update(y.tobytes())
-    return digest.hexdigest()[:12]
-
-
 def task_key(dataset: str, problem: Problem, layer: str, backend: str, method: str | None = None,
              data: str = "") -> str:
     """Readable and unique: what is solved (the parameters written exactly, the data by its content
@@ -179,14 +169,11 @@ def make_tasks(
     """
     backends = list(backends)
     lp_pairs = None
-    tasks, seen, fingerprints = [], set(), {}
+    tasks, seen = [], set()
     for problem in problems:
-        dkey = dataset_key(problem.dataset, problem.params)
-        ds = datasets[dkey]
-        if dkey not in fingerprints:
-            fingerprints[dkey] = data_fingerprint(ds.X, ds.y)
-        fingerprint = fingerprints[dkey]
-        if is_lp(problem.formulation):
+        ds = datasets[dataset_key(problem.dataset, problem.params)]
+        lp = is_lp(problem.formulation)
+        if lp:
             if lp_pairs is None:
                 lp_pairs = lp_settings_for(backends, highs_methods)
             settings = lp_pairs
@@ -195,7 +182,7 @@ def make_tasks(
         verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
                                                                    problem.kernel) else None
         for layer, backend, method in settings:
-            key = task_key(ds.name, problem, layer, backend, method, fingerprint)
+            key = task_key(ds.name, problem, layer, backend, method, ds.fingerprint)
             if key in seen:
                 continue
             seen.add(key)
@@ -205,7 +192,7 @@ def make_tasks(
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
-                method=method, separable=verdict, solve_method="" if is_lp(problem.formulation) else problem.method,
+                method=method, separable=verdict, solve_method="" if lp else problem.method,
             ))
     return tasks
 
@@ -215,7 +202,7 @@ def separability_task(ds, *, profile: str = "default", timeout: float | None = N
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
-    key = task_key(ds.name, problem, "pyomo", "highs", data=data_fingerprint(ds.X, ds.y)) + "|check"
+    key = task_key(ds.name, problem, "pyomo", "highs", data=ds.fingerprint) + "|check"
     return Task(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
