@@ -202,6 +202,18 @@ def test_low_rank_factor_effect_is_measured_and_consistent(ex55):
     assert abs(table["D_rank_minus_full"].iloc[-1]) < 1e-6
 
 
+def test_time_forms_reads_the_same_optimum_from_both_layers_and_forms():
+    """time_forms reads alpha* back from each layer's model: dense and full-rank factor, Pyomo and cvxpy agree."""
+    from experiments.bench.kernel_forms import time_forms
+
+    table = time_forms([40], [1.0], solvers=(("cvxpy", "clarabel"), ("pyomo", "clarabel")), profile="high")
+    assert len(table) == 4 and set(table["form"]) == {"dense", "factor"} and set(table["layer"]) == {"cvxpy", "pyomo"}
+    assert (table["status"] == "optimal").all()
+    objectives = table["objective"].to_numpy()
+    assert np.all(np.isfinite(objectives))
+    assert np.max(np.abs(objectives - objectives[0])) <= 1e-6 * abs(objectives[0])
+
+
 # --------------------------------------------------------------------------- form choice
 
 
