@@ -552,15 +552,11 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
             pd.DataFrame(rows).to_csv(out_dir / "results.partial.csv", index=False)
     bar.close()
     rows += list(earlier.values())  # an earlier run's rows of paths not in this plan
-    df = pd.DataFrame(rows)
-    df = add_errors(df)
-    return df
+    return add_errors(pd.DataFrame(rows))
 
 
 def add_errors(df):
     """rel_obj_error against the best verified optimum of each (problem, n)."""
-    import pandas as pd
-
     df = df.copy()
     df["rel_obj_error"] = np.nan
     df["reference"] = np.nan
@@ -576,7 +572,7 @@ def add_errors(df):
         sign = np.where(df.loc[idx, "objective_kind"] == "primal", 1.0, -1.0)
         df.loc[idx, "rel_obj_error"] = sign * (df.loc[idx, "objective"] - ref) / abs(ref)
         df.loc[idx, "reference"] = ref
-    return pd.DataFrame(df)
+    return df
 
 
 def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> int:
