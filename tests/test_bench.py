@@ -290,3 +290,16 @@ def test_a_path_stops_after_a_limit_but_the_peers_go_on():
     assert _exceeded({**row, "status": "iteration_limit"}, budget=60) == "iteration limit at n=10000"
     # LIBLINEAR at its default cap of 1,000 iterations is the peer "at default settings": it runs at every n.
     assert _exceeded({**row, "layer": "sklearn", "status": "iteration_limit"}, budget=60) == ""
+
+
+def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path):
+    """A worker that returns nothing within --kill-after gives a "killed" row; the path's larger n are not run."""
+    from experiments.bench.scaling import KERNEL_D, QUICK_KERNEL_N, run
+
+    df = run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=False,
+             kill_after=1e-3)
+    assert list(df["n"]) == list(QUICK_KERNEL_N) and (df["d"] == KERNEL_D).all()
+    assert list(df["status"]) == ["killed", "not_run"]
+    assert df["total_s"].iloc[0] >= 0 and df["message"].iloc[0].startswith("no result after")
+    assert df["message"].iloc[1] == f"stopped: killed at n={QUICK_KERNEL_N[0]}"
+    assert set(df["label"]) == {df["label"].iloc[0]} and df["label"].iloc[0]

@@ -202,6 +202,18 @@ def test_low_rank_factor_effect_is_measured_and_consistent(ex55):
     assert abs(table["D_rank_minus_full"].iloc[-1]) < 1e-6
 
 
+def test_time_forms_reads_the_same_optimum_from_both_layers_and_forms():
+    """time_forms reads alpha* back from each layer's model: dense and full-rank factor, Pyomo and cvxpy agree."""
+    from experiments.bench.kernel_forms import time_forms
+
+    table = time_forms([40], [1.0], solvers=(("cvxpy", "clarabel"), ("pyomo", "clarabel")), profile="high")
+    assert len(table) == 4 and set(table["form"]) == {"dense", "factor"} and set(table["layer"]) == {"cvxpy", "pyomo"}
+    assert (table["status"] == "optimal").all()
+    objectives = table["objective"].to_numpy()
+    assert np.all(np.isfinite(objectives))
+    assert np.max(np.abs(objectives - objectives[0])) <= 1e-6 * abs(objectives[0])
+
+
 # --------------------------------------------------------------------------- form choice
 
 
@@ -331,3 +343,18 @@ def test_exercise_5_5_surface_figure(tmp_path, ex55):
     assert info["status"] == "optimal"
     assert info["n_sv"] == len(svc.support_) == 22
     assert info["b"] == pytest.approx(dense.b, abs=1e-6)
+
+
+def test_compare_figure_cells_count_the_support_vectors(tmp_path):
+    """svmdemo_compare's grid: one optimal cell per (C, gamma), its n_sv that of the solve (LIBSVM's on this data)."""
+    from experiments.coursework.kernel_figures import compare_figure
+    from experiments.datasets import gendata
+
+    ds = gendata(15, 15)
+    cells = compare_figure(tmp_path / "grid.png", ds.X, ds.y, Cs=(1.0, 10.0), gammas=(0.5,), profile="high")
+    assert (tmp_path / "grid.png").stat().st_size > 10_000
+    assert [(c["C"], c["gamma"]) for c in cells] == [(1.0, 0.5), (10.0, 0.5)]
+    for cell in cells:
+        assert cell["status"] == "optimal"
+        svc = SVC(kernel="rbf", gamma=cell["gamma"], C=cell["C"], tol=1e-10).fit(ds.X, ds.y)
+        assert cell["n_sv"] == len(svc.support_)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import formulations
-from experiments.datasets import overlapping
+from experiments.bench.scaling import GAMMA, KERNEL_D, LINEAR_D, bench_data
 from formulations.kernels import Kernel, gram
 from solvers import solution as st
 from solvers.algorithms import working_set as ws
@@ -46,10 +46,6 @@ from solvers.closing import HAS_POINT, close, read_cvxpy
 from solvers.profiles import Profile, backend_options, get_profile
 from solvers.registry import get_backend
 
-GAMMA = 0.1
-KERNEL_D = 10
-LINEAR_D = 20
-SEED = 0
 # The kernel path stops at C = 10^0.5: at n = 5,000 and C >= 10 the working set does not reach
 # the KKT tolerance (violation 4e-3 at C = 10, 3e-2 at C = 31.6, 1e-1 at C = 100 after 900 to
 # 6,100 steps, 22 to 152 s per point cold, 20 to 116 s warm), and there cold and warm objectives
@@ -187,17 +183,17 @@ def run(n_kernel: int, n_linear: int, *, kernel_Cs=KERNEL_CS, linear_Cs=LINEAR_C
     with warnings.catch_warnings(), tqdm(total=total, disable=not progress, desc="c_path", unit="solve") as bar:
         warnings.simplefilter("ignore")
         if kernel_paths:
-            ds = overlapping(n_kernel, d=KERNEL_D, seed=SEED)
-            K = gram(Kernel("rbf", gamma=GAMMA), ds.X)
+            X, y = bench_data(n_kernel, KERNEL_D)
+            K = gram(Kernel("rbf", gamma=GAMMA), X)
             for layer, backend in kernel_paths:
                 bar.set_postfix_str(f"kernel/{layer}/{backend}")
-                rows += kernel_path(K, ds.y, kernel_Cs, layer, backend, progress=bar)
+                rows += kernel_path(K, y, kernel_Cs, layer, backend, progress=bar)
             del K
         if linear_paths:
-            ds = overlapping(n_linear, d=LINEAR_D, seed=SEED)
+            X, y = bench_data(n_linear, LINEAR_D)
             for formulation, backend in linear_paths:
                 bar.set_postfix_str(f"cvxpy/{formulation}/{backend}")
-                rows += cvxpy_path(ds.X, ds.y, linear_Cs, formulation, backend, progress=bar)
+                rows += cvxpy_path(X, y, linear_Cs, formulation, backend, progress=bar)
     return add_differences(pd.DataFrame(rows))
 
 

@@ -6,7 +6,7 @@
 1. A 5-fold GridSearchCV over 6 settings (C in 0.1, 1, 10 x gamma in 0.01, 0.1; RBF kernel) on
    scikit-learn's breast-cancer data, standardized: SVMClassifier (default layer and backend)
    against SVC at its default tolerance and at tol = 1e-8; the validation scores must agree.
-2. One fit on the benchmark's Gaussian-kernel data (experiments.bench.bench_data, d = 10,
+2. One fit on the benchmark's Gaussian-kernel data (experiments.bench.scaling.bench_data, d = 10,
    C = 1, gamma = 0.1) at n = 5,000, against SVC at tol 1e-3 and 1e-6, with the largest
    difference of the decision values relative to their size.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from experiments.bench.scaling import C_VALUE, GAMMA, bench_data
+from experiments.bench.scaling import C_VALUE, GAMMA, KERNEL_D, bench_data
 from experiments.estimator import SVMClassifier
 
 PARAM_GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.01, 0.1]}
@@ -59,7 +59,7 @@ def single_fit(n: int) -> list[dict]:
     from sklearn.svm import SVC
 
 
-    X, y = bench_data(n, 10)
+    X, y = bench_data(n, KERNEL_D)
     models = {"SVC (tol 1e-3)": SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE),
               "SVC (tol 1e-6)": SVC(kernel="rbf", gamma=GAMMA, C=C_VALUE, tol=1e-6),
               "SVMClassifier (pyomo/piqp)": SVMClassifier(kernel="rbf", gamma=GAMMA, C=C_VALUE)}

@@ -31,9 +31,10 @@ import pandas as pd
 import formulations
 from experiments.datasets import nonlinear, overlapping
 from formulations.kernels import Kernel, factorize, gram
-from formulations.model import KERNEL_DUAL, CvxpyModel
+from formulations.model import KERNEL_DUAL
 from formulations.validation import check_labels
 from solvers.api import solve
+from solvers.closing import read_model
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
@@ -46,11 +47,7 @@ def _solve_form(K, y, C, layer: str, backend: str, profile: str, form: str = "fa
     start = time.perf_counter()
     raw = get_backend(layer, backend).solve(model, backend_options(backend, get_profile(profile)))
     seconds = time.perf_counter() - start
-    if isinstance(model, CvxpyModel):
-        value = model.variables["alpha"].value
-        alpha = np.full(len(y), np.nan) if value is None else np.asarray(value, dtype=float).ravel()
-    else:
-        alpha = np.array([v.value if v.value is not None else np.nan for v in model.alpha.values()])
+    alpha = read_model(model, layer, KERNEL_DUAL, has_duals=False).get("alpha", np.full(len(y), np.nan))
     return alpha, build_s, seconds, raw.status
 
 

@@ -148,6 +148,13 @@ def _peer(df, problem, n, backend, form):
     return None if p.empty else p.iloc[0]
 
 
+def _peer_tol(peer) -> float | None:
+    """The objective error a path may have to count as "at the peer's accuracy" (None: no peer error)."""
+    if peer is None or not math.isfinite(peer["rel_obj_error"]):
+        return None
+    return max(peer["rel_obj_error"], 1e-9)
+
+
 def _steps(r) -> str:
     """Where a path's time goes: build (incl. Gram), the layer's compile and read-back, the solver."""
     if r is None:
@@ -188,12 +195,7 @@ def _soft_primal_targets(lin: pd.DataFrame, n_lin: int, peer, notes: list[str]) 
     rows = []
     for layer in ("pyomo", "cvxpy", "direct"):
         cand = lin[(lin["n"] == n_lin) & (lin["layer"] == layer) & (lin["formulation"] == "soft_primal")]
-        if peer is not None and math.isfinite(peer["rel_obj_error"]):
-            tol = max(peer["rel_obj_error"], 1e-9)
-            best = _best(cand, tol)
-            best_any = _best(cand)
-        else:
-            best = best_any = _best(cand)
+        best, best_any = _best(cand, _peer_tol(peer)), _best(cand)
         if best is None:
             rows.append({"target": f"soft primal n={n_lin}, {layer}: <= 1.0x LIBLINEAR tight, same or better objective",
                          "best path": "-", "time s": "-", "peer s": _fmt(peer["total_s"]) if peer is not None else "-",
@@ -221,8 +223,7 @@ def _soft_margin_optimum_targets(lin: pd.DataFrame, n_lin: int, peer) -> list[di
     rows = []
     for layer in ("pyomo", "cvxpy", "direct"):  # the same optimum through either formulation
         cand = lin[(lin["n"] == n_lin) & (lin["layer"] == layer)]
-        tol = max(peer["rel_obj_error"], 1e-9) if peer is not None and math.isfinite(peer["rel_obj_error"]) else None
-        best = _best(cand, tol)
+        best = _best(cand, _peer_tol(peer))
         if best is None or peer is None:
             continue
         ratio = best["total_s"] / peer["total_s"]
@@ -379,7 +380,7 @@ def peer_ratios(df: pd.DataFrame) -> pd.DataFrame:
                 peer = _peer(df, problem, n, peer_backend, form)
                 if peer is None or not math.isfinite(peer["total_s"]) or peer["status"] not in FINISHED:
                     continue  # a killed peer has no time to compare with (the stops table says so)
-                tol = max(peer["rel_obj_error"], 1e-9) if math.isfinite(peer["rel_obj_error"]) else None
+                tol = _peer_tol(peer)
                 for layer in ("pyomo", "cvxpy", "direct"):
                     best = _best(g[g["layer"] == layer], tol)
                     rows.append({

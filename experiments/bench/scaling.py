@@ -109,6 +109,16 @@ class Path_:
     def label(self) -> str:
         return path_label(self.problem, self.formulation, self.layer, self.backend, self.form, self.rank)
 
+    @property
+    def d(self) -> int:
+        """The features of the problem's data."""
+        return LINEAR_D if self.problem == "linear" else KERNEL_D
+
+    def row(self, n: int, **fields) -> "Row":
+        """An empty row of this path at size n."""
+        return Row(self.problem, self.formulation, self.layer, self.backend, self.form, self.rank, self.profile,
+                   self.label, n, self.d, **fields)
+
 
 @dataclass
 class Task:
@@ -372,10 +382,9 @@ def measure(task: Task) -> Row:
 
     warnings.filterwarnings("ignore")
     p = task.path
-    d = LINEAR_D if p.problem == "linear" else KERNEL_D
-    row = Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label, task.n, d)
+    row = p.row(task.n)
     try:
-        X, y = bench_data(task.n, LINEAR_D if p.problem == "linear" else KERNEL_D)
+        X, y = bench_data(task.n, p.d)
         K = L = None
         row.build_s = 0.0
         # solve(method="auto") starts from the data: its Gram matrix or kernel rows are in its own time
@@ -458,12 +467,9 @@ def run_in_worker(task: Task, hard_timeout: float) -> dict:
     proc.join(5)
     receive.close()
     if result is None:
-        p = task.path
-        row = Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label, task.n,
-                  LINEAR_D if p.problem == "linear" else KERNEL_D, status="killed",
-                  message=f"no result after {wall:.0f} s (exit code {proc.exitcode}): "
-                          + ("killed at the hard timeout" if wall >= hard_timeout else "the worker died"))
-        row.total_s = wall
+        why = "killed at the hard timeout" if wall >= hard_timeout else "the worker died"
+        row = task.path.row(task.n, status="killed", total_s=wall,
+                            message=f"no result after {wall:.0f} s (exit code {proc.exitcode}): {why}")
         result = asdict(row)
     return result
 
@@ -536,10 +542,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                     stopped[p] = str(why).replace("stopped: ", "")
                 continue
             if p in stopped:
-                row = asdict(Row(p.problem, p.formulation, p.layer, p.backend, p.form, p.rank, p.profile, p.label,
-                                 n, LINEAR_D if p.problem == "linear" else KERNEL_D, status="not_run",
-                                 message=f"stopped: {stopped[p]}"))
-                rows.append(row)
+                rows.append(asdict(p.row(n, status="not_run", message=f"stopped: {stopped[p]}")))
                 continue
             row = run_in_worker(Task(p, n, budget), hard_timeout=kill_after)
             rows.append(row)
@@ -549,15 +552,11 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
             pd.DataFrame(rows).to_csv(out_dir / "results.partial.csv", index=False)
     bar.close()
     rows += list(earlier.values())  # an earlier run's rows of paths not in this plan
-    df = pd.DataFrame(rows)
-    df = add_errors(df)
-    return df
+    return add_errors(pd.DataFrame(rows))
 
 
 def add_errors(df):
     """rel_obj_error against the best verified optimum of each (problem, n)."""
-    import pandas as pd
-
     df = df.copy()
     df["rel_obj_error"] = np.nan
     df["reference"] = np.nan
@@ -573,7 +572,7 @@ def add_errors(df):
         sign = np.where(df.loc[idx, "objective_kind"] == "primal", 1.0, -1.0)
         df.loc[idx, "rel_obj_error"] = sign * (df.loc[idx, "objective"] - ref) / abs(ref)
         df.loc[idx, "reference"] = ref
-    return pd.DataFrame(df)
+    return df
 
 
 def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> int:

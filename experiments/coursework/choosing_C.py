@@ -106,14 +106,16 @@ def regularization_path(pds, path_C, **base) -> pd.DataFrame:
     for C in path_C:
         est = SVMClassifier(formulation="soft_primal", C=float(C), **base).fit(pds.X, pds.y)
         w = est.coef_[0]
+        norm_w = float(np.linalg.norm(w))
         f = est.decision_function(pds.X)
         rows.append({
             "C": float(C), **{f"w{i + 1}": float(v) for i, v in enumerate(w)}, "b": float(est.intercept_[0]),
-            "norm_w": float(np.linalg.norm(w)), "n_sv": int(est.support_.size),
+            "norm_w": norm_w, "n_sv": int(est.support_.size),
             "n_bound_sv": est.solution_.checks.get("n_bound_sv"),
-            "margin": 2.0 / float(np.linalg.norm(w)) if np.linalg.norm(w) > 0 else math.inf,
+            "margin": 2.0 / norm_w if norm_w > 0 else math.inf,
             "sum_xi": float(slacks(pds.y, f).sum()),
-            "train_acc": float(np.mean(est.predict(pds.X) == pds.y)), "status": est.solution_.status,
+            "train_acc": float(np.mean(est.classes_[(f > 0).astype(int)] == pds.y)),  # predict(X) from f
+            "status": est.solution_.status,
         })
     return pd.DataFrame(rows)
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER, fit_row, make_estimator
 from experiments.coursework.plotting import bounds, plot_classifier
-from experiments.coursework.section import Section, md_table, output_dir, save_figure, write_section
+from experiments.coursework.section import Section, figure_section, md_table, output_dir
 from experiments.datasets import gendata
 
 
@@ -47,26 +47,17 @@ def demo_linear(
                               f"margin 2/||w|| = {row['margin']:.3g}")
     fig.suptitle(f"svmdemo_linear on {ds.name} ({layer}/{backend})", fontsize=10)
     df = pd.DataFrame(rows)
-    fig_path = save_figure(fig, out / "demo_linear.png")
-    csv = out / "demo_linear.csv"
-    df.to_csv(csv, index=False)
-    md = "\n".join([
-        "## demo-linear: a linear SVM on gendata(15, 15)",
-        "",
+    intro = (
         f"Like `svmdemo_linear` of the MATLAB demo (seed 000): {ds.description} "
         f"The soft-margin primal (8) is solved by {layer}/{backend} for each C; the dual (11) "
         "and scikit-learn's SVC are solved too, as cross-checks. No line separates a disc "
         "from a ring, so every C leaves points inside the margin or misclassified "
         "(sum of slacks > 0); a larger C narrows the margin and trades it for fewer "
-        "violations, but the training accuracy stays well below 1.",
-        "",
-        md_table(df[["C", "w", "b", "n_sv", "margin", "sum_xi", "train_acc", "rel_gap",
-                     "max_abs_w_primal_minus_dual", "max_abs_f_minus_svc", "status"]]),
-        "",
-        f"![demo-linear]({fig_path.name})",
-    ])
-    sec = Section("demo-linear", "A linear SVM on gendata(15, 15)", md, [fig_path], {"demo_linear": csv}, df)
-    return write_section(out, "demo_linear", sec)
+        "violations, but the training accuracy stays well below 1."
+    )
+    columns = ["C", "w", "b", "n_sv", "margin", "sum_xi", "train_acc", "rel_gap",
+               "max_abs_w_primal_minus_dual", "max_abs_f_minus_svc", "status"]
+    return _demo_section(out, "demo_linear", "A linear SVM on gendata(15, 15)", intro, fig, df, columns)
 
 
 def demo_rbf(
@@ -99,26 +90,17 @@ def demo_rbf(
                         title=f"rbf gamma={gamma:g}, C={C:g}\n{row['n_sv']} SV, acc {row['train_acc']:.2f}")
     fig.suptitle(f"svmdemo_rbf on {ds.name} ({layer}/{backend})", fontsize=10)
     df = pd.DataFrame(rows)
-    fig_path = save_figure(fig, out / "demo_rbf.png")
-    csv = out / "demo_rbf.csv"
-    df.to_csv(csv, index=False)
-    md = "\n".join([
-        "## demo-rbf: a Gaussian-kernel SVM on gendata(15, 15)",
-        "",
+    intro = (
         f"Like `svmdemo_rbf` (seed 000; its README's call `svmdemo(X, y, 'rbf', 1, .5)` is "
         f"read as C = 1, gamma = 0.5). The kernel dual is solved by {layer}/{backend}; "
         "solid line f(x) = 0, dashed f(x) = +-1, circled points are support vectors. "
         "Unlike the linear SVM, the Gaussian kernel separates the disc from the ring; "
         "as gamma grows the boundary follows the points more closely and more of them "
-        "become support vectors. The last columns compare with scikit-learn's SVC.",
-        "",
-        md_table(df[["gamma", "C", "b", "n_sv", "n_free_sv", "sum_xi", "train_acc", "rel_gap",
-                     "max_abs_f_minus_svc", "svc_n_sv", "status"]]),
-        "",
-        f"![demo-rbf]({fig_path.name})",
-    ])
-    sec = Section("demo-rbf", "A Gaussian-kernel SVM on gendata(15, 15)", md, [fig_path], {"demo_rbf": csv}, df)
-    return write_section(out, "demo_rbf", sec)
+        "become support vectors. The last columns compare with scikit-learn's SVC."
+    )
+    columns = ["gamma", "C", "b", "n_sv", "n_free_sv", "sum_xi", "train_acc", "rel_gap",
+               "max_abs_f_minus_svc", "svc_n_sv", "status"]
+    return _demo_section(out, "demo_rbf", "A Gaussian-kernel SVM on gendata(15, 15)", intro, fig, df, columns)
 
 
 #: Kernel settings of demo_compare: (label, SVMClassifier parameters).
@@ -163,23 +145,23 @@ def demo_compare(
                             title=f"{label}, C={C:g}\n{row['n_sv']} SV, acc {row['train_acc']:.2f}")
     fig.suptitle(f"svmdemo_compare on {ds.name} ({layer}/{backend})", fontsize=11)
     df = pd.DataFrame(rows)
-    fig_path = save_figure(fig, out / "demo_compare.png")
-    csv = out / "demo_compare.csv"
-    df.to_csv(csv, index=False)
-    md = "\n".join([
-        "## demo-compare: kernels and C side by side",
-        "",
+    intro = (
         "Like `svmdemo_compare` (seed 000): the kernel dual on gendata(15, 15) for each "
         f"kernel (rows) and C (columns), solved by {layer}/{backend}. The linear kernel "
         "cannot separate the disc from the ring at any C; the polynomial and Gaussian "
         "kernels can, and a large C or a large gamma fits the training points ever more "
         "tightly (fewer margin violations, more complex boundary). `max_abs_f_minus_svc` "
-        "is the largest difference of f on the training points from scikit-learn's SVC.",
-        "",
-        md_table(df[["setting", "C", "n_sv", "sum_xi", "train_acc", "rel_gap", "max_abs_f_minus_svc",
-                     "status"]]),
-        "",
-        f"![demo-compare]({fig_path.name})",
+        "is the largest difference of f on the training points from scikit-learn's SVC."
+    )
+    columns = ["setting", "C", "n_sv", "sum_xi", "train_acc", "rel_gap", "max_abs_f_minus_svc", "status"]
+    return _demo_section(out, "demo_compare", "Kernels and C side by side", intro, fig, df, columns)
+
+
+def _demo_section(out, stem: str, title: str, intro: str, fig: Figure, df: pd.DataFrame, columns) -> Section:
+    """Writes a demo's section: heading "<name>: <title>", the intro, the table's ``columns``, the figure."""
+    name = stem.replace("_", "-")
+    md = "\n".join([
+        f"## {name}: {title[0].lower()}{title[1:]}", "", intro, "", md_table(df[columns]), "",
+        f"![{name}]({stem}.png)",
     ])
-    sec = Section("demo-compare", "Kernels and C side by side", md, [fig_path], {"demo_compare": csv}, df)
-    return write_section(out, "demo_compare", sec)
+    return figure_section(out, stem, name, title, md, fig, df)

@@ -78,11 +78,6 @@ def draw_surface(ax, X, y, kernel: Kernel, alpha, b: float, C: float, *, steps: 
     return {"n_sv": int(sv.sum()), "f_grid": f}
 
 
-def drawn_sv(sol, C: float) -> int:
-    """Number of support vectors of a solve (alpha_i above the recovery tolerance)."""
-    return int(np.sum(support_mask(sol.alpha)))
-
-
 def _solve(X, y, kernel: Kernel, C: float, layer: str, backend: str, profile: str):
     sol = solve("kernel_dual", X, y, layer=layer, backend=backend, C=C, kernel=kernel, profile=profile)
     if sol.alpha is None or not np.isfinite(sol.b):
@@ -115,9 +110,9 @@ def compare_figure(path, X, y, Cs=(0.1, 1.0, 10.0), gammas=(0.5, 1.0, 5.0), *, l
         for c, gamma in enumerate(gammas):
             kernel = Kernel("rbf", gamma=gamma)
             sol = _solve(X, y, kernel, C, layer, backend, profile)
-            drawn = draw_surface(axes[r, c], X, y, kernel, sol.alpha, sol.b, C, steps=120,
-                                 title=f"C = {C:g}, gamma = {gamma:g}\n{sol.status}, {drawn_sv(sol, C)} SVs",
-                                 legend=False)
+            drawn = draw_surface(axes[r, c], X, y, kernel, sol.alpha, sol.b, C, steps=120, legend=False)
+            # the title names the support vectors draw_surface counted
+            axes[r, c].set_title(f"C = {C:g}, gamma = {gamma:g}\n{sol.status}, {drawn['n_sv']} SVs")
             cells.append({"C": C, "gamma": gamma, "status": sol.status, "n_sv": drawn["n_sv"],
                           "train_accuracy": sol.checks.get("train_accuracy")})
     handles, labels = axes[0, 0].get_legend_handles_labels()

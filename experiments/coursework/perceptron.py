@@ -121,11 +121,21 @@ def _normalized_samples(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.column_stack([X, np.ones(X.shape[0])]) * y[:, None]
 
 
-def _not_converged(cap_name: str, cap: int, unit: str) -> str:
-    return (
-        f"did not converge within {cap_name}={cap} {unit}: "
-        "the data may not be linearly separable"
-    )
+def _result(W, converged: bool, n_updates: int, n_iterations: int, history,
+            cap_name: str, cap: int, unit: str) -> PerceptronResult:
+    """The result of either perceptron, with its message (``unit`` names what was counted)."""
+    if converged:
+        message = (
+            f"converged after {n_iterations} {unit} ({n_updates} updates): "
+            "all samples correctly classified"
+        )
+    else:
+        message = (
+            f"did not converge within {cap_name}={cap} {unit}: "
+            "the data may not be linearly separable"
+        )
+    return PerceptronResult(W=W, converged=converged, n_updates=n_updates,
+                            n_iterations=n_iterations, history=history, message=message)
 
 
 def perceptron_single_sample(
@@ -174,21 +184,7 @@ def perceptron_single_sample(
             converged = bool(np.all(Z @ W > 0))
         k += 1
         history.append(W.copy())
-    if converged:
-        message = (
-            f"converged after {k} iterations ({n_updates} updates): "
-            "all samples correctly classified"
-        )
-    else:
-        message = _not_converged("max_iter", max_iter, "iterations")
-    return PerceptronResult(
-        W=W,
-        converged=converged,
-        n_updates=n_updates,
-        n_iterations=k,
-        history=history,
-        message=message,
-    )
+    return _result(W, converged, n_updates, k, history, "max_iter", max_iter, "iterations")
 
 
 def perceptron_batch(
@@ -225,19 +221,4 @@ def perceptron_batch(
         epoch += 1
         history.append(W.copy())
         wrong = Z @ W <= 0
-    converged = not wrong.any()
-    if converged:
-        message = (
-            f"converged after {epoch} epochs ({n_updates} updates): "
-            "all samples correctly classified"
-        )
-    else:
-        message = _not_converged("max_epochs", max_epochs, "epochs")
-    return PerceptronResult(
-        W=W,
-        converged=converged,
-        n_updates=n_updates,
-        n_iterations=epoch,
-        history=history,
-        message=message,
-    )
+    return _result(W, not wrong.any(), n_updates, epoch, history, "max_epochs", max_epochs, "epochs")

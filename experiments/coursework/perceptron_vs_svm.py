@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER, make_estimator
 from experiments.coursework.perceptron import perceptron_single_sample
 from experiments.coursework.plotting import draw_line, scatter
-from experiments.coursework.section import Section, fmt_vec, md_table, output_dir, save_figure, write_section
+from experiments.coursework.section import Section, figure_section, fmt_vec, md_table, output_dir
 from experiments.datasets import example_5_1, exercise_5_4, perceptron_slides
 
 
@@ -54,12 +54,8 @@ def perceptron_vs_svm(
     fig.suptitle("The perceptron stops at the first separating line; the SVM takes the widest one",
                  fontsize=10)
     df = pd.DataFrame(rows)
-    fig_path = save_figure(fig, out / "perceptron_vs_svm.png")
-    csv = out / "perceptron_vs_svm.csv"
-    df.to_csv(csv, index=False)
-    sec = Section("perceptron-vs-svm", "The perceptron beside the maximum-margin SVM",
-                  _markdown(df, max_iter, fig_path.name), [fig_path], {"perceptron_vs_svm": csv}, df)
-    return write_section(out, "perceptron_vs_svm", sec)
+    return figure_section(out, "perceptron_vs_svm", "perceptron-vs-svm", "The perceptron beside the maximum-margin SVM",
+                          _markdown(df, max_iter, "perceptron_vs_svm.png"), fig, df)
 
 
 def _rows(ds, formulation: str, per, svm) -> list[dict]:

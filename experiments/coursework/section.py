@@ -59,3 +59,12 @@ def fmt_vec(v) -> str:
 def write_section(out: Path, stem: str, section: Section) -> Section:
     (out / f"{stem}.md").write_text(section.markdown + "\n")
     return section
+
+
+def figure_section(out: Path, stem: str, name: str, title: str, markdown: str,
+                   fig: Figure, df: pd.DataFrame) -> Section:
+    """A section of one figure and one table: writes ``<stem>.png``, ``<stem>.csv`` and ``<stem>.md``."""
+    fig_path = save_figure(fig, out / f"{stem}.png")
+    csv = out / f"{stem}.csv"
+    df.to_csv(csv, index=False)
+    return write_section(out, stem, Section(name, title, markdown, [fig_path], {stem: csv}, df))

@@ -20,7 +20,7 @@ from experiments.coursework.perceptron import perceptron_single_sample
 from experiments.coursework.perceptron_vs_svm import perceptron_vs_svm
 from experiments.coursework.plotting import plot_classifier
 from experiments.coursework.section import Section, fmt_vec, md_table, output_dir, save_figure, write_section
-from experiments.datasets import Dataset, example_5_1, exercise_5_4, exercise_5_5, perceptron_slides
+from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5, perceptron_slides
 from formulations.recovery import slacks
 
 #: Numbers printed in the lecture notes (001, 002), as printed.
@@ -151,7 +151,8 @@ def _check_exercise_5_5(rows: list, layer: str, backend: str, profile: str, who:
 def _seeds_perceptron_checks(rows: list) -> None:
     who = "experiments.coursework.perceptron"
     W14 = np.array(PUBLISHED["perceptron_W14"])
-    nb = perceptron_single_sample(*_xy(perceptron_slides(order="notebook")), rho=1.0)
+    notebook = perceptron_slides(order="notebook")
+    nb = perceptron_single_sample(notebook.X, notebook.y, rho=1.0)
     _check(rows, "Perceptron (002), single-sample, rho=1, W1=0", "W14 after 14 iterations",
            f"{fmt_vec(W14)}, 14 iterations", f"{fmt_vec(nb.W)}, {nb.n_iterations} iterations", who,
            "exact", bool(np.array_equal(nb.W, W14) and nb.n_iterations == PUBLISHED["perceptron_iterations"]),
@@ -174,10 +175,6 @@ def _seeds_perceptron_checks(rows: list) -> None:
            "belongs to (-2, 0, 1), where the printed order ends")
 
 
-def _xy(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    return ds.X, ds.y
-
-
 def _seeds_figures(out: Path, fits: dict, who: str) -> list[Path]:
     paths = []
     # Examples 5.1 / 5.2, drawn like the notes' MATLAB plot (axis [0 10 0 10]).
@@ -194,7 +191,7 @@ def _seeds_figures(out: Path, fits: dict, who: str) -> list[Path]:
 
     # Exercise 5.4: slack points annotated.
     ds = exercise_5_4()
-    primal, dual, svc, xi = fits["exercise_5_4"]
+    _, dual, _, xi = fits["exercise_5_4"]
     fig = Figure(figsize=(5.2, 5.0), layout="constrained")
     ax = fig.subplots()
     plot_classifier(ax, ds.X, ds.y, dual.decision_function, sv=dual.support_, xlim=(0, 10), ylim=(0, 10),
