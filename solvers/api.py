@@ -65,9 +65,11 @@ AUTO_MIN_N = {
 }
 
 
-def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto") -> str:
+def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
+    The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
+    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`.
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
@@ -79,7 +81,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
         raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
     if method != "auto":
         return method
-    return "working_set" if eligible and n >= AUTO_MIN_N[(formulation, layer)] else "full"
+    linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
+    return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
 
 
 def solve(
@@ -128,7 +131,7 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method)
+    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel)
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "

@@ -173,6 +173,9 @@ def test_auto_chooses_by_n_without_solving():
         assert api.choose_method("hard_primal", 50_000, layer, math.inf) == "full"
         assert api.choose_method("dual", 50_000, layer, math.inf) == "full"  # hard-margin dual: no bounds
         assert api.choose_method("dual", 50_000, layer, 1.0) == "full"  # measured: its full lifted QP is faster
+        linear = Kernel("linear")  # the kernel dual with K = X X' is the linear dual: auto keeps it whole
+        assert api.choose_method("kernel_dual", 50_000, layer, 1.0, kernel=linear) == api.choose_method(
+            "dual", 50_000, layer, 1.0)
         threshold = api.AUTO_MIN_N[("kernel_dual", layer)]
         assert api.choose_method("kernel_dual", threshold - 1, layer, 1.0) == "full"
         assert api.choose_method("kernel_dual", threshold, layer, 1.0) == "working_set"
@@ -199,3 +202,17 @@ def test_every_backend_runs_the_working_set_and_optimal_means_the_optimum(data, 
     assert sol.status != st.ERROR, sol.message
     if sol.status == st.OPTIMAL:
         assert _rel(sol.checks["dual_objective"], reference[10.0]) <= 1e-4  # the default profile's tol
+
+
+def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypatch):
+    """cvxpy/HiGHS raised SolverError on a subproblem (breast cancer, rbf, C = 1e6): the solve must end
+    in a status like any failed solve, never an exception."""
+    import cvxpy as cp
+
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("Solver 'HIGHS' failed")
+
+    X, y, K = data
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="highs", C=10.0, method="working_set")
+    assert sol.status != st.OPTIMAL and sol.w is None

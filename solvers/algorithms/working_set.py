@@ -177,7 +177,10 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q_BB)) + p @ a), [y_B @ a == rhs])
     start = time.perf_counter()
     record = get_record(backend)
-    problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options))
+    try:
+        problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options))
+    except cp.error.SolverError:  # as in the cvxpy adapter: a failed solve is no point, not a crash
+        return None, time.perf_counter() - start
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
 
 
