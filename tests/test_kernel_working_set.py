@@ -66,9 +66,22 @@ def test_kernel_rows_are_the_gram_matrix(data):
     np.testing.assert_allclose(rows.submatrix(I, I[::-1]), K[np.ix_(I, I[::-1])], rtol=0, atol=1e-15)
     u = np.zeros(N)
     u[[1, 50, 99]] = [0.5, -2.0, 1.0]
-    np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
-    np.testing.assert_array_equal(rows.diagonal(), np.diag(K))
     assert rows.rows_computed == 4  # 5 appears twice, and only once computed
+    np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
+    assert rows.rows_computed == 7  # the three rows of u's nonzeros, kept while the cache has room ...
+    np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
+    assert rows.rows_computed == 7  # ... so the same product again computes nothing
+    np.testing.assert_array_equal(rows.diagonal(), np.diag(K))
+
+
+def test_products_never_evict_rows_and_stay_within_the_cache(data):
+    X, y, K = data
+    rows = KernelRows(KERNEL, X, cache_bytes=8 * N * 10)
+    rows.rows([3, 4])
+    u = np.random.default_rng(0).normal(size=N)  # every row is needed: far more than the 10 the cache holds
+    np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-12, atol=1e-12)
+    assert rows.max_held <= rows.capacity == 10
+    assert 3 in rows._cache and 4 in rows._cache  # the rows asked for by the loop are still there
 
 
 def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):
@@ -216,3 +229,12 @@ def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypa
     monkeypatch.setattr(cp.Problem, "solve", fail)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="highs", C=10.0, method="working_set")
     assert sol.status != st.OPTIMAL and sol.w is None
+
+
+def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_the_matrix_fits():
+    from solvers.algorithms.kernel_rows import ROWS_FROM_N
+
+    X = np.random.default_rng(3).normal(size=(ROWS_FROM_N, 3))
+    source = row_source(KERNEL, X, budget=1e12)
+    assert isinstance(source, KernelRows) and source.rows_computed == 0  # nothing n x n was formed
+    assert isinstance(row_source(KERNEL, X[: ROWS_FROM_N - 1], budget=1e12), FullGram)
