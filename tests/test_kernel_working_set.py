@@ -82,6 +82,9 @@ def test_products_never_evict_rows_and_stay_within_the_cache(data):
     np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-12, atol=1e-12)
     assert rows.max_held <= rows.capacity == 10
     assert 3 in rows._cache and 4 in rows._cache  # the rows asked for by the loop are still there
+    rows.rows(np.arange(20, 40))  # more than the cache holds: the newest 10 are kept
+    # every cached row owns its memory: a view would keep its whole block alive after an eviction
+    assert all(row.base is None for row in rows._cache.values())
 
 
 def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):

@@ -88,17 +88,21 @@ class KernelRows(Gram):
             block = self._compute(missing)
             self.rows_computed += missing.size
             fresh = dict(zip(missing.tolist(), block))
-        out = np.empty((len(I), self.n))
-        for r, i in enumerate(I.tolist()):
-            row = self._cache.get(i)
-            if row is None:
-                row = fresh[i]
-            else:
-                self._cache.move_to_end(i)
-            out[r] = row
-        kept = missing.tolist()[-self.capacity:]  # the newest rows
-        for i in kept:  # views of the block when all of it is kept (no copy), else copies (the block goes)
-            self._cache[i] = fresh[i] if len(kept) == missing.size else fresh[i].copy()
+        if missing.size == len(I):  # none cached, none repeated: the block is the answer (no second copy)
+            out = block
+        else:
+            out = np.empty((len(I), self.n))
+            for r, i in enumerate(I.tolist()):
+                row = self._cache.get(i)
+                if row is None:
+                    row = fresh[i]
+                else:
+                    self._cache.move_to_end(i)
+                out[r] = row
+        # The newest rows, as copies: a view would keep its whole block alive after the LRU evicts the
+        # row's neighbours (n = 50,000: a 5.4 GB peak with views, against the cache's 512 MB).
+        for i in missing.tolist()[-self.capacity:]:
+            self._cache[i] = fresh[i].copy()
         while len(self._cache) > self.capacity:
             self._cache.popitem(last=False)
         self.max_held = max(self.max_held, len(self._cache))
@@ -133,8 +137,8 @@ class KernelRows(Gram):
             self.rows_computed += J.size
             out += u[J] @ block
             room = max(0, self.capacity - len(self._cache))
-            for i, row in zip(J[:room].tolist(), block[:room]):  # views when the whole block is kept
-                self._cache[i] = row if room >= J.size else row.copy()
+            for i, row in zip(J[:room].tolist(), block[:room]):  # copies, as in rows()
+                self._cache[i] = row.copy()
         self.max_held = max(self.max_held, len(self._cache))
         return out
 
