@@ -42,7 +42,6 @@ The first three are linear SVMs and accept only ``kernel="linear"``.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import numbers
@@ -51,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
@@ -60,6 +58,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
+from solvers import blas
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import estimate_multipliers
@@ -95,7 +94,7 @@ def _ovr(pair_values: np.ndarray, n_classes: int) -> np.ndarray:
 
 def _blas_threads_for(n: int):
     """One BLAS thread for a small problem (ONE_BLAS_THREAD_UP_TO), the library's default otherwise."""
-    return threadpool_limits(limits=1, user_api="blas") if n <= ONE_BLAS_THREAD_UP_TO else contextlib.nullcontext()
+    return blas.one_thread_if(n <= ONE_BLAS_THREAD_UP_TO)
 
 
 class SVMFitError(RuntimeError):
@@ -446,6 +445,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """The pairs' decision values, shape (n_samples, n_pairs), in the fitted sign convention."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
+        # the kernel values of X against the support vectors: small products, one BLAS thread as in fit
+        with _blas_threads_for(max(X.shape[0], self.support_.size)):
+            return self._pair_values_of(X)
+
+    def _pair_values_of(self, X: np.ndarray) -> np.ndarray:
         if self.kernel_.name == "linear":
             return X @ self.coef_.T + self.intercept_
         if self.kernel == "precomputed":  # validate_data checked: one column per training sample
