@@ -19,6 +19,7 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_info
 
 import experiments.estimator as estimator_module
+from experiments.bench import estimator as estimator_bench
 from experiments.estimator import SVMClassifier
 from formulations.errors import IndefiniteKernelError
 from formulations.kernels import Kernel, gram
@@ -137,3 +138,26 @@ def test_predictions_do_not_depend_on_the_blas_thread_count(monkeypatch):
     assert limited.solution_.status == free.solution_.status == st.OPTIMAL
     assert np.max(np.abs(f_limited - f_free)) <= 1e-6 * np.max(np.abs(f_free))
     np.testing.assert_array_equal(limited.predict(X), free.predict(X))
+
+
+# ----------------------------------------------------------------------------- the benchmark
+
+
+def test_estimator_bench_single_fit_rows_and_ratios():
+    rows = estimator_bench.single_fit(200, repeat=2)
+    assert [row["what"].split(", ")[1] for row in rows] == ["SVC (tol 1e-3)", "SVC (tol 1e-6)",
+                                                             "SVMClassifier (pyomo/piqp)"]
+    assert rows[0]["x SVC"] == 1.0
+    for row in rows:
+        assert row["seconds"] > 0 and row["x SVC"] == pytest.approx(row["seconds"] / rows[0]["seconds"], rel=1e-12)
+    # the estimator's decision values are LIBSVM's at tol 1e-6, to the solver's default accuracy
+    assert rows[2]["max |f - f_SVC 1e-6| / max |f|"] <= 1e-4
+
+
+@pytest.mark.parametrize("argv,message", [(["--repeat", "0"], "--repeat must be at least 1, got 0"),
+                                          (["--n", "5"], "--n must be at least 10, got 5")])
+def test_estimator_bench_refuses_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        estimator_bench.main(argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
