@@ -78,10 +78,10 @@ _ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 #: Gram matrix of few features, the solver's factorizations, the working set's blocks, the checks' proved
 #: optimum) is too small to gain from threads, and threads that wait for busy cores cost more than the
 #: work. RBF fit, Pyomo/PIQP, 2-core machine shared with other jobs, one thread against OpenBLAS's
-#: default: n = 455 0.10 s vs 2.07 s (an earlier run); in one run: n = 1,000 0.24-0.29 s vs 0.43-0.45 s, n = 3,000 0.29-0.48 s
-#: vs 0.36-0.66 s, n = 5,000 0.86-0.99 s vs 1.14-1.53 s (the checks' 398 x 398 solve alone took 0.2 s on
-#: two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal n = 20,000 0.24-0.31 s vs 0.43-0.59 s.
-#: Above it (not measured) BLAS keeps its own thread count.
+#: default: n = 455 0.10 s vs 2.07 s (an earlier run); in one run: n = 1,000 0.24-0.29 s vs 0.43-0.45 s,
+#: n = 3,000 0.29-0.48 s vs 0.36-0.66 s, n = 5,000 0.86-0.99 s vs 1.14-1.53 s (the checks' 398 x 398
+#: solve alone took 0.2 s on two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal
+#: n = 20,000 0.24-0.31 s vs 0.43-0.59 s. Above it (not measured) BLAS keeps its own thread count.
 ONE_BLAS_THREAD_UP_TO = 10_000
 
 
