@@ -34,7 +34,8 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
         return K, {"kernel": "precomputed", **_mercer_extras(K, "precomputed", allow_indefinite)}
     kernel = validation.check_kernel(kernel)
     K = kernels.gram(kernel, X)
-    return K, {"kernel": kernel.label, **(_mercer_by_theorem(kernel) or _mercer_extras(K, kernel.label, allow_indefinite))}
+    mercer = _mercer_by_theorem(kernel) or _mercer_extras(K, kernel.label, allow_indefinite)
+    return K, {"kernel": kernel.label, **mercer}
 
 
 def _mercer_by_theorem(kernel) -> dict:
