@@ -42,7 +42,6 @@ The first three are linear SVMs and accept only ``kernel="linear"``.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import numbers
@@ -51,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
@@ -60,6 +58,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
+from solvers import blas
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import estimate_multipliers
@@ -75,12 +74,15 @@ _LINEAR_ONLY = ("soft_primal", "dual", "hard_primal")
 _ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 
 
-#: Up to this many samples a pair is solved with one BLAS thread. Its dense algebra (the Mercer
-#: check's eigenvalues, the solver's factorizations) is too small to gain from threads, and threads
-#: that wait for busy cores cost more than the work: RBF fit, Pyomo/PIQP, on the 2-core machine shared
-#: with other jobs, one thread against OpenBLAS's default: n = 455 0.10 s vs 2.07 s, n = 1,000 0.18 s
-#: vs 0.55 s, n = 2,000 0.79 s vs 1.34 s (best of 2, same run).
-ONE_BLAS_THREAD_UP_TO = 2000
+#: Up to this many samples a pair is solved, and predicted, with one BLAS thread. Its dense algebra (the
+#: Gram matrix of few features, the solver's factorizations, the working set's blocks, the checks' proved
+#: optimum) is too small to gain from threads, and threads that wait for busy cores cost more than the
+#: work. RBF fit, Pyomo/PIQP, 2-core machine shared with other jobs, one thread against OpenBLAS's
+#: default: n = 455 0.10 s vs 2.07 s (an earlier run); in one run: n = 1,000 0.24-0.29 s vs 0.43-0.45 s,
+#: n = 3,000 0.29-0.48 s vs 0.36-0.66 s, n = 5,000 0.86-0.99 s vs 1.14-1.53 s (the checks' 398 x 398
+#: solve alone took 0.2 s on two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal
+#: n = 20,000 0.24-0.31 s vs 0.43-0.59 s. Above it (not measured) BLAS keeps its own thread count.
+ONE_BLAS_THREAD_UP_TO = 10_000
 
 
 def _class_pairs(n_classes: int) -> list[tuple[int, int]]:
@@ -95,7 +97,7 @@ def _ovr(pair_values: np.ndarray, n_classes: int) -> np.ndarray:
 
 def _blas_threads_for(n: int):
     """One BLAS thread for a small problem (ONE_BLAS_THREAD_UP_TO), the library's default otherwise."""
-    return threadpool_limits(limits=1, user_api="blas") if n <= ONE_BLAS_THREAD_UP_TO else contextlib.nullcontext()
+    return blas.one_thread_if(n <= ONE_BLAS_THREAD_UP_TO)
 
 
 class SVMFitError(RuntimeError):
@@ -126,8 +128,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     backend : str, default="piqp"
         The solver (``highs, ipopt, clarabel, osqp, scs, piqp, proxqp, daqp``);
         ``solvers.registry.available_backends()`` lists what is installed. The default,
-        Pyomo with PIQP, was the fastest verified pair on breast cancer (RBF kernel dual
-        0.06 s, against 0.13 s for cvxpy/PIQP and 1.9 s for cvxpy/Clarabel, measured here).
+        Pyomo with PIQP, was the fastest verified pair on a breast-cancer fold (n = 455, RBF,
+        best of 3 fits, C and gamma from the benchmark's grid: 37-47 ms, against 72-75 ms for
+        cvxpy/PIQP, 49-163 ms for DAQP, 150-232 ms for Clarabel, 2.1-3.0 s for Pyomo/HiGHS;
+        OSQP's points missed the checks' bar; machine shared, measured here).
     kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or callable, default="linear"
         k(x, x'), with scikit-learn's formulas and parameter names. "precomputed": X is the
         Gram matrix (n x n at fit, n_test x n_train at predict). A callable k(X, Z) returns
@@ -446,6 +450,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """The pairs' decision values, shape (n_samples, n_pairs), in the fitted sign convention."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
+        # the kernel values of X against the support vectors: small products, one BLAS thread as in fit
+        with _blas_threads_for(max(X.shape[0], self.support_.size)):
+            return self._pair_values_of(X)
+
+    def _pair_values_of(self, X: np.ndarray) -> np.ndarray:
         if self.kernel_.name == "linear":
             return X @ self.coef_.T + self.intercept_
         if self.kernel == "precomputed":  # validate_data checked: one column per training sample

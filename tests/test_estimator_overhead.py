@@ -1,0 +1,163 @@
+"""What the estimator's speed-ups (issue 15) rest on, checked as numbers, not as timings:
+
+- solvers.blas: one BLAS thread through a controller made once, restored on exit;
+- the full kernel dual takes Mercer's condition by theorem for linear, rbf and poly (as the
+  working set does) and still checks sigmoid and a precomputed K on their eigenvalues;
+- the proved optimum (solvers.reference.polish) settles on the breast-cancer folds where a free
+  point was held on a bound by the bounded least-squares fallback, and it is SVC's optimum;
+- the estimator's predictions do not depend on the BLAS thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import StratifiedKFold
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from threadpoolctl import threadpool_info
+
+import experiments.estimator as estimator_module
+from experiments.bench import estimator as estimator_bench
+from experiments.estimator import SVMClassifier
+from formulations.errors import IndefiniteKernelError
+from formulations.kernels import Kernel, gram
+from solvers import blas
+from solvers import solution as st
+from solvers.api import solve
+from solvers.reference import Gram, polish
+
+
+def _blas_threads() -> list[int]:
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def _breast_cancer_folds(n_folds: int = 2):
+    """The first folds of the estimator benchmark's 5-fold split (experiments.bench.estimator)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    for k, (train, _) in enumerate(cv.split(X, y)):
+        if k == n_folds:
+            return
+        yield X[train], np.where(y[train] == 1, 1.0, -1.0)
+
+
+# ----------------------------------------------------------------------------- solvers.blas
+
+
+def test_one_thread_limits_blas_and_restores_it():
+    blas.refresh()
+    before = _blas_threads()
+    assert before, "no BLAS library found by threadpoolctl"
+    with blas.one_thread():
+        assert _blas_threads() == [1] * len(before)
+    assert _blas_threads() == before
+    assert blas.controller() is blas.controller()  # made once, not at every call
+
+
+def test_one_thread_if_leaves_blas_alone_when_not_small():
+    before = _blas_threads()
+    with blas.one_thread_if(False):
+        assert _blas_threads() == before
+    with blas.one_thread_if(True):
+        assert max(_blas_threads()) == 1
+
+
+# ----------------------------------------------------------------------------- Mercer by theorem
+
+
+@pytest.mark.parametrize("kernel", [Kernel("rbf", gamma=0.5), Kernel("poly", gamma=0.5, degree=3, coef0=1.0),
+                                    Kernel("linear")])
+def test_full_kernel_dual_takes_mercer_by_theorem_and_is_verified(kernel):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 3))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
+    sol = solve("kernel_dual", X, y, layer="pyomo", backend="piqp", C=1.0, kernel=kernel, method="full")
+    assert sol.extras["method"] == "full"
+    assert sol.extras["psd"] is True
+    assert sol.extras["mercer_method"] == f"by theorem ({kernel.name})"
+    assert "min_eigenvalue" not in sol.extras
+    assert sol.status == st.OPTIMAL
+    # the theorem holds numerically: the smallest eigenvalue is rounding, far inside the check's 1e-10
+    eigenvalues = np.linalg.eigvalsh(gram(kernel, X))
+    assert eigenvalues[0] >= -1e-12 * eigenvalues[-1]
+
+
+def test_sigmoid_and_precomputed_are_still_checked_on_their_eigenvalues():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 2))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1.0, -1.0)
+    with pytest.raises(IndefiniteKernelError, match="-21.8"):
+        solve("kernel_dual", X, y, layer="pyomo", backend="piqp", C=1.0, kernel=Kernel("sigmoid", gamma=1, coef0=-1),
+              method="full")
+    K = gram(Kernel("rbf", gamma=0.5), X)
+    sol = solve("kernel_dual", None, y, layer="pyomo", backend="piqp", C=1.0, K=K, method="full")
+    assert sol.extras["mercer_method"] == "eigvalsh"
+    assert sol.extras["min_eigenvalue"] == pytest.approx(np.linalg.eigvalsh(K)[0], abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- the proved optimum
+
+
+@pytest.mark.parametrize("fold", [0, 1])
+def test_polish_proves_the_optimum_where_the_fallback_held_points_on_a_bound(fold):
+    """RBF, C = 0.1, gamma = 0.1: the free points' system gave alphas outside [0, C]; the bounded
+    least-squares fallback held them on a bound and the sets never changed (12 rounds, then the
+    weaker gap bound: fold 1 ended optimal_inaccurate). Now: proved, and equal to LIBSVM's optimum."""
+    X, y = list(_breast_cancer_folds())[fold]
+    C, kernel = 0.1, Kernel("rbf", gamma=0.1)
+    sol = solve("kernel_dual", X, y, layer="pyomo", backend="piqp", C=C, kernel=kernel, method="full")
+    assert sol.status == st.OPTIMAL
+    assert sol.checks["reference"] == "proved optimum"
+    assert sol.checks["err_objective"] <= 1e-4 and sol.checks["err_decision"] <= 1e-4
+
+    K = gram(kernel, X)
+    ref = polish(Gram(None, K), y, C, sol.alpha, sol.decision)
+    assert ref.ok and ref.rounds <= 3
+    svc = SVC(kernel="precomputed", C=C, tol=1e-10).fit(K, y)
+    u = np.zeros(len(y))
+    u[svc.support_] = svc.dual_coef_[0]
+    libsvm_dual = np.abs(u).sum() - 0.5 * u @ K @ u
+    assert ref.objective == pytest.approx(libsvm_dual, rel=1e-7)
+    assert np.all(ref.alpha >= 0) and np.all(ref.alpha <= C * (1 + 1e-12))
+    assert abs(ref.alpha @ y) <= 1e-10 * ref.alpha.sum()
+
+
+# ----------------------------------------------------------------------------- the estimator
+
+
+def test_predictions_do_not_depend_on_the_blas_thread_count(monkeypatch):
+    X, y = next(_breast_cancer_folds(1))
+    limited = SVMClassifier(kernel="rbf", gamma=0.1).fit(X, y)
+    f_limited = limited.decision_function(X)
+    monkeypatch.setattr(estimator_module, "ONE_BLAS_THREAD_UP_TO", 0)  # BLAS's own thread count
+    free = SVMClassifier(kernel="rbf", gamma=0.1).fit(X, y)
+    f_free = free.decision_function(X)
+    assert limited.solution_.status == free.solution_.status == st.OPTIMAL
+    assert np.max(np.abs(f_limited - f_free)) <= 1e-6 * np.max(np.abs(f_free))
+    np.testing.assert_array_equal(limited.predict(X), free.predict(X))
+
+
+# ----------------------------------------------------------------------------- the benchmark
+
+
+def test_estimator_bench_single_fit_rows_and_ratios():
+    rows = estimator_bench.single_fit(200, repeat=2)
+    assert [row["what"].split(", ")[1] for row in rows] == ["SVC (tol 1e-3)", "SVC (tol 1e-6)",
+                                                             "SVMClassifier (pyomo/piqp)"]
+    assert rows[0]["x SVC"] == 1.0
+    for row in rows:
+        assert row["seconds"] > 0 and row["x SVC"] == pytest.approx(row["seconds"] / rows[0]["seconds"], rel=1e-12)
+    # the estimator's decision values are LIBSVM's at tol 1e-6, to the solver's default accuracy
+    assert rows[2]["max |f - f_SVC 1e-6| / max |f|"] <= 1e-4
+
+
+@pytest.mark.parametrize("argv,message", [(["--repeat", "0"], "--repeat must be at least 1, got 0"),
+                                          (["--n", "5"], "--n must be at least 10, got 5")])
+def test_estimator_bench_refuses_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        estimator_bench.main(argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
