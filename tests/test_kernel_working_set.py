@@ -241,3 +241,14 @@ def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_th
     source = row_source(KERNEL, X, budget=1e12)
     assert isinstance(source, KernelRows) and source.rows_computed == 0  # nothing n x n was formed
     assert isinstance(row_source(KERNEL, X[: ROWS_FROM_N - 1], budget=1e12), FullGram)
+
+
+@pytest.mark.parametrize("rows_on_demand", [False, True])
+def test_a_large_split_sample_is_solved_by_a_working_set_of_its_own(data, reference, rows_on_demand):
+    X, y, K = data
+    source = KernelRows(KERNEL, X) if rows_on_demand else K
+    # sample=5: the sample is N / SAMPLE_SHARE = 24 points >= 4 * 5, so it gets a split start of its own
+    res = ws.decompose(source, y, 100.0, backend="piqp", q=20, sample=5)
+    assert res.start.startswith(f"split: sample {N // ws.SAMPLE_SHARE},"), res.start
+    assert res.converged
+    assert _rel(res.objective, reference[100.0]) <= OBJECTIVE_RTOL

@@ -44,6 +44,10 @@ class FullGram(Gram):
     def rows(self, I) -> np.ndarray:
         return self.K[I]
 
+    def restricted(self, S) -> "FullGram":
+        """The Gram matrix of the points S alone."""
+        return FullGram(self.K[np.ix_(S, S)])
+
     # submatrix(I, J): solvers.reference.Gram's, K[np.ix_(I, J)]
 
     def diagonal(self) -> np.ndarray:
@@ -107,6 +111,10 @@ class KernelRows(Gram):
             self._cache.popitem(last=False)
         self.max_held = max(self.max_held, len(self._cache))
         return out
+
+    def restricted(self, S) -> "KernelRows":
+        """Rows of the points S alone, through a cache of the same size."""
+        return KernelRows(self.kernel, self.data[S], cache_bytes=self.capacity * 8.0 * self.n)
 
     def submatrix(self, I, J) -> np.ndarray:
         I, J = np.asarray(I, dtype=int), np.asarray(J, dtype=int)

@@ -59,16 +59,16 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from formulations import validation
 from formulations.kernel_dual import dual_matrix
 from formulations.model import KERNEL_DUAL, linear_sum
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
+from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
-from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.algorithms.kernel_rows import CHUNK_BYTES, FullGram, KernelRows
 from solvers.backends import get_record
 from solvers.closing import close
 from solvers.profiles import backend_options, get_profile
@@ -359,20 +359,29 @@ def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band:
     return alpha, sub_s, how
 
 
+#: The split start's sample is one point in SAMPLE_SHARE (at least WorkingSetOptions.sample).
+SAMPLE_SHARE = 10
 #: Largest restricted dual the split start solves (a dense |W| x |W| QP: 2,000 -> 32 MB).
 MAX_SPLIT_BLOCK = 2000
 
 
-def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0, max_block=MAX_SPLIT_BLOCK):
+def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0, max_block=MAX_SPLIT_BLOCK,
+                 solve_sample=None):
     """split_start, and K (y * alpha) at its point (None with no point): the loop's first gradient
-    without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros)."""
+    without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros).
+
+    solve_sample(S) -> (alpha_S or None, seconds): the sample's kernel dual when it is too big for one
+    dense QP (a working set of its own, _start); None: one dense QP."""
     n = len(y)
     S = np.sort(np.random.default_rng(seed).choice(n, min(n, sample), replace=False))
     yS = y[S]
     if np.all(yS == yS[0]):
         return None, 0.0, "split start: the sample has one class", None
     alpha = np.zeros(n)  # the sample's QP with the others at 0, and C (not C n / sample)
-    a_S, sub_s, _ = _solve_block(src, y, alpha, -np.ones(len(S)), S, 0.0, C, subsolve, backend, options)
+    if solve_sample is not None:
+        a_S, sub_s = solve_sample(S)
+    else:
+        a_S, sub_s, _ = _solve_block(src, y, alpha, -np.ones(len(S)), S, 0.0, C, subsolve, backend, options)
     if a_S is None:
         return None, sub_s, "split start: the sample's QP returned no point", None
     u = np.zeros(n)
@@ -540,17 +549,28 @@ def decompose(K, y, C, **kwargs) -> WorkingSetResult:
     The loop's tuning is WorkingSetOptions' fields as keywords (q=..., tol=...); the rest are _decompose's."""
     tuning = {key: kwargs.pop(key) for key in list(kwargs) if key in WorkingSetOptions.__dataclass_fields__}
     settings = WorkingSetOptions(**tuning)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas.one_thread():
         return _decompose(K, y, C, settings=settings, **kwargs)
 
 
-def _start(src, y, C, subsolve, backend, opts, alpha0, settings: WorkingSetOptions) -> _Loop:
-    """The starting point: alpha0 (checked), the split start at large n, or alpha = 0."""
+def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions) -> _Loop:
+    """The starting point: alpha0 (checked), the split start at large n, or alpha = 0.
+
+    The split start's sample is n / SAMPLE_SHARE points, at least settings.sample; from 4 * settings.sample
+    points it is solved by a working set of its own (which starts from its own split)."""
     n = len(y)
     sub_s, how, Ku = 0.0, "zero" if alpha0 is None else "alpha0", None
     if alpha0 is None and settings.sample and n >= 4 * settings.sample:
-        alpha0, sub_s, how, Ku = _split_start(src, y, C, subsolve, backend, opts, sample=settings.sample,
-                                              band=settings.band)
+        size = max(settings.sample, n // SAMPLE_SHARE)
+
+        def solve_sample(S):
+            res = _decompose(src.restricted(S), y[S], C, settings=settings, backend=backend, layer=layer,
+                             options=opts)
+            return res.alpha, res.subproblem_s
+
+        alpha0, sub_s, how, Ku = _split_start(src, y, C, SUBSOLVERS[layer], backend, opts, sample=size,
+                                              band=settings.band,
+                                              solve_sample=solve_sample if size >= 4 * settings.sample else None)
         if alpha0 is None:
             how += "; started at zero"
     if alpha0 is None:
@@ -596,7 +616,12 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     if changed.size == 0:
         return False, False, polished
     Bc = B[changed]
-    g += y * ((y[Bc] * delta[changed]) @ src.rows(Bc))  # K symmetric: rows, not columns
+    # K symmetric: rows, not columns; a bounded chunk of them at a time (a block's rows at n = 50,000
+    # are 800 MB; the cache keeps its own copies)
+    step = max(1, int(CHUNK_BYTES // (8 * len(y))))
+    coef = y[Bc] * delta[changed]
+    for lo in range(0, Bc.size, step):
+        g += y * (coef[lo:lo + step] @ src.rows(Bc[lo:lo + step]))
     alpha[Bc] = new[changed]
     loop.previous = B
     return True, float(np.abs(delta).max()) <= eps, polished
@@ -639,7 +664,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     opts = {**backend_options(backend, profile), **(options or {})}
     subsolve = SUBSOLVERS[layer]
     start = time.perf_counter()
-    loop = _start(src, y, C, subsolve, backend, opts, alpha0, settings)
+    loop = _start(src, y, C, layer, backend, opts, alpha0, settings)
     alpha, g = loop.alpha, loop.g  # updated in place by the steps
     eps = settings.bound_tol * C
     tol_now = settings.tol
