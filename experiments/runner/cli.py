@@ -801,6 +801,10 @@ def run(args, argv: list[str]) -> int:
         suite = SUITES.get(args.suite)
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
+    if args.executor == "local":
+        from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
+
+        warm_up()  # the solve processes' imports overlap the reading and checking below
     out = output_dir(args)
     meta = reuse_options(args, argv, out) if args.resume else {}
     suite_name, problems = problems_from(args)

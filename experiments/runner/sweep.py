@@ -462,6 +462,15 @@ def _context():
     return _CONTEXT
 
 
+def warm_up() -> None:
+    """Start the fork server now: it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
+    process while the caller reads and checks the data, instead of before the first solve."""
+    if _context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
+
+        forkserver.ensure_running()
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Exit when the process that asked for this solve is gone (a killed sweep leaves no orphans)."""
     while True:
