@@ -32,19 +32,21 @@ def test_the_pairs_of_one_problem_share_its_key_and_another_C_is_another_problem
     assert all("*/*" in t.problem_key and t.problem_key != t.key for t in tasks)
 
 
-def test_slow_stop_counts_only_verified_rows_and_keeps_the_fastest():
+def test_slow_stop_counts_only_answered_rows_and_keeps_the_fastest():
     fast, slow_task = _tasks(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal"])
     stop = sweep.SlowStop(factor=20, floor_s=30)
-    assert stop.limit(slow_task) is None  # nothing verified yet: --timeout alone
-    stop.record(fast, {"status": "optimal_inaccurate", "wall_s": 0.01})
+    assert stop.limit(slow_task) is None  # nothing answered yet: --timeout alone
+    stop.record(fast, {"status": "error", "wall_s": 0.01})
+    stop.record(fast, {"status": "iteration_limit", "wall_s": 0.02})
     stop.record(fast, {"status": "time_limit", "wall_s": math.nan})
     assert stop.limit(slow_task) is None
     stop.record(fast, {"status": "optimal", "wall_s": 2.0})
     stop.record(slow_task, {"status": "optimal", "wall_s": 3.0})  # slower: not the fastest
     seconds, why = stop.limit(slow_task)
-    assert seconds == 40.0 and "2.00 s, cvxpy/clarabel" in why and "--stop-slow 0" in why
-    stop.record(fast, {"status": "optimal", "wall_s": 0.5})
-    assert stop.limit(slow_task)[0] == 30.0  # 20 x 0.5 s is below the floor
+    assert seconds == 40.0 and "(2.00 s, cvxpy/clarabel, optimal)" in why and "--stop-slow 0" in why
+    stop.record(fast, {"status": "optimal_inaccurate", "wall_s": 0.5})  # a point the checks did not verify
+    seconds, why = stop.limit(slow_task)
+    assert seconds == 30.0 and "optimal_inaccurate" in why  # 20 x 0.5 s is below the floor
 
 
 def test_a_solve_far_slower_than_its_problems_fastest_is_a_recorded_time_limit_row(tmp_path):
@@ -58,7 +60,7 @@ def test_a_solve_far_slower_than_its_problems_fastest_is_a_recorded_time_limit_r
     assert rows[("cvxpy", "clarabel")]["status"] == "optimal"
     stopped = rows[("pyomo", "clarabel")]
     assert stopped["status"] == "time_limit"
-    assert stopped["error"].startswith("stopped after 1.0 s: 2 x the fastest verified solve of this problem")
+    assert stopped["error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")
     assert "cvxpy/clarabel" in stopped["error"] and stopped["task_key"] == tasks[1].key
 
 

@@ -727,8 +727,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
     p.add_argument("--stop-slow", type=float, default=None, metavar="FACTOR",
-                   help="stop a solve still running at FACTOR x the fastest verified solve of the same problem "
-                        "(by another layer/backend), and at least 30 s: a time_limit row that says so "
+                   help="stop a solve still running at FACTOR x the fastest answered solve (optimal or "
+                        "optimal_inaccurate) of the same problem by another layer/backend, and at least 30 s: "
+                        "a time_limit row that says so "
                         "(default 20; 0: every solve runs to --timeout; local executor only)")
     p.add_argument("--resume", action="store_true", help="skip tasks already recorded in --out")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run error/time_limit rows again")
