@@ -109,3 +109,15 @@ def test_svc_reference_on_small_data_and_a_note_above_its_size():
     ref = analysis.sklearn_reference(_frame(big, 1.0, "linear"), {big.name: (X, y)}).iloc[0]
     assert f"n = {n:,} > {analysis.SVC_REFERENCE_MAX_N:,}: no SVC reference" in ref.svc_note
     assert "svc_objective" not in ref.index
+
+
+def test_blas_threads_share_the_cores_among_the_workers(monkeypatch):
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
+    assert [sweep.blas_threads(w) for w in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+
+
+def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's setting is kept, the others are not added here
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    sweep.warm_up(2)
+    assert sweep.os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in sweep.os.environ

@@ -9,7 +9,8 @@ n = 5,000; the soft primal, d = 20, C = 1, n = 100,000):
 
 1. the data go to a CSV, and ``python -m experiments.run --data CSV --label-column label
    --formulations F [--kernel rbf --gamma 0.1]`` runs on it in a subprocess, as a user would: no
-   method, no profile (the defaults); a row's time is the results table's build_s + solve_s;
+   method, no profile (the defaults; its --workers solves at a time, the benchmark one); a row's
+   time is the results table's build_s + solve_s;
 2. the benchmark's working-set and restricted-QP paths of the same problem and n (scaling.plan: the
    forms "working_set" and "auto", in Pyomo and cvxpy) are measured in its own workers;
 3. per layer, the runner's best row against the benchmark's best path: each the fastest verified
@@ -71,12 +72,15 @@ def write_csv(problem: Problem, n: int, path: Path) -> Path:
     return path
 
 
-def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, timeout: float) -> tuple[pd.DataFrame, float]:
+def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, timeout: float,
+               workers: int | None = None) -> tuple[pd.DataFrame, float]:
     """`python -m experiments.run` on the CSV with the defaults; (its results table, the command's wall seconds)."""
     command = [sys.executable, "-m", "experiments.run", "--data", str(csv), "--label-column", "label",
                "--formulations", problem.formulation, *problem.kernel_args, "--out", str(out), "-q", "--no-figures"]
     if backends:
         command += ["--backends", backends]
+    if workers:
+        command += ["--workers", str(workers)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - start
@@ -167,6 +171,9 @@ def main(argv=None) -> int:
                                                                 "results/bench_quick)")
     parser.add_argument("--backends", default=None, help="the runner's --backends (default: every available one; "
                                                          "quick: piqp)")
+    parser.add_argument("--workers", type=int, default=None, help="the runner's --workers (default: its own, the "
+                                                                   "number of CPUs; 1: one solve at a time, as the "
+                                                                   "benchmark measures)")
     parser.add_argument("--problems", default="kernel,linear", help="comma list of kernel, linear")
     parser.add_argument("--budget", type=float, default=60.0, help="the benchmark paths' budget in seconds")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the runner's command may take")
@@ -188,7 +195,7 @@ def main(argv=None) -> int:
         if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
             shutil.rmtree(run_dir)
         print(f"{problem.name} n = {n:,}: the runner ...", file=sys.stderr, flush=True)
-        rows, wall = run_runner(problem, csv, run_dir, backends, args.timeout)
+        rows, wall = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
         print(f"{problem.name} n = {n:,}: the benchmark's paths ...", file=sys.stderr, flush=True)
         bench = run_bench_paths(problem, n, args.quick, bench_backends, args.budget)
         tables.append(compare(problem, n, rows, bench, wall))

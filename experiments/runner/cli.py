@@ -805,7 +805,7 @@ def run(args, argv: list[str]) -> int:
     if args.executor == "local":
         from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
 
-        warm_up()  # the solve processes' imports overlap the reading and checking below
+        warm_up(args.workers)  # the solve processes' imports overlap the reading and checking below
     out = output_dir(args)
     meta = reuse_options(args, argv, out) if args.resume else {}
     suite_name, problems = problems_from(args)

@@ -462,13 +462,34 @@ def _context():
     return _CONTEXT
 
 
-def warm_up() -> None:
-    """Start the fork server now: it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
-    process while the caller reads and checks the data, instead of before the first solve."""
-    if _context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
+#: The BLAS libraries' thread-count variables, read once when a library loads.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
+
+def blas_threads(workers: int) -> int:
+    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1.
+    Measured (issue 15, kernel dual n = 5,000, 2 workers on 2 cores): pyomo/piqp took 2.4-2.6 s a row
+    with OpenBLAS's default 2 threads per process, 0.5-1.3 s with 1 (its idle threads spin, and two
+    processes' threads fight over the cores)."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def warm_up(workers: int = 1) -> None:
+    """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process (unless
+    the user set the variables): it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
+    process while the caller reads and checks the data, instead of before the first solve. The server
+    keeps the thread count it started with for the life of this process."""
+    if _context().get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
+
+    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
+    os.environ.update(dict.fromkeys(unset, str(blas_threads(workers))))  # the server inherits them at its start
+    try:
         forkserver.ensure_running()
+    finally:  # this process and anything else it starts keep their own
+        for name in unset:
+            del os.environ[name]
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -656,7 +677,7 @@ def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int
     (shared by the workers' threads) stops a solve far slower than its problem's fastest."""
     if not tasks:
         return
-    _context()  # start the fork server before any thread exists
+    warm_up(workers)  # start the fork server before any thread exists (if the caller has not)
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="svm-solve")
     futures = {}
     try:
