@@ -467,10 +467,12 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THR
 
 
 def blas_threads(workers: int) -> int:
-    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1.
-    Measured (issue 15, kernel dual n = 5,000, 2 workers on 2 cores): pyomo/piqp took 2.4-2.6 s a row
-    with OpenBLAS's default 2 threads per process, 0.5-1.3 s with 1 (its idle threads spin, and two
-    processes' threads fight over the cores)."""
+    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1,
+    so that `workers` processes do not run cores x workers BLAS threads (OpenBLAS's idle threads spin:
+    the working set keeps one thread inside its loop for that reason). Measured (issue 15, kernel dual
+    n = 5,000, piqp and daqp in both layers, 2 workers, on 2 cores shared with other jobs at load 4-5):
+    the 4 rows' build + solve summed to 8.2, 10.4, 12.0 and 17.1 s with 1 thread against 10.7, 12.2,
+    12.5 and 13.9 s with 2: no difference beyond that machine's noise."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
@@ -534,8 +536,8 @@ def _signal_name(code: int | None) -> str:
 
 #: A solve still running at this many times the fastest answered solve of the same problem is
 #: stopped (--stop-slow; 0: never). Measured (issue 15, kernel dual n = 5,000, all 16 layer/backend
-#: pairs, method auto): 12 rows took 2.6-9.6 s, pyomo/highs 84 s and pyomo/osqp, pyomo/scs ran to
-#: the 120 s timeout, against 0.65 s for the fastest (pyomo/piqp): the sweep took 209 s.
+#: pairs, method auto, 2 workers): 12 rows took 2.6-9.6 s (the fastest pyomo/daqp), pyomo/highs 84 s,
+#: and pyomo/osqp, pyomo/scs ran to the 120 s timeout: the sweep took 209 s; with this stop, 85 s.
 STOP_SLOW_FACTOR = 20.0
 #: ... but never before this many seconds: on small problems (fastest 0.05 s) every solve runs.
 STOP_SLOW_FLOOR_S = 30.0
