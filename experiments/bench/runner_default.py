@@ -42,6 +42,9 @@ from experiments.bench.report import MATCH_TOL, _fmt, _table
 #: The issue's target: the runner's best row of each layer within this factor of the benchmark's best path.
 TARGET_RATIO = 1.5
 LAYERS = ("pyomo", "cvxpy")
+#: The runner's columns kept in runner_default_rows.csv (not its points: alpha alone is n numbers a row).
+ROW_COLUMNS = ["problem", "n", "layer", "backend", "solve_method", "method_used", "status", "build_s", "solve_s",
+               "total_s", "wall_s", "raw_objective", "objective", "error"]
 BENCH_FORMS = ("working_set", "auto")
 SECTION_FILE = "runner_default.md"
 
@@ -202,7 +205,7 @@ def main(argv=None) -> int:
         every.append(rows.assign(problem=problem.name))
     table, rows = pd.concat(tables, ignore_index=True), pd.concat(every, ignore_index=True)
     table.to_csv(out / "runner_default.csv", index=False)
-    rows.to_csv(out / "runner_default_rows.csv", index=False)
+    rows[ROW_COLUMNS].to_csv(out / "runner_default_rows.csv", index=False)
     command = "python -m experiments.runner_bench " + " ".join(argv if argv is not None else sys.argv[1:])
     (out / SECTION_FILE).write_text(markdown(table, rows, command.strip(), time.perf_counter() - start))
     print(table.to_string(index=False))
