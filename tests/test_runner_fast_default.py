@@ -64,6 +64,24 @@ def test_a_solve_far_slower_than_its_problems_fastest_is_a_recorded_time_limit_r
     assert "cvxpy/clarabel" in stopped["error"] and stopped["task_key"] == tasks[1].key
 
 
+def test_the_command_line_stops_a_slow_solve_and_records_it(tmp_path, monkeypatch):
+    """--stop-slow reaches the sweep: the sleeping pair is a time_limit row in the table and the report."""
+    from experiments.runner import results_table
+
+    monkeypatch.setattr(sweep, "STOP_SLOW_FLOOR_S", 1.0)  # the floor a real run keeps is 30 s
+    out = tmp_path / "run"
+    # workers = 1 runs the pairs in the registry's order, pyomo first: cvxpy/clarabel sleeps once pyomo has
+    # answered (a timeout of 60 s bounds the test if the stop failed; the error would then say "killed after")
+    assert main(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal", "--backends", "clarabel",
+                 "--workers", "1", "--timeout", "60", "--stop-slow", "2", "--inject-fault", "cvxpy/clarabel=sleep:600",
+                 "--out", str(out), "--no-progress", "--no-figures", "-q"]) == 0
+    df = results_table.load(out).set_index("layer")
+    assert list(df.index) == ["pyomo", "cvxpy"]
+    assert df.loc["pyomo", "status"] == "optimal" and df.loc["cvxpy", "status"] == "time_limit"
+    assert df.loc["cvxpy", "error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")
+    assert "stopped after 1.0 s" in (out / "report.md").read_text()
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--stop-slow", "0.5"], "--stop-slow must be 0 (off) or a factor >= 1"),
     (["--stop-slow", "nan"], "--stop-slow must be 0 (off) or a factor >= 1"),

@@ -559,8 +559,8 @@ class SlowStop:
     A solve stopped by it is a `time_limit` row whose error names the fastest solve and the option
     (--stop-slow) that lets it run to --timeout."""
 
-    def __init__(self, factor: float = STOP_SLOW_FACTOR, floor_s: float = STOP_SLOW_FLOOR_S):
-        self.factor, self.floor_s = factor, floor_s
+    def __init__(self, factor: float = STOP_SLOW_FACTOR, floor_s: float | None = None):
+        self.factor, self.floor_s = factor, STOP_SLOW_FLOOR_S if floor_s is None else floor_s
         self._fastest: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
 
