@@ -67,3 +67,12 @@ def test_quick_run_writes_the_comparison_and_the_bench_report_includes_it(tmp_pa
     section = bench_report._runner_default_section(tmp_path)
     assert section[0] == "## The runner's default against the benchmark's best path"
     assert any(line.startswith("| kernel") for line in section)
+
+
+@pytest.mark.parametrize("argv, words", [(["--problems", "kernel,nope"], "--problems: unknown ['nope']"),
+                                         (["--workers", "0"], "--workers must be >= 1"),
+                                         (["--budget", "-1"], "--budget must be a finite number")])
+def test_bad_options_are_refused_before_any_work(argv, words, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        rd.main([*argv, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and words in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -181,9 +181,16 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, help="the benchmark paths' budget in seconds")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the runner's command may take")
     args = parser.parse_args(argv)
-    chosen = [p for p in PROBLEMS if p.name in args.problems.split(",")]
-    if not chosen:
-        parser.error(f"--problems: choose from {', '.join(p.name for p in PROBLEMS)}")
+    names = [name.strip() for name in args.problems.split(",")]
+    unknown = sorted(set(names) - {p.name for p in PROBLEMS})
+    if unknown or not names:
+        parser.error(f"--problems: unknown {unknown}; choose from {', '.join(p.name for p in PROBLEMS)}")
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be >= 1")
+    for option in ("budget", "timeout"):
+        if not (math.isfinite(getattr(args, option)) and getattr(args, option) > 0):
+            parser.error(f"--{option} must be a finite number of seconds > 0")
+    chosen = [p for p in PROBLEMS if p.name in names]
     out = args.out or Path("results/bench_quick" if args.quick else "results/bench")
     work = out / "runner_default"
     work.mkdir(parents=True, exist_ok=True)
