@@ -141,7 +141,7 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
     met = table.dropna(subset=["ratio"])
     verdicts = [f"- {r.problem} n = {r.n:,}, {r.layer}: {r.ratio:.2f}x "
                 f"({'met' if r.ratio <= TARGET_RATIO and r.rel_obj_diff <= MATCH_TOL else 'NOT met'}"
-                f"{'' if r.runner_status == 'optimal' and r.bench_status == 'optimal' else '; not both verified optimal'})"
+                f"{'' if r.runner_status == r.bench_status == 'optimal' else '; not both verified optimal'})"
                 for r in met.itertuples()]
     every = rows[["problem", "layer", "backend", "method_used", "status", "build_s", "solve_s", "total_s",
                   "wall_s", "error"]].copy()
