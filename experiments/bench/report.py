@@ -441,18 +441,31 @@ def pivot(df: pd.DataFrame, problem: str, value: str, fmt=_fmt) -> pd.DataFrame:
     return out
 
 
-def _c_path_section(out: Path) -> list[str]:
-    """The warm-start table of `python -m experiments.c_path`, where it has been run into `out`."""
-    table = Path(out) / "c_path.md"
+def _included_section(out: Path, name: str, title: str, source: str, figure: str | None = None) -> list[str]:
+    """The Markdown `name` that another command wrote into `out`, as a section titled `title` (nothing
+    where it has not been run): its own title dropped, its headings one level down."""
+    table = Path(out) / name
     if not table.exists():
         return []
     lines = table.read_text().strip().splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]  # its title: this section has its own
     lines = ["#" + line if line.startswith("#") else line for line in lines]  # one level down
-    return ["## Warm starts along a C path", "",
-            "From `python -m experiments.c_path` (its own command; `c_path.md`, `c_path.csv`, `c_path.png`).",
-            *lines, "", "![c_path.png](c_path.png)", ""]
+    return [f"## {title}", "", source, *lines, "", *([f"![{figure}]({figure})", ""] if figure else [])]
+
+
+def _c_path_section(out: Path) -> list[str]:
+    """The warm-start table of `python -m experiments.c_path`, where it has been run into `out`."""
+    return _included_section(out, "c_path.md", "Warm starts along a C path",
+                             "From `python -m experiments.c_path` (its own command; `c_path.md`, `c_path.csv`, "
+                             "`c_path.png`).", figure="c_path.png")
+
+
+def _runner_default_section(out: Path) -> list[str]:
+    """The runner's default against the best path, where `python -m experiments.runner_bench` wrote it into `out`."""
+    return _included_section(out, "runner_default.md", "The runner's default against the benchmark's best path",
+                             "From `python -m experiments.runner_bench` (its own command; `runner_default.md`, "
+                             "`runner_default.csv`, `runner_default_rows.csv`).")
 
 
 def _runs_lines(runs: list[dict]) -> list[str]:
@@ -596,6 +609,7 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         *[f"- {note}" for note in target_notes],
         "",
         *_c_path_section(out),
+        *_runner_default_section(out),
         "## Time against n",
         "",
         *[f"![{m}]({m})" for m in made[:1]],

@@ -430,7 +430,7 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
 # ------------------------------------------------------------------ the run folder: options, data, lock
 
 #: The options that decide which tasks a run holds: recorded in run.json, reused by --resume.
-#: (--workers, --executor, --timeout, output and fault options may change between sessions.)
+#: (--workers, --executor, --timeout, --stop-slow, output and fault options may change between sessions.)
 RUN_OPTIONS = ("suite", "datasets", "data", "label_column", "formulations", "layers", "backends", "C", "kernel",
                "gamma", "degree", "coef0", "profile", "seed", "method")
 
@@ -726,6 +726,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="solves at a time (default: the number of CPUs)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
+    p.add_argument("--stop-slow", type=float, default=None, metavar="FACTOR",
+                   help="stop a solve still running at FACTOR x the fastest answered solve (optimal or "
+                        "optimal_inaccurate) of the same problem by another layer/backend, and at least 30 s: "
+                        "a time_limit row that says so "
+                        "(default 20; 0: every solve runs to --timeout; local executor only)")
     p.add_argument("--resume", action="store_true", help="skip tasks already recorded in --out")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run error/time_limit rows again")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data sets (default 0)")
@@ -761,6 +766,11 @@ def check_options(args) -> None:
         raise UsageError("--workers must be >= 1")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
+    factor = args.stop_slow
+    if factor is not None and not (math.isfinite(factor) and (factor == 0 or factor >= 1)):
+        raise UsageError(f"--stop-slow must be 0 (off) or a factor >= 1, got {args.stop_slow!r}")
+    if args.stop_slow is not None and args.executor == "dask":
+        raise UsageError("--stop-slow applies to the local executor only (a Dask worker's solve stops at --timeout)")
     if args.seed < 0:
         raise UsageError(f"--seed must be an integer >= 0, got {args.seed}")
     if args.scheduler and args.executor != "dask":
@@ -793,6 +803,10 @@ def run(args, argv: list[str]) -> int:
         suite = SUITES.get(args.suite)
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
+    if args.executor == "local":
+        from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
+
+        warm_up(args.workers)  # the solve processes' imports overlap the reading and checking below
     out = output_dir(args)
     meta = reuse_options(args, argv, out) if args.resume else {}
     suite_name, problems = problems_from(args)
@@ -833,7 +847,8 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     from tqdm import tqdm
 
     from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
-    from experiments.runner.sweep import make_tasks, run_dask, run_local  # lazy: pandas; --help and --list stay fast
+    # lazy: pandas; --help and --list stay fast
+    from experiments.runner.sweep import STOP_SLOW_FACTOR, SlowStop, make_tasks, run_dask, run_local
 
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     separable = check_separability(problems, datasets, out, args, run_id, suite_name)
@@ -874,7 +889,9 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
         if args.executor == "dask":
             run_dask(todo, on_row, scheduler=args.scheduler, workers=args.workers, log_dir=log_dir)
         else:
-            run_local(todo, on_row, workers=args.workers, log_dir=log_dir)
+            factor = STOP_SLOW_FACTOR if args.stop_slow is None else args.stop_slow
+            run_local(todo, on_row, workers=args.workers, log_dir=log_dir,
+                      slow=SlowStop(factor) if factor > 0 else None)
     except KeyboardInterrupt:
         interrupted = True
     finally:

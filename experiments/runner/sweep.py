@@ -18,7 +18,10 @@ separable, no hard-margin row can be `optimal` (the problem has no solution).
 
 Two executors run the same function, `run_isolated`:
 
-* ``local``: a thread pool of ``workers`` threads, each waiting on its child;
+* ``local``: a thread pool of ``workers`` threads, each waiting on its child; a solve still
+  running at 20 x the fastest answered solve of its problem (at least 30 s) is stopped, a
+  `time_limit` row saying so (`SlowStop`, ``--stop-slow``), so that a default run over every
+  backend does not wait minutes for the few that are slow on a method;
 * ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address,
   or a ``LocalCluster`` when none is given).
 
@@ -54,7 +57,7 @@ from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
 from solvers.backends import RECORDS
 
-from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, TIME_LIMIT
+from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
@@ -92,6 +95,7 @@ class Task:
     method: str | None = None  # HiGHS's LP method ("simplex" / "ipm") for an LP task; None otherwise
     separable: bool | None = None  # a hard-margin task: the verdict of the separability check on its data
     solve_method: str = "auto"  # solvers.api.solve's method for a QP task ("" for an LP)
+    problem_key: str = ""  # what is solved, the same for every (layer, backend) of it (SlowStop compares them)
 
     @property
     def id(self) -> str:
@@ -193,6 +197,7 @@ def make_tasks(
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
                 method=method, separable=verdict, solve_method="" if lp else problem.method,
+                problem_key=task_key(ds.name, problem, "*", "*", data=ds.fingerprint),
             ))
     return tasks
 
@@ -457,6 +462,38 @@ def _context():
     return _CONTEXT
 
 
+#: The BLAS libraries' thread-count variables, read once when a library loads.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_threads(workers: int) -> int:
+    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1,
+    so that `workers` processes do not run cores x workers BLAS threads (OpenBLAS's idle threads spin:
+    the working set keeps one thread inside its loop for that reason). Measured (issue 15, kernel dual
+    n = 5,000, piqp and daqp in both layers, 2 workers, on 2 cores shared with other jobs at load 4-5):
+    the 4 rows' build + solve summed to 8.2, 10.4, 12.0 and 17.1 s with 1 thread against 10.7, 12.2,
+    12.5 and 13.9 s with 2: no difference beyond that machine's noise."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def warm_up(workers: int = 1) -> None:
+    """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process (unless
+    the user set the variables): it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
+    process while the caller reads and checks the data, instead of before the first solve. The server
+    keeps the thread count it started with for the life of this process."""
+    if _context().get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
+
+    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
+    os.environ.update(dict.fromkeys(unset, str(blas_threads(workers))))  # the server inherits them at its start
+    try:
+        forkserver.ensure_running()
+    finally:  # this process and anything else it starts keep their own
+        for name in unset:
+            del os.environ[name]
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Exit when the process that asked for this solve is gone (a killed sweep leaves no orphans)."""
     while True:
@@ -497,8 +534,76 @@ def _signal_name(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def run_isolated(task: Task, log_dir: str | None = None) -> dict:
-    """Solve `task` in a child process, kill it after task.timeout (+ grace); always returns a row.
+#: A solve still running at this many times the fastest answered solve of the same problem is
+#: stopped (--stop-slow; 0: never). Measured (issue 15, kernel dual n = 5,000, all 16 layer/backend
+#: pairs, method auto, 2 workers): 12 rows took 2.6-9.6 s (the fastest pyomo/daqp), pyomo/highs 84 s,
+#: and pyomo/osqp, pyomo/scs ran to the 120 s timeout: the sweep took 209 s; with this stop, 85 s.
+STOP_SLOW_FACTOR = 20.0
+#: ... but never before this many seconds: on small problems (fastest 0.05 s) every solve runs.
+STOP_SLOW_FLOOR_S = 30.0
+#: Seconds between two looks at the slow stop while a solve runs.
+_POLL_S = 0.25
+
+
+#: The rows whose time sets the slow stop's pace: a point the solver called optimal, verified or not
+#: (on the soft primal at n = 100,000 no row was verified: the proof of the optimum did not settle,
+#: yet the relative gaps were 2e-12, and pyomo/highs, proxqp and daqp ran to the 120 s timeout).
+ANSWERED = (OPTIMAL, OPTIMAL_INACCURATE)
+
+
+class SlowStop:
+    """The fastest answered solve of each problem so far (over its layer/backend pairs: status
+    optimal or optimal_inaccurate), shared by the local executor's threads, and the time it leaves
+    the others: max(floor, factor x fastest).
+
+    A solve stopped by it is a `time_limit` row whose error names the fastest solve and the option
+    (--stop-slow) that lets it run to --timeout."""
+
+    def __init__(self, factor: float = STOP_SLOW_FACTOR, floor_s: float | None = None):
+        self.factor, self.floor_s = factor, STOP_SLOW_FLOOR_S if floor_s is None else floor_s
+        self._fastest: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, task: Task, row: dict) -> None:
+        """Count a finished row: an answered one may become its problem's fastest."""
+        wall = row.get("wall_s")
+        if row.get("status") not in ANSWERED or not isinstance(wall, (int, float)) or not math.isfinite(wall):
+            return
+        with self._lock:
+            if task.problem_key not in self._fastest or wall < self._fastest[task.problem_key][0]:
+                self._fastest[task.problem_key] = (float(wall), f"{task.layer}/{task.backend}, {row['status']}")
+
+    def limit(self, task: Task) -> tuple[float, str] | None:
+        """(seconds `task` may run, why), or None while no solve of its problem has answered."""
+        with self._lock:
+            fastest = self._fastest.get(task.problem_key)
+        if fastest is None:
+            return None
+        seconds = max(self.floor_s, self.factor * fastest[0])
+        return seconds, (f"stopped after {seconds:.1f} s: {self.factor:g} x the fastest solve of this problem "
+                         f"({fastest[0]:.2f} s, {fastest[1]}), at least {self.floor_s:g} s; "
+                         f"--stop-slow 0 runs every solve to --timeout")
+
+
+def _wait_for_row(recv, task: Task, start: float, slow: SlowStop | None) -> tuple[bool, str]:
+    """Wait until the child has sent its row (True, "") or its time is up (False, why): task.timeout
+    plus a grace, or sooner the slow stop's limit, looked at every _POLL_S as faster rows come in."""
+    hard = None if task.timeout is None else task.timeout + _grace(task.timeout)
+    hard_why = "" if hard is None else f"killed after {hard:.1f} s (--timeout {task.timeout:g} s)"
+    while True:
+        stop = slow.limit(task) if slow is not None else None
+        allowed, why = (stop if stop is not None and (hard is None or stop[0] < hard) else (hard, hard_why))
+        remaining = None if allowed is None else allowed - (time.perf_counter() - start)
+        if remaining is not None and remaining <= 0:
+            return False, why
+        wait = remaining if slow is None else min(_POLL_S, remaining if remaining is not None else _POLL_S)
+        if recv.poll(wait):
+            return True, ""
+
+
+def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None = None) -> dict:
+    """Solve `task` in a child process, kill it after task.timeout (+ grace), or sooner when `slow`
+    says it runs far longer than the fastest answered solve of its problem; always returns a row.
 
     Inside a daemonic process (a Dask worker that may not have children) the
     solve runs in-process instead, with the solver's own time limit only.
@@ -524,8 +629,8 @@ def run_isolated(task: Task, log_dir: str | None = None) -> dict:
         _LIVE.add(proc)
     row = None
     try:
-        deadline = None if task.timeout is None else task.timeout + _grace(task.timeout)
-        if recv.poll(deadline):
+        answered, why = _wait_for_row(recv, task, start, slow)
+        if answered:
             with contextlib.suppress(EOFError, OSError):
                 row = recv.recv()
             if row is None:
@@ -534,8 +639,7 @@ def run_isolated(task: Task, log_dir: str | None = None) -> dict:
                                   time.perf_counter() - start)
         else:
             proc.kill()
-            row = failure_row(task, TIME_LIMIT, f"killed after {deadline:.1f} s (--timeout {task.timeout:g} s)",
-                              time.perf_counter() - start)
+            row = failure_row(task, TIME_LIMIT, why, time.perf_counter() - start)
     finally:
         proc.join(5)
         if proc.is_alive():
@@ -551,6 +655,8 @@ def run_isolated(task: Task, log_dir: str | None = None) -> dict:
             os.remove(log_path)
         else:
             row["log"] = os.path.relpath(log_path, Path(log_dir).parent)
+    if slow is not None:
+        slow.record(task, row)
     return row
 
 
@@ -568,15 +674,16 @@ def kill_running() -> int:
 
 
 def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int = 1,
-              log_dir: str | None = None) -> None:
-    """Run tasks on this machine, `workers` at a time; `on_row` gets each row as it finishes."""
+              log_dir: str | None = None, slow: SlowStop | None = None) -> None:
+    """Run tasks on this machine, `workers` at a time; `on_row` gets each row as it finishes. `slow`
+    (shared by the workers' threads) stops a solve far slower than its problem's fastest."""
     if not tasks:
         return
-    _context()  # start the fork server before any thread exists
+    warm_up(workers)  # start the fork server before any thread exists (if the caller has not)
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="svm-solve")
     futures = {}
     try:
-        futures = {pool.submit(run_isolated, task, log_dir): task for task in tasks}
+        futures = {pool.submit(run_isolated, task, log_dir, slow): task for task in tasks}
         for fut in as_completed(futures):
             task = futures[fut]
             try:

@@ -1,0 +1,141 @@
+"""Issue 15, the runner's default on large data: a solve far slower than its problem's fastest is
+stopped as a recorded `time_limit` row (sweep.SlowStop, --stop-slow), and the report's SVC
+reference neither forms an n x n matrix nor runs libsvm on data too large for it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments.datasets import Dataset, example_5_1, nonlinear
+from experiments.runner import analysis, sweep
+from experiments.runner.cli import build_datasets, build_parser, main, problems_from
+from formulations.kernels import Kernel, gram
+
+TWO_PAIRS = [("cvxpy", "clarabel"), ("pyomo", "clarabel")]
+
+
+def _tasks(argv: list[str], pairs=TWO_PAIRS, faults=None, timeout=None):
+    args = build_parser().parse_args(argv)
+    _, problems = problems_from(args)
+    datasets, maps = build_datasets(problems, args)
+    return sweep.make_tasks(problems, datasets, pairs, suite="custom", label_maps=maps, faults=faults,
+                            timeout=timeout)
+
+
+def test_the_pairs_of_one_problem_share_its_key_and_another_C_is_another_problem():
+    tasks = _tasks(["--datasets", "example_5_1", "--C", "1,10", "--formulations", "soft_primal"])
+    keys = {(t.C, t.layer): t.problem_key for t in tasks}
+    assert keys[(1.0, "cvxpy")] == keys[(1.0, "pyomo")] != keys[(10.0, "cvxpy")] == keys[(10.0, "pyomo")]
+    assert all("*/*" in t.problem_key and t.problem_key != t.key for t in tasks)
+
+
+def test_slow_stop_counts_only_answered_rows_and_keeps_the_fastest():
+    fast, slow_task = _tasks(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal"])
+    stop = sweep.SlowStop(factor=20, floor_s=30)
+    assert stop.limit(slow_task) is None  # nothing answered yet: --timeout alone
+    stop.record(fast, {"status": "error", "wall_s": 0.01})
+    stop.record(fast, {"status": "iteration_limit", "wall_s": 0.02})
+    stop.record(fast, {"status": "time_limit", "wall_s": math.nan})
+    assert stop.limit(slow_task) is None
+    stop.record(fast, {"status": "optimal", "wall_s": 2.0})
+    stop.record(slow_task, {"status": "optimal", "wall_s": 3.0})  # slower: not the fastest
+    seconds, why = stop.limit(slow_task)
+    assert seconds == 40.0 and "(2.00 s, cvxpy/clarabel, optimal)" in why and "--stop-slow 0" in why
+    stop.record(fast, {"status": "optimal_inaccurate", "wall_s": 0.5})  # a point the checks did not verify
+    seconds, why = stop.limit(slow_task)
+    assert seconds == 30.0 and "optimal_inaccurate" in why  # 20 x 0.5 s is below the floor
+
+
+def test_a_solve_far_slower_than_its_problems_fastest_is_a_recorded_time_limit_row(tmp_path):
+    """pyomo/clarabel sleeps 600 s (fault), under a timeout of 600 s: the slow stop (2 x the fastest,
+    at least 1 s) ends it once cvxpy/clarabel has verified the optimum; both rows are recorded."""
+    tasks = _tasks(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal"],
+                   faults={("pyomo", "clarabel"): "sleep:600"}, timeout=600.0)
+    rows = {}
+    sweep.run_local(tasks, lambda row: rows.__setitem__((row["layer"], row["backend"]), row), workers=1,
+                    log_dir=str(tmp_path / "logs"), slow=sweep.SlowStop(factor=2, floor_s=1.0))
+    assert rows[("cvxpy", "clarabel")]["status"] == "optimal"
+    stopped = rows[("pyomo", "clarabel")]
+    assert stopped["status"] == "time_limit"
+    assert stopped["error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")
+    assert "cvxpy/clarabel" in stopped["error"] and stopped["task_key"] == tasks[1].key
+
+
+def test_the_command_line_stops_a_slow_solve_and_records_it(tmp_path, monkeypatch):
+    """--stop-slow reaches the sweep: the sleeping pair is a time_limit row in the table and the report."""
+    from experiments.runner import results_table
+
+    monkeypatch.setattr(sweep, "STOP_SLOW_FLOOR_S", 1.0)  # the floor a real run keeps is 30 s
+    out = tmp_path / "run"
+    # workers = 1 runs the pairs in the registry's order, pyomo first: cvxpy/clarabel sleeps once pyomo has
+    # answered (a timeout of 60 s bounds the test if the stop failed; the error would then say "killed after")
+    assert main(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal", "--backends", "clarabel",
+                 "--workers", "1", "--timeout", "60", "--stop-slow", "2", "--inject-fault", "cvxpy/clarabel=sleep:600",
+                 "--out", str(out), "--no-progress", "--no-figures", "-q"]) == 0
+    df = results_table.load(out).set_index("layer")
+    assert list(df.index) == ["pyomo", "cvxpy"]
+    assert df.loc["pyomo", "status"] == "optimal" and df.loc["cvxpy", "status"] == "time_limit"
+    assert df.loc["cvxpy", "error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")
+    assert "stopped after 1.0 s" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--stop-slow", "0.5"], "--stop-slow must be 0 (off) or a factor >= 1"),
+    (["--stop-slow", "nan"], "--stop-slow must be 0 (off) or a factor >= 1"),
+    (["--stop-slow", "5", "--executor", "dask"], "local executor only"),
+])
+def test_bad_stop_slow_is_one_line_and_exit_code_2(argv, words, capsys, tmp_path):
+    assert main(["--datasets", "example_5_1", "--out", str(tmp_path / "x"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_svc_reference_objective_without_the_n_by_n_matrix():
+    """The blockwise u'Ku equals the whole Gram matrix's, across block boundaries (n > the block)."""
+    rng = np.random.default_rng(0)
+    X, u = rng.normal(size=(2_345, 3)), rng.normal(size=2_345)
+    for kernel in (Kernel("rbf", gamma=0.5), Kernel("linear"), Kernel("poly", gamma=1, degree=2, coef0=1)):
+        whole = u @ gram(kernel, X) @ u
+        assert analysis._quadratic_form(kernel, X, u) == pytest.approx(whole, rel=1e-12)
+
+
+def _frame(ds: Dataset, C: float, kernel: str, gamma=math.nan):
+    import pandas as pd
+
+    return pd.DataFrame([{"dataset": ds.name, "formulation": "kernel_dual", "kernel": kernel, "C": C,
+                          "profile": "default", "gamma": gamma, "degree": None, "coef0": math.nan,
+                          "layer": "cvxpy", "backend": "clarabel", "order": 0}])
+
+
+def test_svc_reference_on_small_data_and_a_note_above_its_size():
+    ds = nonlinear(n=200, seed=1)
+    ref = analysis.sklearn_reference(_frame(ds, 1.0, "rbf(gamma=0.5)", 0.5), {ds.name: (ds.X, ds.y)}).iloc[0]
+    from sklearn.svm import SVC
+
+    svc = SVC(C=1.0, kernel="rbf", gamma=0.5, tol=1e-10).fit(ds.X, ds.y)
+    u = np.zeros(len(ds.y))
+    u[svc.support_] = svc.dual_coef_[0]
+    expected = np.abs(u).sum() - 0.5 * u @ gram(Kernel("rbf", gamma=0.5), ds.X) @ u
+    assert ref.svc_objective == pytest.approx(expected, rel=1e-12) and ref.svc_note == ""
+
+    big = example_5_1()
+    n = analysis.SVC_REFERENCE_MAX_N + 1
+    X, y = np.resize(big.X, (n, 2)), np.resize(big.y, n)  # never fitted: the note comes first
+    ref = analysis.sklearn_reference(_frame(big, 1.0, "linear"), {big.name: (X, y)}).iloc[0]
+    assert f"n = {n:,} > {analysis.SVC_REFERENCE_MAX_N:,}: no SVC reference" in ref.svc_note
+    assert "svc_objective" not in ref.index
+
+
+def test_blas_threads_share_the_cores_among_the_workers(monkeypatch):
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
+    assert [sweep.blas_threads(w) for w in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+
+
+def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's setting is kept, the others are not added here
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    sweep.warm_up(2)
+    assert sweep.os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in sweep.os.environ
