@@ -20,7 +20,7 @@ def path_label(problem, formulation, layer, backend, form, rank) -> str:
     rank = int(rank) if isinstance(rank, (int, float)) and rank == rank else 0
     if layer == "sklearn":
         return f"sklearn/{backend}/{form}"
-    parts = [layer, formulation if problem == "linear" else "", backend, form + (f"{rank}" if rank else "")]
+    parts = [layer, formulation if problem.startswith("linear") else "", backend, form + (f"{rank}" if rank else "")]
     return "/".join(p for p in parts if p)
 
 

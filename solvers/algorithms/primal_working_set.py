@@ -128,20 +128,29 @@ def _tight(backend: str) -> dict:
     return record.tolerances(SETTLE_TOL) if record is not None else {}
 
 
-def _proved(X, y, C, w, b, alpha) -> bool:
-    """Whether the optimum can be proved from the point's active set (what the checks measure it against)."""
-    return alpha is not None and bool(np.all(np.isfinite(alpha))) and polish(Gram(X, None), y, C, alpha, X @ w + b).ok
+def _proved(X, y, C, w, b, alpha):
+    """The optimum proved from the point's active set (solvers.reference.polish) as (w*, b*, alpha*),
+    or None where no proof is found."""
+    if alpha is None or not np.all(np.isfinite(alpha)):
+        return None
+    ref = polish(Gram(X, None), y, C, alpha, X @ w + b)
+    if not ref.ok:
+        return None
+    return (ref.w if ref.w is not None else X.T @ (y * ref.alpha)), ref.b, ref.alpha
 
 
 def _settle(X, y, C, w, b, alpha, restricted, options, tol):
-    """(w, b, alpha) whose active set proves the optimum (solvers.reference.polish): the given point if
-    it does, else the point of one more restricted QP over the points within SETTLE_BAND of their
-    margin, solved to SETTLE_TOL with the points inside the band held at alpha = C, if that one does
-    (and moves no point outside the band to the other side by more than tol); else the given point.
-    Not always the second QP: PIQP returned a point 2.3e-6 off (relative, w) on a 4-row one at any
-    tolerance (overlapping(800, d=3, seed=1)), where the given point was proved."""
-    if _proved(X, y, C, w, b, alpha):
-        return w, b, alpha
+    """The exact optimum at a consistent split: the KKT solution of the point's active set where it
+    proves the optimum (solvers.reference.polish: the crossover of an interior-point method), else
+    that of the point of one more restricted QP over the points within SETTLE_BAND of their margin,
+    solved to SETTLE_TOL with the points inside the band held at alpha = C (if it moves no point
+    outside the band to the other side by more than tol); else the given point, as it is.
+    Why both: the QP's point alone was 2.3e-6 off (w, relative) through PIQP at any tolerance on
+    overlapping(800, d=3, seed=1), 1.5e-5 through Clarabel at n = 2,000 (the checks refuse both);
+    the proof alone failed on the ambiguous points of n = 1e5 (SETTLE_TOL's comment)."""
+    proved = _proved(X, y, C, w, b, alpha)
+    if proved is not None:
+        return proved
     margins = y * (X @ w + b)
     near = np.abs(margins - 1.0) < SETTLE_BAND
     held = ~near & (margins < 1.0)
@@ -156,9 +165,8 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
         return w, b, alpha
     settled_alpha = np.where(held, C, 0.0)
     settled_alpha[near] = alpha_near
-    if not _proved(X, y, C, point[0], point[1], settled_alpha):
-        return w, b, alpha
-    return point[0], point[1], settled_alpha
+    proved = _proved(X, y, C, point[0], point[1], settled_alpha)
+    return proved if proved is not None else (w, b, alpha)
 
 
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
