@@ -65,11 +65,18 @@ AUTO_MIN_N = {
 }
 
 
-def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None) -> str:
+#: The soft primal's restricted QPs keep the rows near the margin, each with d entries; from d/n =
+#: WIDE_D_OVER_N on, `method="auto"` solves the whole QP instead (wide data). MEASURED: FIGURES
+WIDE_D_OVER_N = 0.01
+
+
+def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None,
+                  d: int | None = None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
-    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`.
+    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
+    on wide data (d features, d / n >= WIDE_D_OVER_N) is solved whole in the modelling layers.
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
@@ -82,6 +89,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     if method != "auto":
         return method
     linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
+    if formulation == SOFT_PRIMAL and layer != "direct" and d is not None and d >= WIDE_D_OVER_N * n:
+        return "full"
     return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
 
 
@@ -131,7 +140,7 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel)
+    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel, d=X.shape[1])
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
