@@ -49,13 +49,34 @@ def test_a_point_moved_off_the_optimum_is_still_refused(monkeypatch, move):
 
 
 @pytest.mark.parametrize("layer", ["cvxpy", "pyomo", "direct"])
-def test_auto_takes_one_qp_for_wide_data_and_restricted_qps_for_tall(layer):
-    n_wide = 100_000  # above AUTO_MIN_N of the soft primal in every layer
-    d_wide = int(np.ceil(api.WIDE_D_OVER_N * n_wide))
-    assert api.choose_method("soft_primal", n_wide, layer, 1.0, d=d_wide) == ("working_set" if layer == "direct" else "full")
-    assert api.choose_method("soft_primal", n_wide, layer, 1.0, d=d_wide - 1) == "working_set"
+def test_auto_takes_the_working_set_for_wide_data_at_any_n(layer):
+    n = 20_000  # below AUTO_MIN_N of the soft primal in cvxpy: tall data there get the whole QP
+    d_wide = int(np.ceil(api.WIDE_D_OVER_N * n))
+    assert api.is_wide(n, d_wide) and not api.is_wide(n, d_wide - 1)
+    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide) == "working_set"
+    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide - 1) == (
+        "working_set" if n >= api.AUTO_MIN_N[("soft_primal", layer)] else "full")
     assert api.choose_method("soft_primal", 1_000_000, layer, 1.0, d=20) == "working_set"
-    assert api.choose_method("soft_primal", 20_000, layer, 1.0, d=500, method="working_set") == "working_set"
+    # the coursework's small n stays the whole QP, however many features
+    assert api.choose_method("soft_primal", 300, layer, 1.0, d=200) == ("working_set" if layer == "direct" else "full")
+    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide, method="full") == "full"
+    assert api.choose_method("soft_primal", n, layer, np.ones(n), d=d_wide) == "full"  # per-sample C: one QP
+
+
+def test_wide_data_put_every_point_in_the_first_qp(monkeypatch):
+    seen = {}
+    real = pws.solve
+
+    def spy(*args, **kwargs):
+        seen["sample"] = kwargs["sample"]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pws, "solve", spy)
+    monkeypatch.setattr(pws, "SAMPLE", 500)  # the rule at a test's size
+    X, y = bench_data(600, 6)  # just wide: n above the sample, d / n >= WIDE_D_OVER_N
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
+    assert seen["sample"] == len(y) and sol.extras["method"] == "working_set"
+    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +87,12 @@ def wide():
     return X, y, ref
 
 
+@pytest.mark.parametrize("method", ["auto", "working_set"])
 @pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
-def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer):
+def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer, method):
     X, y, ref = wide
-    sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0, profile="high")
-    assert sol.extras["method"] == api.choose_method("soft_primal", len(y), layer, 1.0, d=X.shape[1])
+    sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0, profile="high", method=method)
+    assert sol.extras["method"] == api.choose_method("soft_primal", len(y), layer, 1.0, method, d=X.shape[1])
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))

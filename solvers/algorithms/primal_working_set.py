@@ -27,6 +27,10 @@ The loop:
    agrees with P only near the current point), set delta to twice the 99.9% quantile
    of the margins' change in that step (kept within [min_delta, delta]), add the
    points whose side was wrong to W, and repeat.
+4. at the consistent split, replace the point by the optimum proved from its active set
+   (solvers.reference.polish, the checks' own proof: the crossover of an interior-point method),
+   or, where the QP left the set ambiguous, from that of one more QP over the points within
+   SETTLE_BAND of their margin solved to SETTLE_TOL (`_settle`). The checks still judge the result.
 
 Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
 (5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
@@ -55,6 +59,8 @@ from solvers.backends import get_record
 from solvers.registry import get_backend
 
 LAYERS = ("direct", "cvxpy", "pyomo")
+#: Points in the random sample whose QP starts the loop (n <= SAMPLE: that QP is the whole problem).
+SAMPLE = 10_000
 #: The last restricted QP (`_settle`) holds the rows of the points this close to their margin
 #: (margin units; 78 points at n = 1e5, d = 20) ...
 SETTLE_BAND = 1e-3
@@ -170,7 +176,7 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
 
 
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
-              sample: int = 10_000, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
+              sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
               time_limit: float | None = None, seed: int = 0) -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
@@ -250,7 +256,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
                                   int(wrong.sum()), sub_s, False, f"stopped after {it} restricted QPs")
 
 
-def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = 10_000,
+def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = SAMPLE,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
