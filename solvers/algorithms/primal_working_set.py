@@ -52,10 +52,10 @@ from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import solution as st
 from solvers.algorithms import direct
+from solvers.backends import get_record
 from solvers.closing import close, read_cvxpy, read_pyomo
 from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram, polish
-from solvers.backends import get_record
 from solvers.registry import get_backend
 
 LAYERS = ("direct", "cvxpy", "pyomo")
