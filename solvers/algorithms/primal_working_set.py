@@ -178,7 +178,7 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
-              time_limit: float | None = None, seed: int = 0, first_tol: float | None = None) -> PrimalWorkingSetResult:
+              time_limit: float | None = None, seed: int = 0) -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
     sample: size of the random sample whose solution starts the loop (all points if n <= sample:
@@ -213,10 +213,9 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, {**_tolerances(backend, SETTLE_TOL), **(options or {})}, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 
-    everything = n <= sample and first_tol is None
-    rows = np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-    first = opts if first_tol is None else {**_tolerances(backend, first_tol), **(options or {})}
-    values, status, message = restricted(rows, C * n / len(rows), None, first)
+    everything = n <= sample
+    rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+    values, status, message = restricted(rows, C * n / len(rows), None)
     point = _point(values, d)
     if point is None:
         return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s, False,
@@ -257,7 +256,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
                                   int(wrong.sum()), sub_s, False, f"stopped after {it} restricted QPs")
 
 
-def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = SAMPLE, first_tol=None,
+def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = SAMPLE,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
@@ -270,7 +269,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     prof = get_profile(profile)
     start = time.perf_counter()
     res = decompose(X, y, C, backend=backend, layer=layer, sample=sample, profile=prof.name, options=options,
-                    time_limit=time_limit, seed=seed, first_tol=first_tol)
+                    time_limit=time_limit, seed=seed)
     total = time.perf_counter() - start
     status = st.OPTIMAL if res.converged else (st.ERROR if not np.all(np.isfinite(res.w)) else st.ITERATION_LIMIT)
     sol = st.Solution(
