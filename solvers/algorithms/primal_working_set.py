@@ -210,7 +210,8 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
 
     def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
         """The result at a consistent split, its point replaced by `_settle`'s where that one holds."""
-        w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, {**_tolerances(backend, SETTLE_TOL), **(options or {})}, tol)
+        tight = {**_tolerances(backend, SETTLE_TOL), **(options or {})}
+        w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 
     everything = n <= sample
