@@ -76,11 +76,29 @@ AUTO_MIN_N = {
 }
 
 
-def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None) -> str:
+#: Wide data: the soft primal's rows have d entries each, and an interior-point step costs about
+#: rows x d^2, so the loop's sample QP (half the points at n = 20,000) and the restricted QPs after it
+#: cost more than one QP of every row once d / n reaches this. MEASURED through this function (n = 20,000,
+#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each; machine shared by 4 agents),
+#: restricted QPs / the whole QP: d = 50: 0.52 (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s),
+#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) auto takes the working set
+#: with every point in its first QP: the whole QP, then the loop's settling step, which makes the point
+#: exact where the whole QP's own was refused (d = 500: PIQP's point, optimal_inaccurate, gap bound 4.5e-3).
+WIDE_D_OVER_N = 0.01
+
+
+def is_wide(n: int, d: int | None) -> bool:
+    """Wide data for the soft primal's restricted QPs: n above their sample and d / n >= WIDE_D_OVER_N."""
+    return d is not None and n > primal_working_set.SAMPLE and d >= WIDE_D_OVER_N * n
+
+
+def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None,
+                  d: int | None = None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
-    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`.
+    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
+    on wide data (d features, is_wide) takes the working set at any n, its first QP every point.
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
@@ -93,6 +111,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     if method != "auto":
         return method
     linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
+    if formulation == SOFT_PRIMAL and eligible and is_wide(n, d):
+        return "working_set"
     return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
 
 
@@ -142,7 +162,7 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel)
+    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel, d=X.shape[1])
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
@@ -243,8 +263,10 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     X, standardizer, extras = _scaled(X, standardize)
     start = time.perf_counter()
     if formulation == SOFT_PRIMAL:
+        n, d = X.shape  # wide data: every point in the first QP (is_wide)
+        sample = n if is_wide(n, d) else primal_working_set.SAMPLE
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
-                                       time_limit=time_limit)
+                                       time_limit=time_limit, sample=sample)
     else:
         if K is not None:
             K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)

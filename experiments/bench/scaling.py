@@ -78,14 +78,31 @@ LARGE_C_N = (2_000, 5_000)
 QUICK_LARGE_C_N = (150,)
 
 
+#: Issue 15's linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
+#: (d = 20), and wide data (the same generator with d = 500, n = 20,000).
+BIG_N = (1_000_000,)
+WIDE_D = 500
+WIDE_N = (20_000,)
+QUICK_BIG_N = (2_000,)
+QUICK_WIDE_N = ()  # none: at d = 500 each path takes seconds even at n = 200, 18 paths
+LINEAR_SIZES = {"linear": (LINEAR_N, QUICK_LINEAR_N), "linear_1e6": (BIG_N, QUICK_BIG_N),
+                "linear_wide": (WIDE_N, QUICK_WIDE_N)}
+
+
+def is_linear(problem: str) -> bool:
+    """A linear SVM problem (the soft primal, the lifted dual and LIBLINEAR), not a kernel one."""
+    return problem in LINEAR_SIZES
+
+
 def problem_C(problem: str) -> float:
     """C of a benchmark problem: C_VALUE, or the large C of a kernel_C<C> problem."""
     return LARGE_C_PROBLEMS.get(problem, C_VALUE)
 
 
 def sizes(problem: str, quick: bool) -> tuple[int, ...]:
-    if problem == "linear":
-        return QUICK_LINEAR_N if quick else LINEAR_N
+    if is_linear(problem):
+        full, small = LINEAR_SIZES[problem]
+        return small if quick else full
     if problem in LARGE_C_PROBLEMS:
         return QUICK_LARGE_C_N if quick else LARGE_C_N
     return QUICK_KERNEL_N if quick else KERNEL_N
@@ -112,7 +129,7 @@ class Path_:
     @property
     def d(self) -> int:
         """The features of the problem's data."""
-        return LINEAR_D if self.problem == "linear" else KERNEL_D
+        return WIDE_D if self.problem == "linear_wide" else LINEAR_D if is_linear(self.problem) else KERNEL_D
 
     def row(self, n: int, **fields) -> "Row":
         """An empty row of this path at size n."""
@@ -209,6 +226,18 @@ def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
             for layer in ("cvxpy", "pyomo"):
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
+    for problem in ("linear_1e6", "linear_wide"):  # issue 15's linear cases, each with its LIBLINEAR peers
+        for form in ("default", "tight"):
+            paths.append(Path_(problem, "liblinear", "sklearn", "liblinear", form))
+        for backend in [b for b in ("piqp", "clarabel") if b in backends]:
+            for layer in ("direct", "cvxpy", "pyomo"):
+                paths.append(Path_(problem, "soft_primal", layer, backend, "working_set"))
+                if problem == "linear_wide":  # the whole QPs, primal and lifted dual
+                    paths.append(Path_(problem, "soft_primal", layer, backend))
+                    paths.append(Path_(problem, "dual", layer, backend))
+        if "piqp" in backends:
+            for layer in ("cvxpy", "pyomo"):
+                paths.append(Path_(problem, "soft_primal", layer, "piqp", "auto"))
     return paths
 
 
@@ -261,7 +290,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     if p.backend == "liblinear":
         model = LinearSVC(loss="hinge", dual=True, C=C_VALUE, tol=1e-6 if tight else 1e-4,
                           max_iter=1_000_000 if tight else 1000, random_state=SEED)
-    elif p.problem == "linear":
+    elif is_linear(p.problem):
         model = SVC(kernel="linear", C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
     else:
         model = SVC(kernel="rbf", gamma=GAMMA, C=problem_C(p.problem), tol=1e-6 if tight else 1e-3, cache_size=2000)
@@ -274,7 +303,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     row.build_s = 0.0
     row.total_s = row.solve_s
     row.message = "; ".join(str(w.message)[:100] for w in caught)
-    if p.problem == "linear":
+    if is_linear(p.problem):
         w, b = np.ravel(model.coef_), float(np.ravel(model.intercept_)[0])
         row.primal_objective = row.objective = primal_objective(X, y, w, b, C_VALUE)
         row.objective_kind = "primal"
@@ -344,7 +373,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -
 def _run_working_set(task: Task, row: Row, X, y, K) -> None:
     p = task.path
     start = time.perf_counter()
-    if p.problem == "linear":
+    if is_linear(p.problem):
         sol = primal_working_set.solve(X, y, C_VALUE, backend=p.backend, layer=p.layer, profile=p.profile,
                                        time_limit=task.budget)
         row.extras.update(sample=sol.extras["sample"], working_set=sol.extras["working_set"])
@@ -361,13 +390,13 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
     row.solve_s = time.perf_counter() - start
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
-    _fill_from_solution(row, sol, "primal" if p.problem == "linear" else "dual")
+    _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
 def _run_auto(task: Task, row: Row, X, y) -> None:
     """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
     p = task.path
-    kernel = {"kernel": {"name": "rbf", "gamma": GAMMA}} if p.problem != "linear" else {}
+    kernel = {"kernel": {"name": "rbf", "gamma": GAMMA}} if not is_linear(p.problem) else {}
     start = time.perf_counter()
     sol = api.solve(p.formulation, X, y, layer=p.layer, backend=p.backend, C=problem_C(p.problem),
                     profile=p.profile, **kernel)
@@ -377,7 +406,7 @@ def _run_auto(task: Task, row: Row, X, y) -> None:
     row.version = sol.backend_version
     row.extras.update(method=sol.extras.get("method"), row_source=sol.extras.get("row_source"),
                       kernel_rows_computed=sol.extras.get("kernel_rows_computed"))
-    _fill_from_solution(row, sol, "primal" if p.problem == "linear" else "dual")
+    _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
 def measure(task: Task) -> Row:
@@ -392,7 +421,7 @@ def measure(task: Task) -> Row:
         K = L = None
         row.build_s = 0.0
         # solve(method="auto") starts from the data: its Gram matrix or kernel rows are in its own time
-        if p.problem != "linear" and p.layer != "sklearn" and p.form != "auto":
+        if not is_linear(p.problem) and p.layer != "sklearn" and p.form != "auto":
             start = time.perf_counter()
             if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
                 K = row_source(Kernel("rbf", gamma=GAMMA), X)
@@ -499,9 +528,12 @@ def _exceeded(row: dict, budget: float) -> str:
 
 def _matches(path: Path_, patterns: str) -> bool:
     """Whether any comma-separated pattern matches: a label part, a problem, or problem:label-part."""
+    problems = {"kernel", *LINEAR_SIZES, *LARGE_C_PROBLEMS}
     for pat in patterns.split(","):
         problem, _, part = pat.rpartition(":")
-        if part and (not problem or problem == path.problem) and (part in path.label or part == path.problem):
+        # a problem's name names that problem only ('linear' is not the 'linear_1e6' problem's sklearn/liblinear)
+        in_label = part in path.label and not (not problem and part in problems)
+        if part and (not problem or problem == path.problem) and (in_label or part == path.problem):
             return True
     return False
 
