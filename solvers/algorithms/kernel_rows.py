@@ -29,8 +29,11 @@ from solvers.reference import Gram
 
 #: Rows cached by default: LIBSVM's SVC uses 200 MB; more rows mean fewer recomputed ones.
 DEFAULT_CACHE_BYTES = 512 * 2**20
-#: Largest temporary block of kernel values made at once by times() (bytes).
-CHUNK_BYTES = 64 * 2**20
+#: Largest temporary block of kernel values made at once by times() and the gradient update (bytes).
+#: Below glibc's largest mmap threshold (32 MB), so a freed block is reused from the heap instead of
+#: being mapped and faulted in again: n = 5,000, C = 1, a fresh process, 0.26-0.27 s with 16 MB blocks
+#: against 0.32-0.44 s with 64 MB (LIBSVM 0.18 s in the same runs).
+CHUNK_BYTES = 16 * 2**20
 
 
 class FullGram(Gram):
