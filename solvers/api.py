@@ -163,6 +163,8 @@ def solve(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
     method = choose_method(formulation, len(y), layer, C, method, kernel=kernel, d=X.shape[1])
+    if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
+        check_time_limit(layer, backend, time_limit)
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
@@ -190,7 +192,6 @@ def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_f
     validation.check_choice("profile", profile, PROFILES)
     validation.check_choice("kernel_form", kernel_form, ("dense", "factor", "auto"))
     time_limit = validation.check_time_limit(time_limit)
-    check_time_limit(layer, backend, time_limit)
     options = validation.check_options(options)
     if formulation == KERNEL_DUAL and K is None:
         kernel = validation.check_kernel(kernel)

@@ -252,3 +252,18 @@ def test_a_large_split_sample_is_solved_by_a_working_set_of_its_own(data, refere
     assert res.start.startswith(f"split: sample {N // ws.SAMPLE_SHARE},"), res.start
     assert res.converged
     assert _rel(res.objective, reference[100.0]) <= OBJECTIVE_RTOL
+
+
+def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backend(data):
+    """PIQP has no time limit of its own: the whole QP refuses one (it could not stop), the working set
+    stops between its subproblems and says so (a time limit nothing can reach before the first check)."""
+    X, y, K = data
+    with pytest.raises(SVMInputError, match="cvxpy/piqp has no time limit"):
+        api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel=KERNEL, method="full",
+                  time_limit=5.0)
+    sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel=KERNEL,
+                    method="working_set", time_limit=1e-9)
+    assert sol.status == st.TIME_LIMIT and sol.iterations == 1
+    # the soft primal's restricted QPs accept it too (here one QP of every point: it finishes)
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
+    assert sol.status == st.OPTIMAL

@@ -86,6 +86,7 @@ class PrimalWorkingSetResult:
     subproblem_s: float  # time inside the layer's calls (build, solve, read-back)
     converged: bool
     message: str = ""
+    timed_out: bool = False  # stopped at time_limit (checked between restricted QPs)
 
 
 def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
@@ -252,7 +253,10 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         # The margins moved by about this much: the band that must hold the points still in doubt.
         delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
         if time_limit is not None and time.perf_counter() - start > time_limit:
-            break
+            return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
+                                          int(wrong.sum()), sub_s, False,
+                                          f"stopped at the time limit ({time_limit:g} s) after {it} restricted QPs",
+                                          timed_out=True)
     return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
                                   int(wrong.sum()), sub_s, False, f"stopped after {it} restricted QPs")
 
@@ -272,7 +276,8 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     res = decompose(X, y, C, backend=backend, layer=layer, sample=sample, profile=prof.name, options=options,
                     time_limit=time_limit, seed=seed)
     total = time.perf_counter() - start
-    status = st.OPTIMAL if res.converged else (st.ERROR if not np.all(np.isfinite(res.w)) else st.ITERATION_LIMIT)
+    status = (st.OPTIMAL if res.converged else st.ERROR if not np.all(np.isfinite(res.w))
+              else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
     sol = st.Solution(
         formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"primal working set: {res.wrong_side} points on the wrong side after "

@@ -98,6 +98,7 @@ class WorkingSetResult:
     min_active: int = 0  # fewest points left in the selection by shrinking
     rows_computed: int = 0  # kernel rows evaluated (a KernelRows source; 0 for a full Gram matrix)
     gap: float = math.nan  # relative duality gap where the loop stopped (relative_gap)
+    timed_out: bool = False  # stopped at time_limit (checked between subproblems)
 
 
 def check_alpha0(alpha0, y: np.ndarray, C: float, rtol: float = 1e-9) -> np.ndarray:
@@ -566,6 +567,7 @@ class _Loop:
     unshrinks: int = 0
     min_active: int = 0
     gap: float = math.nan
+    timed_out: bool = False
     previous: np.ndarray | None = None  # the last block
 
 
@@ -669,6 +671,7 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, bound_tol)
     res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
                            loop.smo_steps, Ku, loop.start)
     res.polished, res.unshrinks, res.min_active, res.gap = loop.polished, loop.unshrinks, loop.min_active, loop.gap
+    res.timed_out = loop.timed_out
     res.rows_computed = src.rows_computed
     return res
 
@@ -742,6 +745,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
             tiny_step, stalled = False, 0
             continue
         if time_limit is not None and time.perf_counter() - start > time_limit:
+            loop.timed_out = True
             break
         if settings.shrinking and loop.it % settings.shrink_every == 0:
             active &= ~_shrinkable(alpha, minus_yg, y, C, eps, m, M)
@@ -774,7 +778,8 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
                     shrinking=shrinking)
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify.
-    status = st.OPTIMAL if res.converged else (st.OPTIMAL_INACCURATE if res.stalled else st.ITERATION_LIMIT)
+    status = (st.OPTIMAL if res.converged else st.OPTIMAL_INACCURATE if res.stalled
+              else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
     sol = st.Solution(
         formulation=KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"working_set: violation {res.violation:.2e} after {res.outer_iterations} steps",
