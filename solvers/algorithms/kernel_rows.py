@@ -42,6 +42,7 @@ class FullGram(Gram):
     def __init__(self, K: np.ndarray):
         super().__init__(None, np.asarray(K, dtype=float))
         self.n = len(self.K)
+        self.capacity = self.n  # every row is held
         self.rows_computed = 0  # nothing is computed: every row is there
 
     def rows(self, I) -> np.ndarray:
