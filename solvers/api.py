@@ -182,9 +182,9 @@ def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_f
                     standardize, method):
     """Every argument of `solve` checked before any model is built: (X, y, labels, C, kernel, time_limit,
     options), or an SVMInputError naming the bad one."""
-    if formulation not in formulations.FORMULATIONS:
+    if formulation not in formulations.QP_FORMULATIONS:
         raise validation.SVMInputError(
-            f"unknown formulation {formulation!r}; choose one of {list(formulations.FORMULATIONS)}"
+            f"unknown formulation {formulation!r}; choose one of {list(formulations.QP_FORMULATIONS)}"
         )
     validation.check_choice("layer", layer, WORKING_SET_LAYERS)
     validation.check_choice("method", method, METHODS)
@@ -277,8 +277,9 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
             kernel = validation.check_kernel(kernel or "linear")
             source = row_source(kernel, X, budget=memory_budget)
             extras["kernel"] = kernel.label
-            if _mercer_by_theorem(kernel):
-                extras.update(_mercer_by_theorem(kernel))
+            mercer = _mercer_by_theorem(kernel)
+            if mercer:
+                extras.update(mercer)
             elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
                 extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
             elif not allow_indefinite:

@@ -45,12 +45,16 @@ def get_profile(name: str) -> Profile:
 def backend_options(backend: str, profile: str | Profile = "default") -> dict:
     """The native options that a profile sets for a backend (empty for `default`)."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
-    if prof.tol is None:
-        return {}
     record = get_record(backend)
-    if record is None:
+    if prof.tol is None or record is None:
         return {}
     options = record.tolerances(prof.tol)
     if prof.name == "scale":
         options.update(record.scale_overrides)
     return options
+
+
+def tolerance_options(backend: str, tol: float) -> dict:
+    """A backend's native options for tolerance `tol` (empty for a backend without a record)."""
+    record = get_record(backend)
+    return record.tolerances(tol) if record is not None else {}

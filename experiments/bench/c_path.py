@@ -122,7 +122,6 @@ def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str,
     """One linear formulation along Cs through cvxpy: cold, reuse and warm (module docstring)."""
     import cvxpy as cp
 
-
     prof = get_profile(profile)
     adapter = get_backend("cvxpy", backend)
     base = backend_options(backend, prof)

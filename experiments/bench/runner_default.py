@@ -38,6 +38,7 @@ import pandas as pd
 
 from experiments.bench import scaling
 from experiments.bench.report import MATCH_TOL, _fmt, _table
+from experiments.runner import results_table
 
 #: The issue's target: the runner's best row of each layer within this factor of the benchmark's best path.
 TARGET_RATIO = 1.5
@@ -89,7 +90,7 @@ def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, tim
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
-    rows = pd.read_parquet(out / "results.parquet")
+    rows = results_table.load(out)
     rows["total_s"] = rows["build_s"] + rows["solve_s"]
     return rows, wall
 

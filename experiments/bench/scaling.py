@@ -55,7 +55,7 @@ from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
 from solvers import api
 from solvers.algorithms import direct, primal_working_set, working_set
-from solvers.algorithms.kernel_rows import row_source
+from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
 from solvers import solution as st
 from solvers.closing import HAS_POINT, close, read_model
@@ -425,7 +425,7 @@ def measure(task: Task) -> Row:
             start = time.perf_counter()
             if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
                 K = row_source(Kernel("rbf", gamma=GAMMA), X)
-            elif 3 * 8.0 * task.n ** 2 > validation.memory_budget():
+            elif not gram_fits(task.n, validation.memory_budget()):
                 raise MemoryError(f"not run: the n x n Gram matrix ({8.0 * task.n ** 2 / 2**30:.1f} GiB) does not "
                                   "fit the memory budget")
             else:

@@ -12,11 +12,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 
-from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER
+from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER, train_numbers
 from experiments.coursework.section import Section, md_table, output_dir, save_figure, write_section
 from experiments.datasets import load_dataset
 from experiments.estimator import SVMClassifier
-from formulations.recovery import slacks
 
 
 def choose_C(
@@ -113,8 +112,7 @@ def regularization_path(pds, path_C, **base) -> pd.DataFrame:
             "norm_w": norm_w, "n_sv": int(est.support_.size),
             "n_bound_sv": est.solution_.checks.get("n_bound_sv"),
             "margin": 2.0 / norm_w if norm_w > 0 else math.inf,
-            "sum_xi": float(slacks(pds.y, f).sum()),
-            "train_acc": float(np.mean(est.classes_[(f > 0).astype(int)] == pds.y)),  # predict(X) from f
+            **train_numbers(est, pds.y, f),
             "status": est.solution_.status,
         })
     return pd.DataFrame(rows)

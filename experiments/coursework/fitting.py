@@ -25,6 +25,12 @@ def svc_reference(est: SVMClassifier) -> SVC:
                degree=k.degree, coef0=k.coef0, tol=SVC_TOL)
 
 
+def train_numbers(est: SVMClassifier, y: np.ndarray, f: np.ndarray) -> dict:
+    """The sum of slacks and the training accuracy from the decision values f = est.decision_function(X)
+    (predict(X) without a second f)."""
+    return {"sum_xi": float(slacks(y, f).sum()), "train_acc": float(np.mean(est.classes_[(f > 0).astype(int)] == y))}
+
+
 def fit_row(est: SVMClassifier, X: np.ndarray, y: np.ndarray, **extra) -> dict:
     """One table row: the fitted SVM's numbers and its agreement with SVC."""
     sol = est.solution_
@@ -40,8 +46,7 @@ def fit_row(est: SVMClassifier, X: np.ndarray, y: np.ndarray, **extra) -> dict:
         n_sv=int(est.support_.size),
         n_free_sv=chk.get("n_free_sv"),
         margin=chk.get("margin"),
-        sum_xi=float(slacks(y, f).sum()),
-        train_acc=float(np.mean(est.classes_[(f > 0).astype(int)] == y)),  # predict(X), without a 2nd f
+        **train_numbers(est, y, f),
         rel_gap=chk.get("rel_duality_gap"),
         b=float(est.intercept_[0]),
         max_abs_f_minus_svc=float(np.max(np.abs(f - svc.decision_function(X)))),

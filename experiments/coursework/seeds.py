@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from sklearn.svm import SVC
 
-from experiments.coursework.fitting import SVC_TOL, make_estimator
+from experiments.coursework.fitting import SVC_TOL, make_estimator, svc_reference
 from experiments.coursework.perceptron import perceptron_single_sample
 from experiments.coursework.perceptron_vs_svm import perceptron_vs_svm
 from experiments.coursework.plotting import plot_classifier
@@ -86,7 +85,7 @@ def _check_exercise_5_4(rows: list, layer: str, backend: str, profile: str, who:
     C = 10.0
     primal = make_estimator("soft_primal", layer, backend, profile, C=C).fit(ds.X, ds.y)
     dual = make_estimator("dual", layer, backend, profile, C=C).fit(ds.X, ds.y)
-    svc = SVC(kernel="linear", C=C, tol=SVC_TOL).fit(ds.X, ds.y)
+    svc = svc_reference(dual).fit(ds.X, ds.y)
     xi = {name: slacks(ds.y, f) for name, f in (
         ("primal", primal.decision_function(ds.X)), ("dual", dual.decision_function(ds.X)),
         ("svc", svc.decision_function(ds.X)))}
@@ -127,7 +126,7 @@ def _check_exercise_5_5(rows: list, layer: str, backend: str, profile: str, who:
     tol = REFERENCE_TOL
     ds = exercise_5_5()
     est = make_estimator("kernel_dual", layer, backend, profile, kernel="rbf", C=1.0, gamma=1.0).fit(ds.X, ds.y)
-    svc = SVC(kernel="rbf", C=1.0, gamma=1.0, tol=SVC_TOL).fit(ds.X, ds.y)
+    svc = svc_reference(est).fit(ds.X, ds.y)
     coef_ours, coef_svc = np.zeros(ds.n), np.zeros(ds.n)
     coef_ours[est.support_] = est.dual_coef_[0]
     coef_svc[svc.support_] = svc.dual_coef_[0]

@@ -110,10 +110,10 @@ def load_meta(out_dir: str | Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def load_data(out_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{dataset name: (X, y)} from the copies a run saves under data/."""
+def load_data(out_dir: str | Path, meta: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{dataset name: (X, y)} from the copies a run saves under data/ (meta: run.json, if already read)."""
     out = Path(out_dir)
-    meta = load_meta(out)
+    meta = load_meta(out) if meta is None else meta
     data = {}
     for name, info in meta.get("datasets", {}).items():
         path = out / info["file"]

@@ -111,7 +111,7 @@ def separator_figure(row: pd.Series, X: np.ndarray, y: np.ndarray, names: DataNa
         ax.scatter(X[bound, 0], X[bound, 1], label=f"bound SVs, alpha = C ({int(bound.sum())})", **BOUND_SV)
     ax.plot([], [], "k-", lw=1.6, label="f(x) = 0")
     ax.plot([], [], color="grey", ls="--", lw=1, label="f(x) = +-1 (margins)")
-    C_txt = "inf" if math.isinf(C) else exact_number(C)
+    C_txt = exact_number(C)  # "inf" for the hard margin
     ax.set_title(f"{row.dataset}, C = {C_txt}\n{row.formulation} {row.layer}/{row.backend}: {title}", fontsize=9)
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])

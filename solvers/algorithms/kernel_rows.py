@@ -178,6 +178,11 @@ def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
 ROWS_FROM_N = 2000
 
 
+def gram_fits(n: int, allowed: float) -> bool:
+    """Whether the n x n Gram matrix fits `allowed` bytes: 3 n^2 doubles (it, and gram's temporaries)."""
+    return 3 * 8.0 * n * n <= allowed
+
+
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
     """Cached rows from ROWS_FROM_N points on; below, the full Gram matrix if 3 n^2 doubles (it, and gram's
@@ -187,6 +192,6 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     """
     n = len(X)
     allowed = validation.memory_budget(budget)
-    if n < ROWS_FROM_N and 3 * 8.0 * n * n <= allowed:
+    if n < ROWS_FROM_N and gram_fits(n, allowed):
         return FullGram(gram(kernel, X))
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))

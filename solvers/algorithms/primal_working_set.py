@@ -52,9 +52,8 @@ from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import solution as st
 from solvers.algorithms import direct
-from solvers.backends import get_record
 from solvers.closing import close, read_cvxpy, read_pyomo
-from solvers.profiles import backend_options, get_profile
+from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
@@ -127,12 +126,6 @@ def _line_search(margins, dm, w, dw, C) -> float:
     found = minimize_scalar(along, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10})
     # Brent's bounded search does not try the end points: the full step may be better.
     return 1.0 if along(1.0) <= found.fun else float(found.x)
-
-
-def _tolerances(backend: str, tol: float) -> dict:
-    """The backend's options for tolerance `tol` (none for a backend without tolerance options)."""
-    record = get_record(backend)
-    return record.tolerances(tol) if record is not None else {}
 
 
 def _proved(X, y, C, w, b, alpha):
@@ -211,7 +204,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
 
     def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
         """The result at a consistent split, its point replaced by `_settle`'s where that one holds."""
-        tight = {**_tolerances(backend, SETTLE_TOL), **(options or {})}
+        tight = {**tolerance_options(backend, SETTLE_TOL), **(options or {})}
         w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 
