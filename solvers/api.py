@@ -287,10 +287,10 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
                     f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x {len(y):,} "
                     "Gram matrix does not fit the memory budget to check it: pass allow_indefinite=True, or a "
                     "Mercer kernel (rbf, poly, linear)")
+        # the linear dual: the linear kernel's point, closed as the linear dual's (w from alpha)
         sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
-                                profile=profile, options=options, time_limit=time_limit, validate=False)
-        if formulation == DUAL:  # the linear kernel's point as the linear dual's: w from alpha, checked again
-            sol = _as_linear_dual(sol, X, y, C, profile)
+                                profile=profile, options=options, time_limit=time_limit, validate=False,
+                                linear_X=X if formulation == DUAL else None)
     sol.build_s = time.perf_counter() - start - (sol.solve_s if math.isfinite(sol.solve_s) else 0.0)
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
@@ -314,23 +314,6 @@ def _mercer_extras(K, label, allow_indefinite) -> dict:
     report = kernels.mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
     return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
             "mercer_tolerance": report.tolerance, "mercer_method": report.method}
-
-
-def _as_linear_dual(kernel_sol: st.Solution, X, y, C, profile) -> st.Solution:
-    """The linear dual's Solution from the working set's point on K = X X' (closed again with X)."""
-    sol = st.Solution(formulation=DUAL, layer=kernel_sol.layer, backend=kernel_sol.backend,
-                      status=kernel_sol.solver_status, solver_status=kernel_sol.solver_status,
-                      raw_status=kernel_sol.raw_status, objective=_claimed_objective(kernel_sol),
-                      build_s=kernel_sol.build_s, solve_s=kernel_sol.solve_s, iterations=kernel_sol.iterations,
-                      profile=kernel_sol.profile, message=kernel_sol.message,
-                      extras={k: v for k, v in kernel_sol.extras.items() if k not in ("kernel_form",)})
-    alpha = kernel_sol.alpha if kernel_sol.alpha is not None else kernel_sol.extras.get("alpha")
-    return close(sol, {"alpha": alpha} if alpha is not None else {}, X=X, y=y, C=C, profile=get_profile(profile))
-
-
-def _claimed_objective(sol: st.Solution) -> float:
-    """The objective the working set claimed (withheld into extras when the checks refused it)."""
-    return sol.objective if math.isfinite(sol.objective) else sol.extras.get("unverified", {}).get("objective", math.nan)
 
 
 def _check_working_set_backend(layer: str, backend: str) -> None:

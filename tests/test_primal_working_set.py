@@ -65,7 +65,7 @@ def test_restricted_models_agree_on_a_split(blobs):
     inside = ~near & (margins < 1.0)
     split = (X[inside], y[inside])
     values = [pws.SUBSOLVERS[layer](X[near], y[near], 1.0, split, "clarabel", {}, None)[0]
-              for layer in pws.LAYERS]
+              for layer in pws.SUBSOLVERS]
     for v in values:
         np.testing.assert_allclose(v["w"], full.w, atol=1e-6)
         assert primal_objective(X, y, v["w"], v["b"], 1.0) == pytest.approx(full.objective, rel=1e-9)

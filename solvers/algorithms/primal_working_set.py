@@ -57,7 +57,7 @@ from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
-LAYERS = ("direct", "cvxpy", "pyomo")
+
 #: Points in the random sample whose QP starts the loop (n <= SAMPLE: that QP is the whole problem).
 SAMPLE = 10_000
 #: The last restricted QP (`_settle`) holds the rows of the points this close to their margin
@@ -179,8 +179,8 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     then one QP is the whole solve). delta: the first band |m_i - 1| < delta. tol: how far past
     the margin (in m_i) a point of L or outside may end and still count on its side.
     """
-    if layer not in LAYERS:
-        raise ValueError(f"unknown working-set layer {layer!r}; choose one of {LAYERS}")
+    if layer not in SUBSOLVERS:
+        raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
     if not (math.isfinite(C) and C > 0):
         raise ValueError(f"the primal working set needs a finite C > 0 (got {C!r})")
     if sample < 2 or not (0 < min_delta <= delta):

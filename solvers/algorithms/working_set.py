@@ -66,7 +66,7 @@ import scipy.linalg
 
 from formulations import validation
 from formulations.kernel_dual import dual_matrix
-from formulations.model import KERNEL_DUAL, linear_sum
+from formulations.model import DUAL, KERNEL_DUAL, linear_sum
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import blas
@@ -78,8 +78,6 @@ from solvers.closing import close
 from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram
 from solvers.registry import get_backend
-
-LAYERS = ("direct", "cvxpy", "pyomo")
 
 
 @dataclass
@@ -688,8 +686,8 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
     or from `split_start` (settings.sample, settings.band) when n >= 4 * sample.
     """
-    if layer not in LAYERS:
-        raise ValueError(f"unknown working-set layer {layer!r}; choose one of {LAYERS}")
+    if layer not in SUBSOLVERS:
+        raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
     if not (math.isfinite(C) and C > 0):
         raise ValueError(f"the working-set method needs a finite C > 0 (got {C!r})")
     src = as_rows(K)
@@ -760,11 +758,14 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
 def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
-          sample: int = 500, selection: str = "second_order", shrinking: bool = True) -> st.Solution:
+          sample: int = 500, selection: str = "second_order", shrinking: bool = True,
+          linear_X: np.ndarray | None = None) -> st.Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
     K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
+    linear_X: the data of a linear kernel K = X X'; the result is then the linear dual's (w from alpha),
+    closed once with X.
     """
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
@@ -781,16 +782,19 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     # A stop at the subproblem solver's precision is a claim the project's checks then verify.
     status = (st.OPTIMAL if res.converged else st.OPTIMAL_INACCURATE if res.stalled
               else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
+    linear = linear_X is not None
     sol = st.Solution(
-        formulation=KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
+        formulation=DUAL if linear else KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"working_set: violation {res.violation:.2e} after {res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name,
-        extras={"labels": labels.as_dict(), "kernel_form": "working_set", "q": q, "kkt_violation": res.violation,
+        extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q, "kkt_violation": res.violation,
                 "warm_start": alpha0 is not None, "smo_steps": res.smo_steps, "start": res.start,
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
                 "kernel_rows_computed": res.rows_computed, "selection": selection, "loop_gap": res.gap,
                 "row_source": type(K).__name__},
     )
     with blas.one_thread():  # as the loop (decompose): the proved optimum's free-point system is small
+        if linear:
+            return close(sol, {"alpha": res.alpha}, X=linear_X, y=y, C=C, profile=prof)
         return close(sol, {"alpha": res.alpha}, X=np.zeros((len(y), 0)), y=y, C=C, K=K, Ku=res.Ku, profile=prof)
