@@ -101,7 +101,10 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
 
 def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
     soft = not penalty.is_hard(C)
-    scale = C if soft else max(float(np.max(alpha)), np.finfo(float).tiny)  # per sample: C_i
+    # what "a free alpha below 0" is relative to: alpha's size, C where that is smaller (per sample: C_i);
+    # not C alone: at C = 1e12 with alpha <= 94 (breast cancer) -1e4 passed for 0
+    top = max(float(np.max(alpha)), np.finfo(float).tiny)
+    scale = np.minimum(C, top) if soft else top
     for rounds in range(1, ROUNDS + 1):
         free = np.flatnonzero(codes == FREE)
         if free.size > MAX_FREE:
@@ -201,9 +204,13 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
 
 
 def _in_bounds(a: np.ndarray, C) -> bool:
-    """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a)."""
-    top = max(float(np.max(np.abs(a))), np.finfo(float).tiny) if penalty.is_hard(C) else C
-    return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * top) and np.all(a <= top * (1 + POLISH_TOL)))
+    """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a): below 0 relative to a's
+    size (or C, where smaller), above C relative to C."""
+    size = max(float(np.max(np.abs(a))), np.finfo(float).tiny) if a.size else np.finfo(float).tiny
+    if penalty.is_hard(C):
+        return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * size))
+    return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * np.minimum(C, size))
+                and np.all(a <= C * (1 + POLISH_TOL)))
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False) -> np.ndarray:

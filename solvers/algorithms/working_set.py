@@ -49,7 +49,7 @@ sample's C scaled by n / sample (the primal's empirical risk) put even more poin
 and took 19 steps; bands of 0.1 to 0.3 took 11 to 14. At n = 50,000 a sample of 500 left the
 loop 338 steps (173 s); one of 5,000, itself split, 100 steps (51 s).
 
-When a subproblem moves no point by more than bound_tol * C (an interior point stops
+When a subproblem moves no point by more than bound_tol * alpha_scale (an interior point stops
 about eps / z_i off a bound whose multiplier z_i is small, and the same step repeats),
 exact two-point steps along y_i e_i - y_j e_j on the maximal violating pair (SMO,
 `_smo_steps`) put such points on their bounds before the next working set.
@@ -74,9 +74,10 @@ from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
 from solvers.algorithms.kernel_rows import CHUNK_BYTES, FullGram, KernelRows
 from solvers.backends import get_record
+from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
 from solvers.profiles import backend_options, get_profile
-from solvers.reference import Gram
+from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
 
@@ -147,7 +148,7 @@ def kkt_violation(K, y: np.ndarray, alpha: np.ndarray, C: float, bound_tol: floa
     """m(alpha) - M(alpha) (module docstring) at a point, with its own gradient (O(n |S|))."""
     y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
-    up, low, minus_yg = _violation(alpha, gradient(K, y, alpha), y, C, eps=bound_tol * C)
+    up, low, minus_yg = _violation(alpha, gradient(K, y, alpha), y, C, eps=bound_tol * alpha_scale(alpha, C))
     if not up.any() or not low.any():
         return 0.0
     return float(minus_yg[up].max() - minus_yg[low].min())
@@ -235,10 +236,22 @@ def _smo_steps(src, y, alpha, g, C, eps, tol, max_steps):
     return max_steps
 
 
+def alpha_scale(alpha: np.ndarray, C: float) -> float:
+    """What "near 0" in alpha is relative to: min(C, max_i alpha_i), or C where every alpha is 0.
+
+    Not C alone: where no alpha reaches C (separable data at a large C) the alphas are far below it;
+    breast cancer (rbf, standardized) at C = 1e6 has max alpha 94, and with every tolerance relative
+    to C (the solver's, the polish's, SNAP's) the loop polished no block and ran into its iteration
+    limit (231 s) at the default profile. C is still the upper bound's scale (a point at C is at C)."""
+    top = float(alpha.max()) if alpha.size else 0.0
+    return min(C, top) if top > 0 else C
+
+
 def _snap(alpha, y, C, bound_tol):
-    """Put the points within bound_tol * C of a bound on it, and restore y'alpha = 0 on the free ones."""
+    """Put the points within bound_tol of a bound on it (relative to alpha_scale at 0, to C at C), and
+    restore y'alpha = 0 on the free ones."""
     alpha = alpha.copy()
-    alpha[alpha < bound_tol * C] = 0.0
+    alpha[alpha < bound_tol * alpha_scale(alpha, C)] = 0.0
     alpha[alpha > C * (1 - bound_tol)] = C
     free = np.flatnonzero((alpha > 0) & (alpha < C))
     if free.size:
@@ -277,26 +290,28 @@ def block_size(n: int) -> int:
 SNAP = 1e-10
 
 
-def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, rounds=5):
+def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, rounds=5, alpha_size=None):
     """The subproblem's exact solution from the active set of the solver's point a, or None.
 
     An interior-point solver stops ~1e-9 off the optimum; at C = 100 that is ~1e-7 in alpha and the
     outer loop's violation stalled at 2.8e-4 (C = 10) or hit its iteration limit (C = 100). As OSQP's
-    polish: points within bound_tol * C of a bound are put on it, and the free ones with the balance's
+    polish: points within bound_tol * alpha_size of a bound are put on it, and the free ones with the balance's
     multiplier nu solve the KKT equations Q_FF a_F + nu y_F = -p_F - Q_FU a_U, y_F' a_F = rhs - y_U' a_U
     (one dense solve of |F| + 1). A wrong guess is corrected for a few rounds (the primal-dual
     active-set method, as solvers.reference.polish): a free value past a bound goes on it, a bound
     point whose multiplier has the wrong sign is freed. Kept only when every KKT sign holds, it is in
     [0, C] and its objective is no worse than the solver's (to rounding).
+    alpha_size: what alpha's size is (alpha_scale; default C): "near 0" and the rounding are relative to it.
     """
+    alpha_size = C if alpha_size is None else alpha_size
     at_upper = a >= C * (1 - bound_tol)
-    free = ~(at_upper | (a <= bound_tol * C))
+    free = ~(at_upper | (a <= bound_tol * alpha_size))
     scale = 0.5 * abs(a @ Q @ a) + abs(p) @ a + np.finfo(float).tiny
     for _ in range(rounds):
         out = np.where(at_upper, C, 0.0)
         F, U = np.flatnonzero(free), np.flatnonzero(~free)
-        if not F.size:  # no free point: the balance must hold as it is, nu is any value
-            if abs(float(y_B @ out) - rhs) > 1e-12 * C * len(a):
+        if not F.size:  # no free point: the balance must hold as it is, and some nu fit every bound's sign
+            if abs(float(y_B @ out) - rhs) > 1e-12 * alpha_size * len(a) or not _some_balance_multiplier(Q, p, y_B, out, C):
                 return None
             return out if 0.5 * out @ Q @ out + p @ out <= 0.5 * a @ Q @ a + p @ a + 1e-12 * scale else None
         try:
@@ -306,7 +321,7 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, rounds=5):
         if not np.all(np.isfinite(out)):
             return None
         reduced = Q @ out + p + nu * y_B  # the bounds' multipliers: >= 0 at 0, <= 0 at C
-        tol = 1e-9 * (np.abs(Q).max() * C + np.abs(p).max())
+        tol = 1e-9 * (np.abs(Q).max() * alpha_size + np.abs(p).max())
         low_past, high_past = free & (out < 0.0), free & (out > C)
         wrong = ~free & (((out == 0.0) & (reduced < -tol)) | ((out == C) & (reduced > tol)))
         if not (low_past.any() or high_past.any() or wrong.any()):
@@ -315,6 +330,19 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, rounds=5):
         free = (free & ~low_past & ~high_past) | wrong
         at_upper = (at_upper & ~wrong) | high_past
     return None
+
+
+def _some_balance_multiplier(Q, p, y_B, out, C) -> bool:
+    """Whether a nu makes every bound's multiplier r_i + nu y_i (r = Q out + p) the right sign: >= 0 at
+    0, <= 0 at C. Without it a block whose solver answer rounded to all-zero (C = 1e11, alpha ~ 1) was
+    taken as solved, and the loop stopped at alpha = 0."""
+    r = Q @ out + p
+    tol = 1e-9 * (np.abs(Q).max() * max(float(np.abs(out).max()), 1e-300) + np.abs(p).max())
+    lower = out < C  # at 0 (no point is free here)
+    # at 0: nu >= -r_i (y_i = 1), nu <= r_i (y_i = -1); at C: nu <= -r_i (y_i = 1), nu >= r_i (y_i = -1)
+    ge = np.where(lower, -r, r)[(lower & (y_B > 0)) | (~lower & (y_B < 0))]
+    le = np.where(lower, r, -r)[(lower & (y_B < 0)) | (~lower & (y_B > 0))]
+    return (ge.max(initial=-np.inf)) <= (le.min(initial=np.inf)) + tol
 
 
 def _kkt_solve(Q_FF, y_F, r, s):
@@ -348,21 +376,27 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     """
     Q_BB = dual_matrix(src.submatrix(B, B), y[B])
     p = g_B - Q_BB @ alpha[B]
-    # Solved in s = a / C in [0, 1] with the objective divided by C^2 max|Q_BB|: the solvers' absolute
-    # tolerances (~1e-9) were 1e-4 of alpha at C = 1e-5, too far for _polish_block's active set.
-    # (Dividing by the linear term's size instead left Q ~ C: DAQP failed on it at C = 1e-3.)
-    size = C * max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
-    s, elapsed = subsolve(Q_BB * (C / size), p / size, y[B], rhs / C, 1.0, backend, options)
+    # Solved in s = a / t in [0, C / t] with the objective divided by t^2 max|Q_BB|, t = alpha_scale
+    # (C, or the largest alpha where that is smaller): the solvers' absolute tolerances (~1e-9) were
+    # 1e-4 of alpha at C = 1e-5 (t = C), too far for _polish_block's active set, and at C = 1e6 with
+    # alpha <= 94 (t = C) 1e-3 of alpha. (Dividing by the linear term's size instead left Q ~ C: DAQP
+    # failed on it at C = 1e-3.)
+    # With every alpha at 0 there is no size yet: the block's own, |p| / max|Q| (a one-point block's
+    # optimum), is within a few orders of alpha's (at C = 1e11, t = C put alpha ~ 1 below PIQP's 1e-9,
+    # the answer was all-zero); an s far above 1 is no harm to the solvers, one far below 1 is.
+    t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max() / np.abs(Q_BB).max()))
+    size = t * max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
+    s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C / t, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
-    new = np.clip(s, 0.0, 1.0) * C
-    polished = _polish_block(Q_BB, p, y[B], rhs, C, new)
+    new = np.clip(s * t, 0.0, C)
+    polished = _polish_block(Q_BB, p, y[B], rhs, C, new, alpha_size=t)
     if polished is not None:
         new = polished
-    # A point left within SNAP * C of a bound goes on it: with less room than that a violating
+    # A point left within SNAP * t of 0 or of C goes on the bound: with less room than that a violating
     # pair cannot move (the loop counts it as on the bound, bound_tol = SNAP), and the same
     # block came back 10,000 times at C = 1, n = 1,000 moving 1e-10.
-    new[new < SNAP * C] = 0.0
+    new[new < SNAP * t] = 0.0
     new[new > C * (1 - SNAP)] = C
     return new, elapsed, polished is not None
 
@@ -419,7 +453,7 @@ def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0,
     # W: the points within band of the margin, or, if more, the nearest `wanted`: WANTED_SHARE of the
     # free points the sample's share predicts (free at C = 1, 10, 100 on the benchmark's data, n = 5,000:
     # sample 95, 218, 253 of 500; optimum 397, 1,022, 1,647); at most max_block (a dense QP of |W|^2).
-    free_S = int(np.count_nonzero((a_S > SNAP * C) & (a_S < C * (1 - SNAP))))
+    free_S = int(np.count_nonzero((a_S > SNAP * alpha_scale(a_S, C)) & (a_S < C * (1 - SNAP))))
     wanted = min(max_block, int(WANTED_SHARE * free_S * n / len(S)))
     by_distance = np.argsort(np.abs(margins - 1.0), kind="stable")
     W = np.sort(by_distance[:min(max_block, max(wanted, int(np.count_nonzero(np.abs(margins - 1.0) < band))))])
@@ -496,8 +530,9 @@ def _shrinkable(alpha, minus_yg, y, C, eps, m, M) -> np.ndarray:
 MIN_TOL = 1e-12
 
 
-def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float) -> float:
-    """(P - D) / P at alpha from its gradient g = Q alpha - 1, in O(n) without K.
+def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float, max_diagonal: float = 0.0) -> float:
+    """(P - D) / P at alpha from its gradient g = Q alpha - 1, in O(n) without K, less the gap's own
+    rounding (solvers.checks.gap_rounding; max_diagonal: K's, 0 for none), as the checks measure it.
 
     With y_i (K u)_i = g_i + 1 (u = y alpha): u'Ku = alpha'(g + 1), the decision values without b
     are y (g + 1), b is the closing step's (formulations.recovery.recover_bias), and
@@ -505,10 +540,16 @@ def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float) -> f
     """
     Ku = y * (g + 1.0)
     b = recover_bias(alpha, y, Ku, C).b
-    hinge = float(np.maximum(0.0, 1.0 - y * (Ku + b)).sum()) if math.isfinite(b) else math.inf
+    if not math.isfinite(b):
+        return math.inf
+    f = Ku + b
+    hinge = float(np.maximum(0.0, 1.0 - y * f).sum())
     ww = float(alpha @ (g + 1.0))
     primal = 0.5 * ww + C * hinge
-    return abs(float(alpha @ g) + C * hinge) / primal if primal > 0 else math.inf
+    if not primal > 0:
+        return math.inf
+    rounding = gap_rounding(C, alpha, y, f, decision_size(max_diagonal, alpha, b))
+    return max(0.0, abs(float(alpha @ g) + C * hinge) - rounding) / primal
 
 
 @dataclass(frozen=True)
@@ -521,7 +562,7 @@ class WorkingSetOptions:
     gap is not closed, tol falls tenfold. max_outer: the most steps.
     max_stall, stall_floor: below stall_floor's violation, max_stall steps without a 1% fall stop the
     loop (the subproblem solver's precision; with the polished subproblems it is seldom reached).
-    bound_tol: alpha within bound_tol * C of a bound counts as on it (polished subproblems and SMO
+    bound_tol: alpha within bound_tol * alpha_scale of a bound counts as on it (polished subproblems and SMO
     steps put points exactly on their bounds).
     sample, band: the split start (`_split_start`) when n >= 4 * sample (sample=0: never).
     selection: "second_order" (select_block) or "first_order". shrinking: every shrink_every steps
@@ -657,15 +698,20 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     return True, float(np.abs(delta).max()) <= eps, polished
 
 
-def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, bound_tol) -> WorkingSetResult:
-    """Snap the points a hair off their bounds onto them, and the objective from the exact gradient."""
+def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: WorkingSetOptions) -> WorkingSetResult:
+    """Snap the points a hair off their bounds onto them, settle (_settle), and the objective from the
+    exact gradient."""
     alpha, g = loop.alpha, loop.g
-    snapped = _snap(alpha, y, C, bound_tol)
+    snapped = _snap(alpha, y, C, settings.bound_tol)
     Ku = y * (g + 1.0)  # y_i (K u)_i = g_i + 1: no product with K (rounding ~1e-14 of |g|)
     moved = np.flatnonzero(snapped != alpha)
     if moved.size:
         Ku += (y[moved] * (snapped[moved] - alpha[moved])) @ src.rows(moved)
     alpha = snapped
+    if violation <= settings.tol and not loop.timed_out:  # only a point the loop brought there: a failed
+        # solver's alpha = 0 is no point to settle (the proof from it could find the optimum alone)
+        alpha, Ku, settled = _settle(src, y, C, alpha, Ku, settings.gap_tol)
+        converged = converged or settled
     objective = float(alpha.sum() - 0.5 * ((y * alpha) @ Ku))
     res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
                            loop.smo_steps, Ku, loop.start)
@@ -673,6 +719,30 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, bound_tol)
     res.timed_out = loop.timed_out
     res.rows_computed = src.rows_computed
     return res
+
+
+def _settle(src, y, C, alpha, Ku, gap_tol):
+    """(alpha, K u, settled): the optimum proved from the point's active set (solvers.reference.polish,
+    one solve for the free points) where the point's gap is above gap_tol and the proof's is within it.
+
+    The blocks' polish is exact per block, but the gradient is updated over many steps and the snap
+    restores the balance by moving the free alphas: at C = 1e6 (breast cancer, rbf) the free points
+    ended 5.8e-11 off their margins, C times that on 41 of them put the gap at 2.8e-6 of P, and the
+    point was refused at the `high` profile; the proof from its active set is 5.5e-14 off (gap 1.1e-9).
+    At an ordinary C the loop's point is within gap_tol already and nothing is solved."""
+    gap = relative_gap(alpha, y * Ku - 1.0, y, C, src.max_diagonal())
+    if gap <= gap_tol:
+        return alpha, Ku, False
+    b = recover_bias(alpha, y, Ku, C).b
+    if not math.isfinite(b):
+        return alpha, Ku, False
+    ref = polish(src, y, C, alpha, Ku + b)
+    if not ref.ok:
+        return alpha, Ku, False
+    settled_gap = relative_gap(ref.alpha, y * ref.g - 1.0, y, C, src.max_diagonal())
+    if settled_gap >= gap:
+        return alpha, Ku, False
+    return ref.alpha, ref.g, settled_gap <= gap_tol
 
 
 def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backend: str = "clarabel",
@@ -697,16 +767,17 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     start = time.perf_counter()
     loop = _start(src, y, C, layer, backend, opts, alpha0, settings)
     alpha, g = loop.alpha, loop.g  # updated in place by the steps
-    eps = settings.bound_tol * C
     tol_now = settings.tol
     active = np.ones(len(y), dtype=bool)
     violation, converged = math.inf, False
     best, stalled, stall_stop = math.inf, 0, False
-    tiny_step = False  # the last subproblem moved no point by more than bound_tol * C
+    tiny_step = False  # the last subproblem moved no point by more than eps
     polished = False  # the last subproblem was solved exactly (_polish_block)
     smo_tried = False  # exact steps were taken at a stall: a second stall ends the loop
     for loop.it in range(1, settings.max_outer + 1):
-        # A point within bound_tol * C of a bound counts as at the bound (the checks' own rule).
+        # A point within bound_tol of a bound counts as at the bound (the checks' own rule), relative
+        # to alpha's size (alpha_scale: at C = 1e6 with every alpha <= 94, 1e-4 was "0").
+        eps = settings.bound_tol * alpha_scale(alpha, C)
         up, low, minus_yg = _violation(alpha, g, y, C, eps=eps)
         if not (up & active).any() or not (low & active).any():
             m = M = 0.0
@@ -718,7 +789,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
                 active[:] = True  # unshrink, and recheck every point with its exact gradient
                 loop.unshrinks += 1
                 continue
-            loop.gap = relative_gap(alpha, g, y, C)
+            loop.gap = relative_gap(alpha, g, y, C, src.max_diagonal())
             if loop.gap <= settings.gap_tol:
                 converged = True
                 break
@@ -752,7 +823,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
         moved, tiny_step, polished = _block_step(src, y, C, eps, loop, active, subsolve, backend, opts, settings)
         if not moved:
             break
-    return _finish(src, y, C, loop, violation, converged, stall_stop, settings.bound_tol)
+    return _finish(src, y, C, loop, violation, converged, stall_stop, settings)
 
 
 def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
