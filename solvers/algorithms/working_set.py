@@ -63,10 +63,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse
 
 from formulations import validation
-from formulations.kernel_dual import dual_matrix
+from formulations.kernel_dual import dual_matrix, psd_constant
 from formulations.model import DUAL, KERNEL_DUAL, linear_sum
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
@@ -173,11 +172,12 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
 
 def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     # 0 <= a <= C are bounds, which PIQP and ProxQP take natively (as constraints a >= 0, a <= C the
-    # solve of a block of 500 took 0.15 s against 0.04 s). The model is rebuilt per step: see _psd_constant.
+    # solve of a block of 500 took 0.15 s against 0.04 s). The model is rebuilt per step; what was tried to
+    # compile it faster or once: formulations.kernel_dual.psd_constant.
     import cvxpy as cp
 
     a = cp.Variable(len(p), bounds=[0.0, C])
-    objective = 0.5 * cp.quad_form(a, cp.psd_wrap(_psd_constant(Q_BB))) + p @ a
+    objective = 0.5 * cp.quad_form(a, cp.psd_wrap(psd_constant(Q_BB))) + p @ a
     problem = cp.Problem(cp.Minimize(objective), [y_B @ a == rhs])
     start = time.perf_counter()
     record = get_record(backend)
@@ -186,24 +186,6 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     except cp.error.SolverError:  # as in the cvxpy adapter: a failed solve is no point, not a crash
         return None, time.perf_counter() - start
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
-
-
-def _psd_constant(Q_BB):
-    """Q_BB as the constant of the block's quad_form: a scipy COO matrix, the form cvxpy's coefficient
-    extractor turns every constant P into, which it then takes as it is.
-
-    cvxpy's compile of the block's |B|^2 entries is what the cvxpy layer adds to the solver's time.
-    Measured on the blocks of the benchmark's kernel dual (n = 5,000, PIQP, CPU seconds of one whole
-    subproblem, median of 3 to 9 repeats, the machine shared by five agents), against the dense array:
-    0.036 s against 0.048 s at |B| = 500, 0.150 against 0.172 at 1,012, 0.82 against 1.07 at 2,000
-    (the solver alone: 0.010, 0.079, 0.59); a CSC array was in between (0.038, 0.153, 0.95).
-    Measured and not kept: Q_BB as a cvxpy Parameter, to compile once per block size (cvxpy 1.9.3
-    densifies an (|B| + 1) x |B|^2 coefficient array while compiling it: 1 GiB at |B| = 500, 60 GiB
-    at 2,000); the factor form 0.5 ||G a||^2 with Q_BB = G'G (|B| more variables and a dense |B| x |B|
-    equality: 1.04 s against 0.10 s wall at 500; Q_BB has full numerical rank, so no smaller G);
-    canon_backend "CPP" or "COO" instead of the project's "SCIPY", ignore_dpp=True (within the noise).
-    """
-    return scipy.sparse.coo_matrix(Q_BB)
 
 
 def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
