@@ -95,8 +95,8 @@ def psd_constant(Q: np.ndarray):
     at 2,000 (the solver alone: 0.010, 0.079, 0.59); a CSC array was in between (0.038, 0.153, 0.95).
     Measured and not kept: Q as a cvxpy Parameter, to compile once per size (cvxpy 1.9.3 densifies an
     (n + 1) x n^2 coefficient array while compiling it: 1 GiB at n = 500, 60 GiB at 2,000); the factor
-    form 0.5 ||G a||^2 with Q = G'G (n more variables and a dense n x n equality: 1.04 s against 0.10 s
-    wall at 500; the Gaussian kernel's blocks have full numerical rank, so no smaller G); canon_backend
+    form 0.5 ||G a||^2 with Q = G'G (n more variables and a dense n x n equality: 0.139 s against 0.055 s
+    CPU at 500; the Gaussian kernel's blocks have full numerical rank, so no smaller G); canon_backend
     "CPP" or "COO" instead of the project's "SCIPY", ignore_dpp=True (within the noise).
     """
     return scipy.sparse.coo_matrix(Q)
