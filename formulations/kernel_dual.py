@@ -12,8 +12,9 @@ Two ways to hand the quadratic form to a solver:
 - ``form="dense"``: the matrix Q = Y K Y itself, Y = diag(y). cvxpy:
   ``quad_form(alpha, psd_wrap(Q))`` (cvxpy's own eigenvalue probe is skipped: PSD
   is settled by the project's Mercer check), Q handed over in COO form (`psd_constant`).
-  Pyomo: a `QuadraticForm` component (formulations.quadratic_form) that keeps Q as an array, so the model is built
-  without a Python object per term and the standard-form bridge reads Q directly.
+  Pyomo: a `QuadraticForm` component (formulations.quadratic_form) that keeps Q as an
+  array, so the model is built without a Python object per term and the standard-form
+  bridge reads Q directly.
 - ``form="factor"``: K ~ L L' (L is n x r, formulations.kernels.factorize), a
   lifted variable v = L' (y * alpha)                           [factor]
   and the objective sum_i alpha_i - 1/2 ||v||^2, which pays when r << n. The rank r
