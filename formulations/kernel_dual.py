@@ -101,8 +101,14 @@ def psd_constant(Q: np.ndarray):
     form 0.5 ||G a||^2 with Q = G'G (n more variables and a dense n x n equality: 0.139 s against 0.055 s
     CPU at 500; the Gaussian kernel's blocks have full numerical rank, so no smaller G); canon_backend
     "CPP" or "COO" instead of the project's "SCIPY", ignore_dpp=True (within the noise).
+
+    Every entry is listed, in row-major order, from index arrays rather than by scipy's scan for the
+    nonzeros (coo_matrix(Q)): 0.003 s against 0.096 s at 2,000 points, whole blocks 0.92 s against
+    1.08 CPU (0.138 against 0.145 at 1,012). An exact zero stays an explicit entry, which is harmless.
     """
-    return scipy.sparse.coo_matrix(Q)
+    n = Q.shape[0]
+    index = np.arange(n, dtype=np.int32)
+    return scipy.sparse.coo_matrix((np.ravel(Q), (np.repeat(index, n), np.tile(index, n))), shape=Q.shape)
 
 
 def build_pyomo(
