@@ -241,7 +241,7 @@ def test_the_cvxpy_block_is_the_direct_block(data, C):
     returns the same point to 1e-8 of the bound."""
     from formulations.kernel_dual import dual_matrix
 
-    X, y, K = data
+    _, y, K = data
     B = np.arange(0, N, 2)
     alpha = np.zeros(N)
     L = np.flatnonzero((np.arange(N) % 4 == 1) & (y > 0))
