@@ -234,6 +234,30 @@ def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypa
     assert sol.status != st.OPTIMAL and sol.w is None
 
 
+@pytest.mark.parametrize("C", [1.0, 100.0])
+def test_the_cvxpy_block_is_the_direct_block(data, C):
+    """The cvxpy subproblem (its Q_BB handed to cvxpy as a sparse constant) is the same QP as the
+    solver-alone one: on a block with a nonzero balance and points at both bounds, the same backend
+    returns the same point to 1e-8 of the bound."""
+    from formulations.kernel_dual import dual_matrix
+
+    _, y, K = data
+    B = np.arange(0, N, 2)
+    alpha = np.zeros(N)
+    L = np.flatnonzero((np.arange(N) % 4 == 1) & (y > 0))
+    alpha[L] = C  # points outside B at C: the block's linear term and its balance -y_L' alpha_L < 0
+    Q = dual_matrix(K, y)
+    g = Q @ alpha - 1.0
+    Q_BB = Q[np.ix_(B, B)]
+    size = C * np.abs(Q_BB).max()
+    rhs = -float(y[L].sum()) * C
+    args = (Q_BB * (C / size), (g[B] - Q_BB @ alpha[B]) / size, y[B], rhs / C, 1.0, "piqp", {})
+    s_direct, _ = ws._subproblem_direct(*args)
+    s_cvxpy, _ = ws._subproblem_cvxpy(*args)
+    assert np.any(s_direct > 1 - 1e-6) and np.any(s_direct < 1e-6) and abs(rhs) > 0
+    assert np.abs(s_cvxpy - s_direct).max() <= 1e-8
+
+
 def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_the_matrix_fits():
     from solvers.algorithms.kernel_rows import ROWS_FROM_N
 

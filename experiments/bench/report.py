@@ -529,10 +529,12 @@ WHAT_WAS_TRIED = (
     "by row block), one n x n array and no temporaries: 0.2 s warm at n = 5,000 against 2.3 s with whole-"
     "matrix temporaries; in a fresh worker the first touch of the memory adds about 0.2 s. LIBSVM computes "
     "only the kernel columns it visits, so the Gram matrix counts in every kernel path's time.",
-    "- Tried for the cvxpy working set: the subproblem as a DPP problem with Q_BB a PSD Parameter (cvxpy "
-    "does not accept `quad_form(a, P)` with a Parameter P as DPP, and a factor parameter G in "
-    "`sum_squares(G a)` was 15x slower to compile); `ignore_dpp`, the SciPy canonicalisation backend and "
-    "`sum_squares` of a Cholesky factor (2.5x slower at q = 500): none beat `quad_form(a, psd_wrap(Q_BB))`.",
+    "- Tried for the cvxpy working set: the subproblem as a DPP problem with Q_BB a Parameter (cvxpy 1.9.3 "
+    "takes `quad_form(a, psd_wrap(P))` with a Parameter P, but densifies a (q + 1) x q^2 array to compile "
+    "it: 1 GiB at q = 500; a factor parameter G in `sum_squares(G a)` was 15x slower to compile); "
+    "`ignore_dpp`, the C++ and COO canonicalisation backends and `sum_squares` of a Cholesky factor "
+    "(2.5x slower at q = 500): none beat `quad_form(a, psd_wrap(Q_BB))`, with Q_BB handed over as a COO "
+    "matrix (`formulations.kernel_dual.psd_constant`: a 500-point block 0.036 s CPU against 0.048 dense).",
     "- Per-backend options are the `scale` profile (solvers/profiles.py: 1e-8 tolerances, OSQP polishing "
     "and a 20,000-iteration cap, SCS 20,000, Clarabel/PIQP 200, ProxQP 500, Ipopt 500); PIQP and ProxQP "
     "take their sparse backend from the sparse matrices qpsolvers hands them (dense for the kernel's Q).",
