@@ -78,3 +78,17 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
     assert (row["status"], row["method_used"], row["n"]) == (OPTIMAL, "working_set", n), row.get("error")
     assert blocks and max(rows for rows, _ in blocks) < n
     assert np.isfinite(row["objective"])
+
+
+def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypatch):
+    """experiments.runner.warm, imported last by the fork server, leaves solvers.blas's controller made on
+    the libraries loaded by then: a forked solve finds it there instead of scanning them again."""
+    import importlib
+
+    from solvers import blas
+
+    monkeypatch.setattr(blas, "_controller", None)
+    warm = importlib.import_module("experiments.runner.warm")
+    importlib.reload(warm)
+    assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
+    assert sweep.PRELOAD[-1] == "experiments.runner.warm" and "solvers.api" in sweep.PRELOAD

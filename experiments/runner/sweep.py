@@ -64,6 +64,7 @@ PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
     *(record.module for record in RECORDS.values()), "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
     "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
+    "experiments.runner.warm",  # last: after every module that loads a BLAS
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
