@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -62,6 +63,7 @@ def test_quick_run_writes_the_comparison_and_the_bench_report_includes_it(tmp_pa
                                                        ("linear", "cvxpy"), ("linear", "pyomo")]
     assert (table.runner_status == "optimal").all() and (table.bench_status == "optimal").all()
     assert (table.rel_obj_diff <= bench_report.MATCH_TOL).all() and (table.ratio > 0).all()
+    assert table.runner_workers.between(1, os.cpu_count()).all()  # the runner's own choice, from its run.json
     rows = pd.read_csv(tmp_path / "runner_default_rows.csv")
     assert set(rows.backend) == {"piqp"} and len(rows) == 4
     section = bench_report._runner_default_section(tmp_path)

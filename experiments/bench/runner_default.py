@@ -25,6 +25,7 @@ and <out>/runner_default.md, which the benchmark's report.md includes (bench.rep
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ import pandas as pd
 from experiments.bench import scaling
 from experiments.bench.report import MATCH_TOL, _fmt, _table
 from experiments.runner import results_table
+from experiments.runner.folder import RUN_FILE
 
 #: The issue's target: the runner's best row of each layer within this factor of the benchmark's best path.
 TARGET_RATIO = 1.5
@@ -77,8 +79,9 @@ def write_csv(problem: Problem, n: int, path: Path) -> Path:
 
 
 def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, timeout: float,
-               workers: int | None = None) -> tuple[pd.DataFrame, float]:
-    """`python -m experiments.run` on the CSV with the defaults; (its results table, the command's wall seconds)."""
+               workers: int | None = None) -> tuple[pd.DataFrame, float, int]:
+    """`python -m experiments.run` on the CSV with the defaults; (its results table, the command's wall seconds,
+    the solves it ran at a time: its --workers, chosen by itself when not given)."""
     command = [sys.executable, "-m", "experiments.run", "--data", str(csv), "--label-column", "label",
                "--formulations", problem.formulation, *problem.kernel_args, "--out", str(out), "-q", "--no-figures"]
     if backends:
@@ -92,7 +95,7 @@ def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, tim
         raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     rows = results_table.load(out)
     rows["total_s"] = rows["build_s"] + rows["solve_s"]
-    return rows, wall
+    return rows, wall, int(json.loads((out / RUN_FILE).read_text())["workers"])
 
 
 def run_bench_paths(problem: Problem, n: int, quick: bool, backends, budget: float) -> pd.DataFrame:
@@ -112,7 +115,8 @@ def _fastest(rows: pd.DataFrame, objective: str) -> pd.Series | None:
     return None
 
 
-def compare(problem: Problem, n: int, runner: pd.DataFrame, bench: pd.DataFrame, runner_wall: float) -> pd.DataFrame:
+def compare(problem: Problem, n: int, runner: pd.DataFrame, bench: pd.DataFrame, runner_wall: float,
+            runner_workers: int | None = None) -> pd.DataFrame:
     """Per layer: the runner's best row, the benchmark's best path, their time ratio and objective difference."""
     out = []
     for layer in LAYERS:
@@ -121,7 +125,7 @@ def compare(problem: Problem, n: int, runner: pd.DataFrame, bench: pd.DataFrame,
         row = {"problem": problem.name, "formulation": problem.formulation, "n": n, "layer": layer,
                "runner_row": None, "runner_method": None, "runner_status": None, "runner_s": math.nan,
                "bench_path": None, "bench_status": None, "bench_s": math.nan, "ratio": math.nan,
-               "rel_obj_diff": math.nan, "runner_command_s": runner_wall}
+               "rel_obj_diff": math.nan, "runner_command_s": runner_wall, "runner_workers": runner_workers}
         if mine is not None:
             row.update(runner_row=f"{layer}/{mine['backend']}", runner_method=mine.get("method_used"),
                        runner_status=mine["status"], runner_s=float(mine["total_s"]))
@@ -157,7 +161,8 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
         "benchmark's paths are its working-set / restricted-QP paths (forms working_set and auto, profile `scale`) "
         "at the same n. Each side: the fastest verified row, else the fastest with a point (status shown). "
         f"Target (issue 15): ratio <= {TARGET_RATIO}x, objectives within {MATCH_TOL:g}. `runner_command_s`: the "
-        "whole command (imports, data, solves, report). Ratios are from one run; the machine may be shared.",
+        "whole command (imports, data, solves, report); `runner_workers`: its solves at a time (its --workers: by "
+        "default the CPU cores idle at its start). Ratios are from one run; the machine may be shared.",
         "",
         _table(shown),
         *verdicts,
@@ -176,8 +181,8 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", default=None, help="the runner's --backends (default: every available one; "
                                                          "quick: piqp)")
     parser.add_argument("--workers", type=int, default=None, help="the runner's --workers (default: its own, the "
-                                                                   "number of CPUs; 1: one solve at a time, as the "
-                                                                   "benchmark measures)")
+                                                                   "CPU cores idle at its start; 1: one solve at a "
+                                                                   "time, as the benchmark measures)")
     parser.add_argument("--problems", default="kernel,linear", help="comma list of kernel, linear")
     parser.add_argument("--budget", type=float, default=60.0, help="the benchmark paths' budget in seconds")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the runner's command may take")
@@ -206,10 +211,10 @@ def main(argv=None) -> int:
         if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
             shutil.rmtree(run_dir)
         print(f"{problem.name} n = {n:,}: the runner ...", file=sys.stderr, flush=True)
-        rows, wall = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
+        rows, wall, workers = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
         print(f"{problem.name} n = {n:,}: the benchmark's paths ...", file=sys.stderr, flush=True)
         bench = run_bench_paths(problem, n, args.quick, bench_backends, args.budget)
-        tables.append(compare(problem, n, rows, bench, wall))
+        tables.append(compare(problem, n, rows, bench, wall, workers))
         every.append(rows.assign(problem=problem.name))
     table, rows = pd.concat(tables, ignore_index=True), pd.concat(every, ignore_index=True)
     table.to_csv(out / "runner_default.csv", index=False)

@@ -722,8 +722,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                    "(default: the suite's; a grid: default)")
     p.add_argument("--out", metavar="DIR", help="output directory (default results/<timestamp>, and results/latest "
                                                 "points to it; with --resume: results/latest)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="solves at a time (default: the number of CPUs)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="solves at a time (default: the CPU cores idle when the run starts, at least 1: on a "
+                        "busy machine more solves at a time only share the cores and each row's time grows)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
     p.add_argument("--stop-slow", type=float, default=None, metavar="FACTOR",
@@ -762,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def check_options(args) -> None:
     """The options that need no data: checked first, before anything is read or allocated."""
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be >= 1")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
@@ -779,6 +780,18 @@ def check_options(args) -> None:
         raise UsageError("--retry-failed needs --resume")
     if args.label_column and not args.data:
         raise UsageError("--label-column names a column of --data FILE.csv: give --data too")
+
+
+def choose_workers(quiet: bool = False) -> int:
+    """The default --workers (sweep.workers_for the idle cores), said on stderr when the machine is busy."""
+    from experiments.runner.sweep import idle_cores, workers_for  # lazy: pandas; --help and --list stay fast
+
+    idle, cores = idle_cores(), os.cpu_count() or 1
+    workers = workers_for(idle)
+    if workers < cores and not quiet:
+        print(f"{workers} solve{'s' if workers > 1 else ''} at a time: the machine is busy ({idle:.1f} of "
+              f"{cores} CPU cores idle; --workers N to choose)", file=sys.stderr)
+    return workers
 
 
 def output_dir(args) -> Path:
@@ -803,6 +816,8 @@ def run(args, argv: list[str]) -> int:
         suite = SUITES.get(args.suite)
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
+    if args.workers is None:  # measured now, before this run's own work keeps the cores busy
+        args.workers = choose_workers(quiet=args.quiet)
     if args.executor == "local":
         from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
 

@@ -64,6 +64,7 @@ PRELOAD = [
     "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
     *(record.module for record in RECORDS.values()), "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
     "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
+    "experiments.runner.warm",  # last: after every module that loads a BLAS
 ]
 
 #: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
@@ -474,6 +475,28 @@ def blas_threads(workers: int) -> int:
     the 4 rows' build + solve summed to 8.2, 10.4, 12.0 and 17.1 s with 1 thread against 10.7, 12.2,
     12.5 and 13.9 s with 2: no difference beyond that machine's noise."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+#: Seconds over which idle_cores() measures how busy the CPUs are (psutil.cpu_percent's interval).
+IDLE_SAMPLE_S = 0.3
+
+
+def idle_cores(sample_s: float = IDLE_SAMPLE_S) -> float:
+    """The CPU cores not busy now: cores x (1 - the share of CPU time used over `sample_s` seconds)."""
+    import psutil  # lazy: --help and --list stay fast
+
+    return (os.cpu_count() or 1) * (1.0 - psutil.cpu_percent(interval=sample_s) / 100.0)
+
+
+def workers_for(idle: float) -> int:
+    """Solves at a time when --workers is not given: the `idle` cores (idle_cores() when the run starts),
+    rounded, at least 1, so that a solve's time is its own work and not a wait for a core. More solves than idle
+    cores only share them: a row's CPU time stays the same and its wall time (build_s + solve_s)
+    grows. Measured (issue 15, kernel dual n = 5,000 by the working set through PIQP, each solve in a
+    forked process, 2 cores shared with other jobs at load 4): pyomo 0.60-0.80 s alone, 1.31 s beside
+    the cvxpy solve; cvxpy 0.83-1.14 s alone, 1.65-1.73 s beside the pyomo one; CPU time 0.43-0.53 s
+    and 0.62-0.74 s either way. On an idle machine this is the number of cores."""
+    return max(1, int(idle + 0.5))
 
 
 def warm_up(workers: int = 1) -> None:

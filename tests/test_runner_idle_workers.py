@@ -1,0 +1,94 @@
+"""Issue 15, the runner's default timed as the benchmark times it: its solves run on the CPU cores idle
+when it starts (sweep.idle_cores, workers_for; --workers overrides), and a working-set row computes
+kernel rows on demand, never the n x n Gram matrix."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments.runner import cli, sweep
+from solvers.algorithms import kernel_rows
+from solvers.solution import OPTIMAL
+
+
+@pytest.mark.parametrize("idle, workers", [(0.0, 1), (0.4, 1), (0.96, 1), (1.6, 2), (2.0, 2), (7.3, 7)])
+def test_workers_are_the_idle_cores_rounded_and_at_least_one(idle, workers):
+    assert sweep.workers_for(idle) == workers
+
+
+def test_idle_cores_are_the_cores_times_the_idle_share(monkeypatch):
+    import psutil
+
+    asked = []
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval: asked.append(interval) or 75.0)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
+    assert sweep.idle_cores() == pytest.approx(1.0, rel=1e-12)
+    assert asked == [sweep.IDLE_SAMPLE_S]  # measured over an interval, not since the last call
+
+
+def test_no_workers_given_runs_on_the_idle_cores_and_says_so(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sweep, "idle_cores", lambda: 0.3)  # a busy machine
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
+    out = tmp_path / "run"
+    assert cli.main(["--datasets", "example_5_1", "--formulations", "soft_primal", "--layers", "cvxpy",
+                     "--backends", "clarabel", "--out", str(out), "--no-figures", "--no-progress"]) == 0
+    assert json.loads((out / "run.json").read_text())["workers"] == 1
+    assert "1 solve at a time: the machine is busy (0.3 of 2 CPU cores idle; --workers N to choose)" in \
+        capsys.readouterr().err
+
+
+def test_workers_given_are_kept_without_measuring(monkeypatch):
+    def measured():
+        raise AssertionError("idle_cores measured although --workers was given")
+
+    monkeypatch.setattr(sweep, "idle_cores", measured)
+    args = cli.build_parser().parse_args(["--workers", "3"])
+    assert args.workers == 3 and cli.build_parser().parse_args([]).workers is None
+
+
+def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
+    """The runner's kernel_dual row at n = ROWS_FROM_N (the smallest n with kernel rows on demand): every
+    kernel block it computes (the loop's rows, K u in the checks) has fewer than n rows, the row is
+    verified optimal by the working set, and the full Gram matrix's builder in solvers.api is not called."""
+    n = kernel_rows.ROWS_FROM_N
+    blocks = []
+    real_gram = kernel_rows.gram
+
+    def counted_gram(kernel, X, Z=None):
+        block = real_gram(kernel, X, Z)
+        blocks.append(block.shape)
+        return block
+
+    def no_full_gram(*args, **kwargs):
+        raise AssertionError("solvers.api._gram (the n x n Gram matrix) called by a working-set row")
+
+    from solvers import api
+
+    monkeypatch.setattr(kernel_rows, "gram", counted_gram)
+    monkeypatch.setattr(api, "_gram", no_full_gram)
+    args = cli.build_parser().parse_args(["--datasets", f"nonlinear(n={n})", "--formulations", "kernel_dual",
+                                          "--kernel", "rbf", "--gamma", "1"])
+    _, problems = cli.problems_from(args)
+    datasets, maps = cli.build_datasets(problems, args)
+    (task,) = sweep.make_tasks(problems, datasets, [("cvxpy", "piqp")], suite="custom", label_maps=maps)
+    row = sweep.execute_task(task)  # in this process, so that the patches see the solve
+    assert (row["status"], row["method_used"], row["n"]) == (OPTIMAL, "working_set", n), row.get("error")
+    assert blocks and max(rows for rows, _ in blocks) < n
+    assert np.isfinite(row["objective"])
+
+
+def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypatch):
+    """experiments.runner.warm, imported last by the fork server, leaves solvers.blas's controller made on
+    the libraries loaded by then: a forked solve finds it there instead of scanning them again."""
+    import importlib
+
+    from solvers import blas
+
+    monkeypatch.setattr(blas, "_controller", None)
+    warm = importlib.import_module("experiments.runner.warm")
+    importlib.reload(warm)
+    assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
+    assert sweep.PRELOAD[-1] == "experiments.runner.warm" and "solvers.api" in sweep.PRELOAD
