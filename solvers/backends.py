@@ -52,7 +52,10 @@ class BackendRecord:
     # Its place in each layer's preference order, among the LP backends ("lp" missing: it takes
     # no LPs, solvers.lp) and by the accuracy of its points ("accuracy": whose verified point the
     # report's figures draw, experiments.figures). Measured on the lecture data: HiGHS, Clarabel, PIQP, SCS and Ipopt solve
-    # all four LPs; OSQP, ProxQP and DAQP have the quirks their records name.
+    # all four LPs; OSQP, ProxQP and DAQP have the quirks their records name. "speed": which answers
+    # first in a sweep (experiments.runner runs it first, so its time can stop the slow ones); the
+    # runner's default at n = 5,000 (kernel) and 100,000 (linear), both layers: PIQP fastest in all
+    # four, Clarabel or DAQP next, HiGHS stopped at the time limit in three (its QP solver stalls).
     preference: Mapping[str, int] = field(default_factory=dict)
     time_limit_option: str | None = None  # its own time-limit option name; None: it cannot stop at a time
     tolerances: Callable[[float], dict] = field(default=lambda tol: {}, repr=False)  # `high`/`scale` options
@@ -171,7 +174,7 @@ def _ipopt(tol):
 # and its cap lowered from high's 200,000 (at n = 1e5 each iteration costs ~10 ms); SCS likewise.
 RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
     BackendRecord(
-        "highs", "HiGHS", preference={"pyomo": 0, "cvxpy": 6, "lp": 0, "accuracy": 3},
+        "highs", "HiGHS", preference={"pyomo": 0, "cvxpy": 6, "lp": 0, "accuracy": 3, "speed": 7},
         distribution="highspy", module="highspy", cvxpy_name="HIGHS", qpsolvers_name="highs",
         pyomo_route=PYOMO_NATIVE_HIGHS, direct=True, time_limit_option="time_limit", tolerances=_highs,
         # HiGHS's option `solver`: "simplex" (HiGHS picks the variant; dual simplex on these LPs) and
@@ -180,7 +183,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         quirks="Pyomo's own interface; two LP methods, simplex and ipm; "
                "regularises QPs by 1e-7."),
     BackendRecord(
-        "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5},
+        "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5, "speed": 6},
         distribution="cyipopt-wheels", module="cyipopt", cvxpy_name="IPOPT", qpsolvers_name=None,
         pyomo_route=PYOMO_IPOPT_BRIDGE, direct=True, time_limit_option="max_wall_time", tolerances=_ipopt,
         scale_overrides={"max_iter": 500}, cvxpy_options={"nlp": True, "print_level": 0, "sb": "yes"},
@@ -188,18 +191,18 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         quirks="cvxpy reaches it through nlp=True and returns no constraint duals (the checks estimate "
                "them); its 'acceptable level' exit is optimal_inaccurate."),
     BackendRecord(
-        "clarabel", "Clarabel", preference={"pyomo": 2, "cvxpy": 0, "lp": 1, "accuracy": 0},
+        "clarabel", "Clarabel", preference={"pyomo": 2, "cvxpy": 0, "lp": 1, "accuracy": 0, "speed": 1},
         distribution="clarabel", module="clarabel", cvxpy_name="CLARABEL", qpsolvers_name="clarabel",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit", tolerances=_clarabel,
         scale_overrides={"max_iter": 200}),
     BackendRecord(
-        "osqp", "OSQP", preference={"pyomo": 4, "cvxpy": 2, "lp": 4, "accuracy": 7},
+        "osqp", "OSQP", preference={"pyomo": 4, "cvxpy": 2, "lp": 4, "accuracy": 7, "speed": 4},
         distribution="osqp", module="osqp", cvxpy_name="OSQP", qpsolvers_name="osqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit", tolerances=_osqp,
         scale_overrides={"max_iter": 20_000, "polishing": True},
         quirks="first-order: stops at its iteration limit on some LPs; needs sigma=1e-3 at 1e-9."),
     BackendRecord(
-        "scs", "SCS", preference={"pyomo": 5, "cvxpy": 3, "lp": 3, "accuracy": 6},
+        "scs", "SCS", preference={"pyomo": 5, "cvxpy": 3, "lp": 3, "accuracy": 6, "speed": 5},
         distribution="scs", module="scs", cvxpy_name="SCS", qpsolvers_name="scs",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit_secs",
         tolerances=lambda tol: {"eps_abs": tol, "eps_rel": tol, "max_iters": 200_000},
@@ -208,7 +211,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         # qpsolvers picks PIQP's dense or sparse backend from the matrix type: a dense P handed over
         # as a sparse matrix took PIQP 105 s instead of 4 s at n = 2,000 (experiments.bench). In cvxpy,
         # a 200 x 200 working-set subproblem took 11 ms sparse and 2 ms dense (measured here).
-        "piqp", "PIQP", preference={"pyomo": 3, "cvxpy": 1, "lp": 2, "accuracy": 1},
+        "piqp", "PIQP", preference={"pyomo": 3, "cvxpy": 1, "lp": 2, "accuracy": 1, "speed": 0},
         distribution="piqp", module="piqp", cvxpy_name="PIQP", qpsolvers_name="piqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE_IF_DENSE, cvxpy_matrix_option=True,
         tolerances=lambda tol: {"eps_abs": tol, "eps_rel": tol, "max_iter": 1000},
@@ -217,13 +220,13 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
     BackendRecord(
         # ProxQP stays on cvxpy's default (dense): cvxpy's sparse ProxQP call raises a TypeError
         # with proxsuite 0.8, so cvxpy gets no dense/sparse option for it.
-        "proxqp", "ProxQP", preference={"pyomo": 6, "cvxpy": 4, "lp": 5, "accuracy": 4},
+        "proxqp", "ProxQP", preference={"pyomo": 6, "cvxpy": 4, "lp": 5, "accuracy": 4, "speed": 3},
         distribution="proxsuite", module="proxsuite", cvxpy_name="PROXQP", qpsolvers_name="proxqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE_IF_DENSE, tolerances=_proxqp,
         scale_overrides={"max_iter": 500},
         quirks="no time limit of its own; claims some feasible LPs infeasible; needs check_duality_gap."),
     BackendRecord(
-        "daqp", "DAQP", preference={"pyomo": 7, "cvxpy": 5, "lp": 7, "accuracy": 2},
+        "daqp", "DAQP", preference={"pyomo": 7, "cvxpy": 5, "lp": 7, "accuracy": 2, "speed": 2},
         distribution="daqp", module="daqp", cvxpy_name="DAQP", qpsolvers_name="daqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE, time_limit_option="time_limit",
         tolerances=lambda tol: {"primal_tol": tol, "dual_tol": tol},

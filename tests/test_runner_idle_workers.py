@@ -92,3 +92,18 @@ def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypa
     importlib.reload(warm)
     assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
     assert sweep.PRELOAD[-1] == "experiments.runner.warm" and "solvers.api" in sweep.PRELOAD
+
+
+def test_the_fastest_backends_run_first_and_the_table_keeps_the_grid_order():
+    """With one worker and HiGHS first, HiGHS ran alone to --timeout before any solve could set the slow
+    stop (the linear runner command: 626 s); PIQP, fastest in all four runner_default measurements, goes first."""
+    from solvers.backends import ranked
+
+    tasks = [sweep.Task(key=f"p|soft_primal|{layer}/{backend}", order=i, suite="s", dataset="p",
+                        formulation="soft_primal", layer=layer, backend=backend, C=1.0, kernel=None,
+                        profile="default", kernel_form="dense", X=np.zeros((2, 1)), y=np.array([-1.0, 1.0]))
+             for i, (layer, backend) in enumerate((layer, b) for layer in ("pyomo", "cvxpy") for b in ranked("pyomo"))]
+    run = sweep.fastest_first(tasks)
+    assert [t.backend for t in run[:2]] == ["piqp", "piqp"] and [t.backend for t in run[-2:]] == ["highs", "highs"]
+    assert [t.layer for t in run[:2]] == ["pyomo", "cvxpy"]  # the grid's order among equals
+    assert sorted(run, key=lambda t: t.order) == tasks
