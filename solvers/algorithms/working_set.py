@@ -341,30 +341,41 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7):
 def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
     """Proximal steps on the free points F, the others fixed; x and g = Q x + p are updated in place.
 
-    Each step d minimises 1/2 d'(Q_FF + delta I) d + g_F'd subject to y_F'd = rhs - y_B'x (the first
-    also repairs the solver's balance residual), with the balance's multiplier nu from its
-    one-dimensional Schur complement, and is cut at the first bound it meets. Returns (outcome, value,
-    moved): ("stationary", nu) when |g_F + nu y_F| <= tol and the balance holds (nu None: no free
-    point), ("blocked", i) when point i was put on its bound, ("stuck", None) when there is no
-    factor or POLISH_STEPS did not settle; moved says whether x changed.
+    Each step d minimises 1/2 d'(Q_FF + delta I) d + g_F'd subject to y_F'd = 0, plus y_F r / |F| for
+    the balance's residual r = rhs - y_B'x (the solver's, on the first step), and is cut at the first
+    bound it meets. With P = I - y_F y_F' / |F| (y_i = +-1), d = -M^-1 P g_F for M = P H P + h y_F y_F' / |F|,
+    H = Q_FF + delta I and h its mean diagonal: M is positive definite, and y_F'd = 0 follows from the
+    system itself. (The balance's multiplier from a Schur complement of H instead cancelled two values of
+    size 1 / delta: on a rank-one Q its error was above tol and the steps never settled.) The balance's
+    multiplier is nu = -y_F'g_F / |F|, the least-squares one. Returns (outcome, value, moved):
+    ("stationary", nu) when |g_F + nu y_F| <= tol and the balance holds (nu None: no free point),
+    ("blocked", i) when point i was put on its bound, ("stuck", None) when M has no Cholesky factor or
+    POLISH_STEPS did not settle; moved says whether x changed.
     """
     F = np.flatnonzero(free)
     if F.size == 0:
         return "stationary", None, False
-    y_F = y_B[F]
+    y_F, size = y_B[F], F.size
+    H = Q[np.ix_(F, F)] + delta * np.eye(F.size)
+    H_y = H @ y_F
+    M = H - (np.outer(y_F, H_y) + np.outer(H_y, y_F)) / size
+    M += ((y_F @ H_y) / size + np.trace(H) / size) / size * np.outer(y_F, y_F)
     try:
-        factor = scipy.linalg.cho_factor(Q[np.ix_(F, F)] + delta * np.eye(F.size), check_finite=False)
+        factor = scipy.linalg.cho_factor(M, check_finite=False)
     except np.linalg.LinAlgError:
         return "stuck", None, False
-    H_y = scipy.linalg.cho_solve(factor, y_F, check_finite=False)
-    moved = False
+    moved, last = False, math.inf
     for _ in range(POLISH_STEPS):
         residual = rhs - float(y_B @ x)
-        H_g = scipy.linalg.cho_solve(factor, g[F], check_finite=False)
-        nu = -(residual + float(y_F @ H_g)) / float(y_F @ H_y)
-        if np.abs(g[F] + nu * y_F).max() <= tol and abs(residual) <= balance_tol:
+        nu = -float(y_F @ g[F]) / size
+        reduced = g[F] + nu * y_F  # P g_F
+        now = float(np.abs(reduced).max())
+        # stationary to rounding, not just to tol: the loop's violation falls to 1e-12 only through
+        # blocks solved that far (stopped at tol, every block was polished and the loop stood still)
+        if abs(residual) <= balance_tol and now <= tol and (now > 0.5 * last or now <= 1e-6 * tol):
             return "stationary", nu, moved
-        d = -(H_g + nu * H_y)
+        last = now
+        d = y_F * (residual / size) - scipy.linalg.cho_solve(factor, reduced, check_finite=False)
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(d < 0, -x[F] / d, np.where(d > 0, (C - x[F]) / d, np.inf))
         k = int(np.argmin(room))
