@@ -90,7 +90,7 @@ def test_polish_solves_the_moons_block_the_old_rounds_gave_up_on():
     """The whole moons problem (n = 800, seed 2, C = 1,000) as one block from the subproblem solver's
     point (PIQP's defaults): the primal-dual rounds the polish used to run gave up on it (measured side by
     side), and the point _solve_block returns then was the solver's, clipped."""
-    X, y, K = _moons(800, seed=2)
+    _, y, K = _moons(800, seed=2)
     B = np.arange(len(y))
     new, _, polished = ws._solve_block(ws.as_rows(K), y, np.zeros(len(y)), -np.ones(len(y)), B, 0.0, C_LARGE,
                                        ws.SUBSOLVERS["direct"], "piqp", {})
@@ -102,7 +102,7 @@ def test_polish_solves_the_moons_block_the_old_rounds_gave_up_on():
 @pytest.fixture(scope="module")
 def moons_reference():
     """The moons problem (n = 1,000, seed 0) at C = 1,000 as one QP through cvxpy/Clarabel, proved."""
-    X, y, K = _moons(1000, seed=0)
+    _, y, K = _moons(1000, seed=0)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C_LARGE, profile="high",
                     method="full")
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
@@ -115,7 +115,7 @@ def test_working_set_steps_do_not_depend_on_the_data_units(moons_reference):
     factor 2 of each other, with most blocks polished (before: 23 and 21 steps, 3 polished blocks)."""
     runs = {}
     for scale in (1.0, 1e-3):
-        X, y, K = _moons(1000, seed=0, scale=scale)
+        _, y, K = _moons(1000, seed=0, scale=scale)
         sol = ws.solve(K, y, C_LARGE, backend="piqp", q=500, validate=False)
         assert sol.status == st.OPTIMAL, sol.checks.get("verdict")
         assert sol.checks["reference"] == "proved optimum"
@@ -144,6 +144,6 @@ _RUNS: dict = {}
 
 def _rescaled_run(log_scale: float) -> ws.WorkingSetResult:
     if log_scale not in _RUNS:
-        X, y, K = _moons(400, seed=1, scale=10.0 ** log_scale)
+        _, y, K = _moons(400, seed=1, scale=10.0 ** log_scale)
         _RUNS[log_scale] = ws.decompose(K, y, C_LARGE, backend="piqp", q=200)
     return _RUNS[log_scale]
