@@ -301,9 +301,10 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7):
     first may also mend the solver's balance residual), so no active set comes back: the method
     cannot cycle, which the primal-dual rounds it replaces did where Q_FF is singular: their free
     values, solved for from scratch, were noise along Q_FF's null space (moons at C = 1,000: 699 of
-    735 blocks given up). The proximal steps move from the solver's point to a nearby exact optimum, which a singular Q does not disturb. A release that the next
-    step undoes at once (no descent) is barred until f falls again. Kept only when every KKT sign
-    holds, it is in [0, C] and its objective is no worse than the solver's (to rounding).
+    735 blocks given up). The proximal steps move from the solver's point to a nearby exact optimum,
+    which a singular Q does not disturb. A release that the next step undoes at once (no descent)
+    is barred until f falls again. Kept only when every KKT sign holds, it is in [0, C] and its
+    objective is no worse than the solver's (to rounding).
     """
     x = np.clip(a, 0.0, C)
     x[x <= bound_tol * C] = 0.0
