@@ -176,7 +176,8 @@ def test_killed_run_resumes_without_redoing_finished_rows(tmp_path):
     finishes the run with its recorded options, over the dead run's stale lock."""
     out = tmp_path / "killed"
     marker = tmp_path / "hanging"
-    # workers = 1: problem 0 runs on pyomo/clarabel, pyomo/daqp, cvxpy/clarabel, then hangs on cvxpy/daqp
+    # workers = 1: problem 0 runs on pyomo/clarabel, cvxpy/clarabel, pyomo/daqp (the fastest backends first,
+    # sweep.fastest_first), then hangs on cvxpy/daqp
     first_run = [sys.executable, "-m", "experiments.run", "--suite", "smoke", "--backends", "clarabel,daqp",
                  "--out", str(out), "--no-progress", "--no-figures", "--workers", "1",
                  "--inject-fault", f"cvxpy/daqp=hang:{marker}"]

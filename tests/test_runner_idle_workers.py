@@ -40,6 +40,16 @@ def test_no_workers_given_runs_on_the_idle_cores_and_says_so(monkeypatch, tmp_pa
         capsys.readouterr().err
 
 
+def test_a_bad_input_on_a_busy_machine_is_still_one_line(monkeypatch, tmp_path, capsys):
+    """The busy line waits for the run to start: before, a bad --degree on a loaded machine printed it
+    first, and the CLI's one-line error became two (tests/test_cli_boundary.py failed under load)."""
+    monkeypatch.setattr(sweep, "idle_cores", lambda: 0.0)
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
+    assert cli.main(["--datasets", "example_5_1", "--degree", "2.5", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --degree: '2.5' is not a whole number"]
+
+
 def test_workers_given_are_kept_without_measuring(monkeypatch):
     def measured():
         raise AssertionError("idle_cores measured although --workers was given")

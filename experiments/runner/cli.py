@@ -782,16 +782,18 @@ def check_options(args) -> None:
         raise UsageError("--label-column names a column of --data FILE.csv: give --data too")
 
 
-def choose_workers(quiet: bool = False) -> int:
-    """The default --workers (sweep.workers_for the idle cores), said on stderr when the machine is busy."""
+def choose_workers() -> tuple[int, str]:
+    """The default --workers (sweep.workers_for the idle cores), and the line that says so when the machine
+    is busy ("" when not): printed once the run starts, after every check of the input (a bad input's
+    error stays its one line)."""
     from experiments.runner.sweep import idle_cores, workers_for  # lazy: pandas; --help and --list stay fast
 
     idle, cores = idle_cores(), os.cpu_count() or 1
     workers = workers_for(idle)
-    if workers < cores and not quiet:
-        print(f"{workers} solve{'s' if workers > 1 else ''} at a time: the machine is busy ({idle:.1f} of "
-              f"{cores} CPU cores idle; --workers N to choose)", file=sys.stderr)
-    return workers
+    if workers >= cores:
+        return workers, ""
+    return workers, (f"{workers} solve{'s' if workers > 1 else ''} at a time: the machine is busy ({idle:.1f} of "
+                     f"{cores} CPU cores idle; --workers N to choose)")
 
 
 def output_dir(args) -> Path:
@@ -816,8 +818,9 @@ def run(args, argv: list[str]) -> int:
         suite = SUITES.get(args.suite)
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
+    busy = ""
     if args.workers is None:  # measured now, before this run's own work keeps the cores busy
-        args.workers = choose_workers(quiet=args.quiet)
+        args.workers, busy = choose_workers()
     if args.executor == "local":
         from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
 
@@ -840,7 +843,7 @@ def run(args, argv: list[str]) -> int:
             raise UsageError(f"{out} already holds a run; use --resume to complete it or another --out")
         if not args.out and not args.resume:
             point_latest(out)
-        return sweep(args, argv, out, suite_name, problems, datasets, maps, backends)
+        return sweep(args, argv, out, suite_name, problems, datasets, maps, backends, busy)
 
 
 def write_run_meta(out: Path, args, argv, suite_name: str, n_tasks: int, datasets: dict, maps: dict,
@@ -857,8 +860,10 @@ def write_run_meta(out: Path, args, argv, suite_name: str, n_tasks: int, dataset
     return meta
 
 
-def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps: dict, backends) -> int:
-    """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary."""
+def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps: dict, backends,
+          busy: str = "") -> int:
+    """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary;
+    `busy`: the line saying why fewer solves run at a time than there are cores (choose_workers)."""
     from tqdm import tqdm
 
     from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
@@ -884,6 +889,8 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
               f"their LP settings)"
               + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
               file=sys.stderr)
+        if busy:
+            print(busy, file=sys.stderr)
     start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="solve", disable=args.no_progress or args.quiet, dynamic_ncols=True)
     failed = 0
