@@ -48,7 +48,9 @@ def _affine_forms(expr) -> list | None:
             continue  # constants, parameters, variables
         if node.is_named_expression_type():
             stack.append((node.expr, mult, affine))
-        elif type(node) in (ne.SumExpression, ne.LinearExpression, ne.NPV_SumExpression):
+        elif type(node) in (ne.LinearExpression, ne.MonomialTermExpression):
+            continue  # constant multiples of variables only: no form below (and one object per term to skip)
+        elif type(node) in (ne.SumExpression, ne.NPV_SumExpression):
             stack.extend((a, mult, affine) for a in node.args)
         elif type(node) is ne.NegationExpression:
             stack.append((node.args[0], -mult, affine))
