@@ -132,7 +132,8 @@ def compile_quadratic_forms(model, compile_rest):
         if len(cols) == n and np.array_equal(cols, np.arange(n)) and np.all(scaled != 0):
             # The usual case (a Gram matrix without zeros on the model's columns in order):
             # CSC arrays written down directly, without scipy's coordinate round trip.
-            part = sp.csc_matrix((scaled.ravel(order="F"), np.tile(np.arange(n), n), np.arange(0, n * n + 1, n)),
+            # Q is exactly symmetric (QuadraticForm), so its rows in order are its columns: no transposed copy.
+            part = sp.csc_matrix((scaled.ravel(), np.tile(np.arange(n), n), np.arange(0, n * n + 1, n)),
                                  shape=(n, n))
         else:
             block = sp.coo_matrix(scaled)
