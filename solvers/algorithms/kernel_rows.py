@@ -34,6 +34,12 @@ DEFAULT_CACHE_BYTES = 512 * 2**20
 #: being mapped and faulted in again: n = 5,000, C = 1, a fresh process, 0.26-0.27 s with 16 MB blocks
 #: against 0.32-0.44 s with 64 MB (LIBSVM 0.18 s in the same runs).
 CHUNK_BYTES = 16 * 2**20
+#: Size of one slab of the row cache (KernelRows): just under numpy's 4 MiB threshold for asking the kernel
+#: for transparent huge pages. With 16 MiB slabs the run at n = 5,000 (C = 1) took either 0.46 s or, when
+#: the kernel compacted memory to find huge pages, 1.13-1.15 s (sys time 0.23-0.27 s against 0.04-0.06);
+#: with slabs below the threshold 0.48-0.83 s (sys 0.08-0.11), fresh processes side by side, machine shared
+#: by 5 agents. At n = 50,000 both took the same (user 40.4 s against 39.4 s, 10 rows a slab against 41).
+SLAB_BYTES = 4 * 2**20 - 1
 
 
 class FullGram(Gram):
@@ -68,7 +74,7 @@ class FullGram(Gram):
 class KernelRows(Gram):
     """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.
 
-    The cache's rows live in slabs of CHUNK_BYTES, allocated as it fills and never more than
+    The cache's rows live in slabs of SLAB_BYTES, allocated as it fills and never more than
     `capacity` rows in all; a row computed for the cache is written straight into its slot
     (formulations.kernels.gram(out=...)). Before, each row was computed in a block and copied
     into an array of its own: at n = 5,000 (C = 1) the split start's 2,200 rows cost 0.18-0.31 s
@@ -84,7 +90,7 @@ class KernelRows(Gram):
         self.kernel, self.data = kernel, np.ascontiguousarray(X, dtype=float)
         self.n = len(self.data)
         self.capacity = max(2, int(cache_bytes // (8 * max(self.n, 1))))
-        self._slab_rows = min(self.capacity, max(1, int(CHUNK_BYTES // (8 * max(self.n, 1)))))
+        self._slab_rows = min(self.capacity, max(1, int(SLAB_BYTES // (8 * max(self.n, 1)))))
         self._slabs: list[np.ndarray] = []
         self._cache: OrderedDict[int, int] = OrderedDict()  # row -> its slot, least recently used first
         self._free: list[int] = []  # slots of allocated slabs that hold no row
