@@ -40,6 +40,8 @@ CHUNK_BYTES = 16 * 2**20
 #: with slabs below the threshold 0.48-0.83 s (sys 0.08-0.11), fresh processes side by side, machine shared
 #: by 5 agents. At n = 50,000 both took the same (user 40.4 s against 39.4 s, 10 rows a slab against 41).
 SLAB_BYTES = 4 * 2**20 - 1
+#: Rows per run of consecutive cache slots, on average, from which KernelRows computes them in place.
+MIN_RUN = 32
 
 
 class FullGram(Gram):
@@ -115,16 +117,34 @@ class KernelRows(Gram):
             size = min(self._slab_rows, self.capacity - first)
             self._slabs.append(np.empty((size, self.n)))
             self._free.extend(range(first + size - 1, first - 1, -1))  # pop() hands out ascending slots
-        if len(self._free) < count:
-            victims = [i for i in self._cache if i not in keep][:count - len(self._free)]
+        need = count - len(self._free)
+        if need > 0:  # from the least recently used end, stopping when enough are found (not the whole cache)
+            victims = []
+            for i in self._cache:
+                if i not in keep:
+                    victims.append(i)
+                    if len(victims) == need:
+                        break
             self._free.extend(self._cache.pop(i) for i in victims)
         return [self._free.pop() for _ in range(min(count, len(self._free)))]
 
-    def _fill(self, rows: list[int], keep) -> list[tuple[slice, np.ndarray]]:
-        """Compute `rows` into cache slots, each run of consecutive slots in one slab written in place;
-        returns the runs as (its part of `rows`, its rows of K) for a product without gathering them."""
+    def _store(self, rows: list[int], block, keep) -> None:
+        """Copy computed rows (block[k] = K[rows[k]]) into cache slots."""
         slots = self._take_slots(len(rows), keep)
-        self.rows_computed += len(rows)
+        for slot, row in zip(slots, block):
+            self._row(slot)[:] = row
+        self._cache.update(zip(rows, slots))
+        self.max_held = max(self.max_held, len(self._cache))
+
+    def _fill(self, rows: list[int], keep) -> list[tuple[slice, np.ndarray]]:
+        """Compute `rows` into cache slots; returns the runs of consecutive slots within one slab as
+        (its part of `rows`, its rows of K), for a product without gathering them.
+
+        Long runs (fresh slabs at moderate n) are written in place. Slots freed one by one by the LRU
+        are scattered, and a slab holds few rows at large n (10 at n = 50,000): each kernel evaluation
+        costs O(n d) besides its rows (formulations.kernels.gram's checks and norms), so there the rows
+        are computed a chunk at a time and copied into their slots."""
+        slots = self._take_slots(len(rows), keep)
         R = self._slab_rows
         runs, start = [], 0
         while start < len(slots):
@@ -132,10 +152,17 @@ class KernelRows(Gram):
             while stop < len(slots) and slots[stop] == slots[stop - 1] + 1 and slots[stop] % R:
                 stop += 1
             first = slots[start] % R
-            block = self._slabs[slots[start] // R][first:first + stop - start]
-            self._compute(np.asarray(rows[start:stop]), out=block)
-            runs.append((slice(start, stop), block))
+            runs.append((slice(start, stop), self._slabs[slots[start] // R][first:first + stop - start]))
             start = stop
+        self.rows_computed += len(rows)
+        if MIN_RUN * len(runs) <= len(rows):
+            for part, block in runs:
+                self._compute(np.asarray(rows[part]), out=block)
+        else:
+            step = max(1, int(CHUNK_BYTES // (8 * max(self.n, 1))))
+            for lo in range(0, len(rows), step):
+                for slot, row in zip(slots[lo:lo + step], self._compute(np.asarray(rows[lo:lo + step]))):
+                    self._row(slot)[:] = row
         self._cache.update(zip(rows, slots))
         self.max_held = max(self.max_held, len(self._cache))
         return runs
@@ -143,18 +170,20 @@ class KernelRows(Gram):
     def rows(self, I) -> np.ndarray:
         I = np.asarray(I, dtype=int)
         wanted = list(dict.fromkeys(I.tolist()))
+        missing = [i for i in wanted if i not in self._cache]
+        if len(missing) == len(I) and len(I) <= self.capacity:  # none cached, none repeated: the block is
+            out = self._compute(I)  # the answer, copied once into the cache
+            self.rows_computed += len(I)
+            self._store(missing, out, set(missing))
+            return out
         if len(wanted) > self.capacity:  # more than the cache holds: computed for this call, the newest kept
             out = self._compute(I)
             self.rows_computed += len(wanted)
-            keep = wanted[-self.capacity:]
             where = {i: r for r, i in enumerate(I.tolist())}
+            keep = wanted[-self.capacity:]
             new = [i for i in keep if i not in self._cache]
-            for i, slot in zip(new, self._take_slots(len(new), set(keep))):
-                self._row(slot)[:] = out[where[i]]
-                self._cache[i] = slot
-            self.max_held = max(self.max_held, len(self._cache))
+            self._store(new, out[[where[i] for i in new]], set(keep))
             return out
-        missing = [i for i in wanted if i not in self._cache]
         if missing:
             self._fill(missing, set(wanted))
         out = np.empty((len(I), self.n))
