@@ -77,11 +77,11 @@ class KernelRows(Gram):
     """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.
 
     The cache's rows live in slabs of SLAB_BYTES, allocated as it fills and never more than
-    `capacity` rows in all; a row computed for the cache is written straight into its slot
-    (formulations.kernels.gram(out=...)). Before, each row was computed in a block and copied
-    into an array of its own: at n = 5,000 (C = 1) the split start's 2,200 rows cost 0.18-0.31 s
-    that way against 0.14-0.16 s written in place (fresh processes side by side, machine shared:
-    the copies and the fresh memory of 2,200 small arrays were most of it).
+    `capacity` rows in all; rows computed for the cache in long runs of slots are written straight
+    into them (formulations.kernels.gram(out=...)), others copied in (`_fill`). Before, each row
+    was computed in a block and copied into an array of its own: 2,200 rows at n = 5,000 (the split
+    start's product) took 0.18-0.28 s that way against 0.11-0.16 s written in place (5 fresh
+    processes each, machine shared; the copies and the fresh memory of 2,200 small arrays).
 
     `rows_computed` counts the rows evaluated (hits cost nothing), `max_held` the most rows the
     cache ever held (never above `capacity`).
