@@ -197,7 +197,7 @@ def _as_data(X, what: str) -> np.ndarray:
 # --------------------------------------------------------------------------- Gram
 
 
-def gram(kernel: Kernel, X, Z=None, out: np.ndarray | None = None) -> np.ndarray:
+def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
     """Kernel matrix G[i, j] = k(x_i, z_j), shape (len(X), len(Z)); Z=None means Z = X.
 
     Vectorized through the inner products X Z' (BLAS syrk for X X', whose two triangles are
@@ -206,8 +206,6 @@ def gram(kernel: Kernel, X, Z=None, out: np.ndarray | None = None) -> np.ndarray
     temporaries; now 0.18 s, 0.2-0.4 s in a fresh process). The rbf distances use
     ||x - z||^2 = (||x||^2 + ||z||^2) - 2 x^T z, clipped at 0 against cancellation; each
     term is symmetric in (x, z), so with Z=None the result is exactly symmetric.
-    out: a C-contiguous float array of the result's shape to fill instead of a new one (a row cache's own
-    storage, solvers.algorithms.kernel_rows: no fresh block to fault in and copy from).
     """
     if kernel.name == "precomputed":
         raise SVMInputError(
@@ -223,7 +221,7 @@ def gram(kernel: Kernel, X, Z=None, out: np.ndarray | None = None) -> np.ndarray
         )
     # Z is X: numpy's matmul calls syrk and copies one triangle onto the other (without BLAS,
     # x_i'x_j and x_j'x_i are summed in the same order): exactly symmetric, as Mercer checks want.
-    G = X @ Z.T if out is None else np.matmul(X, Z.T, out=out)
+    G = X @ Z.T
     gamma = kernel.resolved_gamma(X.shape[1])
     if kernel.name == "linear":
         return G

@@ -34,14 +34,6 @@ DEFAULT_CACHE_BYTES = 512 * 2**20
 #: being mapped and faulted in again: n = 5,000, C = 1, a fresh process, 0.26-0.27 s with 16 MB blocks
 #: against 0.32-0.44 s with 64 MB (LIBSVM 0.18 s in the same runs).
 CHUNK_BYTES = 16 * 2**20
-#: Size of one slab of the row cache (KernelRows): just under numpy's 4 MiB threshold for asking the kernel
-#: for transparent huge pages. With 16 MiB slabs the run at n = 5,000 (C = 1) took either 0.46 s or, when
-#: the kernel compacted memory to find huge pages, 1.13-1.15 s (sys time 0.23-0.27 s against 0.04-0.06);
-#: with slabs below the threshold 0.48-0.83 s (sys 0.08-0.11), fresh processes side by side, machine shared
-#: by 5 agents. At n = 50,000 both took the same (user 40.4 s against 39.4 s, 10 rows a slab against 41).
-SLAB_BYTES = 4 * 2**20 - 1
-#: Rows per run of consecutive cache slots, on average, from which KernelRows computes them in place.
-MIN_RUN = 32
 
 
 class FullGram(Gram):
@@ -76,13 +68,6 @@ class FullGram(Gram):
 class KernelRows(Gram):
     """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.
 
-    The cache's rows live in slabs of SLAB_BYTES, allocated as it fills and never more than
-    `capacity` rows in all; rows computed for the cache in long runs of slots are written straight
-    into them (formulations.kernels.gram(out=...)), others copied in (`_fill`). Before, each row
-    was computed in a block and copied into an array of its own: 2,200 rows at n = 5,000 (the split
-    start's product) took 0.18-0.28 s that way against 0.11-0.16 s written in place (5 fresh
-    processes each, machine shared; the copies and the fresh memory of 2,200 small arrays).
-
     `rows_computed` counts the rows evaluated (hits cost nothing), `max_held` the most rows the
     cache ever held (never above `capacity`).
     """
@@ -92,104 +77,43 @@ class KernelRows(Gram):
         self.kernel, self.data = kernel, np.ascontiguousarray(X, dtype=float)
         self.n = len(self.data)
         self.capacity = max(2, int(cache_bytes // (8 * max(self.n, 1))))
-        self._slab_rows = min(self.capacity, max(1, int(SLAB_BYTES // (8 * max(self.n, 1)))))
-        self._slabs: list[np.ndarray] = []
-        self._cache: OrderedDict[int, int] = OrderedDict()  # row -> its slot, least recently used first
-        self._free: list[int] = []  # slots of allocated slabs that hold no row
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self.rows_computed = 0
         self.max_held = 0
         self._diagonal = None
 
-    def _compute(self, I, out: np.ndarray | None = None) -> np.ndarray:
-        block = gram(self.kernel, self.data[I], self.data, out=out)
+    def _compute(self, I) -> np.ndarray:
+        block = gram(self.kernel, self.data[I], self.data)
         # k(x_i, x_i) as the full Gram matrix has it (the rbf's exact 1, not rounding noise)
         block[np.arange(len(I)), I] = self.diagonal()[I]
         return block
 
-    def _row(self, slot: int) -> np.ndarray:
-        return self._slabs[slot // self._slab_rows][slot % self._slab_rows]
-
-    def _take_slots(self, count: int, keep) -> list[int]:
-        """`count` slots for new rows: free ones, then a new slab while under capacity, then those of the
-        least recently used rows not in `keep` (at most capacity - len(keep) are there to take)."""
-        while len(self._free) < count and len(self._slabs) * self._slab_rows < self.capacity:
-            first = len(self._slabs) * self._slab_rows
-            size = min(self._slab_rows, self.capacity - first)
-            self._slabs.append(np.empty((size, self.n)))
-            self._free.extend(range(first + size - 1, first - 1, -1))  # pop() hands out ascending slots
-        need = count - len(self._free)
-        if need > 0:  # from the least recently used end, stopping when enough are found (not the whole cache)
-            victims = []
-            for i in self._cache:
-                if i not in keep:
-                    victims.append(i)
-                    if len(victims) == need:
-                        break
-            self._free.extend(self._cache.pop(i) for i in victims)
-        return [self._free.pop() for _ in range(min(count, len(self._free)))]
-
-    def _store(self, rows: list[int], block, keep) -> None:
-        """Copy computed rows (block[k] = K[rows[k]]) into cache slots."""
-        slots = self._take_slots(len(rows), keep)
-        for slot, row in zip(slots, block):
-            self._row(slot)[:] = row
-        self._cache.update(zip(rows, slots))
-        self.max_held = max(self.max_held, len(self._cache))
-
-    def _fill(self, rows: list[int], keep) -> list[tuple[slice, np.ndarray]]:
-        """Compute `rows` into cache slots; returns the runs of consecutive slots within one slab as
-        (its part of `rows`, its rows of K), for a product without gathering them.
-
-        Long runs (fresh slabs at moderate n) are written in place. Slots freed one by one by the LRU
-        are scattered, and a slab holds few rows at large n (10 at n = 50,000): each kernel evaluation
-        costs O(n d) besides its rows (formulations.kernels.gram's checks and norms), so there the rows
-        are computed a chunk at a time and copied into their slots."""
-        slots = self._take_slots(len(rows), keep)
-        R = self._slab_rows
-        runs, start = [], 0
-        while start < len(slots):
-            stop = start + 1
-            while stop < len(slots) and slots[stop] == slots[stop - 1] + 1 and slots[stop] % R:
-                stop += 1
-            first = slots[start] % R
-            runs.append((slice(start, stop), self._slabs[slots[start] // R][first:first + stop - start]))
-            start = stop
-        self.rows_computed += len(rows)
-        if MIN_RUN * len(runs) <= len(rows):
-            for part, block in runs:
-                self._compute(np.asarray(rows[part]), out=block)
-        else:
-            step = max(1, int(CHUNK_BYTES // (8 * max(self.n, 1))))
-            for lo in range(0, len(rows), step):
-                for slot, row in zip(slots[lo:lo + step], self._compute(np.asarray(rows[lo:lo + step]))):
-                    self._row(slot)[:] = row
-        self._cache.update(zip(rows, slots))
-        self.max_held = max(self.max_held, len(self._cache))
-        return runs
-
     def rows(self, I) -> np.ndarray:
         I = np.asarray(I, dtype=int)
-        wanted = list(dict.fromkeys(I.tolist()))
-        missing = [i for i in wanted if i not in self._cache]
-        if len(missing) == len(I) and len(I) <= self.capacity:  # none cached, none repeated: the block is
-            out = self._compute(I)  # the answer, copied once into the cache
-            self.rows_computed += len(I)
-            self._store(missing, out, set(missing))
-            return out
-        if len(wanted) > self.capacity:  # more than the cache holds: computed for this call, the newest kept
-            out = self._compute(I)
-            self.rows_computed += len(wanted)
-            where = {i: r for r, i in enumerate(I.tolist())}
-            keep = wanted[-self.capacity:]
-            new = [i for i in keep if i not in self._cache]
-            self._store(new, out[[where[i] for i in new]], set(keep))
-            return out
-        if missing:
-            self._fill(missing, set(wanted))
-        out = np.empty((len(I), self.n))
-        for r, i in enumerate(I.tolist()):
-            out[r] = self._row(self._cache[i])
-            self._cache.move_to_end(i)
+        missing = np.array([i for i in dict.fromkeys(I.tolist()) if i not in self._cache], dtype=int)
+        fresh = {}
+        if missing.size:
+            block = self._compute(missing)
+            self.rows_computed += missing.size
+            fresh = dict(zip(missing.tolist(), block))
+        if missing.size == len(I):  # none cached, none repeated: the block is the answer (no second copy)
+            out = block
+        else:
+            out = np.empty((len(I), self.n))
+            for r, i in enumerate(I.tolist()):
+                row = self._cache.get(i)
+                if row is None:
+                    row = fresh[i]
+                else:
+                    self._cache.move_to_end(i)
+                out[r] = row
+        # The newest rows, as copies: a view would keep its whole block alive after the LRU evicts the
+        # row's neighbours (n = 50,000: a 5.4 GB peak with views, against the cache's 512 MB).
+        for i in missing.tolist()[-self.capacity:]:
+            self._cache[i] = fresh[i].copy()
+        while len(self._cache) > self.capacity:
+            self._cache.popitem(last=False)
+        self.max_held = max(self.max_held, len(self._cache))
         return out
 
     def restricted(self, S) -> "KernelRows":
@@ -206,30 +130,28 @@ class KernelRows(Gram):
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u without the n x n matrix: rows of the nonzeros of u, a bounded chunk at a time.
 
-        Cached rows are used as they are; the others are computed into the cache while it has room,
-        never evicting a row (the working set's rows stay), and beyond that a chunk at a time for this
-        product alone. At n = 5,000 (C = 1) the split start, the loop's end and the checks' proved
-        optimum each asked for the ~2,400 rows of the points at C: 0.2 s of a 0.6 s solve when every
-        call recomputed them.
+        Cached rows are used as they are; the others are computed and kept while the cache has room,
+        never evicting a row (the working set's rows stay). At n = 5,000 (C = 1) the split start, the
+        loop's end and the checks' proved optimum each asked for the ~2,400 rows of the points at C:
+        0.2 s of a 0.6 s solve when every call recomputed them.
         """
         nz = np.flatnonzero(u)
         out = np.zeros(self.n)
         step = max(1, int(CHUNK_BYTES // (8 * max(self.n, 1))))
         held = np.array([i in self._cache for i in nz.tolist()], dtype=bool)
         cached, missing = nz[held], nz[~held]
-        room = max(0, self.capacity - len(self._cache))
-        if room and missing.size:  # into free slots and new slabs only: no row is evicted
-            fresh = missing[:room]
-            for part, block in self._fill(fresh.tolist(), set()):
-                out += u[fresh[part]] @ block
-            missing = missing[room:]
         for lo in range(0, cached.size, step):
             J = cached[lo:lo + step]
-            out += u[J] @ np.stack([self._row(self._cache[i]) for i in J.tolist()])
+            out += u[J] @ np.stack([self._cache[i] for i in J.tolist()])
         for lo in range(0, missing.size, step):
             J = missing[lo:lo + step]
+            block = self._compute(J)
             self.rows_computed += J.size
-            out += u[J] @ self._compute(J)
+            out += u[J] @ block
+            room = max(0, self.capacity - len(self._cache))
+            for i, row in zip(J[:room].tolist(), block[:room]):  # copies, as in rows()
+                self._cache[i] = row.copy()
+        self.max_held = max(self.max_held, len(self._cache))
         return out
 
     def diagonal(self) -> np.ndarray:
