@@ -91,6 +91,42 @@ def test_standard_form_of_a_ranged_maximisation():
         assert m.dual[m.r] == pytest.approx(0.0, abs=1e-5), backend
 
 
+def _column_order(qp, var):
+    """The QP's column of each member of an indexed variable (by identity: Pyomo's == builds an expression)."""
+    where = {id(v): k for k, v in enumerate(qp.columns)}
+    return [where[id(v)] for v in var.values()]
+
+
+def test_linear_terms_next_to_a_quadratic_form_are_read_exactly():
+    """The objective of a working-set block, p'x + 1/2 x'Qx with p from an array (one number-times-variable
+    term each, read in one pass), next to terms the one-pass read must leave to the general path:
+    a mutable Param coefficient, a fixed variable (a constant), an integer coefficient."""
+    from formulations.model import linear_sum
+    from formulations.quadratic_form import QuadraticForm
+
+    p = np.array([1.5, -2.0, 0.25, 3.0])
+    Q = np.array([[2.0, 0.5, 0.0, 0.0], [0.5, 1.0, 0.0, 0.0], [0.0, 0.0, 3.0, 1.0], [0.0, 0.0, 1.0, 4.0]])
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(4), bounds=(0, 1))
+    m.z = pyo.Var(initialize=2.0)
+    m.z.fix()
+    m.c = pyo.Param(initialize=7.0, mutable=True)
+    m.quad = QuadraticForm(Q, m.x)
+    m.obj = pyo.Objective(expr=linear_sum(p, m.x) + 0.5 * m.quad + m.c * m.x[0] + 3 * m.x[3] + 5.0 * m.z)
+    qp = from_pyomo(m)
+    assert qp.sense == 1 and qp.n == 4
+    order = _column_order(qp, m.x)
+    np.testing.assert_allclose(qp.q[order], p + [7.0, 0.0, 0.0, 3.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(qp.P.toarray()[np.ix_(order, order)], Q, rtol=0, atol=1e-15)
+    assert qp.c0 == pytest.approx(10.0, rel=1e-15)  # 5 z with z fixed at 2
+    m.obj.deactivate()
+    m.obj2 = pyo.Objective(expr=linear_sum(p, m.x) + m.x[1] * m.x[2])  # a product of variables: general path
+    qp2 = from_pyomo(m)
+    order2 = _column_order(qp2, m.x)
+    np.testing.assert_allclose(qp2.q[order2], p, rtol=0, atol=1e-15)
+    assert qp2.P.toarray()[order2[1], order2[2]] == pytest.approx(1.0, rel=1e-15)
+
+
 def test_bridge_refuses_nonlinear_constraints_and_objectives():
     m = pyo.ConcreteModel()
     m.x = pyo.Var([0, 1])

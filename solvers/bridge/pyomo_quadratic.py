@@ -48,7 +48,9 @@ def _affine_forms(expr) -> list | None:
             continue  # constants, parameters, variables
         if node.is_named_expression_type():
             stack.append((node.expr, mult, affine))
-        elif type(node) in (ne.SumExpression, ne.LinearExpression, ne.NPV_SumExpression):
+        elif type(node) in (ne.LinearExpression, ne.MonomialTermExpression):
+            continue  # constant multiples of variables only: no form below (and one object per term to skip)
+        elif type(node) in (ne.SumExpression, ne.NPV_SumExpression):
             stack.extend((a, mult, affine) for a in node.args)
         elif type(node) is ne.NegationExpression:
             stack.append((node.args[0], -mult, affine))
@@ -130,7 +132,8 @@ def compile_quadratic_forms(model, compile_rest):
         if len(cols) == n and np.array_equal(cols, np.arange(n)) and np.all(scaled != 0):
             # The usual case (a Gram matrix without zeros on the model's columns in order):
             # CSC arrays written down directly, without scipy's coordinate round trip.
-            part = sp.csc_matrix((scaled.ravel(order="F"), np.tile(np.arange(n), n), np.arange(0, n * n + 1, n)),
+            # Q is exactly symmetric (QuadraticForm), so its rows in order are its columns: no transposed copy.
+            part = sp.csc_matrix((scaled.ravel(), np.tile(np.arange(n), n), np.arange(0, n * n + 1, n)),
                                  shape=(n, n))
         else:
             block = sp.coo_matrix(scaled)
