@@ -17,9 +17,17 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
-# The project's modules (and pandas) are imported where they are used: `python -m experiments.corpus --help`
-# answers without loading Pyomo, cvxpy and the solvers (0.3 s against 3 s).
+from experiments.datasets import example_5_1, exercise_5_4, gendata, nonlinear, overlapping, sparse_features
+from formulations.kernels import Kernel, gram
+from formulations.scaling import BadScalingWarning
+from solvers import solution as st
+from solvers.checks import decision_scale, w_scale
+from solvers.api import solve
+from solvers.profiles import get_profile
+from solvers.reference import Gram, Reference, polish
+from solvers.registry import available_backends, takes_time_limit
 
 PROFILES = ("default", "high")
 
@@ -35,9 +43,6 @@ class Problem:
 
 
 def problems() -> list[Problem]:
-    from experiments.datasets import example_5_1, exercise_5_4, gendata, nonlinear, overlapping, sparse_features
-    from formulations.kernels import Kernel
-
     e51, e54 = example_5_1(), exercise_5_4()
     ov, sp = overlapping(30, seed=3), sparse_features(20, d=200, seed=1)
     nl, gd = nonlinear(30, seed=2), gendata(12, 12, seed=4)
@@ -68,10 +73,6 @@ TIME_LIMIT = 20.0
 
 
 def _solve(p: Problem, layer: str, backend: str, profile: str) -> st.Solution:
-    from formulations.scaling import BadScalingWarning
-    from solvers.api import solve
-    from solvers.registry import takes_time_limit
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BadScalingWarning)
         return solve(p.formulation, p.X, p.y, layer=layer, backend=backend, C=p.C, kernel=p.kernel,
@@ -80,9 +81,6 @@ def _solve(p: Problem, layer: str, backend: str, profile: str) -> st.Solution:
 
 def reference(p: Problem) -> Reference:
     """The proved optimum of `p`, polished from a tight Clarabel solve (raises if none is proved)."""
-    from formulations.kernels import gram
-    from solvers.reference import Gram, polish
-
     sol = _solve(p, "cvxpy", "clarabel", "high")
     C = math.inf if p.C is None else p.C
     alpha = sol.alpha if sol.alpha is not None else sol.extras.get("unverified", {}).get("alpha")
@@ -96,8 +94,6 @@ def reference(p: Problem) -> Reference:
 def errors(sol: st.Solution, ref: Reference, p: Problem) -> dict:
     """The row's distance to the reference: objective (relative), w (relative to solvers.checks.w_scale),
     b and f (relative to max |f*|, solvers.checks.decision_scale)."""
-    from solvers.checks import decision_scale, w_scale
-
     if sol.decision is None or not math.isfinite(sol.b):
         return {"err_objective": math.nan, "err_w": math.nan, "err_b": math.nan, "err_f": math.nan}
     scale = decision_scale(ref.g + ref.b)
@@ -113,11 +109,6 @@ def errors(sol: st.Solution, ref: Reference, p: Problem) -> dict:
 
 def run_problem(p: Problem, pairs=None) -> pd.DataFrame:
     """Every (layer, backend, profile) on `p`, with each row's errors against the reference."""
-    import pandas as pd
-
-    from solvers.profiles import get_profile
-    from solvers.registry import available_backends
-
     ref = reference(p)
     rows = []
     for layer, backend in pairs or available_backends():
@@ -131,8 +122,6 @@ def run_problem(p: Problem, pairs=None) -> pd.DataFrame:
 
 def wrong_optimal(df: pd.DataFrame) -> pd.DataFrame:
     """Rows marked `optimal` that are more than their profile's tolerance from the reference."""
-    from solvers import solution as st
-
     ok = df["status"] == st.OPTIMAL
     worst = df[["err_objective", "err_w", "err_b", "err_f"]].max(axis=1, skipna=True)
     return df[ok & ~(worst <= df["tol"])]
@@ -140,10 +129,6 @@ def wrong_optimal(df: pd.DataFrame) -> pd.DataFrame:
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per profile: solves, claimed optima, verified optima, and how far the others were."""
-    import pandas as pd
-
-    from solvers import solution as st
-
     def one(g):
         claimed = g["claimed"].isin([st.OPTIMAL, st.OPTIMAL_INACCURATE])
         worst = g[["err_objective", "err_w", "err_b", "err_f"]].max(axis=1, skipna=True)
@@ -167,8 +152,6 @@ def main(argv: list[str] | None = None) -> int:
         "`optimal` row that is off (exit 1 if there is one). A few minutes on 2 cores.")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    import pandas as pd
-
     todo = problems()
     df = pd.concat([run_problem(p) for p in tqdm(todo, desc="corpus problems", disable=args.no_progress)],
                    ignore_index=True)
