@@ -88,6 +88,12 @@ class PrimalWorkingSetResult:
     timed_out: bool = False  # stopped at time_limit (checked between restricted QPs)
 
 
+def _why(status: str, message: str) -> str:
+    """A subproblem's failure as the row says it: the status, and the solver's message when it gave one
+    (DAQP at C = 1e12 gave none: the row read "(error: )")."""
+    return f"{status}: {message}" if message else f"{status}, no message from the solver"
+
+
 def _subproblem_direct(X, y, C, inside, backend, options, time_limit):
     asm = direct.assemble(SOFT_PRIMAL, X, y, C, inside=inside)
     res = direct.solve_assembled(asm, backend, options, time_limit)
@@ -214,7 +220,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     point = _point(values, d)
     if point is None:
         return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s, False,
-                                      f"the sample's QP returned no point ({status}: {message})")
+                                      f"the sample's QP returned no point ({_why(status, message)})")
     w, b = point
     if everything:
         return settled(w, b, values.get("alpha"), 0, n)
@@ -230,7 +236,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         point = _point(values, d)
         if point is None:
             return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
-                                          sub_s, False, f"restricted QP {it} returned no point ({status}: {message})")
+                                          sub_s, False, f"restricted QP {it} returned no point ({_why(status, message)})")
         dw, db = point[0] - w, point[1] - b
         dm = y * (X @ dw + db)
         reached = margins + dm
