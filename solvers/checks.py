@@ -236,8 +236,9 @@ def gap_rounding(C, alpha: np.ndarray, y: np.ndarray, f: np.ndarray, size) -> fl
     P - D = ||w||^2 + sum_i C_i xi_i - sum_i alpha_i, with xi_i = max(0, 1 - y_i f_i): an error e in
     each f_i moves C_i xi_i by C_i e where the hinge is active or within e of its kink, and
     ||w||^2 = sum_i u_i (f_i - b) by sum_i alpha_i e. With e_i = eps * size_i (decision_terms; one
-    number or one per point) this is sum_{i near} C_i e_i + sum_i alpha_i e_i: 1e-8 of P at C = 1e6 on breast cancer (rbf,
-    77 free points), 1e-5 at C = 1e9, negligible at ordinary C (the point's own gap is what counts)."""
+    number or one per point) this is sum_{i near} C_i e_i + sum_i alpha_i e_i: 1e-8 of P at C = 1e6
+    on breast cancer (rbf, 77 free points), 1e-5 at C = 1e9, negligible at ordinary C (the point's
+    own gap is what counts)."""
     e = np.broadcast_to(np.finfo(float).eps * np.asarray(size, dtype=float), f.shape)
     near = (1.0 - y * f) > -e
     return penalty.weighted_sum(C, near * e) + float(np.abs(alpha) @ e)
