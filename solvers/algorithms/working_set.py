@@ -641,18 +641,23 @@ def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float, max_
     are y (g + 1), b is the closing step's (formulations.recovery.recover_bias), and
     P - D = alpha'g + C sum_i max(0, -g_i - y_i b).
     """
-    Ku = y * (g + 1.0)
+    return _gap_and_decision(alpha, y * (g + 1.0), y, C, max_diagonal)[0]
+
+
+def _gap_and_decision(alpha, Ku, y, C, max_diagonal):
+    """relative_gap from K u (u = y alpha), and the decision values f = K u + b it was measured at
+    (None where no b is recovered)."""
     b = recover_bias(alpha, y, Ku, C).b
     if not math.isfinite(b):
-        return math.inf
+        return math.inf, None
     f = Ku + b
     hinge = float(np.maximum(0.0, 1.0 - y * f).sum())
-    ww = float(alpha @ (g + 1.0))
-    primal = 0.5 * ww + C * hinge
+    yKu = y * Ku  # g + 1
+    primal = 0.5 * float(alpha @ yKu) + C * hinge
     if not primal > 0:
-        return math.inf
+        return math.inf, f
     rounding = gap_rounding(C, alpha, y, f, decision_size(max_diagonal, alpha, b))
-    return max(0.0, abs(float(alpha @ g) + C * hinge) - rounding) / primal
+    return max(0.0, abs(float(alpha @ yKu) - float(alpha.sum()) + C * hinge) - rounding) / primal, f
 
 
 @dataclass(frozen=True)
@@ -833,16 +838,13 @@ def _settle(src, y, C, alpha, Ku, gap_tol):
     ended 5.8e-11 off their margins, C times that on 41 of them put the gap at 2.8e-6 of P, and the
     point was refused at the `high` profile; the proof from its active set is 5.5e-14 off (gap 1.1e-9).
     At an ordinary C the loop's point is within gap_tol already and nothing is solved."""
-    gap = relative_gap(alpha, y * Ku - 1.0, y, C, src.max_diagonal())
-    if gap <= gap_tol:
+    gap, f = _gap_and_decision(alpha, Ku, y, C, src.max_diagonal())
+    if gap <= gap_tol or f is None:
         return alpha, Ku, False
-    b = recover_bias(alpha, y, Ku, C).b
-    if not math.isfinite(b):
-        return alpha, Ku, False
-    ref = polish(src, y, C, alpha, Ku + b)
+    ref = polish(src, y, C, alpha, f)
     if not ref.ok:
         return alpha, Ku, False
-    settled_gap = relative_gap(ref.alpha, y * ref.g - 1.0, y, C, src.max_diagonal())
+    settled_gap = _gap_and_decision(ref.alpha, ref.g, y, C, src.max_diagonal())[0]
     if settled_gap >= gap:
         return alpha, Ku, False
     return ref.alpha, ref.g, settled_gap <= gap_tol
