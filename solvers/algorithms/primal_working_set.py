@@ -134,12 +134,18 @@ def _line_search(margins, dm, w, dw, C) -> float:
     return 1.0 if along(1.0) <= found.fun else float(found.x)
 
 
-def _proved(X, y, C, w, b, alpha):
-    """The optimum proved from the point's active set (solvers.reference.polish) as (w*, b*, alpha*),
-    or None where no proof is found."""
+def _wrong_side(margins, band, held, tol):
+    """The points outside `band` that a point's margins put on the other side of 1 by more than tol:
+    a held one (alpha = C, margin < 1) above it, another one below it."""
+    return ~band & ((held & (margins > 1.0 + tol)) | (~held & (margins < 1.0 - tol)))
+
+
+def _proved(X, y, C, f, alpha):
+    """The optimum proved from the active set of the point with decision values f (solvers.reference.polish)
+    as (w*, b*, alpha*), or None where no proof is found."""
     if alpha is None or not np.all(np.isfinite(alpha)):
         return None
-    ref = polish(Gram(X, None), y, C, alpha, X @ w + b)
+    ref = polish(Gram(X, None), y, C, alpha, f)
     if not ref.ok:
         return None
     return (ref.w if ref.w is not None else X.T @ (y * ref.alpha)), ref.b, ref.alpha
@@ -154,10 +160,11 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     Why both: the QP's point alone was 2.3e-6 off (w, relative) through PIQP at any tolerance on
     overlapping(800, d=3, seed=1), 1.5e-5 through Clarabel at n = 2,000 (the checks refuse both);
     the proof alone failed on the ambiguous points of n = 1e5 (SETTLE_TOL's comment)."""
-    proved = _proved(X, y, C, w, b, alpha)
+    f = X @ w + b
+    proved = _proved(X, y, C, f, alpha)
     if proved is not None:
         return proved
-    margins = y * (X @ w + b)
+    margins = y * f
     near = np.abs(margins - 1.0) < SETTLE_BAND
     held = ~near & (margins < 1.0)
     if not near.any():  # no point at the margin: nothing to settle
@@ -166,12 +173,12 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     point, alpha_near = _point(values, X.shape[1]), values.get("alpha")
     if point is None or alpha_near is None:
         return w, b, alpha
-    reached = y * (X @ point[0] + point[1])
-    if np.any(~near & ((held & (reached > 1.0 + tol)) | (~held & (reached < 1.0 - tol)))):
+    f_point = X @ point[0] + point[1]
+    if _wrong_side(y * f_point, near, held, tol).any():
         return w, b, alpha
     settled_alpha = np.where(held, C, 0.0)
     settled_alpha[near] = alpha_near
-    proved = _proved(X, y, C, point[0], point[1], settled_alpha)
+    proved = _proved(X, y, C, f_point, settled_alpha)
     return proved if proved is not None else (w, b, alpha)
 
 
@@ -229,6 +236,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     alpha = None
     in_W = wrong
     it = 0
+    timed_out = False
     for it in range(1, max_outer + 1):
         in_W = (np.abs(margins - 1.0) < delta) | wrong
         in_L = ~in_W & (margins < 1.0)
@@ -240,7 +248,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         dw, db = point[0] - w, point[1] - b
         dm = y * (X @ dw + db)
         reached = margins + dm
-        wrong = ~in_W & ((in_L & (reached > 1.0 + tol)) | (~in_L & (reached < 1.0 - tol)))
+        wrong = _wrong_side(reached, in_W, in_L, tol)
         if not wrong.any():
             w, b = point
             alpha = np.where(in_L, C, 0.0)
@@ -252,12 +260,12 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         # The margins moved by about this much: the band that must hold the points still in doubt.
         delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
         if time_limit is not None and time.perf_counter() - start > time_limit:
-            return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
-                                          int(wrong.sum()), sub_s, False,
-                                          f"stopped at the time limit ({time_limit:g} s) after {it} restricted QPs",
-                                          timed_out=True)
+            timed_out = True
+            break
+    why = f"at the time limit ({time_limit:g} s) " if timed_out else ""
     return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
-                                  int(wrong.sum()), sub_s, False, f"stopped after {it} restricted QPs")
+                                  int(wrong.sum()), sub_s, False, f"stopped {why}after {it} restricted QPs",
+                                  timed_out=timed_out)
 
 
 def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = SAMPLE,
