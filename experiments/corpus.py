@@ -98,7 +98,7 @@ def errors(sol: st.Solution, ref: Reference, p: Problem) -> dict:
         return {"err_objective": math.nan, "err_w": math.nan, "err_b": math.nan, "err_f": math.nan}
     scale = decision_scale(ref.g + ref.b)
     err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / scale
-    w_ref = ref.w if ref.w is not None else (p.X.T @ (p.y * ref.alpha) if p.formulation != "kernel_dual" else None)
+    w_ref = ref.weights(p.X, p.y) if p.formulation != "kernel_dual" else None
     return {
         "err_objective": abs(sol.objective - ref.objective) / ref.objective,
         "err_w": float(np.linalg.norm(sol.w - w_ref)) / w_scale(w_ref, p.X, scale) if w_ref is not None else math.nan,

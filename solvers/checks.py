@@ -215,8 +215,7 @@ def decision_size(max_diagonal: float, alpha: np.ndarray, b: float) -> float:
     """A bound on the size of the terms that make up every f(x_i) = sum_j u_j K_ij + b: |K_ij| <= max_k K_kk
     (K positive semidefinite), so sum_j |u_j K_ij| <= max K_kk sum_j alpha_j. Its rounding, eps times it,
     is what f_i cannot be computed closer than."""
-    terms = max_diagonal * float(np.abs(alpha).sum())
-    return terms + abs(float(b)) if math.isfinite(b) else terms
+    return _plus_b(max_diagonal * float(np.abs(alpha).sum()), b)
 
 
 def decision_terms(gram: Gram, alpha: np.ndarray, b: float, w: np.ndarray | None = None):
@@ -226,7 +225,11 @@ def decision_terms(gram: Gram, alpha: np.ndarray, b: float, w: np.ndarray | None
     if gram.X is None:
         return decision_size(gram.max_diagonal(), alpha, b)
     X = np.abs(gram.X)
-    terms = X @ (np.abs(w) if w is not None else X.T @ np.abs(alpha))
+    return _plus_b(X @ (np.abs(w) if w is not None else X.T @ np.abs(alpha)), b)
+
+
+def _plus_b(terms, b: float):
+    """The terms of f(x_i) and b's own (none where b is not a number)."""
     return terms + abs(float(b)) if math.isfinite(b) else terms
 
 
@@ -276,8 +279,7 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> di
     if sol.formulation in PRIMAL_FORMULATIONS:
         own, best = out.primal_objective, ref.objective
     else:
-        own = out.dual_objective
-        best = float(ref.alpha.sum()) - 0.5 * (ref.w @ ref.w if ref.w is not None else float((y * ref.alpha) @ ref.g))
+        own, best = out.dual_objective, ref.dual_objective
     out.err_objective = abs(own - best) / max(ref.objective, _TINY)
     f_scale = decision_scale(ref.g + ref.b)
     out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
@@ -285,7 +287,7 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> di
     errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
               "decision value error": out.err_decision}
     if sol.w is not None and gram.X is not None:
-        w_ref = ref.w if ref.w is not None else gram.X.T @ (y * ref.alpha)
+        w_ref = ref.weights(gram.X, y)
         out.err_w = float(np.linalg.norm(sol.w - w_ref)) / w_scale(w_ref, gram.X, f_scale)
         errors["w error"] = out.err_w
     return errors

@@ -78,9 +78,14 @@ class Reference:
     b: float = math.nan
     b_lower: float = math.nan  # the optimal b's (one value when a free point pins b)
     b_upper: float = math.nan
-    objective: float = math.nan  # P* = D*
+    objective: float = math.nan  # P* = D*, computed as P (1/2 ||w*||^2 + C sum xi*)
     rounds: int = 0
     w: np.ndarray | None = None  # w* (linear formulations)
+    dual_objective: float = math.nan  # D* computed as D (sum alpha* - 1/2 ||w*||^2: no C times f's rounding)
+
+    def weights(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """w* = sum_i alpha*_i y_i x_i (the proof's own w* where it solved for it)."""
+        return self.w if self.w is not None else X.T @ (y * self.alpha)
 
 
 def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.ndarray) -> Reference:
@@ -129,7 +134,8 @@ def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
             u = y * a
             ww = float(w @ w) if w is not None else float(u @ g)
             objective = 0.5 * ww + (penalty.weighted_sum(C, np.maximum(0.0, -r)) if soft else 0.0)
-            return Reference(True, "KKT conditions hold", a, g, b, lo, hi, objective, rounds, w)
+            return Reference(True, "KKT conditions hold", a, g, b, lo, hi, objective, rounds, w,
+                             float(a.sum()) - 0.5 * ww)
         if not moves.any():
             # the sets satisfy every condition but the balance: a bound point that sits on its margin
             # must be free (near-degenerate data: w* near 0, every point within 1e-4 of its margin)
@@ -206,7 +212,7 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
 def _in_bounds(a: np.ndarray, C) -> bool:
     """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a): below 0 relative to a's
     size (or C, where smaller), above C relative to C."""
-    size = max(float(np.max(np.abs(a))), np.finfo(float).tiny) if a.size else np.finfo(float).tiny
+    size = max(float(np.max(np.abs(a))), np.finfo(float).tiny)  # a: the free points' values, never empty
     if penalty.is_hard(C):
         return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * size))
     return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * np.minimum(C, size))

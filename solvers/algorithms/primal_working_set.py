@@ -148,7 +148,7 @@ def _proved(X, y, C, f, alpha):
     ref = polish(Gram(X, None), y, C, alpha, f)
     if not ref.ok:
         return None
-    return (ref.w if ref.w is not None else X.T @ (y * ref.alpha)), ref.b, ref.alpha
+    return ref.weights(X, y), ref.b, ref.alpha
 
 
 def _settle(X, y, C, w, b, alpha, restricted, options, tol):
