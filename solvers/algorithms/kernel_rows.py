@@ -36,6 +36,11 @@ DEFAULT_CACHE_BYTES = 512 * 2**20
 CHUNK_BYTES = 16 * 2**20
 
 
+def chunk_rows(n: int) -> int:
+    """How many kernel rows of n entries make one CHUNK_BYTES block."""
+    return max(1, int(CHUNK_BYTES // (8 * max(n, 1))))
+
+
 class FullGram(Gram):
     """A Gram matrix already in memory, as a row source."""
 
@@ -118,7 +123,9 @@ class KernelRows(Gram):
 
     def restricted(self, S) -> "KernelRows":
         """Rows of the points S alone, through a cache of the same size."""
-        return KernelRows(self.kernel, self.data[S], cache_bytes=self.capacity * 8.0 * self.n)
+        sub = KernelRows(self.kernel, self.data[S], cache_bytes=self.capacity * 8.0 * self.n)
+        sub._diagonal = self.diagonal()[S]  # the parent's, not computed again (point by point for poly, sigmoid)
+        return sub
 
     def submatrix(self, I, J) -> np.ndarray:
         I, J = np.asarray(I, dtype=int), np.asarray(J, dtype=int)
@@ -137,7 +144,7 @@ class KernelRows(Gram):
         """
         nz = np.flatnonzero(u)
         out = np.zeros(self.n)
-        step = max(1, int(CHUNK_BYTES // (8 * max(self.n, 1))))
+        step = chunk_rows(self.n)
         held = np.array([i in self._cache for i in nz.tolist()], dtype=bool)
         cached, missing = nz[held], nz[~held]
         for lo in range(0, cached.size, step):

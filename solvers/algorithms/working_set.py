@@ -72,7 +72,7 @@ from formulations.recovery import recover_bias
 from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
-from solvers.algorithms.kernel_rows import CHUNK_BYTES, FullGram, KernelRows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, chunk_rows
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
@@ -487,8 +487,9 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     # With every alpha at 0 there is no size yet: the block's own, |p| / max|Q| (a one-point block's
     # optimum), is within a few orders of alpha's (at C = 1e11, t = C put alpha ~ 1 below PIQP's 1e-9,
     # the answer was all-zero); an s far above 1 is no harm to the solvers, one far below 1 is.
-    t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max() / np.abs(Q_BB).max()))
-    size = t * max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
+    q_max = max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
+    t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max()) / q_max)
+    size = t * q_max
     s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C / t, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
@@ -557,9 +558,9 @@ def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0,
     # free points the sample's share predicts (free at C = 1, 10, 100 on the benchmark's data, n = 5,000:
     # sample 95, 218, 253 of 500; optimum 397, 1,022, 1,647); at most max_block (a dense QP of |W|^2).
     free_S = int(np.count_nonzero((a_S > SNAP * alpha_scale(a_S, C)) & (a_S < C * (1 - SNAP))))
-    wanted = min(max_block, int(WANTED_SHARE * free_S * n / len(S)))
-    by_distance = np.argsort(np.abs(margins - 1.0), kind="stable")
-    W = np.sort(by_distance[:min(max_block, max(wanted, int(np.count_nonzero(np.abs(margins - 1.0) < band))))])
+    wanted = int(WANTED_SHARE * free_S * n / len(S))
+    distance = np.abs(margins - 1.0)
+    W = np.sort(np.argsort(distance, kind="stable")[:min(max_block, max(wanted, int(np.count_nonzero(distance < band))))])
     in_W = np.zeros(n, dtype=bool)
     in_W[W] = True
     L = np.flatnonzero((margins <= 1.0) & ~in_W)
@@ -771,14 +772,15 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     # C = 100, 1,647 free at the optimum: with blocks of 1.2 times the free points, at most 1,200, and
     # filled from the last block only, 97 steps; filled from every free point, growth 2 and at most
     # 2,000, 22 steps and 6.6 s against 20.7 s, side by side, machine shared).
-    n_free = int(np.count_nonzero((alpha > eps) & (alpha < C - eps)))
+    free_now = (alpha > eps) & (alpha < C - eps)
+    n_free = int(np.count_nonzero(free_now))
     # At most the rows the cache holds (KernelRows.capacity): a bigger block's rows were recomputed each
     # step, and at n = 50,000 2,000 rows are 800 MB.
     largest = min(max(settings.q, settings.max_q), src.capacity)
     q_now = int(min(max(settings.q, settings.growth * n_free), largest))
     B = select_block(src, y, alpha, g, C, eps, q_now, active, settings.selection)
     if len(B) < q_now:  # fill with free points, the last set's first: fewer zig-zags
-        is_free = (alpha > eps) & (alpha < C - eps) & active
+        is_free = free_now & active
         is_free[B] = False
         free = np.flatnonzero(is_free)
         if loop.previous is not None:
@@ -797,7 +799,7 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     Bc = B[changed]
     # K symmetric: rows, not columns; a bounded chunk of them at a time (a block's rows at n = 50,000
     # are 800 MB; the cache keeps its own copies)
-    step = max(1, int(CHUNK_BYTES // (8 * len(y))))
+    step = chunk_rows(len(y))
     coef = y[Bc] * delta[changed]
     for lo in range(0, Bc.size, step):
         g += y * (coef[lo:lo + step] @ src.rows(Bc[lo:lo + step]))
