@@ -6,6 +6,8 @@ other units). Small cases, seconds, no timings."""
 
 from __future__ import annotations
 
+import functools
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -139,11 +141,7 @@ def test_working_set_is_invariant_under_rescaling_the_data(log_scale):
     assert run.outer_iterations <= 2 * base.outer_iterations and base.outer_iterations <= 2 * run.outer_iterations
 
 
-_RUNS: dict = {}
-
-
+@functools.cache
 def _rescaled_run(log_scale: float) -> ws.WorkingSetResult:
-    if log_scale not in _RUNS:
-        _, y, K = _moons(400, seed=1, scale=10.0 ** log_scale)
-        _RUNS[log_scale] = ws.decompose(K, y, C_LARGE, backend="piqp", q=200)
-    return _RUNS[log_scale]
+    _, y, K = _moons(400, seed=1, scale=10.0 ** log_scale)
+    return ws.decompose(K, y, C_LARGE, backend="piqp", q=200)

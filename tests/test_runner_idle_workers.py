@@ -50,13 +50,18 @@ def test_a_bad_input_on_a_busy_machine_is_still_one_line(monkeypatch, tmp_path, 
     assert err == ["error: --degree: '2.5' is not a whole number"]
 
 
-def test_workers_given_are_kept_without_measuring(monkeypatch):
+def test_workers_given_are_kept_without_measuring(monkeypatch, tmp_path, capsys):
     def measured():
         raise AssertionError("idle_cores measured although --workers was given")
 
     monkeypatch.setattr(sweep, "idle_cores", measured)
-    args = cli.build_parser().parse_args(["--workers", "3"])
-    assert args.workers == 3 and cli.build_parser().parse_args([]).workers is None
+    assert cli.build_parser().parse_args([]).workers is None
+    out = tmp_path / "run"
+    assert cli.main(["--datasets", "example_5_1", "--formulations", "soft_primal", "--layers", "cvxpy",
+                     "--backends", "clarabel", "--out", str(out), "--no-figures", "--no-progress",
+                     "--workers", "3"]) == 0
+    assert json.loads((out / "run.json").read_text())["workers"] == 3
+    assert "the machine is busy" not in capsys.readouterr().err
 
 
 def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):

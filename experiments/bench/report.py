@@ -14,13 +14,19 @@ import pandas as pd
 MATCH_TOL = 1e-7  # "the exact optimum": relative objective error against the best verified one
 
 
+def is_linear(problem: str) -> bool:
+    """A linear SVM problem of the benchmark (linear, linear_1e6, linear_wide: the soft primal, the lifted
+    dual and LIBLINEAR), not a kernel one. Here, not in scaling (which imports this module)."""
+    return problem.startswith("linear")
+
+
 def path_label(problem, formulation, layer, backend, form, rank) -> str:
     """layer/formulation/backend (linear), layer/backend/form (kernel), sklearn/peer/tolerance."""
     form = "" if not isinstance(form, str) else form
     rank = int(rank) if isinstance(rank, (int, float)) and rank == rank else 0
     if layer == "sklearn":
         return f"sklearn/{backend}/{form}"
-    parts = [layer, formulation if problem.startswith("linear") else "", backend, form + (f"{rank}" if rank else "")]
+    parts = [layer, formulation if is_linear(problem) else "", backend, form + (f"{rank}" if rank else "")]
     return "/".join(p for p in parts if p)
 
 
@@ -354,7 +360,7 @@ def _issue15_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict
                  "peer s": "-" if peer is None else _fmt(peer["total_s"]), "ratio": "-",
                  "met": "no exact verified path" if best is None else "no peer time"}]
     ratio = best["total_s"] / peer["total_s"]
-    peak_ok = n < 50_000 or problem.startswith("linear") or best["peak_rss_mb"] <= ISSUE15_PEAK_GIB * 1024
+    peak_ok = n < 50_000 or is_linear(problem) or best["peak_rss_mb"] <= ISSUE15_PEAK_GIB * 1024
     return [{"target": label, "best path": best["label"], "time s": _fmt(best["total_s"]),
              "peer s": _fmt(peer["total_s"]),
              "ratio": _fmt(ratio) + (f"; peak {best['peak_rss_mb'] / 1024:.2f} GiB" if n >= 50_000 else ""),
@@ -392,7 +398,7 @@ def peer_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """The fastest verified path of each layer per (problem, n), at the peer's accuracy or better."""
     rows = []
     for (problem, n), g in df.groupby(["problem", "n"]):
-        for peer_backend in (("liblinear", "libsvm") if problem.startswith("linear") else ("libsvm",)):
+        for peer_backend in (("liblinear", "libsvm") if is_linear(problem) else ("libsvm",)):
             for form in ("default", "tight"):
                 peer = _peer(df, problem, n, peer_backend, form)
                 if peer is None or not math.isfinite(peer["total_s"]) or peer["status"] not in FINISHED:

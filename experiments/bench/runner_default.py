@@ -25,7 +25,6 @@ and <out>/runner_default.md, which the benchmark's report.md includes (bench.rep
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import subprocess
@@ -39,8 +38,7 @@ import pandas as pd
 
 from experiments.bench import scaling
 from experiments.bench.report import MATCH_TOL, _fmt, _table
-from experiments.runner import results_table
-from experiments.runner.folder import RUN_FILE
+from experiments.runner import analysis, results_table
 
 #: The issue's target: the runner's best row of each layer within this factor of the benchmark's best path.
 TARGET_RATIO = 1.5
@@ -95,7 +93,7 @@ def run_runner(problem: Problem, csv: Path, out: Path, backends: str | None, tim
         raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     rows = results_table.load(out)
     rows["total_s"] = rows["build_s"] + rows["solve_s"]
-    return rows, wall, int(json.loads((out / RUN_FILE).read_text())["workers"])
+    return rows, wall, int(analysis.load_meta(out)["workers"])
 
 
 def run_bench_paths(problem: Problem, n: int, quick: bool, backends, budget: float) -> pd.DataFrame:

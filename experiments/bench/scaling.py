@@ -47,7 +47,7 @@ import numpy as np
 
 import formulations
 from experiments.bench import report as bench_report
-from experiments.bench.report import path_label
+from experiments.bench.report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import overlapping
 from formulations import validation
@@ -89,9 +89,8 @@ LINEAR_SIZES = {"linear": (LINEAR_N, QUICK_LINEAR_N), "linear_1e6": (BIG_N, QUIC
                 "linear_wide": (WIDE_N, QUICK_WIDE_N)}
 
 
-def is_linear(problem: str) -> bool:
-    """A linear SVM problem (the soft primal, the lifted dual and LIBLINEAR), not a kernel one."""
-    return problem in LINEAR_SIZES
+#: Every problem of the benchmark.
+PROBLEMS = ("kernel", *LINEAR_SIZES, *LARGE_C_PROBLEMS)
 
 
 def problem_C(problem: str) -> float:
@@ -528,11 +527,10 @@ def _exceeded(row: dict, budget: float) -> str:
 
 def _matches(path: Path_, patterns: str) -> bool:
     """Whether any comma-separated pattern matches: a label part, a problem, or problem:label-part."""
-    problems = {"kernel", *LINEAR_SIZES, *LARGE_C_PROBLEMS}
     for pat in patterns.split(","):
         problem, _, part = pat.rpartition(":")
         # a problem's name names that problem only ('linear' is not the 'linear_1e6' problem's sklearn/liblinear)
-        in_label = part in path.label and not (not problem and part in problems)
+        in_label = part in path.label and (bool(problem) or part not in PROBLEMS)
         if part and (not problem or problem == path.problem) and (in_label or part == path.problem):
             return True
     return False

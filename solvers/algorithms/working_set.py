@@ -560,7 +560,8 @@ def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0,
     free_S = int(np.count_nonzero((a_S > SNAP * alpha_scale(a_S, C)) & (a_S < C * (1 - SNAP))))
     wanted = int(WANTED_SHARE * free_S * n / len(S))
     distance = np.abs(margins - 1.0)
-    W = np.sort(np.argsort(distance, kind="stable")[:min(max_block, max(wanted, int(np.count_nonzero(distance < band))))])
+    size = min(max_block, max(wanted, int(np.count_nonzero(distance < band))))
+    W = np.sort(np.argsort(distance, kind="stable")[:size])
     in_W = np.zeros(n, dtype=bool)
     in_W[W] = True
     L = np.flatnonzero((margins <= 1.0) & ~in_W)
