@@ -24,7 +24,7 @@ from solvers.backends import RECORDS
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
 from solvers.errors import BackendError, UnsupportedModelError
-from solvers.profiles import PROFILES, backend_options, get_profile
+from solvers.profiles import PROFILES, backend_options, dense_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
@@ -76,29 +76,13 @@ AUTO_MIN_N = {
 }
 
 
-#: Wide data: the soft primal's rows have d entries each, and an interior-point step costs about
-#: rows x d^2, so the loop's sample QP (half the points at n = 20,000) and the restricted QPs after it
-#: cost more than one QP of every row once d / n reaches this. MEASURED through this function (n = 20,000,
-#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each; machine shared by 4 agents),
-#: restricted QPs / the whole QP: d = 50: 0.52 (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s),
-#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) auto takes the working set
-#: with every point in its first QP: the whole QP, then the loop's settling step, which makes the point
-#: exact where the whole QP's own was refused (d = 500: PIQP's point, optimal_inaccurate, gap bound 4.5e-3).
-WIDE_D_OVER_N = 0.01
-
-
-def is_wide(n: int, d: int | None) -> bool:
-    """Wide data for the soft primal's restricted QPs: n above their sample and d / n >= WIDE_D_OVER_N."""
-    return d is not None and n > primal_working_set.SAMPLE and d >= WIDE_D_OVER_N * n
-
-
 def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None,
                   d: int | None = None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
     working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
-    on wide data (d features, is_wide) takes the working set at any n, its first QP every point.
+    on wide data (d features, primal_working_set.is_wide) takes the working set at any n, its first QP every point.
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
@@ -111,7 +95,7 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     if method != "auto":
         return method
     linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
-    if formulation == SOFT_PRIMAL and eligible and is_wide(n, d):
+    if formulation == SOFT_PRIMAL and eligible and primal_working_set.is_wide(n, d):
         return "working_set"
     return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
 
@@ -240,7 +224,8 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
         raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name, extras=extras,
     )
-    opts = {**backend_options(backend, prof), **(options or {})}
+    opts = {**backend_options(backend, prof), **dense_options(backend, _dense_size(formulation, X, K, extras)),
+            **(options or {})}
     try:
         raw = adapter.solve(model, opts, time_limit)
     except (BackendError, UnsupportedModelError) as exc:
@@ -257,6 +242,14 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer)
 
 
+def _dense_size(formulation, X, K, extras) -> int | None:
+    """The entries of the densest rows of the QP's matrices (solvers.profiles.dense_options): the kernel dual's
+    n x n Q (or its factor's rank, from the model's extras), the linear formulations' d."""
+    if formulation == KERNEL_DUAL:
+        return extras.get("factor_rank", None if K is None else len(K))
+    return None if X is None else X.shape[1]
+
+
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
                        time_limit, options, standardize, memory_budget) -> st.Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
@@ -264,10 +257,8 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     X, standardizer, extras = _scaled(X, standardize)
     start = time.perf_counter()
     if formulation == SOFT_PRIMAL:
-        n, d = X.shape  # wide data: every point in the first QP (is_wide)
-        sample = n if is_wide(n, d) else primal_working_set.SAMPLE
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
-                                       time_limit=time_limit, sample=sample)
+                                       time_limit=time_limit)
     else:
         if K is not None:
             K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)

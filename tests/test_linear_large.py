@@ -4,8 +4,9 @@
   its margin with alpha = 6.7e-6: 22 free points for d + 1 = 21 unknowns, the checks' proof did
   not settle and the point was refused (optimal_inaccurate). The loop now ends at the optimum
   proved from the active set (primal_working_set._settle); a point moved off it is still refused.
-- `method="auto"` solves wide data as one QP and tall data by restricted QPs (solvers.api.choose_method),
-  and its result on a small wide problem is the tight reference's in both layers.
+- `method="auto"` takes restricted QPs on wide data and on tall data (solvers.api.choose_method); on wide
+  data the first QP holds every point but only splits them (a loose tolerance), and the result is the
+  tight reference's in every layer, however loose that first QP.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from experiments.datasets import overlapping
 from solvers import api
 from solvers import solution as st
 from solvers.algorithms import primal_working_set as pws
+from solvers.backends import RECORDS
+from solvers.profiles import DENSE_D
 
 
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
@@ -51,8 +54,8 @@ def test_a_point_moved_off_the_optimum_is_still_refused(monkeypatch, move):
 @pytest.mark.parametrize("layer", ["cvxpy", "pyomo", "direct"])
 def test_auto_takes_the_working_set_for_wide_data_at_any_n(layer):
     n = 20_000  # below AUTO_MIN_N of the soft primal in cvxpy: tall data there get the whole QP
-    d_wide = int(np.ceil(api.WIDE_D_OVER_N * n))
-    assert api.is_wide(n, d_wide) and not api.is_wide(n, d_wide - 1)
+    d_wide = int(np.ceil(pws.WIDE_D_OVER_N * n))
+    assert pws.is_wide(n, d_wide) and not pws.is_wide(n, d_wide - 1)
     assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide) == "working_set"
     assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide - 1) == (
         "working_set" if n >= api.AUTO_MIN_N[("soft_primal", layer)] else "full")
@@ -63,19 +66,20 @@ def test_auto_takes_the_working_set_for_wide_data_at_any_n(layer):
     assert api.choose_method("soft_primal", n, layer, np.ones(n), d=d_wide) == "full"  # per-sample C: one QP
 
 
-def test_wide_data_put_every_point_in_the_first_qp(monkeypatch):
+def test_wide_data_put_every_point_in_a_first_qp_that_splits_them(monkeypatch):
     seen = {}
-    real = pws.solve
+    real = pws.decompose
 
     def spy(*args, **kwargs):
-        seen["sample"] = kwargs["sample"]
+        seen.update(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pws, "solve", spy)
+    monkeypatch.setattr(pws, "decompose", spy)
     monkeypatch.setattr(pws, "SAMPLE", 500)  # the rule at a test's size
     X, y = bench_data(600, 6)  # just wide: n above the sample, d / n >= WIDE_D_OVER_N
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
-    assert seen["sample"] == len(y) and sol.extras["method"] == "working_set"
+    assert seen["sample"] == len(y) and seen["split_tol"] == pws.WIDE_SPLIT_TOL and seen["delta"] == pws.WIDE_BAND
+    assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
 
 
@@ -97,3 +101,70 @@ def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer, method):
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
+
+
+@pytest.mark.parametrize("split_tol", [pws.WIDE_SPLIT_TOL, 0.5])
+@pytest.mark.parametrize("backend", ["piqp", "clarabel"])
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+def test_a_loose_first_qp_on_wide_data_still_ends_at_the_reference(wide, monkeypatch, layer, backend, split_tol):
+    """On wide data the first QP (every point) only splits them, at split_tol; the restricted QPs after it
+    make the point exact. At 0.5 the split is far off (the loop must correct it); the answer is the same."""
+    X, y, ref = wide
+    monkeypatch.setattr(pws, "SAMPLE", 250)  # 300 points of 200 features: wide at this sample
+    monkeypatch.setattr(pws, "WIDE_SPLIT_TOL", split_tol)
+    seen = []
+    real = pws.SUBSOLVERS[layer]
+
+    def spy(Xs, ys, C, inside, backend, options, time_limit):
+        seen.append((len(ys), dict(options)))
+        return real(Xs, ys, C, inside, backend, options, time_limit)
+
+    monkeypatch.setitem(pws.SUBSOLVERS, layer, spy)
+    sol = api.solve("soft_primal", X, y, layer=layer, backend=backend, C=1.0, profile="high")
+    assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
+    assert seen[0][0] == len(y) and len(seen) >= 2  # every point first, then restricted QPs
+    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
+    np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
+    assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
+    # d = 200 = DENSE_D: every QP gets the backend's options for dense rows (Clarabel: faer)
+    dense = dict(RECORDS[backend].dense_options)
+    assert all(options.items() >= dense.items() for _, options in seen)
+
+
+def test_dense_options_only_from_dense_rows_d_features(monkeypatch):
+    seen = []
+    real = pws.SUBSOLVERS["direct"]
+
+    def spy(Xs, ys, C, inside, backend, options, time_limit):
+        seen.append(dict(options))
+        return real(Xs, ys, C, inside, backend, options, time_limit)
+
+    monkeypatch.setitem(pws.SUBSOLVERS, "direct", spy)
+    for d in (DENSE_D - 1, DENSE_D):
+        X, y = bench_data(60, d)
+        res = pws.decompose(X, y, 1.0, backend="clarabel", layer="direct", sample=100)
+        assert res.converged
+    assert "direct_solve_method" not in seen[0] and seen[-1]["direct_solve_method"] == "faer"
+
+
+@pytest.mark.parametrize("formulation", ["soft_primal", "dual", "kernel_dual"])
+def test_the_whole_qp_of_dense_matrices_gets_the_dense_options(monkeypatch, formulation):
+    """Rows of d >= DENSE_D entries (the linear formulations), or a dense n x n Q with n >= DENSE_D (the kernel
+    dual): the backend's options for dense matrices (Clarabel: faer); below, its defaults."""
+    import cvxpy as cp
+
+    seen = []
+    real = cp.Problem.solve
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", spy)
+    for size in (DENSE_D - 1, DENSE_D):
+        X, y = bench_data(size, 5) if formulation == "kernel_dual" else bench_data(60, size)
+        sol = api.solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full",
+                        kernel="rbf" if formulation == "kernel_dual" else None)
+        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert "direct_solve_method" not in seen[0] and seen[-1]["direct_solve_method"] == "faer"

@@ -32,6 +32,14 @@ The loop:
    or, where the QP left the set ambiguous, from that of one more QP over the points within
    SETTLE_BAND of their margin solved to SETTLE_TOL (`_settle`). The checks still judge the result.
 
+Wide data (`is_wide`: d / n >= WIDE_D_OVER_N): a sample of n / 2 points says little about w in 500
+dimensions, so the first QP holds every point but is solved to WIDE_SPLIT_TOL only: its margins decide
+the split, the restricted QPs make the point exact. Rows of d >= DENSE_D entries (solvers.profiles)
+go to the backend with its options for dense rows (Clarabel: faer's supernodal factorization). At n = 20,000, d = 500, C = 1,
+in each layer with Clarabel: the first QP (to 1e-2) 43-46 s and one restricted QP of 1,010 rows 3 s, against
+71 s for the whole QP to 1e-8 with faer and 265-322 s with PIQP (LIBLINEAR at its default tolerance,
+not converged: 22 s).
+
 Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
 (5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
 rows follow, the second consistent; 0.75 s in all, against 2.6-3.7 s for LIBLINEAR
@@ -53,7 +61,7 @@ from formulations.recovery import primal_objective
 from solvers import solution as st
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
-from solvers.profiles import backend_options, get_profile, tolerance_options
+from solvers.profiles import backend_options, dense_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
@@ -71,6 +79,38 @@ SETTLE_BAND = 1e-3
 #: The 78-row QP at 1e-12 takes 0.01-0.05 s in each layer and leaves 21 free points (PIQP and
 #: Clarabel; PIQP at 1e-10 or with the 574 rows within 1e-2 still left 22).
 SETTLE_TOL = 1e-12
+
+
+#: Wide data: the soft primal's rows have d entries each, and an interior-point step costs about
+#: rows x d^2, so the loop's sample QP (half the points at n = 20,000) and the restricted QPs after it
+#: cost more than one QP of every row once d / n reaches this. MEASURED through solvers.api.solve (n = 20,000,
+#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each; machine shared by 4 agents),
+#: restricted QPs / the whole QP: d = 50: 0.52 (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s),
+#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) auto takes the working set
+#: with every point in its first QP: the whole QP, then the loop's settling step, which makes the point
+#: exact where the whole QP's own was refused (d = 500: PIQP's point, optimal_inaccurate, gap bound 4.5e-3).
+WIDE_D_OVER_N = 0.01
+#: On wide data the whole QP only splits the points (the loop's first band is WIDE_BAND around the margin),
+#: so it is solved to WIDE_SPLIT_TOL. MEASURED (n = 20,000, d = 500, C = 1, Clarabel with faer, the solver
+#: alone, the optimum's 501 free points): 8 iterations and 27-33 s at 1e-1, 9 at 3e-2, 11 and 41 s at 1e-2,
+#: 22 and 71 s at 1e-8. At 1e-1 the margins were within 0.054 of the optimum's, the band 0.05 held 992
+#: points, every free one, and no point outside it was on the wrong side; where one is, the loop adds it.
+WIDE_SPLIT_TOL = 1e-1
+WIDE_BAND = 0.05
+
+
+def is_wide(n: int, d: int | None) -> bool:
+    """Wide data for the restricted QPs: n above their sample and d / n >= WIDE_D_OVER_N."""
+    return d is not None and n > SAMPLE and d >= WIDE_D_OVER_N * n
+
+
+def start_settings(n: int, d: int) -> dict:
+    """How the loop starts on n points of d features: a sample's QP (SAMPLE points, the first band 0.3), or
+    on wide data every point in a first QP to WIDE_SPLIT_TOL and the band WIDE_BAND."""
+    if is_wide(n, d):
+        return {"sample": n, "split_tol": WIDE_SPLIT_TOL, "delta": WIDE_BAND}
+    return {"sample": SAMPLE, "split_tol": None, "delta": 0.3}
+
 
 
 @dataclass
@@ -140,6 +180,19 @@ def _wrong_side(margins, band, held, tol):
     return ~band & ((held & (margins > 1.0 + tol)) | (~held & (margins < 1.0 - tol)))
 
 
+def _band(margins, delta, wrong, max_rows):
+    """W: the points within delta of their margin and the wrong-side ones; at most max_rows of the band
+    (its nearest), besides the wrong-side ones."""
+    distance = np.abs(margins - 1.0)
+    in_W = (distance < delta) | wrong
+    if max_rows is not None and np.count_nonzero(in_W) > max_rows:
+        band = np.flatnonzero(in_W & ~wrong)
+        keep = band[np.argsort(distance[band], kind="stable")[:max(0, max_rows - np.count_nonzero(wrong))]]
+        in_W = wrong.copy()
+        in_W[keep] = True
+    return in_W
+
+
 def _proved(X, y, C, f, alpha):
     """The optimum proved from the active set of the point with decision values f (solvers.reference.polish)
     as (w*, b*, alpha*), or None where no proof is found."""
@@ -185,12 +238,16 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
-              time_limit: float | None = None, seed: int = 0) -> PrimalWorkingSetResult:
+              time_limit: float | None = None, seed: int = 0, max_rows: int | None = None,
+              split_tol: float | None = None) -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
     sample: size of the random sample whose solution starts the loop (all points if n <= sample:
-    then one QP is the whole solve). delta: the first band |m_i - 1| < delta. tol: how far past
-    the margin (in m_i) a point of L or outside may end and still count on its side.
+    then one QP is the whole solve, unless split_tol is given). delta: the first band |m_i - 1| < delta.
+    tol: how far past the margin (in m_i) a point of L or outside may end and still count on its side.
+    max_rows: the most rows of the band in one restricted QP (its nearest; the wrong-side points besides).
+    split_tol: the first QP's tolerance when it only has to split the points (wide data, is_wide):
+    the loop then goes on from its point, whatever its size.
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
@@ -202,7 +259,9 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n, d = X.shape
-    opts = {**backend_options(backend, profile), **(options or {})}
+    dense = dense_options(backend, d)
+    opts = {**backend_options(backend, profile), **dense, **(options or {})}
+    first_opts = opts if split_tol is None else {**opts, **tolerance_options(backend, split_tol), **(options or {})}
     subsolve = SUBSOLVERS[layer]
     start = time.perf_counter()
     sub_s = 0.0
@@ -217,19 +276,19 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
 
     def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
         """The result at a consistent split, its point replaced by `_settle`'s where that one holds."""
-        tight = {**tolerance_options(backend, SETTLE_TOL), **(options or {})}
+        tight = {**tolerance_options(backend, SETTLE_TOL), **dense, **(options or {})}
         w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 
     everything = n <= sample
     rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-    values, status, message = restricted(rows, C * n / len(rows), None)
+    values, status, message = restricted(rows, C * n / len(rows), None, first_opts)
     point = _point(values, d)
     if point is None:
         return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s, False,
                                       f"the sample's QP returned no point ({_why(status, message)})")
     w, b = point
-    if everything:
+    if everything and split_tol is None:
         return settled(w, b, values.get("alpha"), 0, n)
     margins = y * (X @ w + b)
     wrong = np.zeros(n, dtype=bool)
@@ -238,7 +297,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     it = 0
     timed_out = False
     for it in range(1, max_outer + 1):
-        in_W = (np.abs(margins - 1.0) < delta) | wrong
+        in_W = _band(margins, delta, wrong, max_rows)
         in_L = ~in_W & (margins < 1.0)
         values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
         point = _point(values, d)
@@ -268,10 +327,12 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
                                   timed_out=timed_out)
 
 
-def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int = SAMPLE,
+def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
+
+    sample: the first QP's points, with the first band 0.3; None: start_settings for the data's shape.
 
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).
@@ -280,8 +341,9 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     C = validation.check_C(C)
     prof = get_profile(profile)
     start = time.perf_counter()
-    res = decompose(X, y, C, backend=backend, layer=layer, sample=sample, profile=prof.name, options=options,
-                    time_limit=time_limit, seed=seed)
+    start_with = start_settings(*X.shape) if sample is None else {"sample": sample}
+    res = decompose(X, y, C, backend=backend, layer=layer, profile=prof.name, options=options,
+                    time_limit=time_limit, seed=seed, **start_with)
     total = time.perf_counter() - start
     status = (st.OPTIMAL if res.converged else st.ERROR if not np.all(np.isfinite(res.w))
               else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
@@ -291,7 +353,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
                    f"{res.outer_iterations} restricted QPs (last |W| = {res.working_set})",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name, message=res.message,
-        extras={"labels": labels.as_dict(), "method": "primal_working_set", "sample": sample,
+        extras={"labels": labels.as_dict(), "method": "primal_working_set", "sample": start_with["sample"],
                 "working_set": res.working_set},
     )
     values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}

@@ -72,11 +72,11 @@ from formulations.recovery import recover_bias
 from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, chunk_rows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
-from solvers.profiles import backend_options, get_profile
+from solvers.profiles import backend_options, dense_options, get_profile
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
@@ -490,6 +490,7 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     q_max = max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
     t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max()) / q_max)
     size = t * q_max
+    options = {**dense_options(backend, len(B)), **options}  # Q_BB is dense (Clarabel: faer)
     s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C / t, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
@@ -798,12 +799,7 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     if changed.size == 0:
         return False, False, polished
     Bc = B[changed]
-    # K symmetric: rows, not columns; a bounded chunk of them at a time (a block's rows at n = 50,000
-    # are 800 MB; the cache keeps its own copies)
-    step = chunk_rows(len(y))
-    coef = y[Bc] * delta[changed]
-    for lo in range(0, Bc.size, step):
-        g += y * (coef[lo:lo + step] @ src.rows(Bc[lo:lo + step]))
+    g += y * src.combination(Bc, y[Bc] * delta[changed])
     alpha[Bc] = new[changed]
     loop.previous = B
     return True, float(np.abs(delta).max()) <= eps, polished
@@ -817,7 +813,7 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: 
     Ku = y * (g + 1.0)  # y_i (K u)_i = g_i + 1: no product with K (rounding ~1e-14 of |g|)
     moved = np.flatnonzero(snapped != alpha)
     if moved.size:
-        Ku += (y[moved] * (snapped[moved] - alpha[moved])) @ src.rows(moved)
+        Ku += src.combination(moved, y[moved] * (snapped[moved] - alpha[moved]))
     alpha = snapped
     if violation <= settings.tol and not loop.timed_out:  # only a point the loop brought there: a failed
         # solver's alpha = 0 is no point to settle (the proof from it could find the optimum alone)
