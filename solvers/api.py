@@ -24,7 +24,7 @@ from solvers.backends import RECORDS
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
 from solvers.errors import BackendError, UnsupportedModelError
-from solvers.profiles import PROFILES, backend_options, dense_options, get_profile
+from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
@@ -224,8 +224,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
         raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name, extras=extras,
     )
-    opts = {**backend_options(backend, prof), **dense_options(backend, _dense_size(formulation, X, K, extras)),
-            **(options or {})}
+    opts = {**backend_options(backend, prof), **(options or {})}
     try:
         raw = adapter.solve(model, opts, time_limit)
     except (BackendError, UnsupportedModelError) as exc:
@@ -240,14 +239,6 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
         candidate = certificate_candidate(model, layer, formulation)
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer)
-
-
-def _dense_size(formulation, X, K, extras) -> int | None:
-    """The entries of the densest rows of the QP's matrices (solvers.profiles.dense_options): the kernel dual's
-    n x n Q (or its factor's rank, from the model's extras), the linear formulations' d."""
-    if formulation == KERNEL_DUAL:
-        return extras.get("factor_rank", None if K is None else len(K))
-    return None if X is None else X.shape[1]
 
 
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,

@@ -66,13 +66,10 @@ class BackendRecord:
     lp_methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cvxpy_method_key: str | None = None
     cvxpy_duals: bool = True       # cvxpy returns constraint duals for it
-    # Options for QPs whose constraint rows are dense (the linear formulations on data of many features,
-    # solvers.profiles.DENSE_D on): its factorization's choice for them.
-    dense_options: Mapping[str, Any] = field(default_factory=dict)
     quirks: str = ""               # what was measured about it that a user should know
 
     def __post_init__(self):
-        for name in ("preference", "scale_overrides", "cvxpy_options", "lp_methods", "dense_options"):  # frozen all the way down
+        for name in ("preference", "scale_overrides", "cvxpy_options", "lp_methods"):  # frozen all the way down
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -197,12 +194,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         "clarabel", "Clarabel", preference={"pyomo": 2, "cvxpy": 0, "lp": 1, "accuracy": 0, "speed": 1},
         distribution="clarabel", module="clarabel", cvxpy_name="CLARABEL", qpsolvers_name="clarabel",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit", tolerances=_clarabel,
-        scale_overrides={"max_iter": 200},
-        # faer's supernodal LDL' instead of QDLDL. Measured on the soft primal (experiments.bench's data,
-        # C = 1, tol 1e-8, the same iterations either way): n = 2,000, d = 500: 5.5 s against 18.1 s;
-        # n = 20,000, d = 100: 14.8 s against 15.5 s; but n = 100,000, d = 20: 7.0 s against 5.6 s, so
-        # only for dense rows.
-        dense_options={"direct_solve_method": "faer"}),
+        scale_overrides={"max_iter": 200}),
     BackendRecord(
         "osqp", "OSQP", preference={"pyomo": 4, "cvxpy": 2, "lp": 4, "accuracy": 7, "speed": 4},
         distribution="osqp", module="osqp", cvxpy_name="OSQP", qpsolvers_name="osqp",

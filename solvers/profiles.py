@@ -58,19 +58,3 @@ def tolerance_options(backend: str, tol: float) -> dict:
     """A backend's native options for tolerance `tol` (empty for a backend without a record)."""
     record = get_record(backend)
     return record.tolerances(tol) if record is not None else {}
-
-
-#: From this size a QP's matrices are dense enough that a backend's options for dense matrices pay (its
-#: record's dense_options): rows of d entries in the linear formulations' constraints (the soft and hard
-#: primal's margins, the lifted dual's w = X' Y alpha), or an n x n dense Q (the kernel dual, and each block
-#: of its working set). Clarabel's faer against QDLDL, measured (C = 1 unless said): soft primal d = 100
-#: equal, d = 500 3.3x faster; kernel dual blocks 200: equal, 500: 1.7x, 1,000: 2.7x, 2,000 (C = 100): 7.6x.
-DENSE_D = 200
-
-
-def dense_options(backend: str, size: int | None) -> dict:
-    """A backend's options for a QP whose matrices' rows have `size` entries: its dense_options from DENSE_D on."""
-    record = get_record(backend)
-    if record is None or size is None or size < DENSE_D:
-        return {}
-    return dict(record.dense_options)

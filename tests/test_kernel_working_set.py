@@ -17,7 +17,6 @@ from solvers import api
 from solvers import solution as st
 from solvers.algorithms import kernel_rows, working_set as ws
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, row_source
-from solvers.profiles import DENSE_D
 from tests.conftest import backend_params
 
 KERNEL = Kernel("rbf", gamma=0.1)
@@ -328,22 +327,3 @@ def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backe
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
     assert sol.status == st.OPTIMAL
 
-
-def test_blocks_of_dense_d_points_get_the_backends_dense_options(data, reference, monkeypatch):
-    """Q_BB is dense: from DENSE_D points a block goes to the backend with its options for dense matrices
-    (Clarabel: faer, 7.6x faster than its default at 2,000 points); smaller blocks without them."""
-    X, y, K = data
-    seen = []
-    real = ws.SUBSOLVERS["direct"]
-
-    def spy(Q_BB, p, y_B, rhs, C, backend, options):
-        seen.append((len(p), dict(options)))
-        return real(Q_BB, p, y_B, rhs, C, backend, options)
-
-    monkeypatch.setitem(ws.SUBSOLVERS, "direct", spy)
-    sol = ws.solve(K, y, 10.0, backend="clarabel", layer="direct", q=DENSE_D, validate=False, sample=0)
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
-    assert _rel(sol.checks["dual_objective"], reference[10.0]) <= OBJECTIVE_RTOL
-    assert any(size >= DENSE_D for size, _ in seen) and any(size < DENSE_D for size, _ in seen)
-    for size, options in seen:
-        assert (options.get("direct_solve_method") == "faer") == (size >= DENSE_D)

@@ -19,8 +19,7 @@ from experiments.datasets import overlapping
 from solvers import api
 from solvers import solution as st
 from solvers.algorithms import primal_working_set as pws
-from solvers.backends import RECORDS
-from solvers.profiles import DENSE_D
+from solvers.profiles import tolerance_options
 
 
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
@@ -123,48 +122,10 @@ def test_a_loose_first_qp_on_wide_data_still_ends_at_the_reference(wide, monkeyp
     sol = api.solve("soft_primal", X, y, layer=layer, backend=backend, C=1.0, profile="high")
     assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
     assert seen[0][0] == len(y) and len(seen) >= 2  # every point first, then restricted QPs
+    assert seen[0][1].items() >= tolerance_options(backend, split_tol).items()  # the first one only splits
+    assert not seen[1][1].items() >= tolerance_options(backend, split_tol).items()
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
-    # d = 200 = DENSE_D: every QP gets the backend's options for dense rows (Clarabel: faer)
-    dense = dict(RECORDS[backend].dense_options)
-    assert all(options.items() >= dense.items() for _, options in seen)
 
-
-def test_dense_options_only_from_dense_rows_d_features(monkeypatch):
-    seen = []
-    real = pws.SUBSOLVERS["direct"]
-
-    def spy(Xs, ys, C, inside, backend, options, time_limit):
-        seen.append(dict(options))
-        return real(Xs, ys, C, inside, backend, options, time_limit)
-
-    monkeypatch.setitem(pws.SUBSOLVERS, "direct", spy)
-    for d in (DENSE_D - 1, DENSE_D):
-        X, y = bench_data(60, d)
-        res = pws.decompose(X, y, 1.0, backend="clarabel", layer="direct", sample=100)
-        assert res.converged
-    assert "direct_solve_method" not in seen[0] and seen[-1]["direct_solve_method"] == "faer"
-
-
-@pytest.mark.parametrize("formulation", ["soft_primal", "dual", "kernel_dual"])
-def test_the_whole_qp_of_dense_matrices_gets_the_dense_options(monkeypatch, formulation):
-    """Rows of d >= DENSE_D entries (the linear formulations), or a dense n x n Q with n >= DENSE_D (the kernel
-    dual): the backend's options for dense matrices (Clarabel: faer); below, its defaults."""
-    import cvxpy as cp
-
-    seen = []
-    real = cp.Problem.solve
-
-    def spy(self, *args, **kwargs):
-        seen.append(kwargs)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(cp.Problem, "solve", spy)
-    for size in (DENSE_D - 1, DENSE_D):
-        X, y = bench_data(size, 5) if formulation == "kernel_dual" else bench_data(60, size)
-        sol = api.solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full",
-                        kernel="rbf" if formulation == "kernel_dual" else None)
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
-    assert "direct_solve_method" not in seen[0] and seen[-1]["direct_solve_method"] == "faer"

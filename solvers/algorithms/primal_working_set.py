@@ -34,11 +34,10 @@ The loop:
 
 Wide data (`is_wide`: d / n >= WIDE_D_OVER_N): a sample of n / 2 points says little about w in 500
 dimensions, so the first QP holds every point but is solved to WIDE_SPLIT_TOL only: its margins decide
-the split, the restricted QPs make the point exact. Rows of d >= DENSE_D entries (solvers.profiles)
-go to the backend with its options for dense rows (Clarabel: faer's supernodal factorization). At n = 20,000, d = 500, C = 1,
-in each layer with Clarabel: the first QP (to 1e-2) 43-46 s and one restricted QP of 1,010 rows 3 s, against
-71 s for the whole QP to 1e-8 with faer and 265-322 s with PIQP (LIBLINEAR at its default tolerance,
-not converged: 22 s).
+the split, the restricted QPs make the point exact. At n = 20,000, d = 500, C = 1, in each layer with
+Clarabel (whose factorization, faer's, takes dense rows 2.6-3.3x faster than QDLDL): the first QP to 1e-2
+took 43-46 s and one restricted QP of 1,010 rows 3 s, against 71 s for the whole QP to 1e-8 and 250-320 s
+with PIQP (LIBLINEAR at its default tolerance, not converged: 22 s).
 
 Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
 (5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
@@ -61,7 +60,7 @@ from formulations.recovery import primal_objective
 from solvers import solution as st
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
-from solvers.profiles import backend_options, dense_options, get_profile, tolerance_options
+from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
@@ -259,8 +258,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n, d = X.shape
-    dense = dense_options(backend, d)
-    opts = {**backend_options(backend, profile), **dense, **(options or {})}
+    opts = {**backend_options(backend, profile), **(options or {})}
     first_opts = opts if split_tol is None else {**opts, **tolerance_options(backend, split_tol), **(options or {})}
     subsolve = SUBSOLVERS[layer]
     start = time.perf_counter()
@@ -276,7 +274,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
 
     def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
         """The result at a consistent split, its point replaced by `_settle`'s where that one holds."""
-        tight = {**tolerance_options(backend, SETTLE_TOL), **dense, **(options or {})}
+        tight = {**tolerance_options(backend, SETTLE_TOL), **(options or {})}
         w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 

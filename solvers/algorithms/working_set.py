@@ -76,7 +76,7 @@ from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
-from solvers.profiles import backend_options, dense_options, get_profile
+from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
@@ -490,7 +490,6 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     q_max = max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
     t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max()) / q_max)
     size = t * q_max
-    options = {**dense_options(backend, len(B)), **options}  # Q_BB is dense (Clarabel: faer)
     s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C / t, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
