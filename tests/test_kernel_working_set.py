@@ -326,4 +326,3 @@ def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backe
     # the soft primal's restricted QPs accept it too (here one QP of every point: it finishes)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
     assert sol.status == st.OPTIMAL
-

@@ -128,4 +128,3 @@ def test_a_loose_first_qp_on_wide_data_still_ends_at_the_reference(wide, monkeyp
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
-

@@ -34,10 +34,11 @@ The loop:
 
 Wide data (`is_wide`: d / n >= WIDE_D_OVER_N): a sample of n / 2 points says little about w in 500
 dimensions, so the first QP holds every point but is solved to WIDE_SPLIT_TOL only: its margins decide
-the split, the restricted QPs make the point exact. At n = 20,000, d = 500, C = 1, in each layer with
-Clarabel (whose factorization, faer's, takes dense rows 2.6-3.3x faster than QDLDL): the first QP to 1e-2
-took 43-46 s and one restricted QP of 1,010 rows 3 s, against 71 s for the whole QP to 1e-8 and 250-320 s
-with PIQP (LIBLINEAR at its default tolerance, not converged: 22 s).
+the split, the restricted QPs make the point exact. At n = 20,000, d = 500, C = 1 (experiments.bench's
+linear_wide), with Clarabel, whose default factorization (faer's) takes these dense rows 2.6x faster than
+QDLDL: 35-37 s in each layer, one restricted QP of 1,010 rows after the first, against 71 s for the whole
+QP to 1e-8 and 250-320 s for the loop through PIQP (LIBLINEAR at its default tolerance, at its iteration
+cap 1.2% above the optimum: 16 s).
 
 Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
 (5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
@@ -85,9 +86,8 @@ SETTLE_TOL = 1e-12
 #: cost more than one QP of every row once d / n reaches this. MEASURED through solvers.api.solve (n = 20,000,
 #: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each; machine shared by 4 agents),
 #: restricted QPs / the whole QP: d = 50: 0.52 (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s),
-#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) auto takes the working set
-#: with every point in its first QP: the whole QP, then the loop's settling step, which makes the point
-#: exact where the whole QP's own was refused (d = 500: PIQP's point, optimal_inaccurate, gap bound 4.5e-3).
+#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) the loop starts from a first QP
+#: of every point (start_settings).
 WIDE_D_OVER_N = 0.01
 #: On wide data the whole QP only splits the points (the loop's first band is WIDE_BAND around the margin),
 #: so it is solved to WIDE_SPLIT_TOL. MEASURED (n = 20,000, d = 500, C = 1, Clarabel with faer, the solver
@@ -109,7 +109,6 @@ def start_settings(n: int, d: int) -> dict:
     if is_wide(n, d):
         return {"sample": n, "split_tol": WIDE_SPLIT_TOL, "delta": WIDE_BAND}
     return {"sample": SAMPLE, "split_tol": None, "delta": 0.3}
-
 
 
 @dataclass
@@ -179,19 +178,6 @@ def _wrong_side(margins, band, held, tol):
     return ~band & ((held & (margins > 1.0 + tol)) | (~held & (margins < 1.0 - tol)))
 
 
-def _band(margins, delta, wrong, max_rows):
-    """W: the points within delta of their margin and the wrong-side ones; at most max_rows of the band
-    (its nearest), besides the wrong-side ones."""
-    distance = np.abs(margins - 1.0)
-    in_W = (distance < delta) | wrong
-    if max_rows is not None and np.count_nonzero(in_W) > max_rows:
-        band = np.flatnonzero(in_W & ~wrong)
-        keep = band[np.argsort(distance[band], kind="stable")[:max(0, max_rows - np.count_nonzero(wrong))]]
-        in_W = wrong.copy()
-        in_W[keep] = True
-    return in_W
-
-
 def _proved(X, y, C, f, alpha):
     """The optimum proved from the active set of the point with decision values f (solvers.reference.polish)
     as (w*, b*, alpha*), or None where no proof is found."""
@@ -237,14 +223,13 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
-              time_limit: float | None = None, seed: int = 0, max_rows: int | None = None,
+              time_limit: float | None = None, seed: int = 0,
               split_tol: float | None = None) -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
     sample: size of the random sample whose solution starts the loop (all points if n <= sample:
     then one QP is the whole solve, unless split_tol is given). delta: the first band |m_i - 1| < delta.
     tol: how far past the margin (in m_i) a point of L or outside may end and still count on its side.
-    max_rows: the most rows of the band in one restricted QP (its nearest; the wrong-side points besides).
     split_tol: the first QP's tolerance when it only has to split the points (wide data, is_wide):
     the loop then goes on from its point, whatever its size.
     """
@@ -295,7 +280,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     it = 0
     timed_out = False
     for it in range(1, max_outer + 1):
-        in_W = _band(margins, delta, wrong, max_rows)
+        in_W = (np.abs(margins - 1.0) < delta) | wrong
         in_L = ~in_W & (margins < 1.0)
         values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
         point = _point(values, d)
