@@ -48,11 +48,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    """The explorer on a free port. Its output goes to a file, not a pipe: nobody reads a pipe while the
+    tests run (a full 64 KB buffer would block the server on its next log line), and a page that fails
+    to show a result says what the server logged."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.explore", "--port", str(port), "--no-browser"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "MPLBACKEND": "Agg"})
+    log_path = tmp_path_factory.mktemp("explorer") / "server.log"
+    with open(log_path, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "experiments.explore", "--port", str(port), "--no-browser"],
+                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "MPLBACKEND": "Agg"})
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 120
     while True:
@@ -62,15 +67,21 @@ def server():
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail(f"the explorer did not start: {proc.stdout.read()}")
+                pytest.fail(f"the explorer did not start: {_tail(log_path)}")
             time.sleep(0.3)
-    yield url
+    yield url, log_path
     proc.terminate()
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
     assert proc.returncode is not None
+    # bad input is a message in the page, never an exception on the server (typed C = "abc" raised one)
+    assert "Traceback" not in log_path.read_text(errors="replace"), _tail(log_path, 60)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 @pytest.fixture()
@@ -83,8 +94,13 @@ def page(server, tmp_path):
         tab.console_errors = []
         tab.on("console", lambda msg: tab.console_errors.append(msg.text) if msg.type == "error" else None)
         tab.on("pageerror", lambda exc: tab.console_errors.append(f"page error: {exc}"))
-        tab.goto(server)
-        _wait_shown(tab)
+        url, log_path = server
+        tab.goto(url)
+        try:
+            _wait_shown(tab)
+        except pytest.fail.Exception as exc:  # say what the server and the page said
+            pytest.fail(f"{exc}\npage state: {_text(tab, 'state')!r}; console errors: {tab.console_errors}\n"
+                        f"server log (last lines):\n{_tail(log_path)}")
         yield tab
         tab.screenshot(path=str(tmp_path / "explorer_last.png"))
         browser.close()

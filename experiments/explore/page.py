@@ -284,7 +284,7 @@ class ExplorerPage:
         try:
             return io.StringIO(ec.points_csv(*self.current_points()))
         except SVMInputError as exc:
-            self._show_error(exc)
+            self._show_error_in_session(exc)
             return io.StringIO("")
 
     # ------------------------------------------------------------------ requests
@@ -300,7 +300,7 @@ class ExplorerPage:
         try:
             settings = self.settings()
         except SVMInputError as exc:
-            self._show_error(exc)
+            self._show_error_in_session(exc)
             return
         self._set_busy(True)
         self._set_state(f"solving request #{generation}...")
@@ -338,6 +338,16 @@ class ExplorerPage:
         n = len(self.points.data["x"])
         self.state.object = (f"<span data-key='state'>{html.escape(state)}</span>, "
                              f"<span data-key='points'>{n}</span> points" + (f", {detail}" if detail else ""))
+
+    def _show_error_in_session(self, exc) -> None:
+        """_show_error in the session's next tick, as a result is shown: a widget's callback may not hold the
+        document's lock, and clearing the drawing's Bokeh sources there raised RuntimeError on the server
+        ("_pending_writes should be non-None") when C was typed as "abc". At once without a session."""
+        doc = pn.state.curdoc
+        if doc is None:
+            self._show_error(exc)
+        else:
+            doc.add_next_tick_callback(partial(self._show_error, exc))
 
     def _show_error(self, exc) -> None:
         self._set_busy(False)
