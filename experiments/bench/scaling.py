@@ -464,10 +464,12 @@ def _worker(task: Task, conn) -> None:
 
 
 # Imported once by the fork server, so that each worker starts in milliseconds with the
-# libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy).
+# libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy); last, as in the
+# runner's fork server, experiments.runner.warm makes the BLAS thread controller of the working sets'
+# one-thread sections once (else each worker scans the loaded libraries again: 22-36 ms).
 PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
            "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.algorithms.direct",
-           "solvers.algorithms.working_set", "solvers.registry"]
+           "solvers.algorithms.working_set", "solvers.registry", "experiments.runner.warm"]
 _CTX = None
 
 
