@@ -162,7 +162,8 @@ def test_linear_formulations_by_working_set_match_the_full_solve(data, formulati
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st_.integers(3, 40), d=st_.integers(1, 30), seed=st_.integers(0, 2**16), scale=st_.sampled_from([1e-3, 1.0, 1e3]))
+@given(n=st_.integers(3, 40), d=st_.integers(1, 30), seed=st_.integers(0, 2**16),
+       scale=st_.sampled_from([1e-3, 1.0, 1e3]))
 def test_linear_rows_answer_as_the_gram_matrix(n, d, seed, scale):
     rng = np.random.default_rng(seed)
     X = scale * rng.normal(size=(n, d))
