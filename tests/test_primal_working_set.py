@@ -18,6 +18,7 @@ from experiments.datasets import load_dataset, overlapping
 from formulations import soft_primal
 from formulations.recovery import primal_objective
 from solvers import api
+from solvers import solution as st
 from solvers.algorithms import direct, primal_working_set as pws
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1 (tests/test_backends.py)
@@ -142,3 +143,36 @@ def test_bad_input(blobs):
         pws.solve(Xn, y, 1.0)
     with pytest.raises(ValueError, match="C"):
         pws.solve(X, y, -1.0)
+
+
+def test_the_split_widens_its_band_until_the_restricted_qp_is_bounded():
+    """b is free, and the points held at alpha = C add -C s b (s = sum of their y): the band must hold
+    enough of the other class (-|W+| <= s <= |W-|) or the restricted QP is unbounded. Found on wide data at
+    X x 1e-3, where Clarabel called the restricted QP dual infeasible."""
+    y = np.array([1.0] * 6 + [-1.0] * 4)
+    margins = np.array([1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 1.4, 1.6, 0.5, 3.0])
+    wrong = np.zeros(10, dtype=bool)
+    in_W, in_L, delta = pws._split(margins, y, 0.05, wrong)
+    s = y[in_L].sum()
+    assert -np.count_nonzero(in_W & (y > 0)) <= s <= np.count_nonzero(in_W & (y < 0))
+    assert delta > 0.05 and in_W[0] and not (in_W & in_L).any()
+    # a band that is bounded already stays as it is
+    in_W2, in_L2, delta2 = pws._split(margins, y, 10.0, wrong)
+    assert delta2 == 10.0 and in_W2.all() and not in_L2.any()
+
+
+def test_a_restricted_qp_without_a_point_ends_the_loop_as_an_error(monkeypatch):
+    ds = overlapping(400, d=3, seed=2)
+    X, y = ds.X, ds.y
+    real = pws.SUBSOLVERS["direct"]
+    calls = []
+
+    def failing_after_the_first(Xs, ys, C, inside, backend, options, time_limit):
+        calls.append(len(ys))
+        if len(calls) > 1:
+            return {}, "unbounded", ""
+        return real(Xs, ys, C, inside, backend, options, time_limit)
+
+    monkeypatch.setitem(pws.SUBSOLVERS, "direct", failing_after_the_first)
+    sol = pws.solve(X, y, 1.0, backend="piqp", sample=100)
+    assert sol.status == st.ERROR and "restricted QP 1 returned no point (unbounded" in sol.message

@@ -130,6 +130,7 @@ class PrimalWorkingSetResult:
     converged: bool
     message: str = ""
     timed_out: bool = False  # stopped at time_limit (checked between restricted QPs)
+    failed: bool = False  # stopped because a QP returned no point (its status and message in `message`)
 
 
 def _why(status: str, message: str) -> str:
@@ -182,6 +183,24 @@ def _wrong_side(margins, band, held, tol):
     """The points outside `band` that a point's margins put on the other side of 1 by more than tol:
     a held one (alpha = C, margin < 1) above it, another one below it."""
     return ~band & ((held & (margins > 1.0 + tol)) | (~held & (margins < 1.0 - tol)))
+
+
+def _split(margins, y, delta, wrong):
+    """(W, L, delta): W the points within delta of their margin and the wrong-side ones, L the others inside it
+    (held at alpha = C), with delta doubled until the restricted QP is bounded in b. b is free and L adds
+    -C s b to its objective (s = sum of y over L); the hinges of W's negative points bound it as b grows, its
+    positive points as b falls, so it is bounded exactly when -|W+| <= s <= |W-| (the restricted dual's
+    balance y_W' a = -C s within 0 <= a <= C). Why: on wide data at X x 1e-3 (n = 12,000, d = 150), the
+    band around the loose first QP's margins held too few negative points, and Clarabel called the
+    restricted QP unbounded (dual infeasible)."""
+    distance = np.abs(margins - 1.0)
+    while True:
+        in_W = (distance < delta) | wrong
+        in_L = ~in_W & (margins < 1.0)
+        s = float(y[in_L].sum())
+        if (-np.count_nonzero(in_W & (y > 0)) <= s <= np.count_nonzero(in_W & (y < 0))) or not in_L.any():
+            return in_W, in_L, delta
+        delta *= 2.0
 
 
 def _proved(X, y, C, f, alpha):
@@ -286,13 +305,13 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     it = 0
     timed_out = False
     for it in range(1, max_outer + 1):
-        in_W = (np.abs(margins - 1.0) < delta) | wrong
-        in_L = ~in_W & (margins < 1.0)
+        in_W, in_L, delta = _split(margins, y, delta, wrong)
         values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
         point = _point(values, d)
         if point is None:
             return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
-                                          sub_s, False, f"restricted QP {it} returned no point ({_why(status, message)})")
+                                          sub_s, False, f"restricted QP {it} returned no point ({_why(status, message)})",
+                                          failed=True)
         dw, db = point[0] - w, point[1] - b
         dm = y * (X @ dw + db)
         reached = margins + dm
@@ -334,7 +353,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     res = decompose(X, y, C, backend=backend, layer=layer, profile=prof.name, options=options,
                     time_limit=time_limit, seed=seed, **start_with)
     total = time.perf_counter() - start
-    status = (st.OPTIMAL if res.converged else st.ERROR if not np.all(np.isfinite(res.w))
+    status = (st.OPTIMAL if res.converged else st.ERROR if res.failed or not np.all(np.isfinite(res.w))
               else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
     sol = st.Solution(
         formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
