@@ -84,11 +84,23 @@ class ExplorerPage:
         self._generation = 0
         self._requested_at = time.perf_counter()
         self._syncing_C = False
+        # In a server session the first solve waits until the session is loaded (pn.state.onload). Sent
+        # while the page was being built, a fast solve's result could reach the document from the worker
+        # thread before the session was attached, and was lost: the browser test's second page stayed at
+        # "solving request #1..." (2 of 5 whole-suite runs; the first page's solve, with cold imports, was
+        # slower than the session's start).
+        self._ready = pn.state.curdoc is None
         self._build_widgets(start)
         self._build_plane()
         self._build_alpha_plot()
         self._build_layout()
         self._load_start()
+        if not self._ready:
+            pn.state.onload(self._loaded)
+
+    def _loaded(self) -> None:
+        self._ready = True
+        self.request()
 
     # ------------------------------------------------------------------ layout
 
@@ -291,6 +303,8 @@ class ExplorerPage:
 
     def request(self) -> None:
         """Queue a solve of the current points and settings; a newer request supersedes it."""
+        if not self._ready:  # the session is still loading: _loaded sends the first request
+            return
         self._generation += 1
         generation = self._generation
         self._requested_at = time.perf_counter()
