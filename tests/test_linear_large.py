@@ -129,3 +129,28 @@ def test_a_loose_first_qp_on_wide_data_still_ends_at_the_reference(wide, monkeyp
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
+
+
+def test_a_near_degenerate_optimum_is_proved_with_w_from_its_alphas():
+    """X x 1e-3 at C = 1 (a tiny effective C): nearly every point at C, two free. The proof's bounded fit of
+    the free alphas left a residual, and the proof kept the linear system's w, 1.5e-3 off X' Y alpha: the
+    checks refused the point (stationarity). w now comes from the fitted alphas, so the sets move until
+    they are right. Reference: the soft primal through cvxpy/Clarabel at tight tolerances."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(12345 + 20 + 1000)
+    y = np.where(rng.random(1000) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((1000, 20))
+    X[:, :5] += y[:, None]
+    y = np.where(rng.random(1000) < 0.10, -y, y)
+    X = 1e-3 * X
+    w, b, xi = cp.Variable(20), cp.Variable(), cp.Variable(1000)
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + cp.sum(xi)), [cp.multiply(y, X @ w + b) >= 1 - xi, xi >= 0])
+    ref.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9)
+    for layer in ("direct", "cvxpy"):
+        sol = api.solve("soft_primal", X, y, layer=layer, backend="clarabel", C=1.0, method="working_set")
+        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.checks["kkt_stationarity"] <= 1e-12
+        assert sol.checks["reference"] == "proved optimum"
+        # P is flat here: an objective within 1e-11 leaves w ~1e-4 uncertain, so the reference checks P only
+        assert sol.objective == pytest.approx(ref.value, rel=1e-9)
