@@ -79,6 +79,7 @@ def test_wide_data_put_every_point_in_a_first_qp_that_splits_them(monkeypatch):
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
     assert seen["sample"] == len(y) and seen["split_tol"] == pws.WIDE_SPLIT_TOL and seen["delta"] == pws.WIDE_BAND
     assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
+    assert sol.extras["first_qp_tol"] == pws.WIDE_SPLIT_TOL  # the row says how its first QP was solved
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
 
 

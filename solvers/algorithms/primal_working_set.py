@@ -362,6 +362,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name, message=res.message,
         extras={"labels": labels.as_dict(), "method": "primal_working_set", "sample": start_with["sample"],
+                "first_qp_tol": start_with.get("split_tol"),  # None: the first QP at the profile's tolerance
                 "working_set": res.working_set},
     )
     values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}
