@@ -11,7 +11,7 @@ import functools
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 from sklearn.datasets import make_moons
 from sklearn.preprocessing import StandardScaler
@@ -58,7 +58,9 @@ def _tight_block_optimum(Q, p, y, rhs, C) -> float:
     """The block's optimum by Clarabel (cvxpy) at tight tolerances: the independent reference."""
     a = cp.Variable(len(p), bounds=[0.0, C])
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q)) + p @ a), [y @ a == rhs])
-    problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    # 1e-10: far inside OBJECTIVE_RTOL, and what Clarabel reaches on a singular Q; at 1e-12 it stalled
+    # (optimal_inaccurate, 3e-7 off) on seed 7713, size 35, rank 1, C = 10^2.5 (the @example below)
+    problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     assert problem.status == cp.OPTIMAL
     return float(problem.value)
 
@@ -66,6 +68,7 @@ def _tight_block_optimum(Q, p, y, rhs, C) -> float:
 @settings(max_examples=25, deadline=None)
 @given(seed=hs.integers(0, 2**31 - 1), size=hs.integers(4, 40), rank_share=hs.floats(0.05, 1.0),
        log_C=hs.floats(-3.0, 3.0))
+@example(seed=7713, size=35, rank_share=0.0546875, log_C=2.5)
 def test_polish_reaches_the_exact_optimum_of_a_singular_block_from_any_feasible_point(seed, size, rank_share,
                                                                                      log_C):
     """From any feasible point (here a random one, far from the optimum) of a block whose Q has low rank,
