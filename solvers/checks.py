@@ -183,7 +183,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     if primal:
         scaled["rounding of the primal objective"] = out.gap_rounding
     if all(v <= tol for v in scaled.values()):  # only a point that passes these is worth a reference
-        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww))
+        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal))
     failed = {name: value for name, value in scaled.items() if not value <= tol}
     out.verified = not failed
     out.verdict = "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items())
@@ -263,8 +263,9 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     return max(float(np.linalg.norm(w_ref)), f_scale / reach if reach > 0 else 0.0, _TINY)
 
 
-def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> dict:
-    """The point's distance to the optimum proved from its active set (or the gap's bound)."""
+def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, primal: bool) -> dict:
+    """The point's distance to the optimum proved from its active set (or the gap's bound); primal: the
+    row reports P (a primal formulation), else D."""
     g = f - sol.b
     ref = polish(gram, y, C, alpha, f)
     if not ref.ok:
@@ -276,7 +277,7 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww) -> di
     # Like with like: a primal's P(w, b) against P(w*, b*), a dual's D(alpha) against D(alpha*) (not
     # against P*: at C = 1e12 P's rounding is 1e-3 of P on breast cancer, where D(alpha) and D(alpha*)
     # agree to 1e-15).
-    if sol.formulation in PRIMAL_FORMULATIONS:
+    if primal:
         own, best = out.primal_objective, ref.objective
     else:
         own, best = out.dual_objective, ref.dual_objective

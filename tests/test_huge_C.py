@@ -9,6 +9,7 @@ was refused at the `high` profile by a duality gap that is C times the rounding 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -29,18 +30,22 @@ def cancer():
     X = StandardScaler().fit_transform(X)
     y = np.where(y == 1, 1.0, -1.0)
     kernel = Kernel("rbf", gamma=1.0 / X.shape[1])
-    base = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1e3, kernel=kernel, profile="high",
-                 method="working_set")
+
+    @functools.cache  # each (layer, C) solved once for the module's tests
+    def solved(layer, C):
+        return solve("kernel_dual", X, y, layer=layer, backend="piqp", C=C, kernel=kernel, profile="high",
+                     method="working_set")
+
+    base = solved("direct", 1e3)
     assert base.status == st.OPTIMAL and base.alpha.max() < 100.0  # C = 1e3 does not bind: the hard margin
-    return X, y, kernel, base
+    return X, y, kernel, base, solved
 
 
 @pytest.mark.parametrize("C", [1e6, 1e9, 1e12])
 @pytest.mark.parametrize("layer", ["direct", "pyomo", "cvxpy"])
 def test_working_set_at_huge_C_is_verified_and_is_the_hard_margin_optimum(cancer, layer, C):
-    X, y, kernel, base = cancer
-    sol = solve("kernel_dual", X, y, layer=layer, backend="piqp", C=C, kernel=kernel, profile="high",
-                method="working_set")
+    X, y, kernel, base, solved = cancer
+    sol = solved(layer, C)
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(base.objective, rel=1e-9)
     scale = np.abs(base.decision).max()
@@ -51,9 +56,8 @@ def test_working_set_at_huge_C_is_verified_and_is_the_hard_margin_optimum(cancer
 @pytest.mark.parametrize("change", ["alpha", "b"])
 def test_a_wrong_point_at_huge_C_is_refused(cancer, C, change):
     """The gap's rounding at C = 1e12 is 1e-3 of P: the other checks must still see a point 1e-4 off."""
-    X, y, kernel, _ = cancer
-    sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=C, kernel=kernel, profile="high",
-                method="working_set")
+    X, y, kernel, _, solved = cancer
+    sol = solved("direct", C)
     assert sol.status == st.OPTIMAL
     K = gram(kernel, X)
     wrong = dataclasses.replace(sol)
@@ -76,7 +80,7 @@ def test_a_wrong_point_at_huge_C_is_refused(cancer, C, change):
 def test_gap_rounding_is_negligible_at_an_ordinary_C(cancer):
     """The rounding allowance must not be a loophole where the gap can be measured: at C = 1 it is
     below 1e-12 of P, far under any profile's tolerance."""
-    X, y, kernel, _ = cancer
+    X, y, kernel, _, _ = cancer
     sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1.0, kernel=kernel, method="working_set")
     assert sol.status == st.OPTIMAL
     assert 0 < sol.checks["gap_rounding"] < 1e-12

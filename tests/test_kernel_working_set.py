@@ -84,9 +84,27 @@ def test_products_never_evict_rows_and_stay_within_the_cache(data):
     np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-12, atol=1e-12)
     assert rows.max_held <= rows.capacity == 10
     assert 3 in rows._cache and 4 in rows._cache  # the rows asked for by the loop are still there
-    rows.rows(np.arange(20, 40))  # more than the cache holds: the newest 10 are kept
+    np.testing.assert_allclose(rows.rows(np.arange(20, 40)), K[20:40], rtol=0, atol=1e-15)
+    assert list(rows._cache) == list(range(30, 40))  # more than the cache holds: the newest 10 are kept ...
+    np.testing.assert_allclose(rows.rows(np.arange(30, 40)), K[30:40], rtol=0, atol=1e-15)  # ... as they are
     # every cached row owns its memory: a view would keep its whole block alive after an eviction
     assert all(row.base is None for row in rows._cache.values())
+
+
+def test_evicted_rows_come_back_right(data):
+    """The least recently used rows leave for new ones; every row read back, and every product, is K's,
+    however the cache was filled (rows asked for again, products that keep rows while there is room)."""
+    X, y, K = data
+    rows = KernelRows(KERNEL, X, cache_bytes=8 * N * 7)
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        I = rng.choice(N, size=rng.integers(1, 6), replace=True)
+        np.testing.assert_allclose(rows.rows(I), K[I], rtol=0, atol=1e-15)
+        u = np.zeros(N)
+        u[rng.choice(N, size=rng.integers(1, 12), replace=False)] = rng.normal(size=1)
+        np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
+        assert set(I.tolist()) <= set(rows._cache)  # the rows just asked for are held
+        assert len(rows._cache) <= rows.capacity
 
 
 def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):

@@ -769,8 +769,8 @@ def check_options(args) -> None:
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
     slow = args.stop_slow
     if slow is not None and not (math.isfinite(slow) and (slow == 0 or slow >= 1)):
-        raise UsageError(f"--stop-slow must be 0 (off) or a factor >= 1, got {args.stop_slow!r}")
-    if args.stop_slow is not None and args.executor == "dask":
+        raise UsageError(f"--stop-slow must be 0 (off) or a factor >= 1, got {slow!r}")
+    if slow is not None and args.executor == "dask":
         raise UsageError("--stop-slow applies to the local executor only (a Dask worker's solve stops at --timeout)")
     if args.seed < 0:
         raise UsageError(f"--seed must be an integer >= 0, got {args.seed}")

@@ -110,11 +110,12 @@ def is_wide(n: int, d: int | None) -> bool:
 
 
 def start_settings(n: int, d: int) -> dict:
-    """How the loop starts on n points of d features: a sample's QP (SAMPLE points, the first band 0.3), or
-    on wide data every point in a first QP to WIDE_SPLIT_TOL and the band WIDE_BAND."""
+    """How the loop starts on n points of d features (decompose's keywords): a sample's QP of SAMPLE points
+    (decompose's first band), or on wide data every point in a first QP to WIDE_SPLIT_TOL and the band
+    WIDE_BAND."""
     if is_wide(n, d):
         return {"sample": n, "split_tol": WIDE_SPLIT_TOL, "delta": WIDE_BAND}
-    return {"sample": SAMPLE, "split_tol": None, "delta": 0.3}
+    return {"sample": SAMPLE}
 
 
 @dataclass
@@ -309,9 +310,9 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
         point = _point(values, d)
         if point is None:
+            why = f"restricted QP {it} returned no point ({_why(status, message)})"
             return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
-                                          sub_s, False, f"restricted QP {it} returned no point ({_why(status, message)})",
-                                          failed=True)
+                                          sub_s, False, why, failed=True)
         dw, db = point[0] - w, point[1] - b
         dm = y * (X @ dw + db)
         reached = margins + dm
@@ -340,7 +341,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
 
-    sample: the first QP's points, with the first band 0.3; None: start_settings for the data's shape.
+    sample: the first QP's points (decompose's first band); None: start_settings for the data's shape.
 
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).

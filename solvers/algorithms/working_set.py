@@ -20,7 +20,8 @@ others fixed,
     min  1/2 a' Q_BB a + (g_B - Q_BB alpha_B)' a    s.t.  y_B' a = -y_N' alpha_N,  0 <= a <= C,
 
 with one of the project's backends, through the solver alone ("direct"), cvxpy
-or Pyomo, in s = a / C, then made exact on its active set (`_polish_block`). The
+or Pyomo, in s = a / t (t = alpha_scale: C, or the largest alpha where that is smaller), then made
+exact on its active set (`_polish_block`). The
 gradient is updated with the rows of K whose alpha changed (O(n q)); K is the Gram
 matrix or rows computed on demand through a bounded cache (solvers.algorithms.kernel_rows), so
 nothing n x n is needed. The loop stops when m - M <= tol (the maximal KKT violation)
@@ -351,8 +352,9 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
         if not wrong.any():
             if barred.any():
                 return None  # a wrong sign that no step can mend
-            objective, before = 0.5 * x @ Q @ x + p @ x, 0.5 * a @ Q @ a + p @ a
-            scale = 0.5 * abs(a @ Q @ a) + abs(p) @ a + np.finfo(float).tiny
+            aQa = float(a @ Q @ a)
+            objective, before = 0.5 * x @ Q @ x + p @ x, 0.5 * aQa + p @ a
+            scale = 0.5 * abs(aQa) + abs(p) @ a + np.finfo(float).tiny
             return x if objective <= before + 1e-12 * scale else None
         released = int(np.argmax(np.where(wrong, np.abs(reduced), -np.inf)))
         free[released] = True
