@@ -82,8 +82,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
     working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
-    on wide data (d features, primal_working_set.is_wide) takes the working set at any n, its first QP
-    every point.
+    on wide data (d features, primal_working_set.is_wide) takes the working set at any n above the loop's
+    SAMPLE.
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP

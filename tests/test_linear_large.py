@@ -4,22 +4,22 @@
   its margin with alpha = 6.7e-6: 22 free points for d + 1 = 21 unknowns, the checks' proof did
   not settle and the point was refused (optimal_inaccurate). The loop now ends at the optimum
   proved from the active set (primal_working_set._settle); a point moved off it is still refused.
-- `method="auto"` takes restricted QPs on wide data and on tall data (solvers.api.choose_method); on wide
-  data the first QP holds every point but only splits them (a loose tolerance), and the result is the
-  tight reference's in every layer, however loose that first QP.
+- `method="auto"` takes restricted QPs on wide data and on tall data (solvers.api.choose_method); above
+  the loop's SAMPLE the split comes from the smoothed primal (no QP of every point), and the result is
+  the tight reference's in every layer, however far off that start.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.optimize import approx_fprime
 
 from experiments.bench.scaling import bench_data
 from experiments.datasets import overlapping
 from solvers import api
 from solvers import solution as st
 from solvers.algorithms import primal_working_set as pws
-from solvers.profiles import tolerance_options
 
 
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
@@ -65,22 +65,42 @@ def test_auto_takes_the_working_set_for_wide_data_at_any_n(layer):
     assert api.choose_method("soft_primal", n, layer, np.ones(n), d=d_wide) == "full"  # per-sample C: one QP
 
 
-def test_wide_data_put_every_point_in_a_first_qp_that_splits_them(monkeypatch):
-    seen = {}
-    real = pws.decompose
+def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):
+    seen, rows = {}, []
+    real, real_qp = pws.decompose, pws.SUBSOLVERS["cvxpy"]
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
         return real(*args, **kwargs)
 
+    def qp_spy(Xs, ys, *args):
+        rows.append(len(ys))
+        return real_qp(Xs, ys, *args)
+
     monkeypatch.setattr(pws, "decompose", spy)
+    monkeypatch.setitem(pws.SUBSOLVERS, "cvxpy", qp_spy)
     monkeypatch.setattr(pws, "SAMPLE", 500)  # the rule at a test's size
     X, y = bench_data(600, 6)  # just wide: n above the sample, d / n >= WIDE_D_OVER_N
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
-    assert seen["sample"] == len(y) and seen["split_tol"] == pws.WIDE_SPLIT_TOL and seen["delta"] == pws.WIDE_BAND
-    assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
-    assert sol.extras["first_qp_tol"] == pws.WIDE_SPLIT_TOL  # the row says how its first QP was solved
+    assert seen["start"] == "smoothed" and seen["delta"] == pws.SMOOTHED_BAND
+    assert sol.extras["method"] == "working_set" and sol.extras["start"] == "smoothed"
+    assert sol.extras["sample"] is None  # the row says that no QP of a sample started it
+    assert rows and max(rows) < len(y)  # no QP of every point
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+
+
+def test_the_smoothed_primal_has_its_gradient():
+    X, y = bench_data(200, 5)
+    rng = np.random.default_rng(0)
+    for h in (1e-2, 1.0):
+        for v in rng.normal(scale=0.5, size=(5, 6)):
+            value, gradient = pws.smoothed_primal(v, X, y, 3.0, h)
+            numeric = approx_fprime(v, lambda u: pws.smoothed_primal(u, X, y, 3.0, h)[0], 1e-7)
+            np.testing.assert_allclose(gradient, numeric, rtol=0, atol=1e-4 * np.abs(gradient).max())
+            # against the hinge: the smoothing takes at most h / 2 off each point's loss
+            margins = y * (X @ v[:5] + v[5])
+            hinge = 0.5 * v[:5] @ v[:5] + 3.0 * np.maximum(0.0, 1.0 - margins).sum()
+            assert hinge - 3.0 * len(y) * h / 2 - 1e-9 <= value <= hinge + 1e-9
 
 
 @pytest.fixture(scope="module")
@@ -103,29 +123,29 @@ def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer, method):
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
 
 
-@pytest.mark.parametrize("split_tol", [pws.WIDE_SPLIT_TOL, 1e3])
+@pytest.mark.parametrize("max_iter", [None, 1])
 @pytest.mark.parametrize("backend", ["piqp", "clarabel"])
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
-def test_a_loose_first_qp_on_wide_data_still_ends_at_the_reference(wide, monkeypatch, layer, backend, split_tol):
-    """On wide data the first QP (every point) only splits them, at split_tol; the restricted QPs after it
-    make the point exact. At 1e3 the first QP stops after a step or two and the split is far off (the loop
-    must correct it); the answer is the same."""
+def test_the_smoothed_start_on_wide_data_ends_at_the_reference(wide, monkeypatch, layer, backend, max_iter):
+    """On wide data the smoothed primal splits the points; the restricted QPs make the point exact. After a
+    single L-BFGS step (max_iter 1) the split is far off and the loop must correct it; the answer is the same."""
     X, y, ref = wide
     monkeypatch.setattr(pws, "SAMPLE", 250)  # 300 points of 200 features: wide at this sample
-    monkeypatch.setattr(pws, "WIDE_SPLIT_TOL", split_tol)
-    seen = []
+    if max_iter is not None:
+        monkeypatch.setattr(pws, "SMOOTH_MAX_ITER", max_iter)
+    rows = []
     real = pws.SUBSOLVERS[layer]
 
     def spy(Xs, ys, C, inside, backend, options, time_limit):
-        seen.append((len(ys), dict(options)))
+        rows.append(len(ys))
         return real(Xs, ys, C, inside, backend, options, time_limit)
 
     monkeypatch.setitem(pws.SUBSOLVERS, layer, spy)
     sol = api.solve("soft_primal", X, y, layer=layer, backend=backend, C=1.0, profile="high")
-    assert sol.extras["method"] == "working_set" and sol.extras["sample"] == len(y)
-    assert seen[0][0] == len(y) and len(seen) >= 2  # every point first, then restricted QPs
-    assert seen[0][1].items() >= tolerance_options(backend, split_tol).items()  # the first one only splits
-    assert not seen[1][1].items() >= tolerance_options(backend, split_tol).items()
+    assert sol.extras["method"] == "working_set" and sol.extras["start"] == "smoothed"
+    assert max(rows) < len(y)  # restricted QPs only
+    if max_iter == 1:
+        assert sol.iterations >= 2  # the far-off split was corrected
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))

@@ -17,8 +17,11 @@ restricted QP).
 
 The loop:
 
-1. (w, b) from the soft primal on a random sample of `sample` points with C n / sample
-   (the same empirical risk at the sample's scale);
+1. (w, b) from the soft primal with its hinge smoothed (`smoothed_start`: Huber's hinge, minimized
+   by L-BFGS, O(n d) a step and no QP; Chapelle, "Training a support vector machine in the
+   primal", Neural Computation 19(5), 2007), or, when a sample size is asked for, from the soft
+   primal on a random sample of `sample` points with C n / sample (the same empirical risk at the
+   sample's scale). Up to SAMPLE points the first QP is the whole problem, and the loop stops there;
 2. W = {i : |m_i - 1| < delta}, L = {m_i < 1} outside W; solve the restricted QP with
    the chosen layer and backend;
 3. if the split is consistent, stop: (w, b) is optimal. Otherwise move to the QP's
@@ -32,18 +35,16 @@ The loop:
    or, where the QP left the set ambiguous, from that of one more QP over the points within
    SETTLE_BAND of their margin solved to SETTLE_TOL (`_settle`). The checks still judge the result.
 
-Wide data (`is_wide`: d / n >= WIDE_D_OVER_N): a sample of n / 2 points says little about w in 500
-dimensions, so the first QP holds every point but is solved to WIDE_SPLIT_TOL only: its margins decide
-the split, the restricted QPs make the point exact. At n = 20,000, d = 500, C = 1 (experiments.bench's
-linear_wide), with Clarabel, whose default factorization (faer's) takes these dense rows 2.6x faster than
-QDLDL: 35-37 s in each layer, one restricted QP of 1,010 rows after the first, against 71 s for the whole
-QP to 1e-8 and 250-320 s for the loop through PIQP (LIBLINEAR at its default tolerance, at its iteration
-cap 1.2% above the optimum: 16 s).
-
-Measured at n = 1e5, d = 20, C = 1 with PIQP on the matrices: the sample's point
-(5,000 points, 0.1 s) is 0.6% above the optimum; two restricted QPs of about 16,000
-rows follow, the second consistent; 0.75 s in all, against 2.6-3.7 s for LIBLINEAR
-at tol 1e-6 and 5.5 s for PIQP on the whole primal.
+Measured (C = 1, experiments.bench's blobs, the whole loop, every result `optimal` with the proved
+optimum's objective), the smoothed start against a sample's QP of 10,000 points:
+- n = 1e5, d = 20 (PIQP): 0.32 s against 0.48 s, one restricted QP of 2,730 rows against 15,887;
+- n = 1e6, d = 20 (PIQP): 3.0-3.4 s against 8.5-10.3 s in the three layers, one restricted QP of 26,770
+  rows against two of 158,810;
+- wide data, n = 20,000, d = 500 (d / n >= WIDE_D_OVER_N): 3.8-4.9 s in the three layers through
+  Clarabel and PIQP, one restricted QP of 1,008 rows. A sample of 10,000 points says little about w
+  in 500 dimensions (six restricted QPs, one of 10,927 rows, 86 s), and the whole QP solved loosely
+  to split the points took 35-37 s through Clarabel and 235-257 s through PIQP. LIBLINEAR at its
+  default tolerance: 16 s, at its iteration cap, 1.2% above the optimum.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 
 from formulations import soft_primal, validation
 from formulations.model import SOFT_PRIMAL
@@ -66,7 +67,8 @@ from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
 
-#: Points in the random sample whose QP starts the loop (n <= SAMPLE: that QP is the whole problem).
+#: Up to this many points the loop's first QP is the whole problem (start_settings); a sample of this size
+#: starts the loop when one is asked for.
 SAMPLE = 10_000
 #: The last restricted QP (`_settle`) holds the rows of the points this close to their margin
 #: (margin units; 78 points at n = 1e5, d = 20) ...
@@ -82,39 +84,60 @@ SETTLE_TOL = 1e-12
 
 
 #: Wide data: the soft primal's rows have d entries each, and an interior-point step costs about
-#: rows x d^2, so the loop's sample QP (half the points at n = 20,000) and the restricted QPs after it
-#: cost more than one QP of every row once d / n reaches this. MEASURED through solvers.api.solve (n = 20,000,
-#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each; machine shared by 4 agents),
-#: restricted QPs / the whole QP: d = 50: 0.52 (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s),
-#: d = 200: 1.32 (202 s / 153 s). From there on (n above the loop's sample) the loop starts from a first QP
-#: of every point (start_settings).
+#: rows x d^2, so the whole QP is dear from this d / n on: `method="auto"` takes the restricted QPs there
+#: at any n above SAMPLE (solvers.api.choose_method). MEASURED through solvers.api.solve (n = 20,000,
+#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each, the loop then started
+#: from a sample's QP; machine shared by 4 agents), restricted QPs / the whole QP: d = 50: 0.52
+#: (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s), d = 200: 1.32 (202 s / 153 s).
 WIDE_D_OVER_N = 0.01
-#: On wide data the whole QP only splits the points (the loop's first band is WIDE_BAND around the margin),
-#: so it is solved to WIDE_SPLIT_TOL only: its margins are all it must give. MEASURED (n = 20,000, d = 500,
-#: C = 1, Clarabel, the solver alone; max |m - m*| over the points, and the points within 0.05 of their
-#: margin that the band missed, against the optimum's ~500 free ones):
-#:   experiments.bench's blobs:  tol 1e-8: 22 steps, 71 s; 1e-2: 11, 41 s; 1e-1: 8, 27-33 s, 0.054, none;
-#:                               1.0: 5 steps, 22 s (machine shared), 0.21, 1 missed at band 0.05, none at 0.1;
-#:   make_classification (50 informative, 5% flipped, standardized): 1e-8: 20 steps, 63 s; 1e-1: 6, 23 s,
-#:                               0.10, none; 1.0: 4 steps, 17 s, 0.21, 5 missed at 0.05, none at 0.1.
-#: A point the band misses costs one more restricted QP, never the optimum (the loop adds it). 1.0 with the
-#: band 0.1 was 25% faster on the blobs (two restricted QPs of ~1,500 rows) but on small wide data it took
-#: 7 restricted QPs where 1e-1 took 2, one of them of half the points: kept at 1e-1.
-WIDE_SPLIT_TOL = 1e-1
-WIDE_BAND = 0.05
+#: The smoothed start (`smoothed_start`): the hinge max(0, t) of t = 1 - m_i replaced by Huber's, t^2 / (2 h)
+#: for 0 < t < h and t - h / 2 from h on, with h = SMOOTHING (margin units, so the same at any scale of X or
+#: C); L-BFGS from (w, b) = 0 stops when the objective changes by less than SMOOTH_FTOL (relative) in a step,
+#: or after SMOOTH_MAX_ITER steps (~10 ms each at n = 20,000, d = 500). Its margins split the points and the
+#: loop's first band is SMOOTHED_BAND around them. MEASURED (max |m_i - m_i*| over the points, against the
+#: proved optimum; "missed": points free at the optimum outside the band):
+#:   experiments.bench's blobs, n = 20,000, d = 500, C = 1: 76 steps, 1.0 s, 0.055, none missed (1,008 points
+#:   in the band, the optimum's 501 free ones among them); h = 1 then 0.1 then 0.01, each from the last:
+#:   0.055 in 1.2 s (no better); ftol 1e-6: 0.069 in 0.6 s; 1e-10: 0.058 in 1.9 s;
+#:   n = 12,000, d = 150 and 300, Gaussian blobs, make_classification and blobs with 10% of the labels
+#:   flipped, C = 1e-3, 1 and 100, X x 1e-3 and x 1e3 (12 cases): 19-118 steps, 0.2-1.2 s, 0.006-0.078,
+#:   none missed.
+#: A point the band misses costs one more restricted QP, never the optimum (the loop adds it).
+SMOOTHING = 1e-2
+SMOOTH_FTOL = 1e-8
+SMOOTH_MAX_ITER = 500
+SMOOTHED_BAND = 0.05
+#: How decompose starts: a sample's QP, or the smoothed start.
+STARTS = ("sample", "smoothed")
+
+
+def smoothed_primal(v, X, y, C, h):
+    """The soft primal with Huber's hinge of width h (SMOOTHING's comment) at v = (w, b): value and gradient."""
+    w, b = v[:-1], v[-1]
+    short = 1.0 - y * (X @ w + b)  # how far each point falls short of its margin
+    slope = np.clip(short / h, 0.0, 1.0)  # the smoothed hinge's derivative
+    hinge = np.where(short >= h, short - 0.5 * h, np.where(short > 0.0, short * short / (2.0 * h), 0.0))
+    pull = C * slope * y
+    return 0.5 * w @ w + C * hinge.sum(), np.concatenate([w - X.T @ pull, [-pull.sum()]])
+
+
+def smoothed_start(X, y, C) -> tuple[np.ndarray, float]:
+    """(w, b) near the soft primal's optimum: the smoothed primal's minimizer by L-BFGS from 0 (SMOOTHING)."""
+    found = minimize(smoothed_primal, np.zeros(X.shape[1] + 1), args=(X, y, C, SMOOTHING), jac=True,
+                     method="L-BFGS-B", options={"maxiter": SMOOTH_MAX_ITER, "ftol": SMOOTH_FTOL, "gtol": 0.0})
+    return found.x[:-1], float(found.x[-1])
 
 
 def is_wide(n: int, d: int | None) -> bool:
-    """Wide data for the restricted QPs: n above their sample and d / n >= WIDE_D_OVER_N."""
+    """Wide data for the restricted QPs: n above their SAMPLE and d / n >= WIDE_D_OVER_N."""
     return d is not None and n > SAMPLE and d >= WIDE_D_OVER_N * n
 
 
-def start_settings(n: int, d: int) -> dict:
-    """How the loop starts on n points of d features (decompose's keywords): a sample's QP of SAMPLE points
-    (decompose's first band), or on wide data every point in a first QP to WIDE_SPLIT_TOL and the band
-    WIDE_BAND."""
-    if is_wide(n, d):
-        return {"sample": n, "split_tol": WIDE_SPLIT_TOL, "delta": WIDE_BAND}
+def start_settings(n: int) -> dict:
+    """How the loop starts on n points (decompose's keywords): up to SAMPLE points one QP of them all, the
+    whole problem; above, the smoothed start and the band SMOOTHED_BAND."""
+    if n > SAMPLE:
+        return {"start": "smoothed", "delta": SMOOTHED_BAND}
     return {"sample": SAMPLE}
 
 
@@ -249,20 +272,20 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
 def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
-              time_limit: float | None = None, seed: int = 0,
-              split_tol: float | None = None) -> PrimalWorkingSetResult:
+              time_limit: float | None = None, seed: int = 0, start: str = "sample") -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
-    sample: size of the random sample whose solution starts the loop (all points if n <= sample:
-    then one QP is the whole solve, unless split_tol is given). delta: the first band |m_i - 1| < delta.
+    start: "sample", the loop starts from the QP of a random sample of `sample` points (all points if
+    n <= sample: then that QP is the whole solve); "smoothed", from smoothed_start's point (wide data).
+    delta: the first band |m_i - 1| < delta.
     tol: how far past the margin (in m_i) a point of L or outside may end and still count on its side.
-    split_tol: the first QP's tolerance when it only has to split the points (wide data, is_wide):
-    the loop then goes on from its point, whatever its size.
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
     if not (math.isfinite(C) and C > 0):
         raise ValueError(f"the primal working set needs a finite C > 0 (got {C!r})")
+    if start not in STARTS:
+        raise ValueError(f"unknown start {start!r}; choose one of {STARTS}")
     if sample < 2 or not (0 < min_delta <= delta):
         raise ValueError(f"need sample >= 2 and 0 < min_delta <= delta (got {sample}, {min_delta}, {delta})")
 
@@ -270,14 +293,13 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     y = np.asarray(y, dtype=float)
     n, d = X.shape
     opts = {**backend_options(backend, profile), **(options or {})}
-    first_opts = opts if split_tol is None else {**opts, **tolerance_options(backend, split_tol), **(options or {})}
     subsolve = SUBSOLVERS[layer]
-    start = time.perf_counter()
+    began = time.perf_counter()
     sub_s = 0.0
 
     def restricted(rows, weight, inside, options=opts):
         nonlocal sub_s
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - start))
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - began))
         begin = time.perf_counter()
         values, status, message = subsolve(X[rows], y[rows], weight, inside, backend, options, left)
         sub_s += time.perf_counter() - begin
@@ -289,16 +311,19 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
         return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
 
-    everything = n <= sample
-    rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-    values, status, message = restricted(rows, C * n / len(rows), None, first_opts)
-    point = _point(values, d)
-    if point is None:
-        return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s, False,
-                                      f"the sample's QP returned no point ({_why(status, message)})")
-    w, b = point
-    if everything and split_tol is None:
-        return settled(w, b, values.get("alpha"), 0, n)
+    if start == "smoothed":
+        w, b = smoothed_start(X, y, C)
+    else:
+        everything = n <= sample
+        rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+        values, status, message = restricted(rows, C * n / len(rows), None)
+        point = _point(values, d)
+        if point is None:
+            return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s,
+                                          False, f"the sample's QP returned no point ({_why(status, message)})")
+        w, b = point
+        if everything:
+            return settled(w, b, values.get("alpha"), 0, n)
     margins = y * (X @ w + b)
     wrong = np.zeros(n, dtype=bool)
     alpha = None
@@ -327,7 +352,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
         w, b, margins = w + step * dw, b + step * db, margins + step * dm
         # The margins moved by about this much: the band that must hold the points still in doubt.
         delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
-        if time_limit is not None and time.perf_counter() - start > time_limit:
+        if time_limit is not None and time.perf_counter() - began > time_limit:
             timed_out = True
             break
     why = f"at the time limit ({time_limit:g} s) " if timed_out else ""
@@ -341,7 +366,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
 
-    sample: the first QP's points (decompose's first band); None: start_settings for the data's shape.
+    sample: the points of a first QP taken at random (decompose's first band); None: start_settings(n).
 
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).
@@ -350,7 +375,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     C = validation.check_C(C)
     prof = get_profile(profile)
     start = time.perf_counter()
-    start_with = start_settings(*X.shape) if sample is None else {"sample": sample}
+    start_with = start_settings(len(y)) if sample is None else {"sample": sample}
     res = decompose(X, y, C, backend=backend, layer=layer, profile=prof.name, options=options,
                     time_limit=time_limit, seed=seed, **start_with)
     total = time.perf_counter() - start
@@ -362,8 +387,8 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
                    f"{res.outer_iterations} restricted QPs (last |W| = {res.working_set})",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name, message=res.message,
-        extras={"labels": labels.as_dict(), "method": "primal_working_set", "sample": start_with["sample"],
-                "first_qp_tol": start_with.get("split_tol"),  # None: the first QP at the profile's tolerance
+        extras={"labels": labels.as_dict(), "method": "primal_working_set", "start": start_with.get("start", "sample"),
+                "sample": start_with.get("sample"),  # the first QP's points (None: the smoothed start, no QP)
                 "working_set": res.working_set},
     )
     values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}
