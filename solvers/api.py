@@ -60,18 +60,16 @@ WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
 #:   kernel_dual rbf(gamma=0.1), d = 10 (experiments.bench's data):
 #:     cvxpy  n = 500: 0.66, 1,000: 0.71, 2,000: 0.17, 3,000: 0.14
 #:     pyomo  n = 500: 0.96, 1,000: 1.20, 2,000: 0.45, 3,000: 0.22
-#:   soft_primal, d = 20:
-#:     cvxpy  n = 3,000: 1.05, 10,000: 1.05, 30,000: 0.69
-#:     pyomo  n = 3,000: 0.98, 10,000: 0.68, 30,000: 0.34
 #:   dual (linear), d = 20: 93x slower at n = 1,000, 49-63x at 3,000 (the full dual is the lifted
 #:     O(n d) QP; the working set's linear-kernel rows are O(n^2)): never chosen by auto.
 #:   Re-measured for pyomo once the working set computed its kernel rows on demand (same settings,
 #:   two runs each): n = 500: 0.91-2.6, 1,000: 0.85-0.94, 1,500: 0.43-0.50; and the full dense QP
 #:   through PIQP at the "scale" profile (1e-8) was refused at n = 1,000 (decision values 5e-5 off).
+#: The soft primal's rule is primal_working_set.pays (n and d, measured there).
 #: The solver alone ("direct") has no full path in solve(): always the working set.
 AUTO_MIN_N = {
     (KERNEL_DUAL, "cvxpy"): 500, (KERNEL_DUAL, "pyomo"): 1_000, (KERNEL_DUAL, "direct"): 0,
-    (SOFT_PRIMAL, "cvxpy"): 30_000, (SOFT_PRIMAL, "pyomo"): 10_000, (SOFT_PRIMAL, "direct"): 0,
+    (SOFT_PRIMAL, "direct"): 0,
     (DUAL, "cvxpy"): math.inf, (DUAL, "pyomo"): math.inf, (DUAL, "direct"): 0,
 }
 
@@ -82,8 +80,7 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
     working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
-    on wide data (d features, primal_working_set.is_wide) takes the working set at any n above the loop's
-    SAMPLE.
+    (d features) takes it where primal_working_set.pays(n, d).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # the working sets take one C; per-sample bounds C_i (sample or class weights) go to the whole QP
@@ -96,8 +93,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     if method != "auto":
         return method
     linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
-    if formulation == SOFT_PRIMAL and eligible and primal_working_set.is_wide(n, d):
-        return "working_set"
+    if formulation == SOFT_PRIMAL and layer != "direct":
+        return "working_set" if eligible and primal_working_set.pays(n, d) else "full"
     return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
 
 

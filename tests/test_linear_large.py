@@ -4,9 +4,9 @@
   its margin with alpha = 6.7e-6: 22 free points for d + 1 = 21 unknowns, the checks' proof did
   not settle and the point was refused (optimal_inaccurate). The loop now ends at the optimum
   proved from the active set (primal_working_set._settle); a point moved off it is still refused.
-- `method="auto"` takes restricted QPs on wide data and on tall data (solvers.api.choose_method); above
-  the loop's SAMPLE the split comes from the smoothed primal (no QP of every point), and the result is
-  the tight reference's in every layer, however far off that start.
+- `method="auto"` takes restricted QPs from SMOOTHED_MIN_N points on where d <= MAX_D_OVER_N n
+  (solvers.api.choose_method); their split comes from the smoothed primal (no QP of every point), and
+  the result is the tight reference's in every layer, however far off that start.
 """
 
 from __future__ import annotations
@@ -51,18 +51,17 @@ def test_a_point_moved_off_the_optimum_is_still_refused(monkeypatch, move):
 
 
 @pytest.mark.parametrize("layer", ["cvxpy", "pyomo", "direct"])
-def test_auto_takes_the_working_set_for_wide_data_at_any_n(layer):
-    n = 20_000  # below AUTO_MIN_N of the soft primal in cvxpy: tall data there get the whole QP
-    d_wide = int(np.ceil(pws.WIDE_D_OVER_N * n))
-    assert pws.is_wide(n, d_wide) and not pws.is_wide(n, d_wide - 1)
-    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide) == "working_set"
-    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide - 1) == (
-        "working_set" if n >= api.AUTO_MIN_N[("soft_primal", layer)] else "full")
-    assert api.choose_method("soft_primal", 1_000_000, layer, 1.0, d=20) == "working_set"
-    # the coursework's small n stays the whole QP, however many features
-    assert api.choose_method("soft_primal", 300, layer, 1.0, d=200) == ("working_set" if layer == "direct" else "full")
-    assert api.choose_method("soft_primal", n, layer, 1.0, d=d_wide, method="full") == "full"
-    assert api.choose_method("soft_primal", n, layer, np.ones(n), d=d_wide) == "full"  # per-sample C: one QP
+def test_auto_takes_the_restricted_qps_from_their_n_unless_d_is_near_n(layer):
+    n = pws.SMOOTHED_MIN_N
+    d_most = int(pws.MAX_D_OVER_N * n)
+    working_set = lambda n, d: api.choose_method("soft_primal", n, layer, 1.0, d=d) == "working_set"
+    assert working_set(n, d_most) and working_set(1_000_000, 20) and working_set(20_000, 500)
+    if layer != "direct":  # the solver alone has only the working set
+        assert not working_set(n - 1, 20) and not working_set(n, d_most + 1)
+        assert not working_set(300, 2)  # the coursework's small n stays the whole QP
+    assert api.choose_method("soft_primal", n, layer, 1.0, d=20, method="full") == "full"
+    if layer != "direct":
+        assert api.choose_method("soft_primal", n, layer, np.ones(n), d=20) == "full"  # per-sample C: one QP
 
 
 def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):
@@ -79,8 +78,8 @@ def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):
 
     monkeypatch.setattr(pws, "decompose", spy)
     monkeypatch.setitem(pws.SUBSOLVERS, "cvxpy", qp_spy)
-    monkeypatch.setattr(pws, "SAMPLE", 500)  # the rule at a test's size
-    X, y = bench_data(600, 6)  # just wide: n above the sample, d / n >= WIDE_D_OVER_N
+    monkeypatch.setattr(pws, "SMOOTHED_MIN_N", 500)  # the rule at a test's size
+    X, y = bench_data(600, 6)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
     assert seen["start"] == "smoothed" and seen["delta"] == pws.SMOOTHED_BAND
     assert sol.extras["method"] == "working_set" and sol.extras["start"] == "smoothed"
@@ -130,7 +129,8 @@ def test_the_smoothed_start_on_wide_data_ends_at_the_reference(wide, monkeypatch
     """On wide data the smoothed primal splits the points; the restricted QPs make the point exact. After a
     single L-BFGS step (max_iter 1) the split is far off and the loop must correct it; the answer is the same."""
     X, y, ref = wide
-    monkeypatch.setattr(pws, "SAMPLE", 250)  # 300 points of 200 features: wide at this sample
+    monkeypatch.setattr(pws, "SMOOTHED_MIN_N", 250)  # the smoothed start at this n
+    monkeypatch.setattr(pws, "MAX_D_OVER_N", 1.0)  # and auto's restricted QPs at this d
     if max_iter is not None:
         monkeypatch.setattr(pws, "SMOOTH_MAX_ITER", max_iter)
     rows = []

@@ -21,7 +21,7 @@ The loop:
    by L-BFGS, O(n d) a step and no QP; Chapelle, "Training a support vector machine in the
    primal", Neural Computation 19(5), 2007), or, when a sample size is asked for, from the soft
    primal on a random sample of `sample` points with C n / sample (the same empirical risk at the
-   sample's scale). Up to SAMPLE points the first QP is the whole problem, and the loop stops there;
+   sample's scale). Below SMOOTHED_MIN_N points the first QP is the whole problem, and the loop stops there;
 2. W = {i : |m_i - 1| < delta}, L = {m_i < 1} outside W; solve the restricted QP with
    the chosen layer and backend;
 3. if the split is consistent, stop: (w, b) is optimal. Otherwise move to the QP's
@@ -40,7 +40,7 @@ optimum's objective), the smoothed start against a sample's QP of 10,000 points:
 - n = 1e5, d = 20 (PIQP): 0.32 s against 0.48 s, one restricted QP of 2,730 rows against 15,887;
 - n = 1e6, d = 20 (PIQP): 3.0-3.4 s against 8.5-10.3 s in the three layers, one restricted QP of 26,770
   rows against two of 158,810;
-- wide data, n = 20,000, d = 500 (d / n >= WIDE_D_OVER_N): 3.8-4.9 s in the three layers through
+- wide data, n = 20,000, d = 500: 3.8-4.9 s in the three layers through
   Clarabel and PIQP, one restricted QP of 1,008 rows. A sample of 10,000 points says little about w
   in 500 dimensions (six restricted QPs, one of 10,927 rows, 86 s), and the whole QP solved loosely
   to split the points took 35-37 s through Clarabel and 235-257 s through PIQP. LIBLINEAR at its
@@ -59,6 +59,7 @@ from scipy.optimize import minimize, minimize_scalar
 from formulations import soft_primal, validation
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
+from solvers import blas
 from solvers import solution as st
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
@@ -67,8 +68,7 @@ from solvers.reference import Gram, polish
 from solvers.registry import get_backend
 
 
-#: Up to this many points the loop's first QP is the whole problem (start_settings); a sample of this size
-#: starts the loop when one is asked for.
+#: The points of a random sample whose QP starts the loop when decompose is asked for a sample start.
 SAMPLE = 10_000
 #: The last restricted QP (`_settle`) holds the rows of the points this close to their margin
 #: (margin units; 78 points at n = 1e5, d = 20) ...
@@ -83,13 +83,22 @@ SETTLE_BAND = 1e-3
 SETTLE_TOL = 1e-12
 
 
-#: Wide data: the soft primal's rows have d entries each, and an interior-point step costs about
-#: rows x d^2, so the whole QP is dear from this d / n on: `method="auto"` takes the restricted QPs there
-#: at any n above SAMPLE (solvers.api.choose_method). MEASURED through solvers.api.solve (n = 20,000,
-#: experiments.bench's data, C = 1, PIQP, cvxpy, default profile, one run each, the loop then started
-#: from a sample's QP; machine shared by 4 agents), restricted QPs / the whole QP: d = 50: 0.52
-#: (8.0 s / 15.4 s), d = 100: 0.54 (35 s / 65 s), d = 200: 1.32 (202 s / 153 s).
-WIDE_D_OVER_N = 0.01
+#: From this many points the loop starts from the smoothed primal (smoothed_start); below, its first QP holds
+#: every point: the whole problem, solved once (the coursework's sizes). MEASURED through solvers.api.solve
+#: (experiments.bench's blobs, d = 20, C = 1, PIQP, best of 3, another process on the second core), the whole QP
+#: against the restricted QPs from the smoothed start: n = 1,000: 0.017 / 0.011 s (cvxpy), 0.014 / 0.006 s
+#: (Pyomo); 2,000: 0.031 / 0.011, 0.031 / 0.006; 5,000: 0.072 / 0.013, 0.076 / 0.009; 10,000: 0.141 / 0.017,
+#: 0.153 / 0.013; 20,000: 0.351 / 0.071, 0.508 / 0.064. make_classification (3,000 x 40) at C = 1e-5 to 1e3,
+#: X x 1e-3 and x 1e3, nearly separable data at C = 1e4: 1.3-23x faster, one or two restricted QPs, the same
+#: objective to 2e-8.
+SMOOTHED_MIN_N = 1_000
+#: ... but only where d <= MAX_D_OVER_N n: with d near n most points lie near their margin and the loop takes
+#: many restricted QPs of nearly every row. MEASURED (the blobs, C = 1, cvxpy / PIQP, another process on the
+#: second core), restricted QPs against the whole QP: d / n = 0.025 (20,000 x 500): 4.9 s against 71 s
+#: (Clarabel); 0.1 (5,000 x 500): 1.5 s against 49 s; 0.25 (2,000 x 500): 2.2 s (3 restricted QPs) against
+#: 11.7 s; 0.5 (2,000 x 1,000): 46 s (22 restricted QPs) against 55 s; 2 (1,000 x 2,000): 60 s (10) against
+#: 15 s (which the checks then refused: optimal_inaccurate).
+MAX_D_OVER_N = 0.5
 #: The smoothed start (`smoothed_start`): the hinge max(0, t) of t = 1 - m_i replaced by Huber's, t^2 / (2 h)
 #: for 0 < t < h and t - h / 2 from h on, with h = SMOOTHING (margin units, so the same at any scale of X or
 #: C); L-BFGS from (w, b) = 0 stops when the objective changes by less than SMOOTH_FTOL (relative) in a step,
@@ -122,23 +131,29 @@ def smoothed_primal(v, X, y, C, h):
 
 
 def smoothed_start(X, y, C) -> tuple[np.ndarray, float]:
-    """(w, b) near the soft primal's optimum: the smoothed primal's minimizer by L-BFGS from 0 (SMOOTHING)."""
-    found = minimize(smoothed_primal, np.zeros(X.shape[1] + 1), args=(X, y, C, SMOOTHING), jac=True,
-                     method="L-BFGS-B", options={"maxiter": SMOOTH_MAX_ITER, "ftol": SMOOTH_FTOL, "gtol": 0.0})
+    """(w, b) near the soft primal's optimum: the smoothed primal's minimizer by L-BFGS from 0 (SMOOTHING).
+
+    BLAS on one thread: L-BFGS-B's own small vector operations went through a spinning second thread
+    (measured with another process on the second core: n = 2,000, d = 20: 0.21 s against 0.002-0.03 s;
+    n = 1e5: 0.30 s against 0.09 s; n = 20,000, d = 500, where X's products dominate: 2.4-2.6 s against
+    0.6 s)."""
+    with blas.one_thread():
+        found = minimize(smoothed_primal, np.zeros(X.shape[1] + 1), args=(X, y, C, SMOOTHING), jac=True,
+                         method="L-BFGS-B", options={"maxiter": SMOOTH_MAX_ITER, "ftol": SMOOTH_FTOL, "gtol": 0.0})
     return found.x[:-1], float(found.x[-1])
 
 
-def is_wide(n: int, d: int | None) -> bool:
-    """Wide data for the restricted QPs: n above their SAMPLE and d / n >= WIDE_D_OVER_N."""
-    return d is not None and n > SAMPLE and d >= WIDE_D_OVER_N * n
+def pays(n: int, d: int | None) -> bool:
+    """Whether the restricted QPs beat the whole QP on n points of d features (solvers.api's method "auto")."""
+    return n >= SMOOTHED_MIN_N and (d is None or d <= MAX_D_OVER_N * n)
 
 
 def start_settings(n: int) -> dict:
-    """How the loop starts on n points (decompose's keywords): up to SAMPLE points one QP of them all, the
-    whole problem; above, the smoothed start and the band SMOOTHED_BAND."""
-    if n > SAMPLE:
+    """How the loop starts on n points (decompose's keywords): below SMOOTHED_MIN_N points one QP of them all,
+    the whole problem; from there on, the smoothed start and the band SMOOTHED_BAND."""
+    if n >= SMOOTHED_MIN_N:
         return {"start": "smoothed", "delta": SMOOTHED_BAND}
-    return {"sample": SAMPLE}
+    return {"sample": n}
 
 
 @dataclass
