@@ -189,17 +189,21 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
     """
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
-    M = np.zeros((d + m + 1, d + 1 + m))
-    M[:d, :d] = np.eye(d)
-    M[:d, d + 1:] = -(XF * yF[:, None]).T
-    M[d:d + m, :d] = XF * yF[:, None]
-    M[d:d + m, d] = yF
-    M[d + m, d + 1:] = yF
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    rhs = np.concatenate([w_bound, np.ones(m), [balance_rhs]])
-    z = _equilibrated_solve(M, rhs, singular=m > d + 1)
-    w, b = z[:d], float(z[d])
-    a_free = z[d + 1:]
+    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None
+    if pinned is not None:
+        w, b, a_free = pinned
+    else:
+        M = np.zeros((d + m + 1, d + 1 + m))
+        M[:d, :d] = np.eye(d)
+        M[:d, d + 1:] = -(XF * yF[:, None]).T
+        M[d:d + m, :d] = XF * yF[:, None]
+        M[d:d + m, d] = yF
+        M[d + m, d + 1:] = yF
+        rhs = np.concatenate([w_bound, np.ones(m), [balance_rhs]])
+        z = _equilibrated_solve(M, rhs, singular=m > d + 1)
+        w, b = z[:d], float(z[d])
+        a_free = z[d + 1:]
     if not _in_bounds(a_free, C_free):
         # more free points than d + 1 (w* near 0 at a tiny C, say): w and b are pinned, alpha_F is
         # not; one inside [0, C] from the stationarity and balance rows, by bounded least squares
@@ -211,6 +215,24 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
         w = w_bound + XF.T @ (yF * a_free)
     a[free] = a_free
     return a, X @ w, b, w
+
+
+def _pinned_by_margins(XF, yF, w_bound, balance_rhs):
+    """(w, b, alpha_F) of _solve_primal_form's equations where the m > d + 1 free points pin (w, b): the
+    margin rows A (w, b) = 1, A = Y_F [X_F 1] of rank d + 1, by least squares, then alpha_F from the
+    stationarity and balance rows A' alpha_F = (w - w_bound, balance_rhs), minimum norm. O(m d^2), where
+    the whole (d + m + 1)-square system costs O(m^3): integer features (ties: 959 free points at n = 30,000,
+    d = 20) took 2-35 s a solve, as the machine's load varied. None where A has rank < d + 1 (the whole
+    system then decides)."""
+    A = np.column_stack([XF * yF[:, None], yF])
+    size = np.max(np.abs(A), axis=0)  # columns to unit size: features in other units keep their rank
+    size[size == 0] = 1.0
+    wb, _, rank, _ = np.linalg.lstsq(A / size, np.ones(len(yF)), rcond=None)
+    if rank < A.shape[1]:
+        return None
+    wb = wb / size
+    a_free = _equilibrated_solve(A.T, np.append(wb[:-1] - w_bound, balance_rhs), singular=True)
+    return wb[:-1], float(wb[-1]), a_free
 
 
 def _in_bounds(a: np.ndarray, C) -> bool:

@@ -175,3 +175,50 @@ def test_a_near_degenerate_optimum_is_proved_with_w_from_its_alphas():
         assert sol.checks["reference"] == "proved optimum"
         # P is flat here: an objective within 1e-11 leaves w ~1e-4 uncertain, so the reference checks P only
         assert sol.objective == pytest.approx(ref.value, rel=1e-9)
+
+
+def _tight_soft_primal(X, y, C):
+    """The soft primal through cvxpy/Clarabel at tight tolerances: (objective, w, b)."""
+    import cvxpy as cp
+
+    n, d = X.shape
+    w, b, xi = cp.Variable(d), cp.Variable(), cp.Variable(n)
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)),
+                     [cp.multiply(y, X @ w + b) >= 1 - xi, xi >= 0])
+    ref.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9)
+    return ref.value, w.value, float(b.value)
+
+
+@pytest.mark.parametrize("zero_feature", [False, True])
+def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatch, zero_feature):
+    """Integer features (ties): hundreds of points lie exactly on the margin, far more than the d + 1
+    unknowns of (w, b). The proof solves (w, b) from their margins and alpha_F from the stationarity rows
+    (reference._pinned_by_margins), or, where the margin rows lack rank (a feature that is 0 on every
+    point), the whole system; either way the optimum is the tight reference's."""
+    rng = np.random.default_rng(3)
+    n, d = 3000, 6
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.integers(-2, 3, size=(n, d)).astype(float)
+    X[:, :3] += np.where(rng.random((n, 3)) < 0.3, y[:, None], 0.0)
+    if zero_feature:
+        X[:, -1] = 0.0
+    objective, w, b = _tight_soft_primal(X, y, 1.0)
+    from solvers import reference
+
+    routes, real = [], reference._pinned_by_margins
+
+    def spy(*args):
+        pinned = real(*args)
+        routes.append(pinned is not None)
+        return pinned
+
+    monkeypatch.setattr(reference, "_pinned_by_margins", spy)
+    for layer in ("direct", "cvxpy"):
+        sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0)
+        assert routes and all(taken != zero_feature for taken in routes)  # pinned, or the whole system
+        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.checks["reference"] == "proved optimum"
+        assert sol.checks["n_free_sv"] > 10 * (d + 1)  # the degenerate case the pinned route is for
+        assert sol.objective == pytest.approx(objective, rel=1e-9)
+        f, f_ref = X @ sol.w + sol.b, X @ w + b
+        assert np.max(np.abs(f - f_ref)) <= 1e-6 * np.max(np.abs(f_ref))

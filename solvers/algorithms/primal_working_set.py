@@ -39,7 +39,8 @@ Measured (C = 1, experiments.bench's blobs, the whole loop, every result `optima
 optimum's objective), the smoothed start against a sample's QP of 10,000 points:
 - n = 1e5, d = 20 (PIQP): 0.32 s against 0.48 s, one restricted QP of 2,730 rows against 15,887;
 - n = 1e6, d = 20 (PIQP): 3.0-3.4 s against 8.5-10.3 s in the three layers, one restricted QP of 26,770
-  rows against two of 158,810;
+  rows against two of 158,810 (then, with the settling step's band QP first, `_settle`: 0.21 s at
+  n = 1e5 and 1.3 s at n = 1e6 through the solver alone, in process);
 - wide data, n = 20,000, d = 500: 3.8-4.9 s in the three layers through
   Clarabel and PIQP, one restricted QP of 1,008 rows. A sample of 10,000 points says little about w
   in 500 dimensions (six restricted QPs, one of 10,927 rows, 86 s), and the whole QP solved loosely
@@ -302,7 +303,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
     start: "sample", the loop starts from the QP of a random sample of `sample` points (all points if
-    n <= sample: then that QP is the whole solve); "smoothed", from smoothed_start's point (wide data).
+    n <= sample: then that QP is the whole solve); "smoothed", from smoothed_start's point.
     delta: the first band |m_i - 1| < delta.
     tol: how far past the margin (in m_i) a point of L or outside may end and still count on its side.
     """
