@@ -159,8 +159,11 @@ def _solve_sets(gram: Gram, y, C, codes, free):
         held = float(a[bound].sum()) if penalty.per_sample(C) else C * bound.size  # sum of the bound alphas
         ok = abs(balance_rhs) <= POLISH_TOL * max(held, np.finfo(float).tiny)
         return (a, g, math.nan, w) if ok else (None, g, math.nan, w)
-    if gram.X is not None and gram.X.shape[1] + free.size < MAX_FREE:
-        return _solve_primal_form(gram.X, y, penalty.at(C, free), a, bound, free, balance_rhs)
+    if gram.X is not None:
+        linear = _solve_primal_form(gram.X, y, penalty.at(C, free), a, bound, free, balance_rhs,
+                                    whole=gram.X.shape[1] + free.size < MAX_FREE)
+        if linear is not None:
+            return linear
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
@@ -181,18 +184,24 @@ def _solve_sets(gram: Gram, y, C, codes, free):
     return a, g + gram.times(u_free), float(x[m]), None
 
 
-def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs):
+def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
     """The KKT equations in (w, b, alpha_F), without forming X X' (which loses a feature that is
     1e8 times smaller than another to rounding); C_free bounds alpha_F (one C or C_i of the free points):
 
         w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
-    """
+
+    whole=False: only where the free points pin (w, b) (_pinned_by_margins), else None (the caller's
+    dual form decides). Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point
+    (OSQP's, n = 12,000, d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns
+    for 41 s (over 240 s on a busy machine) where the pinned form needs a (d + 1) x m system."""
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
     pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None
     if pinned is not None:
         w, b, a_free = pinned
+    elif not whole:
+        return None
     else:
         M = np.zeros((d + m + 1, d + 1 + m))
         M[:d, :d] = np.eye(d)

@@ -222,3 +222,31 @@ def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatc
         assert sol.objective == pytest.approx(objective, rel=1e-9)
         f, f_ref = X @ sol.w + sol.b, X @ w + b
         assert np.max(np.abs(f - f_ref)) <= 1e-6 * np.max(np.abs(f_ref))
+
+
+def test_many_free_points_of_linear_data_never_go_to_the_dual_form(monkeypatch):
+    """Where d + m reaches MAX_FREE the proof's whole primal-form system is too big, but free points that pin
+    (w, b) still take the primal form (O(m d^2)): the dual form (an m x m kernel system, and scipy's BVLS over
+    m unknowns when it is singular) took 41 s on a round of 3,999 free points. Same answer either way."""
+    from formulations.recovery import classify
+    from solvers import reference
+
+    rng = np.random.default_rng(3)
+    n, d = 3000, 6
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.integers(-2, 3, size=(n, d)).astype(float)
+    X[:, :3] += np.where(rng.random((n, 3)) < 0.3, y[:, None], 0.0)
+    sol = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)
+    codes = classify(sol.alpha, y, sol.decision, 1.0)
+    free = np.flatnonzero(codes == reference.FREE)
+    assert free.size > d + 1
+    expected = reference._solve_sets(reference.Gram(X, None), y, 1.0, codes, free)
+    monkeypatch.setattr(reference, "MAX_FREE", free.size + 1)  # d + m >= MAX_FREE > m
+
+    def no_dual_form(*args):
+        raise AssertionError("the dual form's kernel submatrix was asked for")
+
+    monkeypatch.setattr(reference.Gram, "submatrix", no_dual_form)
+    got = reference._solve_sets(reference.Gram(X, None), y, 1.0, codes, free)
+    np.testing.assert_allclose(got[0], expected[0], rtol=0, atol=1e-12)  # alpha
+    assert got[2] == pytest.approx(expected[2], abs=1e-12)  # b
