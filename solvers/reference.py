@@ -8,7 +8,9 @@ free ones and b are solved from the KKT equations
     y_i f(x_i) = 1   for free i,        sum_i alpha_i y_i = 0,
     f(x) = sum_{j free} alpha_j y_j K(x_j, x) + C sum_{j at C} y_j K(x_j, x) + b
 
-(one dense solve of size |free| + 1), and the result is accepted only if it satisfies
+(one dense solve of size |free| + 1; for linear data the same equations in (w, b, alpha_free),
+and where more than d + 1 points are free and pin (w, b), (w, b) from their margins alone, then
+alpha_free: O(|free| d^2)), and the result is accepted only if it satisfies
 every KKT condition to rounding: 0 <= alpha <= C, y_i f_i >= 1 where alpha_i = 0,
 y_i f_i <= 1 where alpha_i = C. A point that does is the optimum (the KKT conditions are
 sufficient for a convex QP), so the distance to it is the returned point's true error.
