@@ -9,8 +9,8 @@ free ones and b are solved from the KKT equations
     f(x) = sum_{j free} alpha_j y_j K(x_j, x) + C sum_{j at C} y_j K(x_j, x) + b
 
 (one dense solve of size |free| + 1; for linear data the same equations in (w, b, alpha_free),
-and where more than d + 1 points are free and pin (w, b), (w, b) from their margins alone, then
-alpha_free: O(|free| d^2)), and the result is accepted only if it satisfies
+through the thin SVD of the free points' margin rows where more than d + 1 are free: O(|free| d^2)),
+and the result is accepted only if it satisfies
 every KKT condition to rounding: 0 <= alpha <= C, y_i f_i >= 1 where alpha_i = 0,
 y_i f_i <= 1 where alpha_i = C. A point that does is the optimum (the KKT conditions are
 sufficient for a convex QP), so the distance to it is the returned point's true error.
@@ -192,8 +192,7 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
 
         w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
 
-    whole=False: only where the free points pin (w, b) (_pinned_by_margins), else None (the caller's
-    dual form decides). Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point
+    whole=False: only through _pinned_by_margins (m > d + 1), else None (the caller's dual form decides). Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point
     (OSQP's, n = 12,000, d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns
     for 41 s (over 240 s on a busy machine) where the pinned form needs a (d + 1) x m system."""
     d, m = X.shape[1], free.size
@@ -229,21 +228,36 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
 
 
 def _pinned_by_margins(XF, yF, w_bound, balance_rhs):
-    """(w, b, alpha_F) of _solve_primal_form's equations where the m > d + 1 free points pin (w, b): the
-    margin rows A (w, b) = 1, A = Y_F [X_F 1] of rank d + 1, by least squares, then alpha_F from the
-    stationarity and balance rows A' alpha_F = (w - w_bound, balance_rhs), minimum norm. O(m d^2), where
-    the whole (d + m + 1)-square system costs O(m^3): integer features (ties: 959 free points at n = 30,000,
-    d = 20) took 2-35 s a solve, as the machine's load varied. None where A has rank < d + 1 (the whole
-    system then decides)."""
+    """(w, b, alpha_F) of _solve_primal_form's equations where m > d + 1 points are free, through the thin SVD
+    of A = Y_F [X_F 1] (m x (d + 1), rank r): O(m d^2), where the whole (d + m + 1)-square system costs O(m^3)
+    (integer features, 959 free points at n = 30,000, d = 20: 2-35 s a solve as the machine's load varied;
+    one-hot features, 2,664 free points at n = 5,000, d = 5: 18 s).
+
+    v = (w, b) solves the margin rows A v = 1 up to A's null space N: v = V S^-1 U' 1 + N s. The
+    stationarity and balance rows A' alpha_F = P v + c (P v = (w, 0), c = (-w_bound, balance_rhs)) need
+    P v + c in the range of V, which fixes s: N' P N s = -N' (P V S^-1 U' 1 + c) (least squares: the part of
+    s that P does not see, such as b where one-hot columns sum to the bias, stays free and is 0 here; the
+    proof then clips b to its interval). alpha_F = U S^-1 V' (P v + c), minimum norm. Columns are scaled to
+    unit size first (features in other units keep their rank). None where A has no rank at all."""
+    d = XF.shape[1]
     A = np.column_stack([XF * yF[:, None], yF])
-    size = np.max(np.abs(A), axis=0)  # columns to unit size: features in other units keep their rank
+    size = np.max(np.abs(A), axis=0)
     size[size == 0] = 1.0
-    wb, _, rank, _ = np.linalg.lstsq(A / size, np.ones(len(yF)), rcond=None)
-    if rank < A.shape[1]:
+    U, S, Vt = np.linalg.svd(A / size, full_matrices=False)
+    rank = int(np.count_nonzero(S > S[0] * max(A.shape) * np.finfo(float).eps)) if S.size and S[0] > 0 else 0
+    if rank == 0:
         return None
-    wb = wb / size
-    a_free = _equilibrated_solve(A.T, np.append(wb[:-1] - w_bound, balance_rhs), singular=True)
-    return wb[:-1], float(wb[-1]), a_free
+    U, S, V, N = U[:, :rank], S[:rank], Vt[:rank].T, Vt[rank:].T
+    # in scaled coordinates u = size * v: P becomes Q = diag(1 / size^2) on w (0 on b), c becomes c / size
+    Q = np.append(1.0 / size[:d] ** 2, 0.0)
+    c = np.append(-w_bound, balance_rhs) / size
+    u = V @ ((U.T @ np.ones(len(yF))) / S)
+    if N.shape[1]:
+        s = np.linalg.lstsq((N.T * Q) @ N, -N.T @ (Q * u + c), rcond=None)[0]
+        u = u + N @ s
+    a_free = U @ ((V.T @ (Q * u + c)) / S)
+    v = u / size
+    return v[:-1], float(v[-1]), a_free
 
 
 def _in_bounds(a: np.ndarray, C) -> bool:

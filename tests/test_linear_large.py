@@ -189,19 +189,23 @@ def _tight_soft_primal(X, y, C):
     return ref.value, w.value, float(b.value)
 
 
-@pytest.mark.parametrize("zero_feature", [False, True])
-def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatch, zero_feature):
-    """Integer features (ties): hundreds of points lie exactly on the margin, far more than the d + 1
-    unknowns of (w, b). The proof solves (w, b) from their margins and alpha_F from the stationarity rows
-    (reference._pinned_by_margins), or, where the margin rows lack rank (a feature that is 0 on every
-    point), the whole system; either way the optimum is the tight reference's."""
+@pytest.mark.parametrize("kind", ["integers", "zero_feature", "one_hot"])
+def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatch, kind):
+    """Integer or one-hot features (ties): hundreds of points lie exactly on the margin, far more than the
+    d + 1 unknowns of (w, b). The proof solves the KKT equations through the thin SVD of the free points'
+    margin rows (reference._pinned_by_margins), also where those rows lack rank: a feature that is 0 on every
+    point, or one-hot columns that sum to the bias's column (18 s a proof through the whole system at
+    n = 5,000). Either way the optimum is the tight reference's."""
     rng = np.random.default_rng(3)
     n, d = 3000, 6
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     X = rng.integers(-2, 3, size=(n, d)).astype(float)
     X[:, :3] += np.where(rng.random((n, 3)) < 0.3, y[:, None], 0.0)
-    if zero_feature:
+    if kind == "zero_feature":
         X[:, -1] = 0.0
+    if kind == "one_hot":  # three binary features, then a category in 3 columns (one of them 1 on each row)
+        X[:, :3] = rng.random((n, 3)) < np.where(y[:, None] > 0, 0.6, 0.3)
+        X[:, 3:] = np.eye(3)[rng.integers(0, 3, size=n)]
     objective, w, b = _tight_soft_primal(X, y, 1.0)
     from solvers import reference
 
@@ -215,7 +219,7 @@ def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatc
     monkeypatch.setattr(reference, "_pinned_by_margins", spy)
     for layer in ("direct", "cvxpy"):
         sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0)
-        assert routes and all(taken != zero_feature for taken in routes)  # pinned, or the whole system
+        assert routes and all(routes)  # never the whole (d + m + 1)-square system
         assert sol.status == st.OPTIMAL, sol.checks["verdict"]
         assert sol.checks["reference"] == "proved optimum"
         assert sol.checks["n_free_sv"] > 10 * (d + 1)  # the degenerate case the pinned route is for
