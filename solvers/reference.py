@@ -114,7 +114,7 @@ def _polish_from(gram: Gram, y, C, alpha, codes) -> Reference:
     scale = np.minimum(C, top) if soft else top
     for rounds in range(1, ROUNDS + 1):
         free = np.flatnonzero(codes == FREE)
-        if free.size > MAX_FREE:
+        if free.size > MAX_FREE and not _thin(gram, free.size):
             return Reference(False, f"{free.size} free points (more than {MAX_FREE} to solve for)", rounds=rounds)
         a, g, b, w = _solve_sets(gram, y, C, codes, free)
         if a is None:  # no point free and the bound ones do not balance: free the points that pin b
@@ -198,7 +198,7 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None
+    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None  # _thin
     if pinned is not None:
         w, b, a_free = pinned
     elif not whole:
@@ -225,6 +225,13 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
         w = w_bound + XF.T @ (yF * a_free)
     a[free] = a_free
     return a, X @ w, b, w
+
+
+def _thin(gram: Gram, free: int) -> bool:
+    """Whether `free` free points of linear data are solved through _pinned_by_margins (an m x (d + 1) SVD,
+    no dense square system): MAX_FREE does not bound them. One-hot features left 7,641 points on the margin
+    at n = 12,000, d = 5, and the proof gave up for the weaker gap bound (the point refused)."""
+    return gram.X is not None and free > gram.X.shape[1] + 1
 
 
 def _pinned_by_margins(XF, yF, w_bound, balance_rhs):

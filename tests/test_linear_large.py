@@ -254,3 +254,21 @@ def test_many_free_points_of_linear_data_never_go_to_the_dual_form(monkeypatch):
     got = reference._solve_sets(reference.Gram(X, None), y, 1.0, codes, free)
     np.testing.assert_allclose(got[0], expected[0], rtol=0, atol=1e-12)  # alpha
     assert got[2] == pytest.approx(expected[2], abs=1e-12)  # b
+
+
+def test_linear_proofs_are_not_bounded_by_the_dense_limit(monkeypatch):
+    """MAX_FREE bounds the dense square systems; the free points of linear data go through an m x (d + 1) SVD
+    instead (reference._thin): one-hot data with 7,641 points on the margin were refused (the weaker gap bound)."""
+    from solvers import reference
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = np.column_stack([rng.random((n, 2)) < np.where(y[:, None] > 0, 0.6, 0.3), np.eye(3)[rng.integers(0, 3, n)]])
+    X = X.astype(float)
+    monkeypatch.setattr(reference, "MAX_FREE", 50)
+    sol = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)
+    assert sol.checks["n_free_sv"] > reference.MAX_FREE
+    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks["verdict"]
+    objective, w, b = _tight_soft_primal(X, y, 1.0)
+    assert sol.objective == pytest.approx(objective, rel=1e-9)
