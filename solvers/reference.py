@@ -192,13 +192,14 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
 
         w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
 
-    whole=False: only through _pinned_by_margins (m > d + 1), else None (the caller's dual form decides). Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point
-    (OSQP's, n = 12,000, d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns
-    for 41 s (over 240 s on a busy machine) where the pinned form needs a (d + 1) x m system."""
+    whole=False: only through _pinned_by_margins (m > d + 1), else None (the caller's dual form decides).
+    Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point (OSQP's, n = 12,000,
+    d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns for 41 s (over 240 s on a
+    busy machine) where the thin form needs an m x (d + 1) SVD."""
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None  # _thin
+    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None  # the thin route
     if pinned is not None:
         w, b, a_free = pinned
     elif not whole:
