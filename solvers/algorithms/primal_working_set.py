@@ -98,8 +98,10 @@ SMOOTHED_MIN_N = 1_000
 #: second core), restricted QPs against the whole QP: d / n = 0.025 (20,000 x 500): 4.9 s against 71 s
 #: (Clarabel); 0.1 (5,000 x 500): 1.5 s against 49 s; 0.25 (2,000 x 500): 2.2 s (3 restricted QPs) against
 #: 11.7 s; 0.5 (2,000 x 1,000): 46 s (22 restricted QPs) against 55 s; 2 (1,000 x 2,000): 60 s (10) against
-#: 15 s (which the checks then refused: optimal_inaccurate).
-MAX_D_OVER_N = 0.5
+#: 15 s (which the checks then refused: optimal_inaccurate). A helper's fresh clone at 0.5: 0.4 and 0.5
+#: (1,000 x 400 and x 500; integer, binary, make_classification, duplicated data; C = 1 to 1e4) stopped at
+#: 50 restricted QPs in 7 of its rows (10-90 s) where the whole QP was optimal in 1-12 s: hence 0.1.
+MAX_D_OVER_N = 0.1
 #: The smoothed start (`smoothed_start`): the hinge max(0, t) of t = 1 - m_i replaced by Huber's, t^2 / (2 h)
 #: for 0 < t < h and t - h / 2 from h on, with h = SMOOTHING (margin units, so the same at any scale of X or
 #: C); L-BFGS from (w, b) = 0 stops when the objective changes by less than SMOOTH_FTOL (relative) in a step,
