@@ -163,7 +163,7 @@ def _solve_sets(gram: Gram, y, C, codes, free):
         return (a, g, math.nan, w) if ok else (None, g, math.nan, w)
     if gram.X is not None:
         linear = _solve_primal_form(gram.X, y, penalty.at(C, free), a, bound, free, balance_rhs,
-                                    whole=gram.X.shape[1] + free.size < MAX_FREE)
+                                    thin=_thin(gram, free.size), whole=gram.X.shape[1] + free.size < MAX_FREE)
         if linear is not None:
             return linear
     g = gram.times(y * a) if bound.size else np.zeros(n)
@@ -186,22 +186,23 @@ def _solve_sets(gram: Gram, y, C, codes, free):
     return a, g + gram.times(u_free), float(x[m]), None
 
 
-def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
+def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=True):
     """The KKT equations in (w, b, alpha_F), without forming X X' (which loses a feature that is
     1e8 times smaller than another to rounding); C_free bounds alpha_F (one C or C_i of the free points):
 
         w - X_F' Y_F alpha_F = C X_U' y_U,    y_F (X_F w + b) = 1,    y_F' alpha_F = -C sum y_U.
 
-    whole=False: only through _pinned_by_margins (m > d + 1), else None (the caller's dual form decides).
+    thin: through _thin_solve (_thin: m > d + 1). whole=False: only that way, else None (the caller's dual
+    form decides).
     Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point (OSQP's, n = 12,000,
     d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns for 41 s (over 240 s on a
     busy machine) where the thin form needs an m x (d + 1) SVD."""
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    pinned = _pinned_by_margins(XF, yF, w_bound, balance_rhs) if m > d + 1 else None  # the thin route
-    if pinned is not None:
-        w, b, a_free = pinned
+    solved = _thin_solve(XF, yF, w_bound, balance_rhs) if thin else None
+    if solved is not None:
+        w, b, a_free = solved
     elif not whole:
         return None
     else:
@@ -229,13 +230,14 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, whole=True):
 
 
 def _thin(gram: Gram, free: int) -> bool:
-    """Whether `free` free points of linear data are solved through _pinned_by_margins (an m x (d + 1) SVD,
-    no dense square system): MAX_FREE does not bound them. One-hot features left 7,641 points on the margin
-    at n = 12,000, d = 5, and the proof gave up for the weaker gap bound (the point refused)."""
+    """Whether `free` free points are solved through _thin_solve: linear data with more free points than the
+    d + 1 unknowns of (w, b) (an m x (d + 1) SVD, no dense square system, so MAX_FREE does not bound them:
+    one-hot features left 7,641 points on the margin at n = 12,000, d = 5, and the proof gave up for the
+    weaker gap bound, the point refused)."""
     return gram.X is not None and free > gram.X.shape[1] + 1
 
 
-def _pinned_by_margins(XF, yF, w_bound, balance_rhs):
+def _thin_solve(XF, yF, w_bound, balance_rhs):
     """(w, b, alpha_F) of _solve_primal_form's equations where m > d + 1 points are free, through the thin SVD
     of A = Y_F [X_F 1] (m x (d + 1), rank r): O(m d^2), where the whole (d + m + 1)-square system costs O(m^3)
     (integer features, 959 free points at n = 30,000, d = 20: 2-35 s a solve as the machine's load varied;

@@ -152,31 +152,6 @@ def test_the_smoothed_start_on_wide_data_ends_at_the_reference(wide, monkeypatch
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
 
 
-def test_a_near_degenerate_optimum_is_proved_with_w_from_its_alphas():
-    """X x 1e-3 at C = 1 (a tiny effective C): nearly every point at C, two free. The proof's bounded fit of
-    the free alphas left a residual, and the proof kept the linear system's w, 1.5e-3 off X' Y alpha: the
-    checks refused the point (stationarity). w now comes from the fitted alphas, so the sets move until
-    they are right. Reference: the soft primal through cvxpy/Clarabel at tight tolerances."""
-    import cvxpy as cp
-
-    rng = np.random.default_rng(12345 + 20 + 1000)
-    y = np.where(rng.random(1000) < 0.5, 1.0, -1.0)
-    X = rng.standard_normal((1000, 20))
-    X[:, :5] += y[:, None]
-    y = np.where(rng.random(1000) < 0.10, -y, y)
-    X = 1e-3 * X
-    w, b, xi = cp.Variable(20), cp.Variable(), cp.Variable(1000)
-    ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + cp.sum(xi)), [cp.multiply(y, X @ w + b) >= 1 - xi, xi >= 0])
-    ref.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9)
-    for layer in ("direct", "cvxpy"):
-        sol = api.solve("soft_primal", X, y, layer=layer, backend="clarabel", C=1.0, method="working_set")
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
-        assert sol.checks["kkt_stationarity"] <= 1e-12
-        assert sol.checks["reference"] == "proved optimum"
-        # P is flat here: an objective within 1e-11 leaves w ~1e-4 uncertain, so the reference checks P only
-        assert sol.objective == pytest.approx(ref.value, rel=1e-9)
-
-
 def _tight_soft_primal(X, y, C):
     """The soft primal through cvxpy/Clarabel at tight tolerances: (objective, w, b)."""
     import cvxpy as cp
@@ -189,57 +164,82 @@ def _tight_soft_primal(X, y, C):
     return ref.value, w.value, float(b.value)
 
 
-@pytest.mark.parametrize("kind", ["integers", "zero_feature", "one_hot"])
-def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatch, kind):
-    """Integer or one-hot features (ties): hundreds of points lie exactly on the margin, far more than the
-    d + 1 unknowns of (w, b). The proof solves the KKT equations through the thin SVD of the free points'
-    margin rows (reference._pinned_by_margins), also where those rows lack rank: a feature that is 0 on every
-    point, or one-hot columns that sum to the bias's column (18 s a proof through the whole system at
-    n = 5,000). Either way the optimum is the tight reference's."""
+def _ties(kind: str = "integers", n: int = 3000, d: int = 6):
+    """Data whose optimum has many points exactly on the margin: integer features; with a feature that is 0 on
+    every point; or three binary features and a category one-hot in 3 columns (they sum to the bias's column)."""
     rng = np.random.default_rng(3)
-    n, d = 3000, 6
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     X = rng.integers(-2, 3, size=(n, d)).astype(float)
     X[:, :3] += np.where(rng.random((n, 3)) < 0.3, y[:, None], 0.0)
     if kind == "zero_feature":
         X[:, -1] = 0.0
-    if kind == "one_hot":  # three binary features, then a category in 3 columns (one of them 1 on each row)
+    if kind == "one_hot":
         X[:, :3] = rng.random((n, 3)) < np.where(y[:, None] > 0, 0.6, 0.3)
         X[:, 3:] = np.eye(3)[rng.integers(0, 3, size=n)]
+    return X, y
+
+
+def test_a_near_degenerate_optimum_is_proved_with_w_from_its_alphas():
+    """X x 1e-3 at C = 1 (a tiny effective C): nearly every point at C, two free. The proof's bounded fit of
+    the free alphas left a residual, and the proof kept the linear system's w, 1.5e-3 off X' Y alpha: the
+    checks refused the point (stationarity). w now comes from the fitted alphas, so the sets move until
+    they are right. Reference: the soft primal through cvxpy/Clarabel at tight tolerances."""
+    rng = np.random.default_rng(12345 + 20 + 1000)
+    y = np.where(rng.random(1000) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((1000, 20))
+    X[:, :5] += y[:, None]
+    y = np.where(rng.random(1000) < 0.10, -y, y)
+    X = 1e-3 * X
+    objective = _tight_soft_primal(X, y, 1.0)[0]
+    for layer in ("direct", "cvxpy"):
+        sol = api.solve("soft_primal", X, y, layer=layer, backend="clarabel", C=1.0, method="working_set")
+        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.checks["kkt_stationarity"] <= 1e-12
+        assert sol.checks["reference"] == "proved optimum"
+        # P is flat here: an objective within 1e-11 leaves w ~1e-4 uncertain, so the reference checks P only
+        assert sol.objective == pytest.approx(objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["integers", "zero_feature", "one_hot"])
+def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatch, kind):
+    """Integer or one-hot features (ties): hundreds of points lie exactly on the margin, far more than the
+    d + 1 unknowns of (w, b). The proof solves the KKT equations through the thin SVD of the free points'
+    margin rows (reference._thin_solve), also where those rows lack rank: a feature that is 0 on every
+    point, or one-hot columns that sum to the bias's column (18 s a proof through the whole system at
+    n = 5,000). Either way the optimum is the tight reference's."""
+    X, y = _ties(kind)
+    d = X.shape[1]
     objective, w, b = _tight_soft_primal(X, y, 1.0)
     from solvers import reference
 
-    routes, real = [], reference._pinned_by_margins
+    routes, real = [], reference._thin_solve
 
     def spy(*args):
-        pinned = real(*args)
-        routes.append(pinned is not None)
-        return pinned
+        solved = real(*args)
+        routes.append(solved is not None)
+        return solved
 
-    monkeypatch.setattr(reference, "_pinned_by_margins", spy)
+    monkeypatch.setattr(reference, "_thin_solve", spy)
     for layer in ("direct", "cvxpy"):
         sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0)
         assert routes and all(routes)  # never the whole (d + m + 1)-square system
         assert sol.status == st.OPTIMAL, sol.checks["verdict"]
         assert sol.checks["reference"] == "proved optimum"
-        assert sol.checks["n_free_sv"] > 10 * (d + 1)  # the degenerate case the pinned route is for
+        assert sol.checks["n_free_sv"] > 10 * (d + 1)  # the degenerate case the thin route is for
         assert sol.objective == pytest.approx(objective, rel=1e-9)
         f, f_ref = X @ sol.w + sol.b, X @ w + b
         assert np.max(np.abs(f - f_ref)) <= 1e-6 * np.max(np.abs(f_ref))
 
 
 def test_many_free_points_of_linear_data_never_go_to_the_dual_form(monkeypatch):
-    """Where d + m reaches MAX_FREE the proof's whole primal-form system is too big, but free points that pin
-    (w, b) still take the primal form (O(m d^2)): the dual form (an m x m kernel system, and scipy's BVLS over
+    """Where d + m reaches MAX_FREE the proof's whole primal-form system is too big, but more free points than
+    d + 1 still take the primal form's thin route (O(m d^2)): the dual form (an m x m kernel system, and scipy's BVLS over
     m unknowns when it is singular) took 41 s on a round of 3,999 free points. Same answer either way."""
     from formulations.recovery import classify
     from solvers import reference
 
-    rng = np.random.default_rng(3)
-    n, d = 3000, 6
-    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
-    X = rng.integers(-2, 3, size=(n, d)).astype(float)
-    X[:, :3] += np.where(rng.random((n, 3)) < 0.3, y[:, None], 0.0)
+    X, y = _ties()
+    d = X.shape[1]
     sol = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)
     codes = classify(sol.alpha, y, sol.decision, 1.0)
     free = np.flatnonzero(codes == reference.FREE)
@@ -261,11 +261,7 @@ def test_linear_proofs_are_not_bounded_by_the_dense_limit(monkeypatch):
     instead (reference._thin): one-hot data with 7,641 points on the margin were refused (the weaker gap bound)."""
     from solvers import reference
 
-    rng = np.random.default_rng(5)
-    n = 3000
-    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
-    X = np.column_stack([rng.random((n, 2)) < np.where(y[:, None] > 0, 0.6, 0.3), np.eye(3)[rng.integers(0, 3, n)]])
-    X = X.astype(float)
+    X, y = _ties("one_hot")
     monkeypatch.setattr(reference, "MAX_FREE", 50)
     sol = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)
     assert sol.checks["n_free_sv"] > reference.MAX_FREE

@@ -375,7 +375,7 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
     if is_linear(p.problem):
         sol = primal_working_set.solve(X, y, C_VALUE, backend=p.backend, layer=p.layer, profile=p.profile,
                                        time_limit=task.budget)
-        row.extras.update(sample=sol.extras["sample"], working_set=sol.extras["working_set"])
+        row.extras.update(start=sol.extras["start"], sample=sol.extras["sample"], working_set=sol.extras["working_set"])
     else:
         # K comes from the bench's own Gram matrix (no re-validation). From n = 2,000 the loop starts
         # from a sample's split.

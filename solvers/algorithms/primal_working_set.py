@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -256,11 +257,10 @@ def _proved(X, y, C, f, alpha):
     return ref.weights(X, y), ref.b, ref.alpha
 
 
-def _band_optimum(X, y, C, margins, restricted, options, tol):
-    """The optimum proved from the point of a restricted QP over the points within SETTLE_BAND of their
-    margin, solved to SETTLE_TOL with the points inside the band held at alpha = C, if that point moves no
+def _band_optimum(X, y, C, margins, near, restricted, options, tol):
+    """The optimum proved from the point of a restricted QP over the `near` points (within SETTLE_BAND of their
+    margin), solved to SETTLE_TOL with the points inside the band held at alpha = C, if that point moves no
     point outside the band to the other side by more than tol; else None."""
-    near = np.abs(margins - 1.0) < SETTLE_BAND
     held = ~near & (margins < 1.0)
     if not near.any():  # no point at the margin: nothing to settle
         return None
@@ -288,10 +288,10 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     12 rounds and 0.55 s, then the band's QP and a proof in one round, 0.05 s)."""
     f = X @ w + b
     margins = y * f
-    own = lambda: _proved(X, y, C, f, alpha)  # noqa: E731
-    band = lambda: _band_optimum(X, y, C, margins, restricted, options, tol)  # noqa: E731
-    ambiguous = np.count_nonzero(np.abs(margins - 1.0) < SETTLE_BAND) > X.shape[1] + 1
-    for attempt in ((band, own) if ambiguous else (own, band)):
+    near = np.abs(margins - 1.0) < SETTLE_BAND
+    own = partial(_proved, X, y, C, f, alpha)
+    band = partial(_band_optimum, X, y, C, margins, near, restricted, options, tol)
+    for attempt in ((band, own) if np.count_nonzero(near) > X.shape[1] + 1 else (own, band)):
         proved = attempt()
         if proved is not None:
             return proved
