@@ -112,8 +112,8 @@ def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):
     capacity = 30
     rows = KernelRows(KERNEL, X, cache_bytes=8 * N * capacity)
     assert rows.capacity == capacity
-    res = ws.decompose(rows, y, 10.0, backend="piqp", q=20, sample=0)
-    full = ws.decompose(K, y, 10.0, backend="piqp", q=20, sample=0)
+    res = ws.decompose(rows, y, 10.0, backend="piqp", q=20, split_from=0)
+    full = ws.decompose(K, y, 10.0, backend="piqp", q=20, split_from=0)
     assert res.converged and full.converged
     assert rows.max_held <= capacity  # never more rows held than the budget allows
     assert rows.rows_computed > capacity  # ... so rows were evicted and computed again when needed
@@ -123,8 +123,8 @@ def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):
 
 def test_shrinking_does_not_change_the_optimum(data):
     X, y, K = data
-    shrunk = ws.decompose(K, y, 100.0, backend="piqp", q=20, sample=0, shrinking=True, shrink_every=2)
-    plain = ws.decompose(K, y, 100.0, backend="piqp", q=20, sample=0, shrinking=False)
+    shrunk = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=True, shrink_every=2)
+    plain = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=False)
     assert shrunk.converged and plain.converged
     assert shrunk.min_active < N and shrunk.unshrinks >= 1  # it did shrink, and rechecked every point
     assert _rel(shrunk.objective, plain.objective) <= 1e-9
@@ -134,7 +134,7 @@ def test_shrinking_does_not_change_the_optimum(data):
 @pytest.mark.parametrize("selection", ws.SELECTIONS)
 def test_both_selections_reach_the_optimum(data, reference, selection):
     X, y, K = data
-    res = ws.decompose(K, y, 1000.0, backend="piqp", q=40, sample=0, selection=selection)
+    res = ws.decompose(K, y, 1000.0, backend="piqp", q=40, split_from=0, selection=selection)
     assert res.converged
     assert _rel(res.objective, reference[1000.0]) <= OBJECTIVE_RTOL
 
@@ -322,14 +322,27 @@ def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_th
 
 
 @pytest.mark.parametrize("rows_on_demand", [False, True])
-def test_a_large_split_sample_is_solved_by_a_working_set_of_its_own(data, reference, rows_on_demand):
+def test_the_split_start_from_nystrom_margins_reaches_the_optimum(data, reference, rows_on_demand):
     X, y, K = data
     source = KernelRows(KERNEL, X) if rows_on_demand else K
-    # sample=5: the sample is N / SAMPLE_SHARE = 24 points >= 4 * 5, so it gets a split start of its own
-    res = ws.decompose(source, y, 100.0, backend="piqp", q=20, sample=5)
-    assert res.start.startswith(f"split: sample {N // ws.SAMPLE_SHARE},"), res.start
+    res = ws.decompose(source, y, 100.0, backend="piqp", q=20, split_from=N)
+    assert res.start.startswith(f"split: Nystrom {ws.LANDMARKS}, |W| "), res.start
     assert res.converged
     assert _rel(res.objective, reference[100.0]) <= OBJECTIVE_RTOL
+
+
+def test_nystrom_margins_with_every_point_a_landmark_are_the_optimum_s_up_to_the_smoothing(data):
+    """With all N points as landmarks the features reproduce K (Z Z' = K), so the margins are the kernel
+    SVM's, off only by Huber's width (primal_working_set.SMOOTHING = 0.01) and L-BFGS's stop."""
+    X, y, K = data
+    sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=1.0, profile="high",
+                    method="full")
+    y_pm = np.where(y == y.max(), 1.0, -1.0)
+    optimum = y_pm * (K @ (y_pm * np.asarray(sol.alpha)) + sol.b)
+    margins = ws.nystrom_margins(ws.as_rows(K), y_pm, 1.0, landmarks=N)
+    assert np.abs(margins - optimum).max() <= 0.05  # measured 0.011
+    few = ws.nystrom_margins(ws.as_rows(K), y_pm, 1.0, landmarks=N // 4)
+    assert np.abs(few - optimum).mean() > np.abs(margins - optimum).mean()  # 0.21 against 0.004
 
 
 def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backend(data):

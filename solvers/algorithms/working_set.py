@@ -36,19 +36,20 @@ instead of g = -1). Along a path C_prev -> C_new, alpha_prev * C_new / C_prev is
 feasible for C_new (the bounds and y'alpha = 0 scale with it) and keeps the
 support vectors and which of them sit at the bound C (`scaled_warm_start`).
 
-Split start (`split_start`, when no alpha0 is given and n >= 4 * sample): the kernel dual
-on a random sample of max(sample, n / 10) points (from 4 * sample points solved by a working set
-of its own, with its own split start) gives a decision function f for all points; the
-points nearest the margin y_i f(x_i) = 1 (those within band of it, or WANTED_SHARE of the
-free points the sample predicts if that is more) form one restricted dual, the others with
-margin <= 1 start at alpha_i = C (the rest at alpha = 0: a feasible point), and the loop
-starts there. Its objective is far from the optimum (too many points at C), but its
-support is near the optimum's: at n = 5,000 (the benchmark's Gaussian kernel, q = 500)
-the loop then takes 14 steps instead of 50, and 0.4 s in all with PIQP on the matrices
-against 1.2 s from alpha = 0 (0.8 s against 2.4 s through cvxpy). Measured there: the
-sample's C scaled by n / sample (the primal's empirical risk) put even more points at C
-and took 19 steps; bands of 0.1 to 0.3 took 11 to 14. At n = 50,000 a sample of 500 left the
-loop 338 steps (173 s); one of 5,000, itself split, 100 steps (51 s).
+Split start (`split_start`, when no alpha0 is given and n >= split_from): predicted margins
+y_i f(x_i) for every point come from the soft primal on Nystrom features of LANDMARKS random points
+(`nystrom_margins`: f restricted to the landmarks' span, but every point's hinge in the objective),
+minimised smoothed by L-BFGS (solvers.algorithms.primal_working_set.smoothed_start); the points within
+band of the margin form one restricted dual, the others with margin <= 1 start at alpha_i = C (the
+rest at alpha = 0: a feasible point), and the loop starts there. MEASURED on the benchmark's data
+(Gaussian kernel, PIQP, q = 500, machine idle; loop steps and seconds without the checks), against the
+former start from a sample's kernel dual (max(500, n / 10) points, its decision function out of
+sample: margins off by 0.36 on average at n = 5,000, C = 1, and 519 points put at C that belong at 0,
+against 82 here):
+  n = 5,000, C = 1: 6 steps, 0.14 s (direct), 0.17 s (Pyomo), 0.23 s (cvxpy) against 12 steps,
+  0.24 / 0.29 / 0.43 s; 30, 80 and 120 landmarks: 9, 7 and 6 steps, 0.16-0.18 s; bands 0.05, 0.2, 0.3:
+  0.15, 0.15, 0.21 s. C = 10: 9-13 steps, 1.1-1.4 s against 16, 1.7 s. C = 100: 17 steps both, 4.5-5.2 s.
+  n = 50,000, C = 1: 58 steps, 18-22 s against 100 steps, 28 s.
 
 When a subproblem moves no point by more than bound_tol * alpha_scale (an interior point stops
 about eps / z_i off a bound whose multiplier z_i is small, and the same step repeats),
@@ -74,6 +75,7 @@ from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
 from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
@@ -507,62 +509,44 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     return new, elapsed, polished is not None
 
 
-def split_start(K, y, C, subsolve, backend, options, *, sample: int = 500, band: float = 0.1,
-                seed: int = 0) -> tuple[np.ndarray | None, float, str]:
-    """A feasible alpha near the optimum from a sample's decision function (module docstring).
+#: Largest restricted dual the split start solves (a dense |W| x |W| QP: 2,000 -> 32 MB), and at most one
+#: point in SPLIT_BLOCK_SHARE. At n = 50,000, C = 1 the band holds more than 2,000 points: 58 steps with
+#: |W| = 2,000 against 109 with 1,000; where the margins are flat (C = 1e-5) the band holds nearly every
+#: point, and on make_classification's 4,000 points |W| = 2,000 took 1.1 s against 0.24 s with 1,000.
+MAX_SPLIT_BLOCK = 2000
+SPLIT_BLOCK_SHARE = 4
+#: The split start's landmarks (nystrom_margins) and the eigenvalues of K_SS it keeps (relative to the largest).
+LANDMARKS = 50
+NYSTROM_RCOND = 1e-10
 
-    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows). Returns (alpha or None when a step
-    fails, time inside the subproblem calls, a description).
+
+def split_start(K, y, C, subsolve, backend, options, *, landmarks: int = LANDMARKS, band: float = 0.1,
+                seed: int = 0) -> tuple[np.ndarray | None, float, str]:
+    """A feasible alpha near the optimum from Nystrom margins (module docstring).
+
+    K: the Gram matrix or a row source (solvers.algorithms.kernel_rows). Returns (alpha or None when the
+    restricted QP fails, time inside the subproblem call, a description).
     """
-    alpha, sub_s, how, _ = _split_start(as_rows(K), y, C, subsolve, backend, options, sample=sample, band=band,
-                                        seed=seed)
+    alpha, sub_s, how, _ = _split_start(as_rows(K), y, C, subsolve, backend, options,
+                                        landmarks=landmarks, band=band, seed=seed)
     return alpha, sub_s, how
 
 
-#: The split start's sample is one point in SAMPLE_SHARE (at least WorkingSetOptions.sample).
-SAMPLE_SHARE = 10
-#: The split start's restricted dual takes this share of the free points the sample predicts (n = 5,000,
-#: side by side: C = 100 in 17 steps and 4.3-4.6 s with |W| = 1,003 against 22 and 5.8-6.2 s with the
-#: band's 518, and 19 steps, 5.6 s with 1,512; at C = 1 the band's 592 points did best: 0.23-0.31 s
-#: against 0.50-0.57 s with 1,508).
-WANTED_SHARE = 0.4
-#: Largest restricted dual the split start solves (a dense |W| x |W| QP: 2,000 -> 32 MB).
-MAX_SPLIT_BLOCK = 2000
-
-
-def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0, max_block=MAX_SPLIT_BLOCK,
-                 solve_sample=None):
+def _split_start(src, y, C, subsolve, backend, options, *, landmarks, band, seed=0):
     """split_start, and K (y * alpha) at its point (None with no point): the loop's first gradient
-    without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros).
+    without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros)."""
+    margins = nystrom_margins(src, y, C, landmarks, seed)
+    alpha, sub_s, how, Ku = _split_from_margins(src, y, C, margins, band, subsolve, backend, options)
+    return alpha, sub_s, how.replace("split:", f"split: Nystrom {min(len(y), landmarks)},"), Ku
 
-    solve_sample(S) -> (alpha_S or None, seconds): the sample's kernel dual when it is too big for one
-    dense QP (a working set of its own, _start); None: one dense QP."""
+
+def _split_from_margins(src, y, C, margins, band, subsolve, backend, options):
+    """The split start's point from predicted margins y_i f(x_i): the points within band of 1 (at most
+    MAX_SPLIT_BLOCK and n / SPLIT_BLOCK_SHARE, the nearest) form one restricted dual W, the others with margin <= 1 start at C, the
+    rest at 0; (alpha or None, seconds, description, K (y * alpha))."""
     n = len(y)
-    S = np.sort(np.random.default_rng(seed).choice(n, min(n, sample), replace=False))
-    yS = y[S]
-    if np.all(yS == yS[0]):
-        return None, 0.0, "split start: the sample has one class", None
-    alpha = np.zeros(n)  # the sample's QP with the others at 0, and C (not C n / sample)
-    if solve_sample is not None:
-        a_S, sub_s = solve_sample(S)
-    else:
-        a_S, sub_s, _ = _solve_block(src, y, alpha, -np.ones(len(S)), S, 0.0, C, subsolve, backend, options)
-    if a_S is None:
-        return None, sub_s, "split start: the sample's QP returned no point", None
-    u = np.zeros(n)
-    u[S] = yS * a_S
-    Ku = src.times(u)  # sum_j alpha_j y_j K(x_j, x_i) for every point i
-    b = recover_bias(a_S, yS, Ku[S], C).b
-    if not math.isfinite(b):
-        return None, sub_s, "split start: no bias from the sample", None
-    margins = y * (Ku + b)
-    # W: the points within band of the margin, or, if more, the nearest `wanted`: WANTED_SHARE of the
-    # free points the sample's share predicts (free at C = 1, 10, 100 on the benchmark's data, n = 5,000:
-    # sample 95, 218, 253 of 500; optimum 397, 1,022, 1,647); at most max_block (a dense QP of |W|^2).
-    free_S = int(np.count_nonzero((a_S > SNAP * alpha_scale(a_S, C)) & (a_S < C * (1 - SNAP))))
-    wanted = int(WANTED_SHARE * free_S * n / len(S))
     distance = np.abs(margins - 1.0)
-    size = min(max_block, max(wanted, int(np.count_nonzero(distance < band))))
+    size = min(MAX_SPLIT_BLOCK, n // SPLIT_BLOCK_SHARE, int(np.count_nonzero(distance < band)))
     W = np.sort(np.argsort(distance, kind="stable")[:size])
     in_W = np.zeros(n, dtype=bool)
     in_W[W] = True
@@ -570,18 +554,35 @@ def _split_start(src, y, C, subsolve, backend, options, *, sample, band, seed=0,
     rhs = -C * float(y[L].sum())  # y_W' a = -y_L' alpha_L with alpha_L = C
     yW = y[W]
     if W.size < 2 or not (-C * np.sum(yW < 0) <= rhs <= C * np.sum(yW > 0)):
-        return None, sub_s, f"split start: the restricted dual on {W.size} points is infeasible", None
+        return None, 0.0, f"split start: the restricted dual on {W.size} points is infeasible", None
+    alpha = np.zeros(n)
     alpha[L] = C
     Ku = src.times(y * alpha)  # from alpha_L = C alone
     a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options)
-    sub_s += elapsed
     if a_W is None:
-        return None, sub_s, "split start: the restricted QP returned no point", None
+        return None, elapsed, "split start: the restricted QP returned no point", None
     base = alpha.copy()  # C on L, 0 elsewhere: what Ku holds
     alpha[W] = a_W
     snapped = _snap(alpha, y, C, 1e-10)
     Ku += src.times(y * (snapped - base))  # W, and the few points the balance repair moved (uncached rows)
-    return snapped, sub_s, f"split: sample {len(S)}, |W| {W.size}, |L| {L.size}", Ku
+    return snapped, elapsed, f"split: |W| {W.size}, |L| {L.size}", Ku
+
+
+def nystrom_margins(src, y, C, landmarks: int, seed: int = 0) -> np.ndarray:
+    """Predicted margins y_i f(x_i) for every point from the soft primal on Nystrom features
+    (Williams and Seeger 2001): z(x) = Lambda^-1/2 U' k_S(x) for `landmarks` random points S with
+    K_SS = U Lambda U', minimized smoothed (primal_working_set.smoothed_start: Huber's hinge, L-BFGS).
+
+    f is the kernel SVM's with w restricted to the span of the landmarks, but every point's hinge in
+    the objective; O(n |S|) kernel values and O(n |S|) a step."""
+    n = len(y)
+    S = np.sort(np.random.default_rng(seed).choice(n, min(n, landmarks), replace=False))
+    K_nS = src.rows(S).T  # K symmetric: the landmarks' rows are the columns
+    lam, U = scipy.linalg.eigh(K_nS[S])
+    keep = lam > NYSTROM_RCOND * lam[-1]  # K_SS's numerical range (duplicates, a rank-d linear kernel)
+    Z = K_nS @ (U[:, keep] / np.sqrt(lam[keep]))
+    w, b = smoothed_start(Z, y, C)
+    return y * (Z @ w + b)
 
 
 SUBSOLVERS = {"direct": _subproblem_direct, "cvxpy": _subproblem_cvxpy, "pyomo": _subproblem_pyomo}
@@ -676,7 +677,7 @@ class WorkingSetOptions:
     loop (the subproblem solver's precision; with the polished subproblems it is seldom reached).
     bound_tol: alpha within bound_tol * alpha_scale of a bound counts as on it (polished subproblems and SMO
     steps put points exactly on their bounds).
-    sample, band: the split start (`_split_start`) when n >= 4 * sample (sample=0: never).
+    split_from, band, landmarks: the split start (`_split_start`) when n >= split_from (0: never).
     selection: "second_order" (select_block) or "first_order". shrinking: every shrink_every steps
     the points _shrinkable names leave the selection; when the violation on the others is below
     tol, all come back and the loop goes on unless it holds for all (the gradient is kept exact
@@ -690,8 +691,9 @@ class WorkingSetOptions:
     max_stall: int = 5
     stall_floor: float = 1e-3
     bound_tol: float = SNAP
-    sample: int = 500
+    split_from: int = 2000
     band: float = 0.1
+    landmarks: int = LANDMARKS
     selection: str = "second_order"
     shrinking: bool = True
     shrink_every: int = 10
@@ -737,23 +739,12 @@ def decompose(K, y, C, **kwargs) -> WorkingSetResult:
 
 
 def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions) -> _Loop:
-    """The starting point: alpha0 (checked), the split start at large n, or alpha = 0.
-
-    The split start's sample is n / SAMPLE_SHARE points, at least settings.sample; from 4 * settings.sample
-    points it is solved by a working set of its own (which starts from its own split)."""
+    """The starting point: alpha0 (checked), the split start from settings.split_from points, or alpha = 0."""
     n = len(y)
     sub_s, how, Ku = 0.0, "zero" if alpha0 is None else "alpha0", None
-    if alpha0 is None and settings.sample and n >= 4 * settings.sample:
-        size = max(settings.sample, n // SAMPLE_SHARE)
-
-        def solve_sample(S):
-            res = _decompose(src.restricted(S), y[S], C, settings=settings, backend=backend, layer=layer,
-                             options=opts)
-            return res.alpha, res.subproblem_s
-
-        alpha0, sub_s, how, Ku = _split_start(src, y, C, SUBSOLVERS[layer], backend, opts, sample=size,
-                                              band=settings.band,
-                                              solve_sample=solve_sample if size >= 4 * settings.sample else None)
+    if alpha0 is None and settings.split_from and n >= settings.split_from:
+        alpha0, sub_s, how, Ku = _split_start(src, y, C, SUBSOLVERS[layer], backend, opts,
+                                              landmarks=settings.landmarks, band=settings.band)
         if alpha0 is None:
             how += "; started at zero"
     if alpha0 is None:
@@ -859,7 +850,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     through a bounded cache, no n x n matrix).
     profile: the subproblem solver's options (solvers.profiles; `options` go on top).
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
-    or from `split_start` (settings.sample, settings.band) when n >= 4 * sample.
+    or from `split_start` (settings.band, settings.landmarks) when n >= settings.split_from.
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
@@ -934,7 +925,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
 def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
-          sample: int = 500, selection: str = "second_order", shrinking: bool = True,
+          split_from: int = 2000, selection: str = "second_order", shrinking: bool = True,
           linear_X: np.ndarray | None = None) -> st.Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
@@ -952,7 +943,7 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     prof = get_profile(profile)
     start = time.perf_counter()
     res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=time_limit,
-                    profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, sample=sample, selection=selection,
+                    profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, split_from=split_from, selection=selection,
                     shrinking=shrinking)
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify.
