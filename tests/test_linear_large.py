@@ -268,3 +268,30 @@ def test_linear_proofs_are_not_bounded_by_the_dense_limit(monkeypatch):
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks["verdict"]
     objective, w, b = _tight_soft_primal(X, y, 1.0)
     assert sol.objective == pytest.approx(objective, rel=1e-9)
+
+
+def test_a_bounded_fit_too_large_to_try_ends_the_proof_at_once(monkeypatch):
+    """Where the free alphas leave [0, C] the proof fits them by bounded least squares (scipy's BVLS), whose
+    time its step limit does not bound: over 2,567 free points of a shifted rbf kernel one fit took 20 s and
+    the checks ran 150 s past the solve's time limit. Above reference.BVLS_MAX_ENTRIES the proof gives up on
+    those sets at once, with the reason; below it the fit is BVLS's."""
+    from scipy.optimize import lsq_linear
+
+    from solvers import reference
+
+    rng = np.random.default_rng(0)
+    A, rhs = rng.normal(size=(3, 8)), rng.normal(size=3)
+    fitted = reference._bounded_fit(A, rhs, 0.0, 0.1)
+    assert np.array_equal(fitted, lsq_linear(A, rhs, bounds=(0.0, 0.1), method="bvls").x)
+    fits = []
+    real = reference.lsq_linear
+    monkeypatch.setattr(reference, "lsq_linear", lambda *args, **kw: (fits.append(args[0].shape), real(*args, **kw))[1])
+    monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", A.size - 1)
+    with pytest.raises(reference._NoBoundedFit, match="too large to try"):
+        reference._bounded_fit(A, rhs, 0.0, 0.1)
+    # the integer ties' proof fits 7 x 333 alphas (measured): with the cap below that, no fit is tried
+    X, y = _ties("integers")
+    monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", 100)
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
+    assert fits == []
+    assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
