@@ -19,10 +19,17 @@ from formulations import kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
-from solvers.algorithms.kernel_rows import FullGram, row_source
+from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, gram_fits, row_source
 from solvers.backends import RECORDS
-from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
-                             to_original_units)
+from solvers.closing import (
+    HAS_POINT,
+    certificate_candidate,
+    close,
+    mark_indefinite,
+    read_model,
+    resolve_C,
+    to_original_units,
+)
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
@@ -263,10 +270,15 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
             elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
                 extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
             elif not allow_indefinite:
+                # rows on demand: from ROWS_FROM_N points (the check's eigenvalues cost O(n^3)) or where
+                # the n x n matrix does not fit the memory budget
+                fits = gram_fits(len(y), validation.memory_budget(memory_budget))
+                why = ("does not fit the memory budget" if not fits
+                       else f"is not formed from {ROWS_FROM_N:,} points (its eigenvalues would cost O(n^3))")
                 raise validation.SVMInputError(
                     f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x {len(y):,} "
-                    "Gram matrix does not fit the memory budget to check it: pass allow_indefinite=True, or a "
-                    "Mercer kernel (rbf, poly, linear)")
+                    f"Gram matrix {why} to check it: pass allow_indefinite=True, or a Mercer kernel (rbf, poly, "
+                    "linear)")
         # the linear dual: the linear kernel's point, closed as the linear dual's (w from alpha)
         sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
                                 profile=profile, options=options, time_limit=time_limit, validate=False,
