@@ -21,15 +21,8 @@ from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, gram_fits, row_source
 from solvers.backends import RECORDS
-from solvers.closing import (
-    HAS_POINT,
-    certificate_candidate,
-    close,
-    mark_indefinite,
-    read_model,
-    resolve_C,
-    to_original_units,
-)
+from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
+                             to_original_units)
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend

@@ -951,8 +951,8 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     prof = get_profile(profile)
     start = time.perf_counter()
     res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=time_limit,
-                    profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, split_from=split_from, selection=selection,
-                    shrinking=shrinking)
+                    profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, split_from=split_from,
+                    selection=selection, shrinking=shrinking)
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify.
     status = (st.OPTIMAL if res.converged else st.OPTIMAL_INACCURATE if res.stalled
