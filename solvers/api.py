@@ -19,7 +19,7 @@ from formulations import kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
-from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, gram_fits, row_source
+from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
@@ -263,10 +263,9 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
             elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
                 extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
             elif not allow_indefinite:
-                # rows on demand: from ROWS_FROM_N points (the check's eigenvalues cost O(n^3)) or where
-                # the n x n matrix does not fit the memory budget
-                fits = gram_fits(len(y), validation.memory_budget(memory_budget))
-                why = ("does not fit the memory budget" if not fits
+                # rows on demand (row_source): below ROWS_FROM_N points only where the n x n matrix does not
+                # fit the memory budget; from there on always (the check's eigenvalues would cost O(n^3))
+                why = ("does not fit the memory budget" if len(y) < ROWS_FROM_N
                        else f"is not formed from {ROWS_FROM_N:,} points (its eigenvalues would cost O(n^3))")
                 raise validation.SVMInputError(
                     f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x {len(y):,} "

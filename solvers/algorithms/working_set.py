@@ -542,15 +542,15 @@ def _split_start(src, y, C, subsolve, backend, options, *, landmarks, band, seed
     """split_start, and K (y * alpha) at its point (None with no point): the loop's first gradient
     without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros)."""
     margins = nystrom_margins(src, y, C, landmarks, seed)
-    alpha, sub_s, how, Ku = _split_from_margins(src, y, C, margins, band, subsolve, backend, options)
-    return alpha, sub_s, how.replace("split:", f"split: Nystrom {min(len(y), landmarks)},"), Ku
+    return _split_from_margins(src, y, C, margins, band, subsolve, backend, options,
+                               f"Nystrom {min(len(y), landmarks)}")
 
 
-def _split_from_margins(src, y, C, margins, band, subsolve, backend, options):
-    """The split start's point from predicted margins y_i f(x_i): the points within band of 1 (below it,
-    BAND_BELOW times band; at most MAX_SPLIT_BLOCK and n / SPLIT_BLOCK_SHARE, the nearest) form one
-    restricted dual W, the others with margin <= 1 start at C, the rest at 0; (alpha or None, seconds,
-    description, K (y * alpha))."""
+def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, source):
+    """The split start's point from predicted margins y_i f(x_i) (`source` names where they came from): the
+    points within band of 1 (below it, BAND_BELOW times band; at most MAX_SPLIT_BLOCK and n / SPLIT_BLOCK_SHARE,
+    the nearest) form one restricted dual W, the others with margin <= 1 start at C, the rest at 0; (alpha or
+    None, seconds, description, K (y * alpha))."""
     n = len(y)
     # the band reaches BAND_BELOW times as far below the margin as above it (BAND_BELOW's comment)
     distance = np.where(margins < 1.0, (1.0 - margins) / BAND_BELOW, margins - 1.0)
@@ -573,7 +573,7 @@ def _split_from_margins(src, y, C, margins, band, subsolve, backend, options):
     alpha[W] = a_W
     snapped = _snap(alpha, y, C, 1e-10)
     Ku += src.times(y * (snapped - base))  # W, and the few points the balance repair moved (uncached rows)
-    return snapped, elapsed, f"split: |W| {W.size}, |L| {L.size}", Ku
+    return snapped, elapsed, f"split: {source}, |W| {W.size}, |L| {L.size}", Ku
 
 
 def nystrom_margins(src, y, C, landmarks: int, seed: int = 0) -> np.ndarray:
