@@ -39,6 +39,11 @@ def at(C, index):
     return C[index] if per_sample(C) else C
 
 
+def largest(C) -> float:
+    """max_i C_i: the scale of the upper bounds (C itself when it is one number)."""
+    return float(C.max()) if per_sample(C) else C
+
+
 def weighted_sum(C, values: np.ndarray) -> float:
     """sum_i C_i values_i (C sum_i values_i for one C, computed as before)."""
     if per_sample(C):

@@ -143,10 +143,12 @@ def test_predictions_do_not_depend_on_the_blas_thread_count(monkeypatch):
 # ----------------------------------------------------------------------------- the benchmark
 
 
-def test_estimator_bench_single_fit_rows_and_ratios():
-    rows = estimator_bench.single_fit(200, repeat=2)
-    assert [row["what"].split(", ")[1] for row in rows] == ["SVC (tol 1e-3)", "SVC (tol 1e-6)",
-                                                             "SVMClassifier (pyomo/piqp)"]
+@pytest.mark.parametrize("weighted", [False, True])
+def test_estimator_bench_single_fit_rows_and_ratios(weighted):
+    rows = estimator_bench.single_fit(200, repeat=2, weighted=weighted)
+    assert [row["what"].split(", ")[-1] for row in rows] == ["SVC (tol 1e-3)", "SVC (tol 1e-6)",
+                                                              "SVMClassifier (pyomo/piqp)"]
+    assert all(("sample weights" in row["what"]) == weighted for row in rows)
     assert rows[0]["x SVC"] == 1.0
     for row in rows:
         assert row["seconds"] > 0 and row["x SVC"] == pytest.approx(row["seconds"] / rows[0]["seconds"], rel=1e-12)

@@ -8,6 +8,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.optimize
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
@@ -15,7 +18,8 @@ from sklearn.svm import SVC
 from experiments.datasets import exercise_5_4
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
-from solvers.algorithms import direct
+from solvers import api
+from solvers.algorithms import direct, primal_working_set, working_set as ws
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import compute_checks
@@ -142,14 +146,124 @@ def test_infinite_per_sample_C_refused_by_the_soft_primal(weighted):
         solve("soft_primal", X, signs, layer="cvxpy", backend="clarabel", C=np.full(len(signs), np.inf))
 
 
-def test_per_sample_C_takes_the_whole_qp_and_an_explicit_working_set_is_refused():
-    """The working sets take one C: under "auto" a vector C goes to the whole QP (and is exact);
-    an explicit method="working_set" is refused, naming the per-sample bounds."""
+@pytest.fixture(scope="module")
+def whole_qp(weighted):
+    """The whole QP's proved optimum at C_i = 0.2 w_i (7-47 alphas at their own bounds), for the rbf kernel dual
+    and the linear dual: {formulation: dual objective}."""
+    X, _, signs, weights = weighted
+    out = {}
+    for formulation, kernel in (("kernel_dual", Kernel("rbf", gamma=GAMMA)), ("dual", None)):
+        sol = solve(formulation, X, signs, layer="cvxpy", backend="clarabel", C=0.2 * weights, kernel=kernel,
+                    profile="high", method="full")
+        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+        out[formulation] = sol.checks["dual_objective"]
+    return out
+
+
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+@pytest.mark.parametrize("formulation", ["kernel_dual", "dual"])
+def test_per_sample_C_by_the_working_set_reaches_the_whole_qp_s_optimum(weighted, whole_qp, layer, formulation):
+    """The duals' working set takes each point's own bound C_i: in its blocks (each layer's per-index bounds),
+    its violation sets, snap and SMO steps; every alpha_i stays under its own C_i."""
+    X, _, signs, weights = weighted
+    C = 0.2 * weights
+    sol = solve(formulation, X, signs, layer=layer, backend="piqp", C=C, method="working_set", profile="high",
+                kernel=Kernel("rbf", gamma=GAMMA) if formulation == "kernel_dual" else None)
+    assert sol.status == st.OPTIMAL and sol.extras["method"] == "working_set", sol.checks.get("verdict")
+    assert sol.extras["loop_gap"] <= ws.WorkingSetOptions.gap_tol  # the loop's own point, not the closing proof's
+    assert abs(sol.checks["dual_objective"] - whole_qp[formulation]) <= 1e-7 * abs(whole_qp[formulation])
+    alpha = np.asarray(sol.alpha)
+    assert np.all(alpha <= C)
+    at_own_bound = alpha == C
+    assert np.unique(C[at_own_bound]).size >= 5  # points at bounds of different sizes, each exactly on its own
+
+
+def test_the_split_start_takes_per_sample_C(weighted, whole_qp):
+    """From the split start (every point a candidate: split_from = n) the points put at the bound take their own
+    C_i, the balance of the restricted dual counts them so, and the loop ends at the whole QP's optimum."""
+    X, _, signs, weights = weighted
+    res = ws.decompose(gram(Kernel("rbf", gamma=GAMMA), X), signs, 0.2 * weights, backend="piqp", q=20,
+                       split_from=len(signs))
+    assert res.start.startswith("split: Nystrom"), res.start
+    assert res.converged and res.gap <= ws.WorkingSetOptions.gap_tol
+    assert abs(res.objective - whole_qp["kernel_dual"]) <= 1e-7 * abs(whole_qp["kernel_dual"])
+
+
+@pytest.mark.parametrize("layer", ["direct", "pyomo"])
+def test_a_constant_vector_C_by_the_working_set_is_the_scalar(weighted, layer):
+    X, _, signs, _ = weighted
+    kw = dict(layer=layer, backend="piqp", kernel=Kernel("rbf", gamma=GAMMA), method="working_set", profile="high")
+    one = solve("kernel_dual", X, signs, C=3.0, **kw)
+    each = solve("kernel_dual", X, signs, C=np.full(len(signs), 3.0), **kw)
+    assert one.status == each.status == st.OPTIMAL
+    assert each.iterations == one.iterations  # the same steps: the scalar path is the vector one
+    np.testing.assert_allclose(each.alpha, one.alpha, rtol=0, atol=1e-12 * 3.0)
+    assert each.objective == pytest.approx(one.objective, rel=1e-12)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st_.integers(0, 2**16), flip=st_.booleans(), scale=st_.sampled_from([1e-3, 1.0, 1e3]))
+def test_per_sample_working_set_is_invariant_to_permutation_and_label_flip_at_any_scale_of_C(seed, flip, scale):
+    """Permuting the points with their C_i and flipping every label leave the working set's optimum (objective,
+    decision values permuted and flipped), with C_i from 1e-4 to 5e3; both points proved by the closing checks."""
+    rng = np.random.default_rng(seed)
+    n = 80
+    X = rng.normal(size=(n, 4))
+    signs = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    C = scale * rng.uniform(0.1, 5.0, n)
+    order = rng.permutation(n)
+    sign = -1.0 if flip else 1.0
+    kw = dict(kernel=Kernel("rbf", gamma=0.3), layer="direct", backend="piqp", profile="high", method="working_set")
+    first = solve("kernel_dual", X, signs, C=C, **kw)
+    moved = solve("kernel_dual", X[order], sign * signs[order], C=C[order], **kw)
+    for sol in (first, moved):
+        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
+        assert sol.checks["err_objective"] <= 1e-7
+        assert sol.extras["loop_gap"] <= ws.WorkingSetOptions.gap_tol
+    assert moved.objective == pytest.approx(first.objective, rel=1e-7)
+    decision = sign * first.decision[order]
+    assert np.max(np.abs(moved.decision - decision)) <= 1e-6 * np.max(np.abs(decision))
+
+
+def test_per_sample_C_goes_to_the_working_set_of_the_duals_but_not_of_the_soft_primal():
+    """auto takes the duals' working set with per-sample C as with one C; the soft primal's restricted QPs take one
+    C, so its per-sample C goes to the whole QP, and an explicit method="working_set" there is refused by name."""
+    C = np.ones(50_000)
+    for layer in ("cvxpy", "pyomo"):
+        assert api.choose_method("kernel_dual", 50_000, layer, C) == api.choose_method("kernel_dual", 50_000, layer, 1.0)
+        assert api.choose_method("kernel_dual", 50_000, layer, C) == "working_set"
+        assert api.choose_method("soft_primal", 50_000, layer, C) == "full"
+        assert api.choose_method("dual", 100, layer, C, "working_set") == "working_set"
     ds = exercise_5_4()
-    C = np.full(len(ds.y), 10.0)
-    auto = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, method="auto", profile="high")
-    scalar = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, method="full", profile="high")
-    assert auto.status == st.OPTIMAL and auto.extras["method"] == "full"
-    assert auto.objective == pytest.approx(scalar.objective, rel=1e-7)
-    with pytest.raises(SVMInputError, match="per-sample bounds"):
-        solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=C, method="working_set")
+    with pytest.raises(SVMInputError, match="one C: per-sample bounds C_i are solved as one QP"):
+        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=np.full(len(ds.y), 10.0),
+              method="working_set")
+
+
+def test_a_warm_start_above_its_own_C_i_is_refused_by_index():
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    C = np.array([1.0, 0.5, 1.0, 1.0])
+    alpha0 = np.array([0.2, 0.8, 0.5, 0.5])  # below max C, above C_1
+    with pytest.raises(ValueError, match=r"alpha0\[1\] = 0.8 > C = 0.5"):
+        ws.check_alpha0(alpha0, y, C)
+    np.testing.assert_array_equal(ws.check_alpha0(np.array([0.2, 0.3, 0.5, 0.0]), y, C), [0.2, 0.3, 0.5, 0.0])
+
+
+def test_the_smoothed_primal_weighs_each_hinge_by_its_C_i():
+    """Value and gradient of the smoothed start's objective with per-sample C: the scalar's for a constant vector,
+    sum_i C_i huber_i for a general one, and the gradient its derivative (finite differences)."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(60, 3)), np.where(rng.normal(size=60) > 0, 1.0, -1.0)
+    v = rng.normal(size=4)
+    h = primal_working_set.SMOOTHING
+    one = primal_working_set.smoothed_primal(v, X, y, 2.0, h)
+    each = primal_working_set.smoothed_primal(v, X, y, np.full(60, 2.0), h)
+    assert each[0] == pytest.approx(one[0], rel=1e-14)
+    np.testing.assert_allclose(each[1], one[1], rtol=1e-14)
+    C = rng.uniform(0.1, 3.0, 60)
+    value, grad = primal_working_set.smoothed_primal(v, X, y, C, h)
+    short = 1.0 - y * (X @ v[:-1] + v[-1])
+    huber = np.where(short >= h, short - h / 2, np.where(short > 0, short ** 2 / (2 * h), 0.0))
+    assert value == pytest.approx(0.5 * v[:-1] @ v[:-1] + C @ huber, rel=1e-13)
+    assert scipy.optimize.check_grad(lambda u: primal_working_set.smoothed_primal(u, X, y, C, h)[0],
+                                     lambda u: primal_working_set.smoothed_primal(u, X, y, C, h)[1], v) <= 1e-5

@@ -58,7 +58,7 @@ from functools import partial
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
-from formulations import soft_primal, validation
+from formulations import penalty, soft_primal, validation
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import blas
@@ -125,13 +125,14 @@ STARTS = ("sample", "smoothed")
 
 
 def smoothed_primal(v, X, y, C, h):
-    """The soft primal with Huber's hinge of width h (SMOOTHING's comment) at v = (w, b): value and gradient."""
+    """The soft primal with Huber's hinge of width h (SMOOTHING's comment) at v = (w, b): value and gradient
+    (C: one number, or one C_i per point: the weighted hinge)."""
     w, b = v[:-1], v[-1]
     short = 1.0 - y * (X @ w + b)  # how far each point falls short of its margin
     slope = np.clip(short / h, 0.0, 1.0)  # the smoothed hinge's derivative
     hinge = np.where(short >= h, short - 0.5 * h, np.where(short > 0.0, short * short / (2.0 * h), 0.0))
     pull = C * slope * y
-    return 0.5 * w @ w + C * hinge.sum(), np.concatenate([w - X.T @ pull, [-pull.sum()]])
+    return 0.5 * w @ w + penalty.weighted_sum(C, hinge), np.concatenate([w - X.T @ pull, [-pull.sum()]])
 
 
 def smoothed_start(X, y, C) -> tuple[np.ndarray, float]:

@@ -2,9 +2,10 @@ r"""Working-set decomposition of the kernel dual (SVMlight's scheme around a gen
 
 In minimisation form, with Q = Y K Y and the gradient g = Q alpha - 1,
 
-    min  f(alpha) = 1/2 alpha' Q alpha - 1' alpha    s.t.  y' alpha = 0,  0 <= alpha_i <= C.
+    min  f(alpha) = 1/2 alpha' Q alpha - 1' alpha    s.t.  y' alpha = 0,  0 <= alpha_i <= C_i,
 
-alpha is optimal exactly when no pair of indices gives a feasible descent
+with C_i = C (the notes' one C) or each point's own bound (sample or class weights,
+formulations.penalty; below, "alpha_i < C" reads C_i, and every function takes either). alpha is optimal exactly when no pair of indices gives a feasible descent
 direction (the KKT conditions of 001 Exercise 5.3 written with the bias as the
 multiplier of y'alpha = 0):
 
@@ -66,9 +67,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from formulations import validation
+from formulations import penalty, validation
 from formulations.kernel_dual import dual_matrix, psd_constant
-from formulations.model import DUAL, KERNEL_DUAL, linear_sum, matrix_rows
+from formulations.model import DUAL, KERNEL_DUAL, linear_sum, matrix_rows, pyomo_alpha_bounds
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import blas
@@ -104,8 +105,9 @@ class WorkingSetResult:
     timed_out: bool = False  # stopped at time_limit (checked between subproblems)
 
 
-def check_alpha0(alpha0, y: np.ndarray, C: float, rtol: float = 1e-9) -> np.ndarray:
-    """alpha0 as a feasible float array for the kernel dual at C, or a ValueError naming the problem.
+def check_alpha0(alpha0, y: np.ndarray, C, rtol: float = 1e-9) -> np.ndarray:
+    """alpha0 as a feasible float array for the kernel dual at C (one number or one C_i per point), or a
+    ValueError naming the problem.
 
     Rounding (from scaling a previous point, say) is allowed up to rtol: a bound is violated by at
     most rtol * C and |y'alpha0| <= rtol * sum alpha0; the point is then clipped to [0, C]
@@ -119,11 +121,14 @@ def check_alpha0(alpha0, y: np.ndarray, C: float, rtol: float = 1e-9) -> np.ndar
         raise ValueError(f"alpha0 has shape {alpha0.shape}, but there are {len(y)} points (shape {y.shape})")
     if not np.all(np.isfinite(alpha0)):
         raise ValueError(f"alpha0 has {int(np.sum(~np.isfinite(alpha0)))} non-finite entries (NaN or inf)")
-    lo, hi = float(alpha0.min(initial=0.0)), float(alpha0.max(initial=0.0))
-    if lo < -rtol * C:
+    lo = float(alpha0.min(initial=0.0))
+    if lo < -rtol * penalty.largest(C):
         raise ValueError(f"alpha0 is infeasible: min alpha0_i = {lo:.3g} < 0 (need 0 <= alpha0 <= C)")
-    if hi > C * (1 + rtol):
-        raise ValueError(f"alpha0 is infeasible: max alpha0_i = {hi:.6g} > C = {C:.6g} (need 0 <= alpha0 <= C)")
+    over = alpha0 - C * (1 + rtol)
+    if over.size and over.max() > 0:
+        i = int(np.argmax(over))
+        raise ValueError(f"alpha0 is infeasible: alpha0[{i}] = {alpha0[i]:.6g} > C = {penalty.at(C, i):.6g} "
+                         "(need 0 <= alpha0 <= C)")
     balance = float(y @ alpha0)
     if abs(balance) > rtol * float(np.abs(alpha0).sum()):
         raise ValueError(f"alpha0 is infeasible: y'alpha0 = {balance:.3g}, not 0 (the balance constraint)")
@@ -147,7 +152,7 @@ def gradient(K, y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return y * as_rows(K).times(y * alpha) - 1.0
 
 
-def kkt_violation(K, y: np.ndarray, alpha: np.ndarray, C: float, bound_tol: float = 1e-6) -> float:
+def kkt_violation(K, y: np.ndarray, alpha: np.ndarray, C, bound_tol: float = 1e-6) -> float:
     """m(alpha) - M(alpha) (module docstring) at a point, with its own gradient (O(n |S|))."""
     y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
@@ -168,7 +173,8 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
     from qpsolvers import Problem, solve_problem
 
     nb = len(p)
-    problem = Problem(P=Q_BB, q=p, A=y_B[None, :], b=np.array([rhs]), lb=np.zeros(nb), ub=np.full(nb, C))
+    problem = Problem(P=Q_BB, q=p, A=y_B[None, :], b=np.array([rhs]), lb=np.zeros(nb),
+                      ub=np.broadcast_to(np.asarray(C, dtype=float), (nb,)).copy())
     start = time.perf_counter()
     sol = solve_problem(problem, solver=get_record(backend).qpsolvers_name, **options)
     return sol.x, time.perf_counter() - start
@@ -199,7 +205,7 @@ def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
     m = pyo.ConcreteModel()
     m.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
     m.I = pyo.RangeSet(0, nb - 1)
-    m.alpha = pyo.Var(m.I, bounds=(0.0, C))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     # One CSR row, as the kernel dual's own model (formulations.kernel_dual): the bridge reads its arrays;
     # as a Constraint expression it went through Pyomo's standard-form compiler, ~4 ms a block.
     m.balance = matrix_rows(y_B[None, :], m.alpha, lower=rhs, upper=rhs)
@@ -231,38 +237,40 @@ def _smo_steps(src, y, alpha, g, C, eps, tol, max_steps):
             return step
         K_i, K_j = src.rows([i, j])
         t = gap / max(diag[i] + diag[j] - 2.0 * K_i[j], 1e-12)
-        room_i = C - alpha[i] if y[i] > 0 else alpha[i]
-        room_j = alpha[j] if y[j] > 0 else C - alpha[j]
+        C_i, C_j = penalty.at(C, i), penalty.at(C, j)
+        room_i = C_i - alpha[i] if y[i] > 0 else alpha[i]
+        room_j = alpha[j] if y[j] > 0 else C_j - alpha[j]
         t = min(t, room_i, room_j)
         if t <= 0:
             return step
-        alpha[i] = C if t == room_i and y[i] > 0 else (0.0 if t == room_i else alpha[i] + y[i] * t)
-        alpha[j] = 0.0 if t == room_j and y[j] > 0 else (C if t == room_j else alpha[j] - y[j] * t)
+        alpha[i] = C_i if t == room_i and y[i] > 0 else (0.0 if t == room_i else alpha[i] + y[i] * t)
+        alpha[j] = 0.0 if t == room_j and y[j] > 0 else (C_j if t == room_j else alpha[j] - y[j] * t)
         g += t * y * (K_i - K_j)
     return max_steps
 
 
-def alpha_scale(alpha: np.ndarray, C: float) -> float:
-    """What "near 0" in alpha is relative to: min(C, max_i alpha_i), or C where every alpha is 0.
+def alpha_scale(alpha: np.ndarray, C) -> float:
+    """What "near 0" in alpha is relative to: min(C, max_i alpha_i), or C where every alpha is 0 (per-sample
+    C: its largest C_i).
 
     Not C alone: where no alpha reaches C (separable data at a large C) the alphas are far below it;
     breast cancer (rbf, standardized) at C = 1e6 has max alpha 94, and with every tolerance relative
     to C (the solver's, the polish's, SNAP's) the loop polished no block and ran into its iteration
     limit (231 s) at the default profile. C is still the upper bound's scale (a point at C is at C)."""
-    top = float(alpha.max()) if alpha.size else 0.0
-    return min(C, top) if top > 0 else C
+    top, C_top = (float(alpha.max()) if alpha.size else 0.0), penalty.largest(C)
+    return min(C_top, top) if top > 0 else C_top
 
 
 def _snap(alpha, y, C, bound_tol):
     """Put the points within bound_tol of a bound on it (relative to alpha_scale at 0, to C at C), and
     restore y'alpha = 0 on the free ones."""
-    alpha = alpha.copy()
-    alpha[alpha < bound_tol * alpha_scale(alpha, C)] = 0.0
-    alpha[alpha > C * (1 - bound_tol)] = C
+    near_zero = alpha < bound_tol * alpha_scale(alpha, C)
+    alpha = np.where(alpha > C * (1 - bound_tol), C, alpha)
+    alpha[near_zero] = 0.0
     free = np.flatnonzero((alpha > 0) & (alpha < C))
     if free.size:
         residual = float(y @ alpha)
-        alpha[free] = np.clip(alpha[free] - y[free] * residual / free.size, 0.0, C)
+        alpha[free] = np.clip(alpha[free] - y[free] * residual / free.size, 0.0, penalty.at(C, free))
     return balance_classes(alpha, y)
 
 
@@ -324,12 +332,12 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
     735 blocks given up). The proximal steps move from the solver's point to a nearby exact optimum,
     which a singular Q does not disturb. A release that the next step undoes at once (no descent)
     is barred until f falls again. Kept only when every KKT sign holds, it is in [0, C] and its
-    objective is no worse than the solver's (to rounding).
+    objective is no worse than the solver's (to rounding). C: one number, or the block's C_i.
     """
-    alpha_size = C if alpha_size is None else alpha_size
+    alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
     x[x <= bound_tol * alpha_size] = 0.0
-    x[x >= C * (1 - bound_tol)] = C
+    x = np.where(x >= C * (1 - bound_tol), C, x)
     free = (x > 0.0) & (x < C)
     q_max = max(float(np.abs(Q).max()), np.finfo(float).tiny)
     tol = 1e-9 * (q_max * alpha_size + float(np.abs(p).max()))  # the multipliers' signs, in the gradient's units
@@ -385,6 +393,7 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
     except np.linalg.LinAlgError:
         return "stuck", None, False
     Q_F = Q[:, F]
+    C_F = np.broadcast_to(np.asarray(C, dtype=float), x.shape)[F]
     moved, last, since_block = False, math.inf, 0
     while since_block < POLISH_STEPS:
         if len(steps.fixed) >= MAX_FIXED:
@@ -409,7 +418,7 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
         # |y_F'd| ~ 1e-8, and with one free point the balance was never restored
         d[on] += y_on * (residual - float(y_on @ d[on])) / y_on.size
         with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(~on, np.inf, np.where(d < 0, -x[F] / d, np.where(d > 0, (C - x[F]) / d, np.inf)))
+            room = np.where(~on, np.inf, np.where(d < 0, -x[F] / d, np.where(d > 0, (C_F - x[F]) / d, np.inf)))
         k = int(np.argmin(room))
         t = min(1.0, float(room[k]))
         if t > 0:
@@ -417,7 +426,7 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
             g += Q_F @ (t * d)
             moved = True
         if room[k] <= 1.0:
-            x[F[k]] = 0.0 if d[k] < 0 else C
+            x[F[k]] = 0.0 if d[k] < 0 else C_F[k]
             np.clip(x, 0.0, C, out=x)
             free[F[k]] = False
             steps.fix(k)
@@ -492,20 +501,21 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     # optimum), is within a few orders of alpha's (at C = 1e11, t = C put alpha ~ 1 below PIQP's 1e-9,
     # the answer was all-zero); an s far above 1 is no harm to the solvers, one far below 1 is.
     q_max = max(float(np.abs(Q_BB).max()), np.finfo(float).tiny)
-    t = alpha_scale(alpha, C) if alpha.any() else min(C, float(np.abs(p).max()) / q_max)
+    C_B = penalty.at(C, B)
+    t = alpha_scale(alpha, C) if alpha.any() else min(penalty.largest(C_B), float(np.abs(p).max()) / q_max)
     size = t * q_max
-    s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C / t, backend, options)
+    s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C_B / t, backend, options)
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
-    new = np.clip(s * t, 0.0, C)
-    polished = _polish_block(Q_BB, p, y[B], rhs, C, new, alpha_size=t)
+    new = np.clip(s * t, 0.0, C_B)
+    polished = _polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t)
     if polished is not None:
         new = polished
     # A point left within SNAP * t of 0 or of C goes on the bound: with less room than that a violating
     # pair cannot move (the loop counts it as on the bound, bound_tol = SNAP), and the same
     # block came back 10,000 times at C = 1, n = 1,000 moving 1e-10.
     new[new < SNAP * t] = 0.0
-    new[new > C * (1 - SNAP)] = C
+    new = np.where(new > C_B * (1 - SNAP), C_B, new)
     return new, elapsed, polished is not None
 
 
@@ -559,12 +569,12 @@ def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, so
     in_W = np.zeros(n, dtype=bool)
     in_W[W] = True
     L = np.flatnonzero((margins <= 1.0) & ~in_W)
-    rhs = -C * float(y[L].sum())  # y_W' a = -y_L' alpha_L with alpha_L = C
-    yW = y[W]
-    if W.size < 2 or not (-C * np.sum(yW < 0) <= rhs <= C * np.sum(yW > 0)):
+    rhs = -penalty.weighted_sum(penalty.at(C, L), y[L])  # y_W' a = -y_L' alpha_L with alpha_L = C_L
+    yW, C_W = y[W], penalty.at(C, W)
+    if W.size < 2 or not (-penalty.weighted_sum(C_W, yW < 0) <= rhs <= penalty.weighted_sum(C_W, yW > 0)):
         return None, 0.0, f"split start: the restricted dual on {W.size} points is infeasible", None
     alpha = np.zeros(n)
-    alpha[L] = C
+    alpha[L] = penalty.at(C, L)
     Ku = src.times(y * alpha)  # from alpha_L = C alone
     a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options)
     if a_W is None:
@@ -646,13 +656,13 @@ def _shrinkable(alpha, minus_yg, y, C, eps, m, M) -> np.ndarray:
 MIN_TOL = 1e-12
 
 
-def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C: float, max_diagonal: float = 0.0) -> float:
+def relative_gap(alpha: np.ndarray, g: np.ndarray, y: np.ndarray, C, max_diagonal: float = 0.0) -> float:
     """(P - D) / P at alpha from its gradient g = Q alpha - 1, in O(n) without K, less the gap's own
     rounding (solvers.checks.gap_rounding; max_diagonal: K's, 0 for none), as the checks measure it.
 
     With y_i (K u)_i = g_i + 1 (u = y alpha): u'Ku = alpha'(g + 1), the decision values without b
     are y (g + 1), b is the closing step's (formulations.recovery.recover_bias), and
-    P - D = alpha'g + C sum_i max(0, -g_i - y_i b).
+    P - D = alpha'g + sum_i C_i max(0, -g_i - y_i b).
     """
     return _gap_and_decision(alpha, y * (g + 1.0), y, C, max_diagonal)[0]
 
@@ -664,13 +674,13 @@ def _gap_and_decision(alpha, Ku, y, C, max_diagonal):
     if not math.isfinite(b):
         return math.inf, None
     f = Ku + b
-    hinge = float(np.maximum(0.0, 1.0 - y * f).sum())
+    hinge = penalty.weighted_sum(C, np.maximum(0.0, 1.0 - y * f))  # sum_i C_i xi_i
     yKu = y * Ku  # g + 1
-    primal = 0.5 * float(alpha @ yKu) + C * hinge
+    primal = 0.5 * float(alpha @ yKu) + hinge
     if not primal > 0:
         return math.inf, f
     rounding = gap_rounding(C, alpha, y, f, decision_size(max_diagonal, alpha, b))
-    return max(0.0, abs(float(alpha @ yKu) - float(alpha.sum()) + C * hinge) - rounding) / primal, f
+    return max(0.0, abs(float(alpha @ yKu) - float(alpha.sum()) + hinge) - rounding) / primal, f
 
 
 @dataclass(frozen=True)
@@ -849,7 +859,7 @@ def _settle(src, y, C, alpha, Ku, gap_tol):
     return ref.alpha, ref.g, settled_gap <= gap_tol
 
 
-def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backend: str = "clarabel",
+def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str = "clarabel",
                layer: str = "direct", options: dict | None = None, time_limit: float | None = None,
                profile: str = "high", alpha0: np.ndarray | None = None) -> WorkingSetResult:
     """Solve the kernel dual by working sets of at most settings.q points (WorkingSetOptions).
@@ -862,8 +872,8 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
-    if not (math.isfinite(C) and C > 0):
-        raise ValueError(f"the working-set method needs a finite C > 0 (got {C!r})")
+    if not (np.all(np.isfinite(C)) and np.all(np.asarray(C) > 0)):
+        raise ValueError(f"the working-set method needs a finite C > 0 (got {penalty.describe(C)})")
     src = as_rows(K)
     y = np.asarray(y, dtype=float)
     opts = {**backend_options(backend, profile), **(options or {})}
@@ -930,7 +940,7 @@ def _decompose(K, y: np.ndarray, C: float, *, settings: WorkingSetOptions, backe
     return _finish(src, y, C, loop, violation, converged, stall_stop, settings)
 
 
-def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
+def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
           split_from: int = 2000, selection: str = "second_order", shrinking: bool = True,
@@ -938,6 +948,7 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
     K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
+    C: one number, or one bound C_i per point (formulations.penalty).
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
     linear_X: the data of a linear kernel K = X X'; the result is then the linear dual's (w from alpha),
     closed once with X.
@@ -947,7 +958,7 @@ def solve(K, y, C: float, *, backend: str = "clarabel", layer: str = "direct", q
     if validate and not isinstance(K, (FullGram, KernelRows)):
         K = validation.check_gram(K, len(y))
     K = as_rows(K)
-    C = validation.check_C(C)
+    C = validation.check_sample_C(C, len(y))
     prof = get_profile(profile)
     start = time.perf_counter()
     res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=time_limit,
