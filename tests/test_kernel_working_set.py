@@ -358,3 +358,45 @@ def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backe
     # the soft primal's restricted QPs accept it too (here one QP of every point: it finishes)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
     assert sol.status == st.OPTIMAL
+
+
+@pytest.fixture(scope="module")
+def separable_in_other_units():
+    """make_classification's 3,000 x 10 points, class_sep 2, in other units (X x 1e3: max|Q| ~ 3e7)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(3000, 10, class_sep=2.0, random_state=3)
+    return X * 1e3, np.where(y == 1, 1.0, -1.0)
+
+
+def test_a_block_that_comes_back_is_solved_to_the_loop_s_tolerance(separable_in_other_units):
+    """The polish held the multipliers' signs to 1e-9 of the gradient's scale (0.05 here), so a block of 12 free
+    points 4.5e-3 apart was "stationary" and came back 10,000 times (iteration_limit). A block that comes back is
+    now solved to a tenth of the loop's tolerance: the linear dual by the working set (the direct layer's
+    default) ends at the proved optimum, which the whole QP through cvxpy reaches too."""
+    X, y = separable_in_other_units
+    fast = api.solve("dual", X, y, layer="direct", backend="piqp", C=1.0)
+    full = api.solve("dual", X, y, layer="cvxpy", backend="piqp", C=1.0, method="full")
+    assert fast.status == full.status == st.OPTIMAL, fast.raw_status
+    assert fast.extras["method"] == "working_set" and fast.iterations <= 20
+    assert _rel(fast.checks["primal_objective"], full.checks["primal_objective"]) <= 1e-7
+    np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
+
+
+def test_the_loop_stops_at_its_stall_where_float64_cannot_reach_the_optimum(separable_in_other_units):
+    """At C = 100 in those units (C max|Q| ~ 3e9) neither the working set nor the whole QP is proved; the loop
+    stops at its stall rule (the same blocks without a new low) instead of running to its 10,000 steps."""
+    X, y = separable_in_other_units
+    sol = api.solve("dual", X, y, layer="direct", backend="piqp", C=100.0)
+    assert sol.status == st.OPTIMAL_INACCURATE and not sol.checks["verified"]  # a claim the checks refuse
+    assert sol.iterations < 1000, sol.raw_status
+
+
+def test_the_polish_tolerance_is_relative_until_a_block_comes_back():
+    Q = np.array([[4e6, 1e6], [1e6, 3e6]])
+    p, x = np.array([-1.0, 2.0]), np.array([0.5, 0.25])
+    scale = 4e6 * 0.5 + 2.0
+    assert ws._polish_tol(Q, p, x, scale, math.inf) == ws.POLISH_TOL * scale
+    assert ws._polish_tol(Q, p, x, scale, 1e-6) == pytest.approx(1e-7)
+    rounding = ws.POLISH_ROUNDING * np.finfo(float).eps * (4e6 * 0.5 + 1e6 * 0.25 + 1.0)
+    assert ws._polish_tol(Q, p, x, scale, 1e-12) == pytest.approx(rounding)  # not below the gradient's rounding

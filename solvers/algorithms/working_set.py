@@ -308,6 +308,17 @@ SNAP = 1e-10
 #: its system Q_FF + delta I has a Cholesky factor even where Q_FF is singular (moons, n = 2,000, rbf
 #: gamma = 0.5: K has numerical rank 114, and a 32-point Q_FF solved for alpha_F gave values of 7e5 at C = 1,000).
 POLISH_PROX = 1e-9
+#: The polish's tolerance on the multipliers' signs, relative to the gradient's scale (max|Q| alpha's size
+#: + max|p|). When the loop gets the same block back (_Loop.repeated), at most a tenth of the loop's own
+#: tolerance, unless the gradient's rounding (POLISH_ROUNDING times eps times max_i |Q_i| |x| + |p_i|) is
+#: larger. Relative alone, it was 0.05 where the data are in other units (make_classification, 3,000 x 10,
+#: class_sep 2, X x 1e3, linear kernel, C = 1: max|Q| 3.4e7): a block of 12 free points, two of them 4.5e-3
+#: apart, was "stationary", and the loop repeated it to its iteration limit (3.4 s); now 2 steps, 0.03 s.
+#: Not always: at X x 1e3 and C = 100 (C max|Q| ~ 3e9, where the whole QP is refused too) the polish
+#: then failed on blocks of 2,000 points after 20 factors, 4 s a step, where the relative tolerance lets the
+#: loop end at its iteration limit in 8 s.
+POLISH_TOL = 1e-9
+POLISH_ROUNDING = 100
 #: Most releases of a bound point (and new factors) before the polish gives up.
 POLISH_CHANGES = 200
 #: Most proximal steps between two points reaching a bound (each a pair of triangular solves).
@@ -316,7 +327,7 @@ POLISH_STEPS = 30
 MAX_FIXED = 100
 
 
-def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
+def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf):
     """The subproblem's exact solution from the active set of the solver's point a, or None.
 
     An interior-point solver stops ~1e-9 off the optimum; at C = 100 that is ~1e-7 in alpha and the
@@ -333,6 +344,8 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
     which a singular Q does not disturb. A release that the next step undoes at once (no descent)
     is barred until f falls again. Kept only when every KKT sign holds, it is in [0, C] and its
     objective is no worse than the solver's (to rounding). C: one number, or the block's C_i.
+    target: the outer loop's violation tolerance; the multipliers' signs are held to a tenth of it, or to
+    the gradient's rounding where that is larger (POLISH_TOL).
     """
     alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
@@ -340,7 +353,7 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
     x = np.where(x >= C * (1 - bound_tol), C, x)
     free = (x > 0.0) & (x < C)
     q_max = max(float(np.abs(Q).max()), np.finfo(float).tiny)
-    tol = 1e-9 * (q_max * alpha_size + float(np.abs(p).max()))  # the multipliers' signs, in the gradient's units
+    tol = _polish_tol(Q, p, x, q_max * alpha_size + float(np.abs(p).max()), target)
     balance_tol = 1e-12 * alpha_size * len(a)
     barred = np.zeros(len(a), dtype=bool)
     released = -1
@@ -369,6 +382,13 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None):
         released = int(np.argmax(np.where(wrong, np.abs(reduced), -np.inf)))
         free[released] = True
     return None
+
+
+def _polish_tol(Q, p, x, scale, target):
+    """How far from 0 the polish takes a multiplier's sign as right and a step as stationary, in the
+    gradient's units (POLISH_TOL's comment)."""
+    rounding = POLISH_ROUNDING * np.finfo(float).eps * float(np.max(np.abs(Q) @ np.abs(x) + np.abs(p)))
+    return min(POLISH_TOL * scale, max(0.1 * target, rounding))
 
 
 def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
@@ -483,12 +503,13 @@ def _bound_nu(g, x, y_B, C):
     return lo if math.isfinite(lo) else hi if math.isfinite(hi) else 0.0
 
 
-def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
+def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, target=math.inf):
     """The kernel dual over alpha_B with the others fixed (module docstring), polished on its active
     set (_polish_block), else clipped to [0, C] and snapped onto the bounds the interior-point solvers
     leave a hair inside; (alpha_B or None, seconds, polished or not).
 
-    g_B: the gradient Q alpha - 1 on B; rhs: -y_N' alpha_N, the balance left to B.
+    g_B: the gradient Q alpha - 1 on B; rhs: -y_N' alpha_N, the balance left to B; target: the loop's
+    violation tolerance (_polish_block).
     """
     Q_BB = dual_matrix(src.submatrix(B, B), y[B])
     p = g_B - Q_BB @ alpha[B]
@@ -508,7 +529,7 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options):
     if s is None or not np.all(np.isfinite(s)):
         return None, elapsed, False
     new = np.clip(s * t, 0.0, C_B)
-    polished = _polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t)
+    polished = _polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t, target=target)
     if polished is not None:
         new = polished
     # A point left within SNAP * t of 0 or of C goes on the bound: with less room than that a violating
@@ -741,6 +762,7 @@ class _Loop:
     gap: float = math.nan
     timed_out: bool = False
     previous: np.ndarray | None = None  # the last block
+    repeated: bool = False  # the last block was the one before it again
 
 
 def decompose(K, y, C, **kwargs) -> WorkingSetResult:
@@ -776,8 +798,10 @@ def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions)
     return loop
 
 
-def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, settings: WorkingSetOptions):
-    """Select a block, solve it, update alpha and the gradient: (moved, tiny_step, polished)."""
+def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, settings: WorkingSetOptions,
+                target: float):
+    """Select a block, solve it (to the loop's tolerance `target` when it is the last block again: POLISH_TOL),
+    update alpha and the gradient: (moved, tiny_step, polished)."""
     alpha, g = loop.alpha, loop.g
     # The block grows with the free points (growth times them, up to max_q) and is filled with all of
     # them: when there are more free points than the block holds, blocks zig-zag among them (n = 5,000,
@@ -799,7 +823,9 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
             free = free[np.argsort(~np.isin(free, loop.previous), kind="stable")]
         B = np.union1d(B, free[: q_now - len(B)])
     rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
-    new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts)
+    loop.repeated = loop.previous is not None and np.array_equal(B, loop.previous)
+    new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
+                                          target if loop.repeated else math.inf)
     loop.sub_s += elapsed
     loop.polished += polished
     if new is None:
@@ -913,8 +939,9 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
             if tol_now < MIN_TOL:
                 break
         # A polished step solved its block exactly: the violation of a block method may rise for a
-        # while (q = 20, C = 10: 200 steps between new lows) without any stall of the solver.
-        if violation < best * 0.99 or violation > settings.stall_floor or polished:
+        # while (q = 20, C = 10: 200 steps between new lows) without any stall of the solver. The same
+        # block again without a new low is a stall wherever the violation is (it was solved already).
+        if violation < best * 0.99 or ((violation > settings.stall_floor or polished) and not loop.repeated):
             best, stalled = min(best, violation), 0
         else:
             stalled += 1
@@ -934,7 +961,8 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
         if settings.shrinking and loop.it % settings.shrink_every == 0:
             active &= ~_shrinkable(alpha, minus_yg, y, C, eps, m, M)
             loop.min_active = min(loop.min_active, int(active.sum()))
-        moved, tiny_step, polished = _block_step(src, y, C, eps, loop, active, subsolve, backend, opts, settings)
+        moved, tiny_step, polished = _block_step(src, y, C, eps, loop, active, subsolve, backend, opts, settings,
+                                                 tol_now)
         if not moved:
             break
     return _finish(src, y, C, loop, violation, converged, stall_stop, settings)
