@@ -61,12 +61,6 @@ def hinge_weights(C):
     return C if per_sample(C) else None
 
 
-def one_C_with_inside(C, inside) -> None:
-    """The soft primal's points held inside the margin (a working set's linear term) take one C."""
-    if inside is not None and per_sample(C):
-        raise ValueError("points held inside the margin (inside=...) take one C, not one per sample")
-
-
 def describe(C) -> str:
     """C for a message: "1" or "per-sample C in [0.5, 2]"."""
     if per_sample(C):

@@ -15,7 +15,8 @@ above are written for the working set W only, and the points L held inside the m
     + C sum_{i in L} (1 - y_i (w' x_i + b))  =  C |L| - C s' w - C t b,
       s = sum_{i in L} y_i x_i,  t = sum_{i in L} y_i,
 
-while the points outside it (alpha_i = 0) are left out. With the right split this
+(with per-sample C, ``inside=(X_L, y_L, C_L)``: sum_L C_i - (sum_L C_i y_i x_i)' w - (sum_L C_i y_i) b,
+`held_terms`), while the points outside it (alpha_i = 0) are left out. With the right split this
 problem has the full problem's optimum (w, b).
 """
 
@@ -35,14 +36,29 @@ def inside_sums(inside, d: int) -> tuple[np.ndarray, float, int]:
     """(s, t, |L|) of the points held inside the margin (module docstring)."""
     if inside is None:
         return np.zeros(d), 0.0, 0
-    X_L, y_L = inside
+    X_L, y_L = inside[:2]
     return np.asarray(y_L @ X_L, dtype=float).reshape(d), float(np.sum(y_L)), len(y_L)
+
+
+def held_terms(inside, d: int, C) -> tuple[np.ndarray, float, float]:
+    """(s_C, t_C, c_0) of the held points' linear term c_0 - s_C'w - t_C b (module docstring): their bounds are
+    inside's third entry C_L (one number or one per held point), else the problem's one C."""
+    if inside is None:
+        return np.zeros(d), 0.0, 0.0
+    X_L, y_L, *bounds = inside
+    if not bounds and penalty.per_sample(C):
+        raise ValueError("the held points (inside=(X_L, y_L, C_L)) need their own bounds C_L with per-sample C")
+    C_L = bounds[0] if bounds else C
+    if penalty.per_sample(C_L):
+        weighted = C_L * y_L
+        return np.asarray(weighted @ X_L, dtype=float).reshape(d), float(weighted.sum()), float(C_L.sum())
+    s, t, count = inside_sums(inside, d)
+    return float(C_L) * s, float(C_L) * t, float(C_L) * count
 
 
 def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(SOFT_PRIMAL, n, d)
-    penalty.one_C_with_inside(C, inside)
     m.C = penalty.as_float(C)
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
@@ -54,8 +70,8 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.Conc
     m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
     hinge = linear_sum(penalty.as_float(C), m.xi)  # sum_i C_i xi_i
     if inside is not None:
-        s, t, count = inside_sums(inside, d)
-        hinge += float(C) * count - linear_sum(float(C) * s, m.w) - float(C) * t * m.b
+        s, t, constant = held_terms(inside, d, C)
+        hinge += constant - linear_sum(s, m.w) - t * m.b
     m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J) + hinge, sense=pyo.minimize)
     return m
 
@@ -68,9 +84,11 @@ def build_cvxpy(X: np.ndarray, y: np.ndarray, C: float | cp.Parameter, inside=No
     xi = cp.Variable(n, name="xi", bounds=[0.0, None])
     margin = signed(y, X) @ w + y * b >= 1 - xi  # y_i (w'x_i + b) >= 1 - xi_i
     # C may be a cp.Parameter (a C path re-solves one compiled problem: experiments.c_path).
-    penalty.one_C_with_inside(C, inside)
     if penalty.per_sample(C):
         penalized = C @ xi  # the weighted hinge sum_i C_i xi_i
+        if inside is not None:
+            s, t, constant = held_terms(inside, d, C)
+            penalized = penalized + constant - s @ w - t * b
     else:
         weight = C if isinstance(C, cp.Parameter) else float(C)
         hinge = cp.sum(xi)

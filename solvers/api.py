@@ -83,14 +83,10 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     (d features) takes it where primal_working_set.pays(n, d).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
-    # the duals' working set takes per-sample bounds C_i (sample or class weights); the soft primal's
-    # restricted QPs take one C, so per-sample C goes to its whole QP
-    primal_per_sample = formulation == SOFT_PRIMAL and penalty.per_sample(C)
-    eligible = formulation in WORKING_SET_FORMULATIONS and not primal_per_sample and not penalty.is_hard(C)
+    # one C or per-sample bounds C_i (sample or class weights): every working set takes both
+    eligible = formulation in WORKING_SET_FORMULATIONS and not penalty.is_hard(C)
     if method == "working_set" and not eligible:
-        why = ("its restricted QPs take one C: per-sample bounds C_i are solved as one QP (method 'full')"
-               if primal_per_sample
-               else "the hard margin (C = inf) has no bounds to decompose" if formulation in WORKING_SET_FORMULATIONS
+        why = ("the hard margin (C = inf) has no bounds to decompose" if formulation in WORKING_SET_FORMULATIONS
                else f"choose one of {list(WORKING_SET_FORMULATIONS)} with a finite C")
         raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
     if method != "auto":

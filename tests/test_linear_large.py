@@ -61,7 +61,7 @@ def test_auto_takes_the_restricted_qps_from_their_n_unless_d_is_near_n(layer):
         assert not working_set(300, 2)  # the coursework's small n stays the whole QP
     assert api.choose_method("soft_primal", n, layer, 1.0, d=20, method="full") == "full"
     if layer != "direct":
-        assert api.choose_method("soft_primal", n, layer, np.ones(n), d=20) == "full"  # per-sample C: one QP
+        assert api.choose_method("soft_primal", n, layer, np.ones(n), d=20) == "working_set"  # per-sample C too
 
 
 def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):

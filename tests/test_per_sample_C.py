@@ -15,7 +15,8 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from experiments.datasets import exercise_5_4
+from experiments.datasets import exercise_5_4, overlapping
+from formulations import soft_primal
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import api
@@ -225,19 +226,45 @@ def test_per_sample_working_set_is_invariant_to_permutation_and_label_flip_at_an
     assert np.max(np.abs(moved.decision - decision)) <= 1e-6 * np.max(np.abs(decision))
 
 
-def test_per_sample_C_goes_to_the_working_set_of_the_duals_but_not_of_the_soft_primal():
-    """auto takes the duals' working set with per-sample C as with one C; the soft primal's restricted QPs take one
-    C, so its per-sample C goes to the whole QP, and an explicit method="working_set" there is refused by name."""
-    C = np.ones(50_000)
+def test_per_sample_C_takes_the_working_sets_as_one_C_does():
+    """auto picks the method by n (and d) alone: per-sample bounds C_i change nothing in the choice."""
     for layer in ("cvxpy", "pyomo"):
-        assert api.choose_method("kernel_dual", 50_000, layer, C) == api.choose_method("kernel_dual", 50_000, layer, 1.0)
-        assert api.choose_method("kernel_dual", 50_000, layer, C) == "working_set"
-        assert api.choose_method("soft_primal", 50_000, layer, C) == "full"
-        assert api.choose_method("dual", 100, layer, C, "working_set") == "working_set"
-    ds = exercise_5_4()
-    with pytest.raises(SVMInputError, match="one C: per-sample bounds C_i are solved as one QP"):
-        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=np.full(len(ds.y), 10.0),
-              method="working_set")
+        for formulation, n in (("kernel_dual", 50_000), ("kernel_dual", 100), ("soft_primal", 1_000_000),
+                               ("soft_primal", 100), ("dual", 50_000)):
+            assert api.choose_method(formulation, n, layer, np.ones(n), d=20) == api.choose_method(
+                formulation, n, layer, 1.0, d=20)
+        assert api.choose_method("kernel_dual", 50_000, layer, np.ones(50_000)) == "working_set"
+        assert api.choose_method("dual", 100, layer, np.ones(100), "working_set") == "working_set"
+
+
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+def test_the_soft_primal_s_restricted_qps_take_per_sample_C(layer):
+    """From 1,000 points the soft primal's restricted QPs (the held points' linear term sum_L C_i (1 - m_i), the
+    bound on b from the weighted balance, the weighted line search) reach the whole QP's optimum with C_i."""
+    ds = overlapping(3000, d=5, seed=2)
+    y = ds.y.astype(float)
+    C = np.random.default_rng(5).uniform(0.05, 5.0, len(y))
+    fast = solve("soft_primal", ds.X, y, layer=layer, backend="piqp", C=C, profile="high")
+    full = solve("soft_primal", ds.X, y, layer="cvxpy", backend="clarabel", C=C, profile="high", method="full")
+    assert fast.status == full.status == st.OPTIMAL, fast.checks.get("verdict")
+    assert fast.extras["method"] == "working_set" and fast.iterations >= 1  # restricted QPs, not the whole one
+    assert fast.checks["primal_objective"] == pytest.approx(full.checks["primal_objective"], rel=1e-7)
+    np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
+
+
+def test_the_held_points_term_weighs_each_point_by_its_own_C_i():
+    rng = np.random.default_rng(6)
+    X_L, y_L = rng.normal(size=(7, 3)), np.where(rng.normal(size=7) > 0, 1.0, -1.0)
+    C_L = rng.uniform(0.1, 2.0, 7)
+    s, t, constant = soft_primal.held_terms((X_L, y_L, C_L), 3, None)
+    np.testing.assert_allclose(s, (C_L * y_L) @ X_L, rtol=1e-14)
+    assert (t, constant) == pytest.approx((C_L @ y_L, C_L.sum()), rel=1e-14)
+    one = soft_primal.held_terms((X_L, y_L), 3, 0.7)
+    each = soft_primal.held_terms((X_L, y_L, np.full(7, 0.7)), 3, np.full(20, 0.7))
+    np.testing.assert_allclose(each[0], one[0], rtol=1e-14)
+    assert each[1:] == pytest.approx(one[1:], rel=1e-14)
+    with pytest.raises(ValueError, match="their own bounds C_L"):
+        soft_primal.held_terms((X_L, y_L), 3, np.ones(20))
 
 
 def test_a_warm_start_above_its_own_C_i_is_refused_by_index():

@@ -152,13 +152,20 @@ def test_the_split_widens_its_band_until_the_restricted_qp_is_bounded():
     y = np.array([1.0] * 6 + [-1.0] * 4)
     margins = np.array([1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 1.4, 1.6, 0.5, 3.0])
     wrong = np.zeros(10, dtype=bool)
-    in_W, in_L, delta = pws._split(margins, y, 0.05, wrong)
+    in_W, in_L, delta = pws._split(margins, y, 1.0, 0.05, wrong)
     s = y[in_L].sum()
     assert -np.count_nonzero(in_W & (y > 0)) <= s <= np.count_nonzero(in_W & (y < 0))
     assert delta > 0.05 and in_W[0] and not (in_W & in_L).any()
     # a band that is bounded already stays as it is
-    in_W2, in_L2, delta2 = pws._split(margins, y, 10.0, wrong)
+    in_W2, in_L2, delta2 = pws._split(margins, y, 1.0, 10.0, wrong)
     assert delta2 == 10.0 and in_W2.all() and not in_L2.any()
+    # per-sample C: the held points weigh C_i, so a heavy negative point in W bounds what a count would not
+    C = np.ones(10)
+    C[[8, 9]] = 5.0
+    in_W3, in_L3, delta3 = pws._split(margins, y, C, 0.05, wrong)
+    s = C[in_L3] @ y[in_L3]
+    assert -C[in_W3 & (y > 0)].sum() <= s <= C[in_W3 & (y < 0)].sum()
+    assert delta3 < delta  # the weighted balance holds with a narrower band than the count's
 
 
 def test_a_restricted_qp_without_a_point_ends_the_loop_as_an_error(monkeypatch):

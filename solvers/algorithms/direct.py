@@ -106,14 +106,12 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         YX = sp.csr_matrix(y[:, None] * X)
     if formulation == SOFT_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
-        penalty.one_C_with_inside(C, inside)
-        held = 0.0 if inside is None else float(C)  # weight of the held points' linear term
-        s, t, count = soft_primal.inside_sums(inside, d)
-        q = np.r_[-held * s, -held * t, penalty.upper_bounds(C, n)]
+        s, t, constant = soft_primal.held_terms(inside, d, C)  # the held points' linear term
+        q = np.r_[-s, -t, penalty.upper_bounds(C, n)]
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csc")
         lb = np.r_[np.full(d + 1, -np.inf), np.zeros(n)]
         qp = _qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1)
-        qp.c0 = held * count
+        qp.c0 = constant
         return Assembled(qp, formulation, 1, n, d)
     if formulation == HARD_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), 0.0], format="csc")

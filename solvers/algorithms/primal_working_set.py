@@ -216,7 +216,7 @@ def _line_search(margins, dm, w, dw, C) -> float:
 
     def along(s):
         v = w + s * dw
-        return 0.5 * v @ v + C * np.maximum(0.0, 1.0 - margins - s * dm).sum()
+        return 0.5 * v @ v + penalty.weighted_sum(C, np.maximum(0.0, 1.0 - margins - s * dm))
 
     found = minimize_scalar(along, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10})
     # Brent's bounded search does not try the end points: the full step may be better.
@@ -229,20 +229,20 @@ def _wrong_side(margins, band, held, tol):
     return ~band & ((held & (margins > 1.0 + tol)) | (~held & (margins < 1.0 - tol)))
 
 
-def _split(margins, y, delta, wrong):
+def _split(margins, y, C, delta, wrong):
     """(W, L, delta): W the points within delta of their margin and the wrong-side ones, L the others inside it
     (held at alpha = C), with delta doubled until the restricted QP is bounded in b. b is free and L adds
-    -C s b to its objective (s = sum of y over L); the hinges of W's negative points bound it as b grows, its
-    positive points as b falls, so it is bounded exactly when -|W+| <= s <= |W-| (the restricted dual's
-    balance y_W' a = -C s within 0 <= a <= C). Why: on wide data at X x 1e-3 (n = 12,000, d = 150), the
+    -s b to its objective (s = sum of C_i y_i over L); the hinges of W's negative points bound it as b grows, its
+    positive points as b falls, so it is bounded exactly when -C(W+) <= s <= C(W-), C(.) the sum of C_i (the
+    restricted dual's balance y_W' a = -s within 0 <= a <= C). Why: on wide data at X x 1e-3 (n = 12,000, d = 150), the
     band around the loose first QP's margins held too few negative points, and Clarabel called the
     restricted QP unbounded (dual infeasible)."""
     distance = np.abs(margins - 1.0)
     while True:
         in_W = (distance < delta) | wrong
         in_L = ~in_W & (margins < 1.0)
-        s = float(y[in_L].sum())
-        if (-np.count_nonzero(in_W & (y > 0)) <= s <= np.count_nonzero(in_W & (y < 0))) or not in_L.any():
+        s = penalty.weighted_sum(C, np.where(in_L, y, 0.0))
+        if -penalty.weighted_sum(C, in_W & (y > 0)) <= s <= penalty.weighted_sum(C, in_W & (y < 0)) or not in_L.any():
             return in_W, in_L, delta
         delta *= 2.0
 
@@ -265,7 +265,8 @@ def _band_optimum(X, y, C, margins, near, restricted, options, tol):
     held = ~near & (margins < 1.0)
     if not near.any():  # no point at the margin: nothing to settle
         return None
-    values, _, _ = restricted(np.flatnonzero(near), C, (X[held], y[held]), options)
+    rows = np.flatnonzero(near)
+    values, _, _ = restricted(rows, penalty.at(C, rows), (X[held], y[held], penalty.at(C, held)), options)
     point, alpha_near = _point(values, X.shape[1]), values.get("alpha")
     if point is None or alpha_near is None:
         return None
@@ -299,7 +300,7 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     return w, b, alpha
 
 
-def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", layer: str = "direct",
+def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
               time_limit: float | None = None, seed: int = 0, start: str = "sample") -> PrimalWorkingSetResult:
@@ -312,8 +313,8 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
-    if not (math.isfinite(C) and C > 0):
-        raise ValueError(f"the primal working set needs a finite C > 0 (got {C!r})")
+    if not (np.all(np.isfinite(C)) and np.all(np.asarray(C) > 0)):
+        raise ValueError(f"the primal working set needs a finite C > 0 (got {penalty.describe(C)})")
     if start not in STARTS:
         raise ValueError(f"unknown start {start!r}; choose one of {STARTS}")
     if sample < 2 or not (0 < min_delta <= delta):
@@ -346,7 +347,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     else:
         everything = n <= sample
         rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-        values, status, message = restricted(rows, C * n / len(rows), None)
+        values, status, message = restricted(rows, penalty.at(C, rows) * (n / len(rows)), None)
         point = _point(values, d)
         if point is None:
             return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s,
@@ -361,8 +362,9 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
     it = 0
     timed_out = False
     for it in range(1, max_outer + 1):
-        in_W, in_L, delta = _split(margins, y, delta, wrong)
-        values, status, message = restricted(np.flatnonzero(in_W), C, (X[in_L], y[in_L]))
+        in_W, in_L, delta = _split(margins, y, C, delta, wrong)
+        rows = np.flatnonzero(in_W)
+        values, status, message = restricted(rows, penalty.at(C, rows), (X[in_L], y[in_L], penalty.at(C, in_L)))
         point = _point(values, d)
         if point is None:
             why = f"restricted QP {it} returned no point ({_why(status, message)})"
@@ -391,7 +393,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C: float, *, backend: str = "piqp", 
                                   timed_out=timed_out)
 
 
-def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,
+def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,
           profile: str = "high", options: dict | None = None, time_limit: float | None = None,
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
@@ -402,7 +404,7 @@ def solve(X, y, C: float, *, backend: str = "piqp", layer: str = "direct", sampl
     solve_s the time inside them (the restricted models' build, solve and read-back).
     """
     X, y, labels = validation.check_data(X, y)
-    C = validation.check_C(C)
+    C = validation.check_sample_C(C, len(y))
     prof = get_profile(profile)
     start = time.perf_counter()
     start_with = start_settings(len(y)) if sample is None else {"sample": sample}
