@@ -65,6 +65,11 @@ WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
 #:   Re-measured for pyomo once the working set computed its kernel rows on demand (same settings,
 #:   two runs each): n = 500: 0.91-2.6, 1,000: 0.85-0.94, 1,500: 0.43-0.50; and the full dense QP
 #:   through PIQP at the "scale" profile (1e-8) was refused at n = 1,000 (decision values 5e-5 off).
+#:   kernel_dual with the linear kernel (its rows through X: LinearRows), n = 1,500, make_classification
+#:     (d = 10, 10% flipped labels; class_sep 2), C = 1e-5, 1, 100, cvxpy/PIQP: 0.14-0.79 s against the dense
+#:     n x n QP's 1.8-2.7 s; with X x 1e3 at C >= 1, where both are refused, 1.2-2.6 s against its
+#:     iteration limit (10-18 s); at n = 3,000 0.02-0.18 s at X x 1. It once treated the linear kernel as
+#:     `dual` (never the working set: the whole dense QP); the formulation `dual` keeps its lifted O(n d) QP.
 #: The soft primal's rule is primal_working_set.pays (n and d, measured there).
 #: The solver alone ("direct") has no full path in solve(): always the working set.
 AUTO_MIN_N = {
@@ -74,13 +79,12 @@ AUTO_MIN_N = {
 }
 
 
-def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto", kernel=None,
+def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto",
                   d: int | None = None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
-    The kernel dual with the linear `kernel` is the linear dual (K = X X' has rank <= d, and the
-    working set needs over 1,000 steps on it at n = 3,000): auto treats it as `dual`. The soft primal
-    (d features) takes it where primal_working_set.pays(n, d).
+    The kernel dual takes the kernel dual's thresholds whatever its kernel (the linear one too: its whole
+    QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # one C or per-sample bounds C_i (sample or class weights): every working set takes both
@@ -91,10 +95,9 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
         raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
     if method != "auto":
         return method
-    linear_kernel = formulation == KERNEL_DUAL and getattr(kernel, "name", None) == "linear"
     if formulation == SOFT_PRIMAL and layer != "direct":
         return "working_set" if eligible and primal_working_set.pays(n, d) else "full"
-    return "working_set" if eligible and n >= AUTO_MIN_N[(DUAL if linear_kernel else formulation, layer)] else "full"
+    return "working_set" if eligible and n >= AUTO_MIN_N[(formulation, layer)] else "full"
 
 
 def solve(
@@ -143,7 +146,7 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method, kernel=kernel, d=X.shape[1])
+    method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1])
     if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
         check_time_limit(layer, backend, time_limit)
     if method == "full" and layer == "direct":
@@ -261,15 +264,17 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
                 extras.update(mercer)
             elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
                 extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
-            elif not allow_indefinite:
+            else:
                 # rows on demand (row_source): below ROWS_FROM_N points only where the n x n matrix does not
                 # fit the memory budget; from there on always (the check's eigenvalues would cost O(n^3))
                 why = ("does not fit the memory budget" if len(y) < ROWS_FROM_N
                        else f"is not formed from {ROWS_FROM_N:,} points (its eigenvalues would cost O(n^3))")
-                raise validation.SVMInputError(
-                    f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x {len(y):,} "
-                    f"Gram matrix {why} to check it: pass allow_indefinite=True, or a Mercer kernel (rbf, poly, "
-                    "linear)")
+                if not allow_indefinite:
+                    raise validation.SVMInputError(
+                        f"the sigmoid kernel is not positive semidefinite in general and its {len(y):,} x "
+                        f"{len(y):,} Gram matrix {why} to check it: pass allow_indefinite=True, or a Mercer kernel "
+                        "(rbf, poly, linear)")
+                extras.update(psd=None, mercer_method=f"not checked: the Gram matrix {why}")
         # the linear dual: the linear kernel's point, closed as the linear dual's (w from alpha)
         sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
                                 profile=profile, options=options, time_limit=time_limit, validate=False,

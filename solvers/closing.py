@@ -178,13 +178,19 @@ def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:
 
 
 def mark_indefinite(sol: st.Solution) -> None:
-    """A kernel dual solved with allow_indefinite=True on a non-PSD K says so."""
+    """A kernel dual solved with allow_indefinite=True on a non-PSD K says so, and on a K whose Mercer condition
+    was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex."""
     if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):
         return
     sol.extras["indefinite_kernel"] = True
-    note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
-            f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
-            f"certified as a global optimum")
+    if sol.extras["psd"] is None:
+        note = (f"UNCHECKED KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} is not positive semidefinite "
+                f"in general ({sol.extras.get('mercer_method')}), so the dual QP may not be convex and this point "
+                "is not certified as a global optimum")
+    else:
+        note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
+                f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
+                f"certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
 
 

@@ -243,9 +243,6 @@ def test_auto_chooses_by_n_without_solving():
         assert api.choose_method("hard_primal", 50_000, layer, math.inf) == "full"
         assert api.choose_method("dual", 50_000, layer, math.inf) == "full"  # hard-margin dual: no bounds
         assert api.choose_method("dual", 50_000, layer, 1.0) == "full"  # measured: its full lifted QP is faster
-        linear = Kernel("linear")  # the kernel dual with K = X X' is the linear dual: auto keeps it whole
-        assert api.choose_method("kernel_dual", 50_000, layer, 1.0, kernel=linear) == api.choose_method(
-            "dual", 50_000, layer, 1.0)
         threshold = api.AUTO_MIN_N[("kernel_dual", layer)]
         assert api.choose_method("kernel_dual", threshold - 1, layer, 1.0) == "full"
         assert api.choose_method("kernel_dual", threshold, layer, 1.0) == "working_set"
@@ -261,6 +258,11 @@ def test_an_indefinite_kernel_is_refused_or_marked_by_the_working_set(data):
     sol = api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0, allow_indefinite=True)
     assert sol.extras["method"] == "working_set" and sol.extras["psd"] is False
     assert sol.extras["indefinite_kernel"] and "INDEFINITE KERNEL" in sol.message
+    # rows on demand (here: the matrix over the memory budget), so Mercer's condition is not checked: said so
+    rows = api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0,
+                     allow_indefinite=True, memory_budget=1e3)
+    assert rows.extras["row_source"] == "KernelRows" and rows.extras["psd"] is None
+    assert rows.status != st.OPTIMAL and "UNCHECKED KERNEL" in rows.message and "not checked" in rows.message
 
 
 @pytest.mark.parametrize("layer,backend", backend_params())
@@ -285,7 +287,8 @@ def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypa
     X, y, K = data
     monkeypatch.setattr(cp.Problem, "solve", fail)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="highs", C=10.0, method="working_set")
-    assert sol.status != st.OPTIMAL and sol.w is None
+    assert sol.status == st.ERROR and sol.w is None
+    assert "the subproblem solver returned no point for a block of" in sol.message
 
 
 @pytest.mark.parametrize("C", [1.0, 100.0])
@@ -400,3 +403,15 @@ def test_the_polish_tolerance_is_relative_until_a_block_comes_back():
     assert ws._polish_tol(Q, p, x, scale, 1e-6) == pytest.approx(1e-7)
     rounding = ws.POLISH_ROUNDING * np.finfo(float).eps * (4e6 * 0.5 + 1e6 * 0.25 + 1.0)
     assert ws._polish_tol(Q, p, x, scale, 1e-12) == pytest.approx(rounding)  # not below the gradient's rounding
+
+
+def test_auto_takes_the_working_set_for_the_kernel_dual_with_the_linear_kernel():
+    """The kernel dual's whole QP is the dense n x n one whatever the kernel: with the linear kernel auto takes
+    the working set (its rows through X) from the kernel dual's threshold, and reaches the lifted dual's optimum."""
+    ds = overlapping(1200, d=5, seed=4)
+    y = ds.y.astype(float)
+    fast = api.solve("kernel_dual", ds.X, y, kernel="linear", layer="cvxpy", backend="piqp", C=1.0)
+    lifted = api.solve("dual", ds.X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high")
+    assert fast.status == lifted.status == st.OPTIMAL, fast.checks.get("verdict")
+    assert fast.extras["method"] == "working_set"
+    assert _rel(fast.checks["dual_objective"], lifted.checks["dual_objective"]) <= OBJECTIVE_RTOL

@@ -103,6 +103,7 @@ class WorkingSetResult:
     rows_computed: int = 0  # kernel rows evaluated (a KernelRows source; 0 for a full Gram matrix)
     gap: float = math.nan  # relative duality gap where the loop stopped (relative_gap)
     timed_out: bool = False  # stopped at time_limit (checked between subproblems)
+    failure: str = ""  # why a subproblem stopped the loop ("" when none did)
 
 
 def check_alpha0(alpha0, y: np.ndarray, C, rtol: float = 1e-9) -> np.ndarray:
@@ -763,6 +764,7 @@ class _Loop:
     timed_out: bool = False
     previous: np.ndarray | None = None  # the last block
     repeated: bool = False  # the last block was the one before it again
+    failure: str = ""  # a subproblem that returned no point (it ends the loop)
 
 
 def decompose(K, y, C, **kwargs) -> WorkingSetResult:
@@ -829,6 +831,7 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     loop.sub_s += elapsed
     loop.polished += polished
     if new is None:
+        loop.failure = f"the subproblem solver returned no point for a block of {len(B)} points (step {loop.it})"
         return False, False, polished
     delta = new - alpha[B]
     changed = np.flatnonzero(np.abs(delta) > 0)
@@ -859,7 +862,7 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: 
     res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
                            loop.smo_steps, Ku, loop.start)
     res.polished, res.unshrinks, res.min_active, res.gap = loop.polished, loop.unshrinks, loop.min_active, loop.gap
-    res.timed_out = loop.timed_out
+    res.timed_out, res.failure = loop.timed_out, loop.failure
     res.rows_computed = src.rows_computed
     return res
 
@@ -936,7 +939,8 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
             # m - M <= tol is not the optimum's objective to gap_tol when C sum xi is large (C = 1000:
             # a gap of 5.7e-3 at a violation of 1e-6): tighten until the gap is closed too.
             tol_now = violation / 10
-            if tol_now < MIN_TOL:
+            if tol_now < MIN_TOL:  # every pair holds to rounding and the gap stays open (an indefinite K does
+                stall_stop = True  # this: a local point); a stop at the loop's precision, for the checks to judge
                 break
         # A polished step solved its block exactly: the violation of a block method may rise for a
         # while (q = 20, C = 10: 200 steps between new lows) without any stall of the solver. The same
@@ -995,13 +999,14 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify.
     status = (st.OPTIMAL if res.converged else st.OPTIMAL_INACCURATE if res.stalled
-              else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
+              else st.TIME_LIMIT if res.timed_out else st.ERROR if res.failure else st.ITERATION_LIMIT)
     linear = linear_X is not None
     sol = st.Solution(
         formulation=DUAL if linear else KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
-        raw_status=f"working_set: violation {res.violation:.2e} after {res.outer_iterations} steps",
+        raw_status=f"working_set: violation {res.violation:.2e}, relative gap {res.gap:.2e} after "
+                   f"{res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
-        iterations=res.outer_iterations, profile=prof.name,
+        iterations=res.outer_iterations, profile=prof.name, message=res.failure,
         extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q, "kkt_violation": res.violation,
                 "warm_start": alpha0 is not None, "smo_steps": res.smo_steps, "start": res.start,
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
