@@ -1,6 +1,7 @@
 """Per-sample bounds 0 <= alpha_i <= C_i (formulations.penalty) through `solve` and the direct path:
 against LIBSVM's weighted C (SVC with sample_weight), a constant vector against the scalar, the
-checks' use of C_i, and bad vectors refused at the boundary."""
+checks' use of C_i, bad vectors refused at the boundary; and through the working sets (the kernel
+dual's blocks and split start, the soft primal's restricted QPs) against the whole QP."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from experiments.datasets import exercise_5_4, overlapping
+from experiments.datasets import overlapping
 from formulations import soft_primal
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import api
-from solvers.algorithms import direct, primal_working_set, working_set as ws
 from solvers import solution as st
+from solvers.algorithms import direct, primal_working_set
+from solvers.algorithms import working_set as ws
 from solvers.api import solve
 from solvers.checks import compute_checks
 
@@ -131,7 +133,6 @@ def test_checks_measure_each_alpha_against_its_own_C(weighted):
 )
 def test_bad_per_sample_C_is_refused_by_name(weighted, monkeypatch, C, match):
     X, _, signs, _ = weighted
-    import solvers.api as api
 
     def no_build(*args, **kwargs):  # the error must come before any model is built
         raise AssertionError("a model was built")
@@ -193,7 +194,8 @@ def test_the_split_start_takes_per_sample_C(weighted, whole_qp):
 @pytest.mark.parametrize("layer", ["direct", "pyomo"])
 def test_a_constant_vector_C_by_the_working_set_is_the_scalar(weighted, layer):
     X, _, signs, _ = weighted
-    kw = dict(layer=layer, backend="piqp", kernel=Kernel("rbf", gamma=GAMMA), method="working_set", profile="high")
+    kw = {"layer": layer, "backend": "piqp", "kernel": Kernel("rbf", gamma=GAMMA), "method": "working_set",
+          "profile": "high"}
     one = solve("kernel_dual", X, signs, C=3.0, **kw)
     each = solve("kernel_dual", X, signs, C=np.full(len(signs), 3.0), **kw)
     assert one.status == each.status == st.OPTIMAL
@@ -214,7 +216,8 @@ def test_per_sample_working_set_is_invariant_to_permutation_and_label_flip_at_an
     C = scale * rng.uniform(0.1, 5.0, n)
     order = rng.permutation(n)
     sign = -1.0 if flip else 1.0
-    kw = dict(kernel=Kernel("rbf", gamma=0.3), layer="direct", backend="piqp", profile="high", method="working_set")
+    kw = {"kernel": Kernel("rbf", gamma=0.3), "layer": "direct", "backend": "piqp", "profile": "high",
+          "method": "working_set"}
     first = solve("kernel_dual", X, signs, C=C, **kw)
     moved = solve("kernel_dual", X[order], sign * signs[order], C=C[order], **kw)
     for sol in (first, moved):
@@ -288,7 +291,7 @@ def test_the_smoothed_primal_weighs_each_hinge_by_its_C_i():
     assert each[0] == pytest.approx(one[0], rel=1e-14)
     np.testing.assert_allclose(each[1], one[1], rtol=1e-14)
     C = rng.uniform(0.1, 3.0, 60)
-    value, grad = primal_working_set.smoothed_primal(v, X, y, C, h)
+    value, _ = primal_working_set.smoothed_primal(v, X, y, C, h)
     short = 1.0 - y * (X @ v[:-1] + v[-1])
     huber = np.where(short >= h, short - h / 2, np.where(short > 0, short ** 2 / (2 * h), 0.0))
     assert value == pytest.approx(0.5 * v[:-1] @ v[:-1] + C @ huber, rel=1e-13)

@@ -69,7 +69,13 @@ import scipy.linalg
 
 from formulations import penalty, validation
 from formulations.kernel_dual import dual_matrix, psd_constant
-from formulations.model import DUAL, KERNEL_DUAL, linear_sum, matrix_rows, pyomo_alpha_bounds
+from formulations.model import (
+    DUAL,
+    KERNEL_DUAL,
+    linear_sum,
+    matrix_rows,
+    pyomo_alpha_bounds,
+)
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import blas
@@ -314,10 +320,10 @@ POLISH_PROX = 1e-9
 #: tolerance, unless the gradient's rounding (POLISH_ROUNDING times eps times max_i |Q_i| |x| + |p_i|) is
 #: larger. Relative alone, it was 0.05 where the data are in other units (make_classification, 3,000 x 10,
 #: class_sep 2, X x 1e3, linear kernel, C = 1: max|Q| 3.4e7): a block of 12 free points, two of them 4.5e-3
-#: apart, was "stationary", and the loop repeated it to its iteration limit (3.4 s); now 2 steps, 0.03 s.
-#: Not always: at X x 1e3 and C = 100 (C max|Q| ~ 3e9, where the whole QP is refused too) the polish
-#: then failed on blocks of 2,000 points after 20 factors, 4 s a step, where the relative tolerance lets the
-#: loop end at its iteration limit in 8 s.
+#: apart, was "stationary", and the loop repeated it to its iteration limit (3.4 s); now 4 steps, 0.04 s.
+#: Not on every block: at X x 1e3 and C = 100 (C max|Q| ~ 3e9, where the whole QP is refused too) the tight
+#: tolerance made the polish fail on blocks of 2,000 points after 20 factors, 4 s a step (190 s in all);
+#: relative first, the loop stops at its stall in 2-3 s (the iteration limit in 8-18 s before either).
 POLISH_TOL = 1e-9
 POLISH_ROUNDING = 100
 #: Most releases of a bound point (and new factors) before the polish gives up.
@@ -345,8 +351,8 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=
     which a singular Q does not disturb. A release that the next step undoes at once (no descent)
     is barred until f falls again. Kept only when every KKT sign holds, it is in [0, C] and its
     objective is no worse than the solver's (to rounding). C: one number, or the block's C_i.
-    target: the outer loop's violation tolerance; the multipliers' signs are held to a tenth of it, or to
-    the gradient's rounding where that is larger (POLISH_TOL).
+    target: the outer loop's violation tolerance when the block came back (math.inf: the relative tolerance
+    alone); the multipliers' signs are then held to a tenth of it, or to the gradient's rounding (POLISH_TOL).
     """
     alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
