@@ -507,6 +507,9 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
             false_claims.append(reason)
     elif claimed == st.OPTIMAL and sol.decision is not None:
         false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
+    elif claimed == st.OPTIMAL_INACCURATE and sol.status == st.OPTIMAL_INACCURATE and sol.checks.get("verdict"):
+        # the solver said its point is inaccurate and the checks agree: the row says what they found
+        notes.append(f"not verified: {sol.checks['verdict']}")
     if claimed in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT) and math.isfinite(sol.objective) \
             and sol.objective < -tol * objective_scale(checks):
         # every SVM optimum is >= 0: a negative value returned as a result (e.g. at an iteration limit)

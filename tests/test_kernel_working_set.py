@@ -392,6 +392,7 @@ def test_the_loop_stops_at_its_stall_where_float64_cannot_reach_the_optimum(sepa
     X, y = separable_in_other_units
     sol = api.solve("dual", X, y, layer="direct", backend="piqp", C=100.0)
     assert sol.status == st.OPTIMAL_INACCURATE and not sol.checks["verified"]  # a claim the checks refuse
+    assert sol.message.startswith("not verified: ") and sol.checks["verdict"] in sol.message  # and say why
     assert sol.iterations < 1000, sol.raw_status
 
 
