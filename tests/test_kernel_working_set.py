@@ -416,3 +416,26 @@ def test_auto_takes_the_working_set_for_the_kernel_dual_with_the_linear_kernel()
     assert fast.status == lifted.status == st.OPTIMAL, fast.checks.get("verdict")
     assert fast.extras["method"] == "working_set"
     assert _rel(fast.checks["dual_objective"], lifted.checks["dual_objective"]) <= OBJECTIVE_RTOL
+
+
+def test_weakly_coupled_free_points_beyond_the_largest_block_take_the_base_block(data, monkeypatch):
+    """K near I (rbf gamma = 10 on 10 features): every point is free at C = 100, more than the largest block holds,
+    and the rows are diagonally dominant, so the blocks stay at the base q (WEAK_COUPLING's comment); the
+    benchmark-like K of `data` is strongly coupled and keeps the largest block."""
+    X, y, K = data
+    K_near_I = gram(Kernel("rbf", gamma=10.0), X)
+    everyone = np.ones(len(y), dtype=bool)
+    assert ws._weakly_coupled(FullGram(K_near_I), everyone) and not ws._weakly_coupled(FullGram(K), everyone)
+    seen, real = [], ws._solve_block
+
+    def spy(src, y_, alpha, g_B, B, rhs, C, *args, **kwargs):
+        seen.append((int(np.count_nonzero((alpha > 0) & (alpha < C))), len(B)))
+        return real(src, y_, alpha, g_B, B, rhs, C, *args, **kwargs)
+
+    monkeypatch.setattr(ws, "_solve_block", spy)
+    res = ws.decompose(K_near_I, y, 100.0, backend="piqp", q=20, max_q=40, split_from=0)
+    whole = api.solve("kernel_dual", None, y, K=K_near_I, layer="cvxpy", backend="clarabel", C=100.0,
+                      profile="high", method="full")
+    assert res.converged and _rel(res.objective, whole.checks["dual_objective"]) <= OBJECTIVE_RTOL
+    beyond = [size for free, size in seen if free > 40]
+    assert beyond and max(beyond) <= 22  # q = 20 and the most violating pair
