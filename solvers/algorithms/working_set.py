@@ -810,9 +810,10 @@ def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions)
 #: the free points are weakly coupled (K near I on them: a kernel row's mass over the free points off its
 #: diagonal is at most WEAK_COUPLING times the diagonal, the median of SAMPLED_ROWS rows), the base q does the
 #: same at a fraction of the cost. MEASURED (blobs, n = 3,000, d = 10, C = 100, direct / PIQP): rbf gamma = 10,
-#: every point free, 1.9 s (119 steps) against 16.2 s (29 steps); gamma = 1, 2,977 free, 1.0 s against 19.9 s.
-#: Strongly coupled free points keep the largest block: at n = 50,000, C = 1 (1,525 free, a cache of 1,342 rows,
-#: gamma = 0.1) the base q took 415 steps and 27 s against 58 steps and 16.5 s.
+#: every point free, 2.9 s (99 steps) against 16.2 s (29 steps); gamma = 1, 2,977 free, 4.3 s against 19.9 s;
+#: X x 1e3 with gamma = 0.1, 2.6 s against 16.3 s. Strongly coupled free points keep the largest block: at
+#: n = 50,000, C = 1 (1,525 free, a cache of 1,342 rows, gamma = 0.1) the base q without this test took 415
+#: steps and 27 s against 49-58 steps and 14-17 s; with it, the same 49 steps as before.
 WEAK_COUPLING = 1.0
 SAMPLED_ROWS = 5
 
