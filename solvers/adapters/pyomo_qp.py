@@ -10,6 +10,7 @@ Pyomo model exactly as Pyomo's HiGHS interface loads them.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -91,7 +92,7 @@ def point_status(status: str, point: bool) -> str:
 def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
     """Hand a StandardQP to qpsolvers, dense or sparse as the backend's record says; returns
     qpsolvers' Solution."""
-    from qpsolvers import Problem, solve_problem
+    from qpsolvers import Problem
 
     problem = Problem(
         P=qp.P, q=qp.q,
@@ -106,7 +107,18 @@ def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
     if record.wants_dense(dense_P):
         problem = Problem(*(m.toarray() if hasattr(m, "toarray") else m for m in
                             (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
-    return solve_problem(problem, solver=record.qpsolvers_name, **options)
+    return run_qpsolvers(problem, record, options)
+
+
+def run_qpsolvers(problem, record: BackendRecord, options: dict):
+    """qpsolvers.solve_problem with `record`'s solver. OSQP 1.1 warns (PendingDeprecationWarning) when solve() is
+    called without raise_error, which qpsolvers does not pass; the status is read from the result either way,
+    so that warning, and only it, is not shown to the user."""
+    from qpsolvers import solve_problem
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The default value of raise_error", category=PendingDeprecationWarning)
+        return solve_problem(problem, solver=record.qpsolvers_name, **options)
 
 
 @dataclass

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
 from formulations import penalty, validation
 from formulations.kernel_dual import dual_matrix, psd_constant
@@ -81,6 +82,7 @@ from formulations.recovery import recover_bias
 from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
+from solvers.adapters.pyomo_qp import run_qpsolvers
 from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
@@ -177,13 +179,17 @@ def _violation(alpha, g, y, C, eps=0.0):
 
 
 def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
-    from qpsolvers import Problem, solve_problem
+    from qpsolvers import Problem
 
     nb = len(p)
-    problem = Problem(P=Q_BB, q=p, A=y_B[None, :], b=np.array([rhs]), lb=np.zeros(nb),
+    record = get_record(backend)
+    P, A = Q_BB, y_B[None, :]
+    if not record.wants_dense(True):  # a sparse-only solver (Clarabel, OSQP): CSC here, not qpsolvers' warning
+        P, A = scipy.sparse.csc_matrix(P), scipy.sparse.csc_matrix(A)
+    problem = Problem(P=P, q=p, A=A, b=np.array([rhs]), lb=np.zeros(nb),
                       ub=np.broadcast_to(np.asarray(C, dtype=float), (nb,)).copy())
     start = time.perf_counter()
-    sol = solve_problem(problem, solver=get_record(backend).qpsolvers_name, **options)
+    sol = run_qpsolvers(problem, record, options)
     return sol.x, time.perf_counter() - start
 
 
