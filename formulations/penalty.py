@@ -29,6 +29,12 @@ def as_float(C):
     return C if per_sample(C) else float(C)
 
 
+def is_finite_positive(C) -> bool:
+    """C > 0 and finite: the one number, or every C_i (what a working set decomposes)."""
+    values = np.asarray(C, dtype=float)
+    return bool(np.all(np.isfinite(values)) and np.all(values > 0))
+
+
 def is_hard(C) -> bool:
     """The hard margin (no upper bound on alpha): C = inf. A per-sample C is always finite."""
     return not per_sample(C) and math.isinf(C)

@@ -117,7 +117,8 @@ def run_qpsolvers(problem, record: BackendRecord, options: dict):
     from qpsolvers import solve_problem
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The default value of raise_error", category=PendingDeprecationWarning)
+        warnings.filterwarnings("ignore", message="The default value of raise_error",
+                                category=PendingDeprecationWarning)
         return solve_problem(problem, solver=record.qpsolvers_name, **options)
 
 

@@ -313,7 +313,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
-    if not (np.all(np.isfinite(C)) and np.all(np.asarray(C) > 0)):
+    if not penalty.is_finite_positive(C):
         raise ValueError(f"the primal working set needs a finite C > 0 (got {penalty.describe(C)})")
     if start not in STARTS:
         raise ValueError(f"unknown start {start!r}; choose one of {STARTS}")

@@ -5,7 +5,8 @@ In minimisation form, with Q = Y K Y and the gradient g = Q alpha - 1,
     min  f(alpha) = 1/2 alpha' Q alpha - 1' alpha    s.t.  y' alpha = 0,  0 <= alpha_i <= C_i,
 
 with C_i = C (the notes' one C) or each point's own bound (sample or class weights,
-formulations.penalty; below, "alpha_i < C" reads C_i, and every function takes either). alpha is optimal exactly when no pair of indices gives a feasible descent
+formulations.penalty; below, "alpha_i < C" reads C_i, and every function takes either).
+alpha is optimal exactly when no pair of indices gives a feasible descent
 direction (the KKT conditions of 001 Exercise 5.3 written with the bias as the
 multiplier of y'alpha = 0):
 
@@ -186,8 +187,7 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
     P, A = Q_BB, y_B[None, :]
     if not record.wants_dense(True):  # a sparse-only solver (Clarabel, OSQP): CSC here, not qpsolvers' warning
         P, A = scipy.sparse.csc_matrix(P), scipy.sparse.csc_matrix(A)
-    problem = Problem(P=P, q=p, A=A, b=np.array([rhs]), lb=np.zeros(nb),
-                      ub=np.broadcast_to(np.asarray(C, dtype=float), (nb,)).copy())
+    problem = Problem(P=P, q=p, A=A, b=np.array([rhs]), lb=np.zeros(nb), ub=penalty.upper_bounds(C, nb))
     start = time.perf_counter()
     sol = run_qpsolvers(problem, record, options)
     return sol.x, time.perf_counter() - start
@@ -400,6 +400,8 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=
 def _polish_tol(Q, p, x, scale, target):
     """How far from 0 the polish takes a multiplier's sign as right and a step as stationary, in the
     gradient's units (POLISH_TOL's comment)."""
+    if math.isinf(target):  # a new block: the relative tolerance alone (no |Q| |x| product on every block)
+        return POLISH_TOL * scale
     rounding = POLISH_ROUNDING * np.finfo(float).eps * float(np.max(np.abs(Q) @ np.abs(x) + np.abs(p)))
     return min(POLISH_TOL * scale, max(0.1 * target, rounding))
 
@@ -426,7 +428,7 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
     except np.linalg.LinAlgError:
         return "stuck", None, False
     Q_F = Q[:, F]
-    C_F = np.broadcast_to(np.asarray(C, dtype=float), x.shape)[F]
+    C_F = penalty.upper_bounds(C, len(x))[F]
     moved, last, since_block = False, math.inf, 0
     while since_block < POLISH_STEPS:
         if len(steps.fixed) >= MAX_FIXED:
@@ -937,7 +939,7 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
-    if not (np.all(np.isfinite(C)) and np.all(np.asarray(C) > 0)):
+    if not penalty.is_finite_positive(C):
         raise ValueError(f"the working-set method needs a finite C > 0 (got {penalty.describe(C)})")
     src = as_rows(K)
     y = np.asarray(y, dtype=float)
