@@ -113,6 +113,15 @@ def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
             f"the worker process at the limit")
 
 
+def time_limit_message(layer: str, name: str, time_limit: float, elapsed: float, done: str) -> str:
+    """What a working set stopped at its time limit says: it stops between subproblems, so a backend with no
+    time limit of its own (PIQP, ProxQP) runs its last one to the end (the soft primal at d = 500 through
+    Pyomo/PIQP: 191 s at a limit of 120 s, and the message said only "stopped at the time limit (120 s)")."""
+    why = ("" if takes_time_limit(layer, name) else
+           f": {layer}/{name} has no time limit of its own, so its last subproblem ran to its end")
+    return f"stopped at the time limit ({time_limit:g} s) after {done}, {elapsed:.3g} s in all{why}"
+
+
 def backend_table(probe: bool = True) -> list[dict]:
     """One row per registered backend: layer, backend, available, reason.
 

@@ -67,7 +67,7 @@ from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
 from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend
+from solvers.registry import get_backend, time_limit_message
 
 
 #: The points of a random sample whose QP starts the loop when decompose is asked for a sample start.
@@ -387,10 +387,11 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
         if time_limit is not None and time.perf_counter() - began > time_limit:
             timed_out = True
             break
-    why = f"at the time limit ({time_limit:g} s) " if timed_out else ""
+    done = f"{it} restricted QPs"
+    why = (time_limit_message(layer, backend, time_limit, time.perf_counter() - began, done) if timed_out
+           else f"stopped after {done}")
     return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
-                                  int(wrong.sum()), sub_s, False, f"stopped {why}after {it} restricted QPs",
-                                  timed_out=timed_out)
+                                  int(wrong.sum()), sub_s, False, why, timed_out=timed_out)
 
 
 def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,

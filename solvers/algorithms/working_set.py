@@ -91,7 +91,7 @@ from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
 from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend
+from solvers.registry import get_backend, time_limit_message
 
 
 @dataclass
@@ -1044,7 +1044,9 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
         raw_status=f"working_set: violation {res.violation:.2e}, relative gap {res.gap:.2e} after "
                    f"{res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
-        iterations=res.outer_iterations, profile=prof.name, message=res.failure,
+        iterations=res.outer_iterations, profile=prof.name,
+        message=(time_limit_message(layer, backend, time_limit, total, f"{res.outer_iterations} steps") if res.timed_out
+                 else res.failure),
         extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q, "kkt_violation": res.violation,
                 "warm_start": alpha0 is not None, "smo_steps": res.smo_steps, "start": res.start,
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
