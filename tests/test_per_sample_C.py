@@ -312,3 +312,24 @@ def test_a_zero_w_optimum_under_class_weights_is_verified(method):
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
     assert np.linalg.norm(sol.w) <= 1e-6 and sol.b == pytest.approx(1.0, abs=1e-6)
     assert sol.checks["kkt_stationarity"] <= 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_linear_kernel_s_proof_solves_for_w_and_b_at_a_wide_spread_of_C(seed):
+    """The kernel dual with the linear kernel and C_i from 10 to 1e7: more free points than the d + 1 unknowns of
+    (w, b). The proof through the kernel's m x m system could not meet their margins (its bounded fit left
+    residuals) and every one of these points was refused; its rows now carry X (LinearRows), and the proof
+    solves for (w, b) as the linear dual's does. Reference: the linear dual by the working set (its checks'
+    proof is the primal form's)."""
+    ds = overlapping(1000, d=10, seed=seed)
+    rng = np.random.default_rng(seed)
+    rng.uniform(-3, 3, 1000)
+    C = 1e4 * 10.0 ** rng.uniform(-3, 3, 1000)
+    sol = solve("kernel_dual", ds.X, ds.y, kernel="linear", layer="direct", backend="piqp", C=C, method="working_set")
+    ref = solve("dual", ds.X, ds.y, layer="direct", backend="piqp", C=C, method="working_set")
+    assert sol.status == st.OPTIMAL and ref.status == st.OPTIMAL, (sol.checks["verdict"], ref.checks["verdict"])
+    assert sol.checks["reference"] == "proved optimum"
+    assert sol.checks["primal_objective"] == pytest.approx(ref.checks["primal_objective"], rel=1e-7)  # measured 8.6e-9
+    f_ref = ref.decision
+    assert np.abs(sol.decision - f_ref).max() <= 1e-6 * np.abs(f_ref).max()  # measured 4.0e-8
+

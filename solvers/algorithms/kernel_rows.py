@@ -207,6 +207,7 @@ class LinearRows(KernelRows):
 
     def __init__(self, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES):
         super().__init__(validation.check_kernel("linear"), X, cache_bytes)
+        self.X = self.data  # the checks' proof then solves for (w, b) (solvers.reference's primal form)
 
     def _like(self, X, cache_bytes) -> "LinearRows":
         return LinearRows(X, cache_bytes)
@@ -243,15 +244,21 @@ def gram_fits(n: int, allowed: float) -> bool:
 
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
-    """Cached rows from ROWS_FROM_N points on (LinearRows for the linear kernel); below, the full Gram matrix
-    if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
+    """LinearRows for the linear kernel at any n; for the others cached rows from ROWS_FROM_N points on, and below
+    that the full Gram matrix if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
+
+    The linear kernel's Gram matrix is never needed: its products go through X, and the checks' proof solves
+    for (w, b) from X (LinearRows). MEASURED (make_classification, d = 10 and 50, C = 1 and 100, direct/PIQP,
+    best of 3, machine shared): n = 500-1,900, 0.02-1.6 s with rows against 0.02-1.4 s with the Gram
+    matrix, faster in 9 of 12 cases (1,000 x 10 at C = 100: 0.46 s against 0.78 s), slower at d = 50, C = 100
+    (1.58 s against 1.39 s at 1,900).
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """
     n = len(X)
     allowed = validation.memory_budget(budget)
-    if n < ROWS_FROM_N and gram_fits(n, allowed):
-        return FullGram(gram(kernel, X))
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
+    if n < ROWS_FROM_N and gram_fits(n, allowed):
+        return FullGram(gram(kernel, X))
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
