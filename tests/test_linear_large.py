@@ -287,7 +287,7 @@ def test_a_bounded_fit_too_large_to_try_ends_the_proof_at_once(monkeypatch):
     real = reference.lsq_linear
     monkeypatch.setattr(reference, "lsq_linear", lambda *args, **kw: (fits.append(args[0].shape), real(*args, **kw))[1])
     monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", A.size - 1)
-    with pytest.raises(reference._NoBoundedFit, match="too large to try"):
+    with pytest.raises(reference._NotTried, match="too large to try"):
         reference._bounded_fit(A, rhs, 0.0, 0.1)
     # the integer ties' proof fits 7 x 333 alphas (measured): with the cap below that, no fit is tried
     X, y = _ties("integers")
