@@ -145,7 +145,7 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     if values and sol.solver_status in HAS_POINT:
         Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
     checks = compute_checks(sol, X, y, C, K if kernel else None, tol=profile.check_tol, Ku=Ku)
-    sol.checks = checks.as_dict()
+    sol.checks, sol.proved_alpha = checks.as_dict(), checks.proved_alpha
     sol.status = verified_status(sol.solver_status, checks)
     review(sol, checks, X, y, C, K if kernel else None, tol=profile.check_tol, candidate=candidate)
     to_original_units(sol, standardizer)

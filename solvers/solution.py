@@ -67,6 +67,9 @@ class Solution:
     profile: str = "default"
     message: str = ""
     checks: dict = field(default_factory=dict)  # solvers.checks.Checks, recomputed by the project
+    # alpha at the optimum the checks proved from this point's active set (solvers.reference): exact zeros off
+    # the support, where the solver's alpha has an interior point's small values; None without a proof
+    proved_alpha: np.ndarray | None = None
     extras: dict = field(default_factory=dict)
 
     @property

@@ -243,6 +243,25 @@ def test_badly_scaled_features_warn_with_the_ratio():
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0)  # well scaled: silent
 
 
+def test_a_column_constant_up_to_rounding_is_constant():
+    """A standardized column that is constant on a subset of the points (the estimator's one-vs-one pairs of
+    standardized digits) has a std of ~1e-16, the rounding of its mean: no BadScalingWarning (there were 44 in
+    one fit, "a scale 1.1e16 times that of feature 56"), and standardize=True leaves it near 0 instead of
+    dividing its rounding by 1e-16."""
+    ds = overlapping(200, d=3, seed=1)
+    X = np.column_stack([ds.X, np.full(200, -0.05976)])
+    X[:100, -1] += 1e-17  # one or two units in the last place: a spread of rounding only
+    assert 0 < X[:, -1].std() < 1e-15  # not exactly constant, as on the real data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scaling.BadScalingWarning)
+        # its scale is its size, 0.06, against the others' standard deviations
+        assert scaling.check_scaling(X) == pytest.approx(ds.X.std(axis=0).max() / 0.05976)
+        sol = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, standardize=True)
+    Z = scaling.Standardizer.fit(X).transform(X)
+    assert np.abs(Z[:, -1]).max() <= 1e-15
+    assert sol.status == st.OPTIMAL
+
+
 def _shifted(seed: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Separable data whose features all have standard deviation `scale` and far-off means."""
     ds = separable(24, d=3, seed=seed)
