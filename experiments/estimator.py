@@ -449,9 +449,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 f"(solver said {sol.raw_status!r}){detail}.{hint}"
             )
         if sol.status == st.OPTIMAL_INACCURATE:
+            advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
             warnings.warn(
                 f"{where}: the solver claimed optimal but the project's checks did not pass "
-                f"({sol.checks.get('verdict', '')}); try profile='high' or another backend",
+                f"({sol.checks.get('verdict', '')}); try {advice}",
                 ConvergenceWarning,
                 stacklevel=4,
             )

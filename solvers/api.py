@@ -24,6 +24,7 @@ from solvers.backends import RECORDS
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
 from solvers.errors import BackendError, UnsupportedModelError
+from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
 from solvers.profiles import PROFILES, backend_options, get_profile
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
@@ -47,13 +48,9 @@ def _mercer_by_theorem(kernel) -> dict:
     return {} if kernel.name == "sigmoid" else {"psd": True, "mercer_method": f"by theorem ({kernel.name})"}
 
 
-METHODS = ("full", "working_set", "auto")
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
 #: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.algorithms.direct.solve).
 WORKING_SET_LAYERS = LAYERS + ("direct",)
-#: The formulations with a working-set method: the kernel dual and the linear dual (solvers.algorithms.working_set,
-#: the linear kernel's rows), the soft primal (solvers.algorithms.primal_working_set). Finite C only.
-WORKING_SET_FORMULATIONS = (KERNEL_DUAL, DUAL, SOFT_PRIMAL)
 #: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
 #: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
 #: shared by 6 agents, so ratios only), working set / full time:

@@ -269,9 +269,12 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
         return sol
 
     monkeypatch.setattr(estimator_module, "solve", inaccurate)
-    with pytest.warns(ConvergenceWarning, match="complementarity 2e-3"):
+    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3.*try profile='high' or another backend"):
         est = SVMClassifier().fit(ds.X, ds.y)
     assert est.solution_.status == st.OPTIMAL_INACCURATE
+    # at profile "high" already, the advice is the other backends only
+    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3 > 1e-4\); try another backend$"):
+        SVMClassifier(profile="high").fit(ds.X, ds.y)
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
 from solvers.backends import RECORDS
+from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
 from solvers.profiles import PROFILES
 from solvers.registry import BACKEND_NAMES, LAYERS, availability, available_backends, backend_table
 
@@ -325,8 +326,6 @@ def with_methods(problems: list, method_list: str | None) -> list:
     where a working set exists (the soft margin and the duals at a finite C), as a formulation only
     where it applies. The LPs have one method (HiGHS's simplex/ipm are their settings)."""
     from dataclasses import replace
-
-    from solvers.api import METHODS, WORKING_SET_FORMULATIONS  # deferred on purpose: the solver stack (see the imports)
 
     methods = parse_names(method_list, METHODS, "method") or ["auto"]
     out = []
