@@ -301,7 +301,7 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    solved = _thin_solve(XF, yF, w_bound, balance_rhs) if thin else None
+    solved = _thin_solve(XF, yF, w_bound, balance_rhs) if thin else _wide_solve(XF, yF, w_bound, balance_rhs)
     if solved is not None:
         w, b, a_free = solved
     elif not whole:
@@ -328,6 +328,36 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
         w = w_bound + XF.T @ (yF * a_free)
     a[free] = a_free
     return a, X @ w, b, w
+
+
+#: _wide_solve: from this many features per free point (plus one), where the free points' features are within
+#: WIDE_SCALE_RATIO of each other in size.
+WIDE_RATIO = 4
+WIDE_SCALE_RATIO = 1e4
+
+
+def _wide_solve(XF, yF, w_bound, balance_rhs):
+    """(w, b, alpha_F) of _solve_primal_form's equations where the features far outnumber the m free points
+    (d >= WIDE_RATIO (m + 1)): w = w_bound + X_F' Y_F alpha_F eliminated, the (m + 1)-square system in
+    (alpha_F, b) with the free points' inner products, O(m^2 d), where the whole (d + m + 1)-square system
+    costs O((d + m)^3): at n = 60, d = 2,000 the proof took 1.0 s of a 1.5 s solve (the solve itself 0.3 s).
+    None where the features differ in size by more than WIDE_SCALE_RATIO (X X' would lose the small ones to
+    rounding: the whole system then) or the features are few."""
+    m, d = XF.shape
+    if d < WIDE_RATIO * (m + 1):
+        return None
+    size = np.max(np.abs(XF), axis=0)
+    size = size[size > 0]
+    if size.size == 0 or size.max() > WIDE_SCALE_RATIO * size.min():
+        return None
+    A = XF * yF[:, None]
+    M = np.zeros((m + 1, m + 1))
+    M[:m, :m] = A @ A.T
+    M[:m, m] = yF
+    M[m, :m] = yF
+    z = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]))
+    a_free, b = z[:m], float(z[m])
+    return w_bound + A.T @ a_free, b, a_free
 
 
 def _bounded_fit(A: np.ndarray, rhs: np.ndarray, lower, upper) -> np.ndarray:
