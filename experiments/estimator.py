@@ -450,9 +450,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             )
         if sol.status == st.OPTIMAL_INACCURATE:
             advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
+            kept = ("; the model holds the optimum the checks proved from the solver's active set"
+                    if sol.proved_alpha is not None else "")
             warnings.warn(
                 f"{where}: the solver claimed optimal but the project's checks did not pass "
-                f"({sol.checks.get('verdict', '')}); try {advice}",
+                f"({sol.checks.get('verdict', '')}){kept}; try {advice}",
                 ConvergenceWarning,
                 stacklevel=4,
             )
