@@ -9,14 +9,17 @@ free ones and b are solved from the KKT equations
     f(x) = sum_{j free} alpha_j y_j K(x_j, x) + C sum_{j at C} y_j K(x_j, x) + b
 
 (one dense solve of size |free| + 1; for linear data the same equations in (w, b, alpha_free),
-through the thin SVD of the free points' margin rows where more than d + 1 are free: O(|free| d^2)),
+through the thin SVD of the free points' margin rows where more than d + 1 are free: O(|free| d^2),
+and with w eliminated where the features far outnumber the free points: O(|free|^2 d)),
 and the result is accepted only if it satisfies
 every KKT condition to rounding: 0 <= alpha <= C, y_i f_i >= 1 where alpha_i = 0,
 y_i f_i <= 1 where alpha_i = C. A point that does is the optimum (the KKT conditions are
 sufficient for a convex QP), so the distance to it is the returned point's true error.
 A wrong guess of the sets is corrected a few times (points that break their condition
 move to the free set, free alphas that leave [0, C] move to their bound): the primal-dual
-active-set method, which converges in a few rounds from a point near the optimum.
+active-set method, which converges in a few rounds from a point near the optimum. Where no
+such move changes the sets (free points inside (0, C) off their margins), one free point at
+a time is tried at a bound (_one_to_a_bound).
 
 When no proof is found (too many free points to solve for, or the sets do not settle),
 `gap_bound` gives a rigorous but weaker bound from the duality gap of feasible points:
@@ -111,6 +114,8 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     Two starting guesses of the sets: `classify`'s, then (near-degenerate data, where every point
     is within 1e-4 of its margin and the free ones cannot be told apart) each alpha rounded to its
     nearer bound. The first that proves an optimum wins.
+    least_squares=False: a singular system for the free points ends a guess at once instead of a
+    least-squares solve (the kernel working set's tail, solvers.algorithms.working_set._finished_by_proof).
     """
     codes = classify(alpha, y, decision, C)
     first = _polish_from(gram, y, C, alpha, codes, least_squares)
