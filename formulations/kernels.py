@@ -402,7 +402,8 @@ def mercer_check(
             f"kernel {kernel_label} gives a Gram matrix that is not positive semidefinite "
             f"(Mercer's condition fails): most negative eigenvalue {lam_min:.6g} "
             f"< -{tolerance:.3g} (largest eigenvalue {lam_max:.6g}). The dual QP is then "
-            f"not convex. To go on anyway, call mercer_check(..., allow_indefinite=True)."
+            f"not convex: use a Mercer kernel (rbf, poly with coef0 >= 0, linear), or pass allow_indefinite=True "
+            f"(solvers.api.solve, mercer_check) to go on anyway."
         )
     return MercerReport(
         min_eigenvalue=lam_min,

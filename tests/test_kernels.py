@@ -194,6 +194,10 @@ def test_random_symmetric_indefinite_matrix_refused():
     K = A + A.T
     with pytest.raises(IndefiniteKernelError, match="precomputed"):
         mercer_check(K)
+    # what to do, for a user of solve() and of the estimator alike (which has no allow_indefinite)
+    with pytest.raises(IndefiniteKernelError, match=r"use a Mercer kernel \(rbf, poly with coef0 >= 0, linear\), "
+                                                    r"or pass allow_indefinite=True \(solvers.api.solve"):
+        mercer_check(K)
 
 
 def test_asymmetric_matrix_refused_naming_position():
