@@ -383,7 +383,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if alpha is None:  # a primal solved by a backend that returns no multipliers
             alpha = estimate_multipliers(X_pair, signs, sol.w, sol.decision, C_eff)
         alpha, b = np.asarray(alpha, dtype=float), float(sol.b)
-        proved = sol.proved_alpha is not None and sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+        proved = sol.proved_alpha is not None  # _accept let only optimal and optimal_inaccurate through
         if proved:
             # The optimum the checks proved from the point's active set, whose zeros are exact, with b in its
             # interval. Told apart by the solver's values alone (support_mask), a free point with alpha 2.6e-5

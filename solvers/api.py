@@ -229,15 +229,13 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
             extras.update(choice.as_dict())
         extras.update(kernel_info, kernel_form=kernel_form)
 
-    start = time.perf_counter()
     model = formulations.build(formulation, layer, X=X, y=y, C=C, K=K, kernel_form=kernel_form, L=factor_L)
-    build_s = time.perf_counter() - start
     if formulation == KERNEL_DUAL:  # the form used, and a factor's rank and ||K - L L'|| / ||K||
         extras.update(formulations.kernel_dual.model_info(model))
 
     sol = st.Solution(
         formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
-        raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name, extras=extras,
+        raw_status="", backend_version=adapter.version(), profile=prof.name, extras=extras,  # build_s: solve()
     )
     opts = {**backend_options(backend, prof), **(options or {})}
     try:

@@ -46,7 +46,7 @@ such; it can only make the gap larger, never hide one.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 from scipy.optimize import lsq_linear
@@ -94,9 +94,8 @@ class Checks:
     proved_alpha: np.ndarray | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        out = asdict(self)
-        del out["proved_alpha"]
-        return out
+        """The table's columns (every field but proved_alpha, which asdict would deep-copy first)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "proved_alpha"}
 
 
 def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: np.ndarray, C: float) -> np.ndarray:

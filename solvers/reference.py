@@ -131,10 +131,10 @@ def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True) -> 
     # not C alone: at C = 1e12 with alpha <= 94 (breast cancer) -1e4 passed for 0
     top = max(float(np.max(alpha)), np.finfo(float).tiny)
     scale = top if penalty.is_hard(C) else np.minimum(C, top)
-    return _settle(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares)
+    return _rounds(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares)
 
 
-def _settle(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_squares: bool) -> Reference:
+def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_squares: bool) -> Reference:
     """The primal-dual active-set rounds from the guess `codes` (module docstring); where no move changes
     the sets, one free point at a bound (_one_to_a_bound) when `swaps`."""
     for rounds in range(1, max_rounds + 1):
@@ -234,7 +234,7 @@ def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_s
     for k, side in sides:
         codes = trial.codes.copy()
         codes[k] = side
-        found = _settle(gram, y, C, codes, scale, SWAP_ROUNDS, swaps=False, least_squares=least_squares)
+        found = _rounds(gram, y, C, codes, scale, SWAP_ROUNDS, swaps=False, least_squares=least_squares)
         if found.ok:
             found.rounds += rounds
             return found
@@ -276,7 +276,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     M[:m, m] = yF
     M[m, :m] = yF
     rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
-    x, singular = _equilibrated_solve(M, rhs, report=True, least_squares=least_squares)
+    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
@@ -319,7 +319,7 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
         M[d:d + m, d] = yF
         M[d + m, d + 1:] = yF
         rhs = np.concatenate([w_bound, np.ones(m), [balance_rhs]])
-        z = _equilibrated_solve(M, rhs, singular=m > d + 1)
+        z, _ = _equilibrated_solve(M, rhs, singular=m > d + 1)
         w, b = z[:d], float(z[d])
         a_free = z[d + 1:]
     if not _in_bounds(a_free, C_free):
@@ -360,7 +360,7 @@ def _wide_solve(XF, yF, w_bound, balance_rhs):
     M[:m, :m] = A @ A.T
     M[:m, m] = yF
     M[m, :m] = yF
-    z = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]))
+    z, _ = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]))
     a_free, b = z[:m], float(z[m])
     return w_bound + A.T @ a_free, b, a_free
 
@@ -425,11 +425,11 @@ def _in_bounds(a: np.ndarray, C) -> bool:
                 and np.all(a <= C * (1 + POLISH_TOL)))
 
 
-def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False, report: bool = False,
-                        least_squares: bool = True):
+def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
+                        least_squares: bool = True) -> tuple[np.ndarray, bool]:
     """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
     orders of magnitude give a system that is badly scaled, not badly conditioned. singular: M is known to be
-    singular (least squares at once). report: (x, whether M was singular) instead of x. least_squares=False:
+    singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
     a singular M ends the proof (_NotTried) instead of a least-squares solve (an SVD: 4.8 s over 1,300 to
     2,600 free points of duplicated data, where the loop's own steps took 0.2-0.5 s)."""
     r = np.ones(M.shape[0])
@@ -447,13 +447,13 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False, 
     if not singular:
         try:
             x = c * np.linalg.solve(A, r * rhs)
-            return (x, False) if report else x
+            return x, False
         except np.linalg.LinAlgError:
             pass
     if not least_squares:
         raise _NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
-    return (x, True) if report else x
+    return x, True
 
 
 def _violations(codes, a, r, C, scale, eps) -> np.ndarray:

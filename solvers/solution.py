@@ -8,7 +8,7 @@ checks in experiments.checks may downgrade after recomputing residuals and gaps)
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -75,11 +75,3 @@ class Solution:
     @property
     def is_optimal(self) -> bool:
         return self.status == OPTIMAL
-
-    def as_record(self) -> dict:
-        """A flat dict for a table row (arrays as lists)."""
-        record = asdict(self)
-        for key, value in list(record.items()):
-            if isinstance(value, np.ndarray):
-                record[key] = value.tolist()
-        return record

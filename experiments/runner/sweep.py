@@ -260,17 +260,16 @@ def _linear_w(task: Task, alpha) -> np.ndarray | None:
 
 def solution_row(sol, task: Task) -> dict:
     """The table's columns from a `Solution` (results blank unless verified optimal)."""
-    rec = sol.as_record()
     optimal = sol.status == OPTIMAL
     w = sol.w if sol.w is not None else _linear_w(task, sol.alpha)
     checks = dict(sol.checks)
     row = {
         "status": sol.status, "solver_status": sol.solver_status, "raw_status": str(sol.raw_status),
-        "raw_objective": rec["objective"], "raw_w": to_json(w), "raw_b": rec["b"],
-        "objective": rec["objective"] if optimal else math.nan,
+        "raw_objective": sol.objective, "raw_w": to_json(w), "raw_b": sol.b,
+        "objective": sol.objective if optimal else math.nan,
         "w": to_json(w) if optimal else "",
-        "b": rec["b"] if optimal else math.nan,
-        "b_multiplier": rec["b_multiplier"] if optimal else math.nan,
+        "b": sol.b if optimal else math.nan,
+        "b_multiplier": sol.b_multiplier if optimal else math.nan,
         "alpha": to_json(sol.alpha) if optimal else "",
         "b_rule": sol.b_rule, "iterations": sol.iterations, "build_s": sol.build_s, "solve_s": sol.solve_s,
         "backend_version": sol.backend_version, "message": sol.message,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+import scipy.sparse
 
 from solvers import solution as st
 from solvers.adapters.base import RecordAdapter
@@ -103,11 +104,19 @@ def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
     n = qp.P.shape[0]
     nnz = qp.P.nnz if hasattr(qp.P, "nnz") else np.count_nonzero(qp.P)
     dense_P = n > 0 and nnz > 0.25 * n * n  # e.g. the kernel dual's Y K Y
-    # qpsolvers picks the dense or sparse factorisation from the matrix type (the record says why)
-    if record.wants_dense(dense_P):
-        problem = Problem(*(m.toarray() if hasattr(m, "toarray") else m for m in
-                            (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
+    # qpsolvers picks the dense or sparse factorisation from the matrix type (the record says why); a
+    # sparse-only solver (Clarabel, OSQP) is handed CSC here, not qpsolvers' conversion and its warning
+    dense = record.wants_dense(dense_P)
+    problem = Problem(*(_in_form(m, dense) for m in
+                        (problem.P, problem.q, problem.G, problem.h, problem.A, problem.b, problem.lb, problem.ub)))
     return run_qpsolvers(problem, record, options)
+
+
+def _in_form(m, dense: bool):
+    """A matrix of the problem dense or as CSC; vectors and None as they are."""
+    if dense:
+        return m.toarray() if hasattr(m, "toarray") else m
+    return scipy.sparse.csc_matrix(m) if isinstance(m, np.ndarray) and m.ndim == 2 else m
 
 
 def run_qpsolvers(problem, record: BackendRecord, options: dict):

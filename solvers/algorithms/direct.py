@@ -63,7 +63,9 @@ class Assembled:
     kernel_form: str = ""
 
 
-def _qp(P, q, A, b, G, h, lb, ub, sense) -> StandardQP:
+def standard_qp(P, q, A, b, G, h, lb, ub, sense) -> StandardQP:
+    """A StandardQP from matrices, with no model behind its columns (solvers.adapters.pyomo_qp.solve_standard_qp
+    takes it to any qpsolvers backend)."""
     n = len(q)
     empty = sp.csc_matrix((0, n))
     return StandardQP(
@@ -88,7 +90,7 @@ def _lifted_dual(F: np.ndarray, y: np.ndarray, C: float) -> StandardQP:
     ], format="csc")
     lb = np.r_[np.zeros(n), np.full(r, -np.inf)]
     ub = np.r_[penalty.upper_bounds(C, n), np.full(r, np.inf)]
-    return _qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1)
+    return standard_qp(P, np.r_[-np.ones(n), np.zeros(r)], A, np.zeros(r + 1), None, None, lb, ub, -1)
 
 
 def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=None, kernel_form: str = "dense",
@@ -110,13 +112,13 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         q = np.r_[-s, -t, penalty.upper_bounds(C, n)]
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csc")
         lb = np.r_[np.full(d + 1, -np.inf), np.zeros(n)]
-        qp = _qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1)
+        qp = standard_qp(P, q, None, None, G, -np.ones(n), lb, np.full(d + 1 + n, np.inf), 1)
         qp.c0 = constant
         return Assembled(qp, formulation, 1, n, d)
     if formulation == HARD_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), 0.0], format="csc")
         G = -sp.hstack([YX, sp.csr_matrix(y[:, None])], format="csc")
-        return Assembled(_qp(P, np.zeros(d + 1), None, None, G, -np.ones(n), np.full(d + 1, -np.inf),
+        return Assembled(standard_qp(P, np.zeros(d + 1), None, None, G, -np.ones(n), np.full(d + 1, -np.inf),
                              np.full(d + 1, np.inf), 1), formulation, 1, n, d)
     if formulation == DUAL:
         return Assembled(_lifted_dual(X, y, C), formulation, -1, n, d)
@@ -124,7 +126,7 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
         if kernel_form == "dense":
             K = np.asarray(K, dtype=float)
             P = kernel_dual.dual_matrix(K, y)  # dense on purpose: the matrix is dense
-            qp = _qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
+            qp = standard_qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
                      np.zeros(n), penalty.upper_bounds(C, n), -1)
             # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (with a sparse A
             # next to the dense P, PIQP took its sparse backend: 9 s instead of 0.8 s at n = 1,000).

@@ -67,7 +67,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse
 
 from formulations import penalty, validation
 from formulations.kernel_dual import dual_matrix, psd_constant
@@ -83,7 +82,8 @@ from formulations.recovery import recover_bias
 from solvers import blas
 from solvers import solution as st
 from solvers.adapters.cvxpy_layer import solve_kwargs
-from solvers.adapters.pyomo_qp import run_qpsolvers
+from solvers.adapters.pyomo_qp import solve_standard_qp
+from solvers.algorithms.direct import standard_qp
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
@@ -167,10 +167,7 @@ def kkt_violation(K, y: np.ndarray, alpha: np.ndarray, C, bound_tol: float = 1e-
     """m(alpha) - M(alpha) (module docstring) at a point, with its own gradient (O(n |S|))."""
     y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
-    up, low, minus_yg = _violation(alpha, gradient(K, y, alpha), y, C, eps=bound_tol * alpha_scale(alpha, C))
-    if not up.any() or not low.any():
-        return 0.0
-    return float(minus_yg[up].max() - minus_yg[low].min())
+    return _max_violation(alpha, gradient(K, y, alpha), y, C, bound_tol * alpha_scale(alpha, C))
 
 
 def _violation(alpha, g, y, C, eps=0.0):
@@ -181,16 +178,10 @@ def _violation(alpha, g, y, C, eps=0.0):
 
 
 def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
-    from qpsolvers import Problem
-
     nb = len(p)
-    record = get_record(backend)
-    P, A = Q_BB, y_B[None, :]
-    if not record.wants_dense(True):  # a sparse-only solver (Clarabel, OSQP): CSC here, not qpsolvers' warning
-        P, A = scipy.sparse.csc_matrix(P), scipy.sparse.csc_matrix(A)
-    problem = Problem(P=P, q=p, A=A, b=np.array([rhs]), lb=np.zeros(nb), ub=penalty.upper_bounds(C, nb))
+    qp = standard_qp(Q_BB, p, y_B[None, :], [rhs], None, None, np.zeros(nb), penalty.upper_bounds(C, nb), sense=1)
     start = time.perf_counter()
-    sol = run_qpsolvers(problem, record, options)
+    sol = solve_standard_qp(qp, get_record(backend), options)
     return sol.x, time.perf_counter() - start
 
 
@@ -904,14 +895,15 @@ def _finished_by_proof(src, y, C, eps, loop: _Loop, gap_tol: float) -> bool:
     alpha, g = loop.alpha, loop.g
     if int(np.count_nonzero((alpha > eps) & (alpha < C - eps))) < TAIL_MIN_FREE:
         return False
-    if not (isinstance(src, (FullGram, LinearRows)) or src.capacity >= len(y)):
+    if not (isinstance(src, LinearRows) or src.capacity >= len(y)):  # a FullGram holds every row
         return False
-    gap = relative_gap(alpha, g, y, C, src.max_diagonal())
-    if not gap <= min(TAIL_GAP, loop.tail_gap / 10):
+    Ku = y * (g + 1.0)
+    gap, f = _gap_and_decision(alpha, Ku, y, C, src.max_diagonal())
+    if f is None or not gap_tol < gap <= min(TAIL_GAP, loop.tail_gap / 10):
         return False
     loop.tail_gap = gap
     # a singular system (duplicated points) gives up at once: its least squares cost more than the steps
-    proved, Ku, settled = _settle(src, y, C, alpha, y * (g + 1.0), gap_tol, least_squares=False)
+    proved, Ku, settled = _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares=False)
     if not settled:
         return False
     alpha[:] = proved
@@ -949,7 +941,7 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: 
     return res
 
 
-def _settle(src, y, C, alpha, Ku, gap_tol, least_squares: bool = True):
+def _settle(src, y, C, alpha, Ku, gap_tol):
     """(alpha, K u, settled): the optimum proved from the point's active set (solvers.reference.polish,
     one solve for the free points) where the point's gap is above gap_tol and the proof's is within it.
 
@@ -961,6 +953,12 @@ def _settle(src, y, C, alpha, Ku, gap_tol, least_squares: bool = True):
     gap, f = _gap_and_decision(alpha, Ku, y, C, src.max_diagonal())
     if gap <= gap_tol or f is None:
         return alpha, Ku, False
+    return _proved(src, y, C, alpha, Ku, gap, f, gap_tol)
+
+
+def _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares: bool = True):
+    """_settle's answer for a point whose gap and decision values f are known: the proof's optimum where its gap
+    is smaller than `gap`, settled where that is within gap_tol."""
     ref = polish(src, y, C, alpha, f, least_squares=least_squares)
     if not ref.ok:
         return alpha, Ku, False
