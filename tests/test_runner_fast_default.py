@@ -5,6 +5,9 @@ reference neither forms an n x n matrix nor runs libsvm on data too large for it
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -132,6 +135,48 @@ def test_svc_reference_on_small_data_and_a_note_above_its_size():
 def test_blas_threads_share_the_cores_among_the_workers(monkeypatch):
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
     assert [sweep.blas_threads(w) for w in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+
+
+def _servers_environment(monkeypatch, start) -> dict:
+    """The environment a fork server started by `start()` would inherit (the server itself is not started)."""
+    from multiprocessing import forkserver
+
+    seen = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: seen.append(dict(os.environ)))
+    start()
+    assert len(seen) == 1
+    return seen[0]
+
+
+@pytest.mark.parametrize("user_value", [None, "20"])
+def test_the_fork_servers_start_with_openblas_idle_threads_asleep(monkeypatch, user_value):
+    """The runner's and the benchmark's solve processes inherit OPENBLAS_THREAD_TIMEOUT = 4 from their
+    server (solvers.blas.IDLE_THREAD_VARIABLES), unless the user set it; this process keeps its own."""
+    from experiments.bench import scaling
+    from solvers import blas
+
+    if user_value is None:
+        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", user_value)
+    monkeypatch.setattr(scaling, "_CTX", None)
+    expected = user_value or "4"
+    assert blas.IDLE_THREAD_VARIABLES == {"OPENBLAS_THREAD_TIMEOUT": "4"}
+    assert _servers_environment(monkeypatch, lambda: sweep.warm_up(1))["OPENBLAS_THREAD_TIMEOUT"] == expected
+    assert _servers_environment(monkeypatch, scaling._context)["OPENBLAS_THREAD_TIMEOUT"] == expected
+    assert os.environ.get("OPENBLAS_THREAD_TIMEOUT") == user_value
+
+
+def test_blas_environment_reaches_a_started_process_and_is_undone(monkeypatch):
+    from solvers import blas
+
+    monkeypatch.delenv("SVM_TEST_VARIABLE", raising=False)
+    monkeypatch.setenv("SVM_TEST_KEPT", "user")
+    script = "import os; print(os.environ.get('SVM_TEST_VARIABLE'), os.environ.get('SVM_TEST_KEPT'))"
+    with blas.environment({"SVM_TEST_VARIABLE": "4", "SVM_TEST_KEPT": "4"}):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["4", "user"]
+    assert "SVM_TEST_VARIABLE" not in os.environ and os.environ["SVM_TEST_KEPT"] == "user"
 
 
 def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):

@@ -53,7 +53,7 @@ from experiments.datasets import overlapping
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
-from solvers import api
+from solvers import api, blas
 from solvers.algorithms import direct, primal_working_set, working_set
 from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
@@ -478,6 +478,10 @@ def _context():
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(PRELOAD)
+        from multiprocessing import forkserver  # the server of this context (the stdlib's one)
+
+        with blas.environment(blas.IDLE_THREAD_VARIABLES):  # as the runner's (sweep.warm_up)
+            forkserver.ensure_running()
     return _CTX
 
 

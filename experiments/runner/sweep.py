@@ -55,6 +55,7 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
+from solvers import blas
 from solvers.backends import RECORDS
 
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
@@ -499,21 +500,19 @@ def workers_for(idle: float) -> int:
 
 
 def warm_up(workers: int = 1) -> None:
-    """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process (unless
-    the user set the variables): it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
+    """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process and
+    OpenBLAS's idle threads asleep at once (solvers.blas.IDLE_THREAD_VARIABLES; unless the user set the
+    variables): it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
     process while the caller reads and checks the data, instead of before the first solve. The server
     keeps the thread count it started with for the life of this process."""
     if _context().get_start_method() != "forkserver":
         return
     from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
 
-    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
-    os.environ.update(dict.fromkeys(unset, str(blas_threads(workers))))  # the server inherits them at its start
-    try:
+    # the server inherits them at its start; this process and anything else it starts keep their own
+    threads = dict.fromkeys(BLAS_THREAD_VARIABLES, str(blas_threads(workers)))
+    with blas.environment({**threads, **blas.IDLE_THREAD_VARIABLES}):
         forkserver.ensure_running()
-    finally:  # this process and anything else it starts keep their own
-        for name in unset:
-            del os.environ[name]
 
 
 def _watch_parent(parent_pid: int) -> None:
