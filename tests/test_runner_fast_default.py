@@ -149,33 +149,38 @@ def _servers_environment(monkeypatch, start) -> dict:
 
 
 @pytest.mark.parametrize("user_value", [None, "20"])
-def test_the_fork_servers_start_with_openblas_idle_threads_asleep(monkeypatch, user_value):
-    """The runner's and the benchmark's solve processes inherit OPENBLAS_THREAD_TIMEOUT = 4 from their
-    server (solvers.blas.IDLE_THREAD_VARIABLES), unless the user set it; this process keeps its own."""
+def test_the_fork_servers_start_with_the_solve_process_variables(monkeypatch, user_value):
+    """The runner's and the benchmark's solve processes inherit sweep.SOLVE_PROCESS_VARIABLES from their
+    server (OpenBLAS's idle threads asleep at once, glibc's malloc keeping freed blocks), unless the user
+    set them; this process keeps its own environment."""
     from experiments.bench import scaling
-    from solvers import blas
 
-    if user_value is None:
-        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
-    else:
-        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", user_value)
+    variables = {"OPENBLAS_THREAD_TIMEOUT": "4", "MALLOC_MMAP_THRESHOLD_": str(2**25), "MALLOC_TRIM_THRESHOLD_": str(2**30)}
+    assert sweep.SOLVE_PROCESS_VARIABLES == variables
+    for name in variables:
+        if user_value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, user_value)
     monkeypatch.setattr(scaling, "_CTX", None)
-    expected = user_value or "4"
-    assert blas.IDLE_THREAD_VARIABLES == {"OPENBLAS_THREAD_TIMEOUT": "4"}
-    assert _servers_environment(monkeypatch, lambda: sweep.warm_up(1))["OPENBLAS_THREAD_TIMEOUT"] == expected
-    assert _servers_environment(monkeypatch, scaling._context)["OPENBLAS_THREAD_TIMEOUT"] == expected
-    assert os.environ.get("OPENBLAS_THREAD_TIMEOUT") == user_value
+    expected = {name: user_value or value for name, value in variables.items()}
+    for start in (lambda: sweep.warm_up(1), scaling._context):
+        seen = _servers_environment(monkeypatch, start)
+        assert {name: seen[name] for name in variables} == expected
+    assert {name: os.environ.get(name) for name in variables} == dict.fromkeys(variables, user_value)
 
 
-def test_blas_environment_reaches_a_started_process_and_is_undone(monkeypatch):
-    from solvers import blas
+def test_start_fork_server_gives_a_started_process_the_variables_and_undoes_them(monkeypatch):
+    from multiprocessing import forkserver
 
     monkeypatch.delenv("SVM_TEST_VARIABLE", raising=False)
     monkeypatch.setenv("SVM_TEST_KEPT", "user")
     script = "import os; print(os.environ.get('SVM_TEST_VARIABLE'), os.environ.get('SVM_TEST_KEPT'))"
-    with blas.environment({"SVM_TEST_VARIABLE": "4", "SVM_TEST_KEPT": "4"}):
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["4", "user"]
+    out = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: out.append(subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout))
+    sweep.start_fork_server({"SVM_TEST_VARIABLE": "4", "SVM_TEST_KEPT": "4"})
+    assert out[0].split() == ["4", "user"]
     assert "SVM_TEST_VARIABLE" not in os.environ and os.environ["SVM_TEST_KEPT"] == "user"
 
 

@@ -50,10 +50,11 @@ from experiments.bench import report as bench_report
 from experiments.bench.report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import overlapping
+from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
-from solvers import api, blas
+from solvers import api
 from solvers.algorithms import direct, primal_working_set, working_set
 from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
@@ -478,10 +479,7 @@ def _context():
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(PRELOAD)
-        from multiprocessing import forkserver  # the server of this context (the stdlib's one)
-
-        with blas.environment(blas.IDLE_THREAD_VARIABLES):  # as the runner's (sweep.warm_up)
-            forkserver.ensure_running()
+        sweep.start_fork_server(sweep.SOLVE_PROCESS_VARIABLES)  # the environment of the runner's solve processes
     return _CTX
 
 

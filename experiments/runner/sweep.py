@@ -55,7 +55,6 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
-from solvers import blas
 from solvers.backends import RECORDS
 
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
@@ -501,18 +500,51 @@ def workers_for(idle: float) -> int:
 
 def warm_up(workers: int = 1) -> None:
     """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process and
-    OpenBLAS's idle threads asleep at once (solvers.blas.IDLE_THREAD_VARIABLES; unless the user set the
-    variables): it imports PRELOAD (Pyomo, cvxpy, the solvers: about 3 s) in its own
-    process while the caller reads and checks the data, instead of before the first solve. The server
-    keeps the thread count it started with for the life of this process."""
+    SOLVE_PROCESS_VARIABLES (unless the user set the variables): it imports PRELOAD (Pyomo, cvxpy, the
+    solvers: about 3 s) in its own process while the caller reads and checks the data, instead of before
+    the first solve. The server keeps the thread count it started with for the life of this process."""
     if _context().get_start_method() != "forkserver":
         return
-    from multiprocessing import forkserver  # the server of the context above (the stdlib's one)
+    start_fork_server({**dict.fromkeys(BLAS_THREAD_VARIABLES, str(blas_threads(workers))), **SOLVE_PROCESS_VARIABLES})
 
-    # the server inherits them at its start; this process and anything else it starts keep their own
-    threads = dict.fromkeys(BLAS_THREAD_VARIABLES, str(blas_threads(workers)))
-    with blas.environment({**threads, **blas.IDLE_THREAD_VARIABLES}):
+
+#: What the solve processes' environment adds where the user set nothing: variables their libraries read
+#: once, when they load or start, so that only a process about to start can be given them. Both lower what
+#: a freshly forked solve process pays before it runs as fast as a long-lived one.
+#: - OPENBLAS_THREAD_TIMEOUT = 4: OpenBLAS's idle worker threads spin (sched_yield in a loop) for 2^28
+#:   processor cycles, about 0.1 s here, before they sleep: after each call they shared, and after a forked
+#:   process makes their pool again, which its first thread-count call does (solvers.blas.one_thread is
+#:   one). On 2 cores the spinning thread slowed the solve beside it. The value is log2 of those cycles;
+#:   4, OpenBLAS's smallest, has them sleep at once (a shared call then wakes them through a condition
+#:   variable: microseconds). Measured in forked processes of a preloaded server, the first solve of each
+#:   (kernel dual, PIQP): at n = 60, 0.079-0.092 s against 0.018-0.020 s through cvxpy, 0.069-0.072 against
+#:   0.012-0.014 through Pyomo, 0.036-0.040 against 0.007 through the solver alone; at n = 5,000, C = 1,
+#:   0.38-0.52 s against 0.33-0.37 through cvxpy and 0.24-0.27 against 0.18-0.20 through the solver alone.
+#: - MALLOC_MMAP_THRESHOLD_ = 32 MiB (glibc's own ceiling for the threshold it adapts) and
+#:   MALLOC_TRIM_THRESHOLD_ = 1 GiB: glibc's malloc gave the memory of freed blocks back to the system and
+#:   the next step's blocks of the same size were faulted in again, page by page. The kernel working set
+#:   at n = 5,000, C = 100 through cvxpy (blocks of up to 2,000 points; two solves in one process): 430,000
+#:   page faults against 98,000, 4.6 and 3.8 s against 3.7 and 3.4 s; the peak memory the same (0.85 GB).
+#:   Other C libraries than glibc's ignore both.
+SOLVE_PROCESS_VARIABLES = {
+    "OPENBLAS_THREAD_TIMEOUT": "4",
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(2**30),
+}
+
+
+def start_fork_server(variables: dict[str, str]) -> None:
+    """Start multiprocessing's fork server (if it is not running) with `variables` added to its environment
+    where the user set none: its solve processes inherit them. This process's environment stays as it was."""
+    from multiprocessing import forkserver
+
+    unset = [name for name in variables if name not in os.environ]
+    os.environ.update({name: variables[name] for name in unset})
+    try:
         forkserver.ensure_running()
+    finally:  # this process and anything else it starts keep their own
+        for name in unset:
+            os.environ.pop(name, None)
 
 
 def _watch_parent(parent_pid: int) -> None:
