@@ -96,17 +96,28 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
 
 
 def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypatch):
-    """experiments.runner.warm, imported last by the fork server, leaves solvers.blas's controller made on
-    the libraries loaded by then: a forked solve finds it there instead of scanning them again."""
+    """experiments.runner.warm, imported last by the fork servers, leaves solvers.blas's controller made on
+    the libraries loaded by then (a forked solve finds it there instead of scanning them again), and the
+    objects made so far frozen (gc.freeze)."""
+    import gc
     import importlib
+
+    from experiments.bench import scaling
 
     from solvers import blas
 
     monkeypatch.setattr(blas, "_controller", None)
-    warm = importlib.import_module("experiments.runner.warm")
-    importlib.reload(warm)
-    assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
+    gc.unfreeze()
+    try:
+        warm = importlib.import_module("experiments.runner.warm")
+        importlib.reload(warm)
+        assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
+        # the imports' objects out of the collector's reach: no full collection walks them in a solve process
+        assert gc.get_freeze_count() > 10_000 and len(gc.get_objects(generation=2)) < gc.get_freeze_count()
+    finally:
+        gc.unfreeze()  # this test process collects as before
     assert sweep.PRELOAD[-1] == "experiments.runner.warm" and "solvers.api" in sweep.PRELOAD
+    assert scaling.PRELOAD[-1] == "experiments.runner.warm"
 
 
 def test_the_fastest_backends_run_first_and_the_table_keeps_the_grid_order():
