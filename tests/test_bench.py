@@ -299,3 +299,42 @@ def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path):
     assert df["total_s"].iloc[0] >= 0 and df["message"].iloc[0].startswith("no result after")
     assert df["message"].iloc[1] == f"stopped: killed at n={QUICK_KERNEL_N[0]}"
     assert set(df["label"]) == {df["label"].iloc[0]} and df["label"].iloc[0]
+
+
+def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_path, monkeypatch):
+    """--rounds R: every (path, n) R times, the order at each n turned by one path a round (the worker after a
+    large exit was slower whatever it ran), the fastest verified round kept with every round's time; a path
+    over the budget in its first round is not measured again."""
+    from dataclasses import asdict
+
+    from experiments.bench import scaling
+
+    only = "kernel:libsvm,kernel:direct/piqp/working_set"
+    calls, times = [], {}
+
+    def fake_worker(task, hard_timeout):
+        calls.append((task.path.label, task.n))
+        k = sum(1 for c in calls if c == calls[-1])  # this (path, n)'s round
+        total = times[task.path.label][k - 1]
+        status = "error" if total is None else "converged" if task.path.layer == "sklearn" else "optimal"
+        return {**asdict(task.path.row(task.n, status=status)), "total_s": 1.0 if total is None else total}
+
+    monkeypatch.setattr(scaling, "run_in_worker", fake_worker)
+    labels = [p.label for p in scaling.plan(True, scaling.ALL_BACKENDS) if scaling._matches(p, only)]
+    assert len(labels) == 3  # LIBSVM at its default and tight tolerances, the working set
+    times[labels[0]] = [0.30, 0.20, 0.25]
+    times[labels[1]] = [0.20, 0.30, 0.10]
+    times[labels[2]] = [None, 0.50, 0.40]  # an error in the first round: a finished round is kept, not it
+    n = scaling.QUICK_KERNEL_N[0]
+    monkeypatch.setattr(scaling, "sizes", lambda problem, quick: (n,))
+    df = scaling.run(quick=True, budget=20, out_dir=tmp_path, only=only, progress=False, rounds=3)
+    assert [label for label, _ in calls] == labels + labels[1:] + labels[:1] + labels[2:] + labels[:2]
+    assert list(df["label"]) == labels  # the plan's order in the table
+    assert list(df["total_s"]) == [0.20, 0.10, 0.40] and list(df["status"])[2] == "optimal"
+    kept_rounds = [row["round_total_s"] for row in df["extras"]]
+    assert kept_rounds == [times[labels[0]], times[labels[1]], [1.0, 0.50, 0.40]]
+
+    times[labels[0]] = [70.0, 0.1, 0.1]  # over the budget of 60 s once: no second round
+    calls.clear()
+    df = scaling.run(quick=True, budget=60, out_dir=tmp_path, only=only, progress=False, rounds=3)
+    assert sum(1 for label, _ in calls if label == labels[0]) == 1 and df["total_s"].iloc[0] == 70.0
