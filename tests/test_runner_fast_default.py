@@ -155,7 +155,8 @@ def test_the_fork_servers_start_with_the_solve_process_variables(monkeypatch, us
     set them; this process keeps its own environment."""
     from experiments.bench import scaling
 
-    variables = {"OPENBLAS_THREAD_TIMEOUT": "4", "MALLOC_MMAP_THRESHOLD_": str(2**25), "MALLOC_TRIM_THRESHOLD_": str(2**30)}
+    variables = {"OPENBLAS_THREAD_TIMEOUT": "4", "MALLOC_MMAP_THRESHOLD_": str(2**25),
+                 "MALLOC_TRIM_THRESHOLD_": str(2**30)}
     assert sweep.SOLVE_PROCESS_VARIABLES == variables
     for name in variables:
         if user_value is None:

@@ -103,7 +103,6 @@ def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypa
     import importlib
 
     from experiments.bench import scaling
-
     from solvers import blas
 
     monkeypatch.setattr(blas, "_controller", None)

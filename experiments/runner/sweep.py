@@ -525,7 +525,8 @@ def warm_up(workers: int = 1) -> None:
 #:   the next step's blocks of the same size were faulted in again, page by page. The kernel working set
 #:   at n = 5,000, C = 100 through cvxpy (blocks of up to 2,000 points; two solves in one process): 430,000
 #:   page faults against 98,000, 4.6 and 3.8 s against 3.7 and 3.4 s; the peak memory the same (0.85 GB).
-#:   Other C libraries than glibc's ignore both.
+#:   (Measured with a trim threshold of 4 GiB; any above a solve's peak keeps the same blocks, and the
+#:   benchmark's largest kernel solve peaks at 1.2 GiB.) Other C libraries than glibc's ignore both.
 SOLVE_PROCESS_VARIABLES = {
     "OPENBLAS_THREAD_TIMEOUT": "4",
     "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
