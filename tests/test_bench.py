@@ -312,7 +312,11 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
     only = "kernel:libsvm,kernel:direct/piqp/working_set"
     calls, times = [], {}
 
+    saved = []  # rows in results.partial.csv when each measurement starts: every one before it is saved
+
     def fake_worker(task, hard_timeout):
+        partial = tmp_path / "results.partial.csv"
+        saved.append(len(pd.read_csv(partial)) if partial.exists() else 0)
         calls.append((task.path.label, task.n))
         k = sum(1 for c in calls if c == calls[-1])  # this (path, n)'s round
         total = times[task.path.label][k - 1]
@@ -329,6 +333,7 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
     monkeypatch.setattr(scaling, "sizes", lambda problem, quick: (n,))
     df = scaling.run(quick=True, budget=20, out_dir=tmp_path, only=only, progress=False, rounds=3)
     assert [label for label, _ in calls] == labels + labels[1:] + labels[:1] + labels[2:] + labels[:2]
+    assert saved == [0, 1, 2, 3, 3, 3, 3, 3, 3]  # one row per (path, n), saved from its first round on
     assert list(df["label"]) == labels  # the plan's order in the table
     assert list(df["total_s"]) == [0.20, 0.10, 0.40] and list(df["status"])[2] == "optimal"
     kept_rounds = [row["round_total_s"] for row in df["extras"]]

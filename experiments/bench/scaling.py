@@ -591,6 +591,9 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                 if r > 0 and (p not in measured or _exceeded(measured[p][0], budget)):
                     continue  # over the budget once is enough
                 measured.setdefault(p, []).append(run_in_worker(Task(p, n, budget), hard_timeout=kill_after))
+                # every measurement saved at once (--resume takes a path's rounds so far as its row)
+                pd.DataFrame(rows + [_fastest(r) for r in measured.values()]).to_csv(
+                    out_dir / "results.partial.csv", index=False)
         for p in group:
             if p in measured:
                 row = _fastest(measured[p])
@@ -598,7 +601,6 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                 why = _exceeded(row, budget)
                 if why:
                     stopped[p] = why
-        pd.DataFrame(rows).to_csv(out_dir / "results.partial.csv", index=False)
     bar.close()
     rows += list(earlier.values())  # an earlier run's rows of paths not in this plan
     return add_errors(pd.DataFrame(rows))
