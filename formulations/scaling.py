@@ -42,18 +42,17 @@ class BadScalingWarning(UserWarning):
 CONSTANT_RTOL = 1e-12
 
 
-def _spread(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(standard deviation, whether the feature is constant: CONSTANT_RTOL) of every feature."""
+def _spread(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(standard deviation, largest |x_j|, whether the feature is constant: CONSTANT_RTOL) of every feature."""
     std = X.std(axis=0)
     size = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
-    return std, std <= CONSTANT_RTOL * size
+    return std, size, std <= CONSTANT_RTOL * size
 
 
 def feature_scales(X: np.ndarray) -> np.ndarray:
     """Per-feature scale: the standard deviation, or max |x_j| where a feature is constant (_spread)."""
-    X = np.asarray(X, dtype=float)
-    scales, constant = _spread(X)
-    scales[constant] = np.abs(X[:, constant]).max(axis=0) if X.shape[0] else 0.0
+    scales, size, constant = _spread(np.asarray(X, dtype=float))
+    scales[constant] = size[constant]
     return scales
 
 
@@ -92,7 +91,7 @@ class Standardizer:
     @classmethod
     def fit(cls, X: np.ndarray) -> "Standardizer":
         X = np.asarray(X, dtype=float)
-        scale, constant = _spread(X)
+        scale, _, constant = _spread(X)
         scale[constant] = 1.0  # a constant feature: centring makes it 0 (to rounding), nothing to divide
         return cls(mean=X.mean(axis=0), scale=scale)
 

@@ -145,19 +145,6 @@ def solve(
     read-back and the closing checks), by either method: build_s + solve_s is the whole call.
     """
     began = time.perf_counter()
-    sol = _solve(formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
-                 allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit, options=options,
-                 standardize=standardize, method=method, memory_budget=memory_budget)
-    # the full method's build_s left out the Gram matrix and the checks (1.0 s of a 1.5 s solve at n = 60,
-    # d = 2,000 was the closing proof), which the working sets' build_s counted
-    elapsed = time.perf_counter() - began
-    sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
-    return sol
-
-
-def _solve(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, allow_indefinite, profile, time_limit,
-           options, standardize, method, memory_budget) -> st.Solution:
-    """solve() without its time accounting."""
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
@@ -169,12 +156,19 @@ def _solve(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, allo
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
             "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
     if method == "working_set":
-        return _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                                  allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
-                                  options=options, standardize=standardize, memory_budget=memory_budget)
-    return _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                       kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
-                       time_limit=time_limit, options=options, standardize=standardize, memory_budget=memory_budget)
+        sol = _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                                 allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
+                                 options=options, standardize=standardize, memory_budget=memory_budget)
+    else:
+        sol = _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                          kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
+                          time_limit=time_limit, options=options, standardize=standardize,
+                          memory_budget=memory_budget)
+    # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
+    # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
+    elapsed = time.perf_counter() - began
+    sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
+    return sol
 
 
 def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, profile, time_limit, options,
