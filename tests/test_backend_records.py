@@ -147,3 +147,16 @@ def test_time_limits_and_profiles_come_from_the_records():
         RECORDS["osqp"].name = "x"
     with pytest.raises(TypeError):
         RECORDS["osqp"].scale_overrides["max_iter"] = 1  # read-only all the way down
+
+
+def test_cvxpys_user_limit_is_a_time_limit_where_the_solve_ran_to_one():
+    """cvxpy says "user_limit" for an iteration limit and a time limit alike; cvxpy/HiGHS stopped by a
+    time_limit of 10 s was reported as an iteration limit."""
+    from solvers import solution as st
+    from solvers.adapters.cvxpy_layer import project_status
+
+    assert project_status("user_limit", 10.0, 10.02) == st.TIME_LIMIT
+    assert project_status("user_limit", 10.0, 3.0) == st.ITERATION_LIMIT  # stopped by its iteration cap
+    assert project_status("user_limit", None, 60.0) == st.ITERATION_LIMIT
+    assert project_status("optimal", 10.0, 12.0) == st.OPTIMAL
+    assert project_status("no such status", None, 1.0) == st.ERROR
