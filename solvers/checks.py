@@ -553,8 +553,27 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
     if false_claims:
         sol.extras["false_status"] = "; ".join(false_claims)
         notes = false_claims + notes
+    if not sol.message and not notes and sol.status != st.OPTIMAL:
+        notes.append(ending_note(sol))
     if notes:
         sol.message = "; ".join([m for m in [sol.message] if m] + notes)
+
+
+def ending_note(sol: st.Solution) -> str:
+    """What a row without an optimum says where the backend said nothing: how the solve ended and what the
+    checks found (pyomo/HiGHS's error rows were blank, with raw status error/noSolution; iteration-limit rows too)."""
+    raw = f" (raw status {sol.raw_status})" if sol.raw_status else ""
+    if sol.solver_status == st.ITERATION_LIMIT:
+        done = f" after {sol.iterations} iterations" if sol.iterations else ""
+        ending = f"stopped at its iteration limit{done}{raw}"
+    elif sol.solver_status == st.TIME_LIMIT:
+        ending = f"stopped at the time limit{raw}"
+    elif sol.solver_status == st.ERROR:
+        ending = f"the backend failed{raw}" + ("" if sol.decision is not None else ": no point to check")
+    else:
+        ending = f"the backend reported {sol.solver_status}{raw}"
+    verdict = sol.checks.get("verdict") if sol.decision is not None else ""
+    return f"{ending}; not verified: {verdict}" if verdict else ending
 
 
 def _brief(cert: Certificate) -> dict:

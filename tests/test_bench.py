@@ -232,6 +232,21 @@ def test_quick_bench_records_its_invocations(quick_run):
     assert "--only kernel:libsvm`" in (out / "report.md").read_text()
 
 
+def test_targets_of_paths_a_run_left_out_say_so(quick_run):
+    """The targets of a results table from `--only kernel...`: no linear target row (it read "n=0, no verified
+    path" before), and a layer with no path in the table is "not measured", not "no verified path"."""
+    from experiments.bench.report import targets
+
+    _, df = quick_run
+    kernel = df[(df["problem"] == "kernel") & (df["layer"] != "cvxpy")]
+    table, _ = targets(kernel)
+    assert not table["target"].str.contains("soft primal|soft-margin|n=0").any(), table["target"].tolist()
+    cvxpy = table[table["target"].str.contains("cvxpy")]
+    assert len(cvxpy) and (cvxpy["met"] == "not measured: no cvxpy path in the results").all()
+    pyomo = table[table["target"].str.startswith("kernel dual") & table["target"].str.contains("pyomo")]
+    assert len(pyomo) == 1 and not pyomo["met"].iloc[0].startswith("not measured")  # measured: yes or no
+
+
 def test_quick_bench_verified_rows_agree(quick_run):
     _, df = quick_run
     verified = df[df["status"] == "optimal"]

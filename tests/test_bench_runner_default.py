@@ -43,8 +43,8 @@ def test_compare_takes_each_sides_fastest_verified_row_per_layer():
     assert pyomo.ratio == pytest.approx(2.0) and pyomo.rel_obj_diff == 0.0
     assert (cvxpy.runner_row, cvxpy.runner_status) == ("cvxpy/piqp", "optimal_inaccurate")
     assert cvxpy.ratio == pytest.approx(1.5) and cvxpy.rel_obj_diff == pytest.approx(2e-8, rel=1e-6)
-    text = rd.markdown(table.reset_index(), _runner_rows().assign(problem="kernel", build_s=1.0, solve_s=1.0,
-                                                                    wall_s=2.0, error=""), "cmd", 1.0)
+    text = rd.markdown(table.reset_index(), _runner_rows().assign(problem="kernel", round=1, build_s=1.0,
+                                                                    solve_s=1.0, wall_s=2.0, error=""), "cmd", 1.0)
     assert "- kernel n = 5,000, pyomo: 2.00x (NOT met)" in text
     assert "- kernel n = 5,000, cvxpy: 1.50x (met; not both verified optimal)" in text
 
@@ -71,8 +71,22 @@ def test_quick_run_writes_the_comparison_and_the_bench_report_includes_it(tmp_pa
     assert any(line.startswith("| kernel") for line in section)
 
 
+def test_rounds_keep_each_sides_fastest_row(tmp_path):
+    """--rounds 2: the runner ran twice (a folder each), every row is kept with its round, and each side's row in
+    the comparison is its fastest verified one over both rounds."""
+    assert rd.main(["--quick", "--problems", "kernel", "--rounds", "2", "--out", str(tmp_path)]) == 0
+    rows = pd.read_csv(tmp_path / "runner_default_rows.csv")
+    assert sorted(rows["round"].unique()) == [1, 2] and len(rows) == 4  # piqp in both layers, twice
+    assert (tmp_path / "runner_default" / "run_kernel_300" / "round2" / "results.csv").exists()
+    table = pd.read_csv(tmp_path / "runner_default.csv").set_index("layer")
+    for layer in ("pyomo", "cvxpy"):
+        verified = rows[(rows.layer == layer) & (rows.status == "optimal")]
+        assert table.loc[layer, "runner_s"] == pytest.approx(verified.total_s.min(), rel=1e-12)
+
+
 @pytest.mark.parametrize("argv, words", [(["--problems", "kernel,nope"], "--problems: unknown ['nope']"),
                                          (["--workers", "0"], "--workers must be >= 1"),
+                                         (["--rounds", "0"], "--rounds must be >= 1"),
                                          (["--budget", "-1"], "--budget must be a finite number")])
 def test_bad_options_are_refused_before_any_work(argv, words, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:

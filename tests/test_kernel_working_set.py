@@ -70,9 +70,9 @@ def test_kernel_rows_are_the_gram_matrix(data):
     u[[1, 50, 99]] = [0.5, -2.0, 1.0]
     assert rows.rows_computed == 4  # 5 appears twice, and only once computed
     np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
-    assert rows.rows_computed == 7  # the three rows of u's nonzeros, kept while the cache has room ...
+    assert rows.rows_computed == 7  # the three rows of u's nonzeros ...
     np.testing.assert_allclose(rows.times(u), K @ u, rtol=1e-13, atol=1e-13)
-    assert rows.rows_computed == 7  # ... so the same product again computes nothing
+    assert rows.rows_computed == 7  # ... and the same product again computes nothing: it is the last one kept
     np.testing.assert_array_equal(rows.diagonal(), np.diag(K))
 
 
@@ -91,9 +91,34 @@ def test_products_never_evict_rows_and_stay_within_the_cache(data):
     assert all(row.base is None for row in rows._cache.values())
 
 
+@settings(max_examples=40, deadline=None)
+@given(steps=st_.lists(st_.tuples(st_.integers(0, 2), st_.integers(0, 2**31 - 1)), min_size=1, max_size=8))
+def test_products_from_the_kept_ones_are_k_times_u(data, steps):
+    """times() starts from a kept product where u changed in fewer entries than it has nonzeros: whatever the
+    sequence (a few entries moved, many moved, a different support), every answer is K u, and a product that
+    changed in k entries computes at most k rows."""
+    X, y, K = data
+    rows = KernelRows(KERNEL, X, cache_bytes=8 * N * 10)
+    u = np.zeros(N)
+    scale = 0.0  # the largest sum |u| so far: a product started from kept ones carries their rounding (|K_ij| <= 1)
+    for kind, seed in steps:
+        rng = np.random.default_rng(seed)
+        before = u.copy()
+        if kind == 0:  # a few entries move (the working set's loop between two products)
+            u[rng.choice(N, size=3, replace=False)] = rng.normal(size=3)
+        elif kind == 1:  # a new support (the proof's free points alone)
+            u = np.where(rng.random(N) < 0.2, rng.normal(size=N), 0.0)
+        else:  # back to an earlier product's u, scaled entries at C
+            u = np.where(u != 0, 2.0 * np.sign(u), 0.0)
+        computed = rows.rows_computed
+        scale = max(scale, float(np.abs(u).sum()))
+        np.testing.assert_allclose(rows.times(u), K @ u, rtol=0, atol=1e-13 * len(steps) * scale)
+        assert rows.rows_computed - computed <= min(np.count_nonzero(u), np.count_nonzero(u != before))
+
+
 def test_evicted_rows_come_back_right(data):
     """The least recently used rows leave for new ones; every row read back, and every product, is K's,
-    however the cache was filled (rows asked for again, products that keep rows while there is room)."""
+    however the cache was filled (rows asked for again, products between the rows' reads)."""
     X, y, K = data
     rows = KernelRows(KERNEL, X, cache_bytes=8 * N * 7)
     rng = np.random.default_rng(3)

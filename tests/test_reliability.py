@@ -205,6 +205,51 @@ FALSE_CLAIMS = [
 ]
 
 
+SILENT_ENDINGS = [
+    # (id, what the backend said, the row's message): the backend gave no message
+    ("pyomo/highs no solution", {"status": st.ERROR, "raw_status": "error/noSolution", "message": ""},
+     "the backend failed (raw status error/noSolution): no point to check"),
+    ("iteration limit", {"status": st.ITERATION_LIMIT, "raw_status": "max_iter_reached", "message": "",
+                         "iterations": 40}, "stopped at its iteration limit after 40 iterations (raw status "
+                                            "max_iter_reached); not verified: "),
+    ("time limit", {"status": st.TIME_LIMIT, "raw_status": "time_limit_reached", "message": ""},
+     "stopped at the time limit (raw status time_limit_reached); not verified: "),
+]
+
+
+@pytest.mark.parametrize("case", SILENT_ENDINGS, ids=lambda c: c[0])
+def test_a_row_without_an_optimum_says_how_it_ended(case, monkeypatch):
+    """Where the backend said nothing, the row says how the solve ended and what the checks found of its point
+    (pyomo/HiGHS's error/noSolution rows and the iteration-limit rows were blank)."""
+    _, claim, words = case
+    ds = exercise_5_4()
+    _fake(monkeypatch, "cvxpy", "clarabel", **claim)
+    sol = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    assert sol.status == claim["status"]
+    assert sol.message.startswith(words), sol.message  # a point at a limit was checked: the row says what was found
+    _no_result(sol)
+
+
+@pytest.mark.parametrize("layer", ["pyomo", "direct"])
+def test_qpsolvers_warning_at_an_iteration_limit_goes_to_the_row(layer):
+    """qpsolvers warns "OSQP exited with status ..." at each stop short of solved (a sweep printed one per row):
+    the warning is not shown, and the row's message carries it (Pyomo's bridge, and the solver alone)."""
+    from solvers.algorithms import direct
+
+    ds = overlapping(n=80, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning shown fails the test
+        if layer == "direct":
+            sol = direct.solve("soft_primal", ds.X, ds.y, backend="osqp", C=1.0, profile="high",
+                               options={"max_iter": 3})
+        else:
+            sol = solve("soft_primal", ds.X, ds.y, layer=layer, backend="osqp", C=1.0, profile="high",
+                        options={"max_iter": 3}, method="full")
+    assert sol.status == st.ITERATION_LIMIT
+    assert sol.message.startswith("OSQP exited with status 'maximum iterations reached'"), sol.message
+    _no_result(sol)
+
+
 @pytest.mark.parametrize("case", FALSE_CLAIMS, ids=lambda c: c[0])
 def test_false_claims_are_refuted(case, monkeypatch):
     """Whatever a backend claims, the project's status follows the evidence (real point, fake claim)."""

@@ -3,6 +3,7 @@
     python -m experiments.runner_bench                    # kernel n = 5,000 and linear n = 100,000
     python -m experiments.runner_bench --backends piqp    # the runner on one backend (both layers)
     python -m experiments.runner_bench --quick            # small n, PIQP only (what the tests run)
+    python -m experiments.runner_bench --rounds 3         # each side's fastest of 3 rounds (less noise)
 
 For each benchmark problem (scaling.bench_data: the kernel dual, Gaussian, d = 10, gamma = 0.1, C = 1,
 n = 5,000; the soft primal, d = 20, C = 1, n = 100,000):
@@ -44,7 +45,7 @@ from experiments.runner import analysis, results_table
 TARGET_RATIO = 1.5
 LAYERS = ("pyomo", "cvxpy")
 #: The runner's columns kept in runner_default_rows.csv (not its points: alpha alone is n numbers a row).
-ROW_COLUMNS = ["problem", "n", "layer", "backend", "solve_method", "method_used", "status", "build_s", "solve_s",
+ROW_COLUMNS = ["problem", "round", "n", "layer", "backend", "solve_method", "method_used", "status", "build_s", "solve_s",
                "total_s", "wall_s", "raw_objective", "objective", "error"]
 BENCH_FORMS = ("working_set", "auto")
 SECTION_FILE = "runner_default.md"
@@ -146,7 +147,7 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
                 f"({'met' if r.ratio <= TARGET_RATIO and r.rel_obj_diff <= MATCH_TOL else 'NOT met'}"
                 f"{'' if r.runner_status == r.bench_status == 'optimal' else '; not both verified optimal'})"
                 for r in met.itertuples()]
-    every = rows[["problem", "layer", "backend", "method_used", "status", "build_s", "solve_s", "total_s",
+    every = rows[["problem", "round", "layer", "backend", "method_used", "status", "build_s", "solve_s", "total_s",
                   "wall_s", "error"]].copy()
     every["error"] = every["error"].fillna("").str.slice(0, 110)
     for c in ("build_s", "solve_s", "total_s", "wall_s"):
@@ -160,7 +161,9 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
         "at the same n. Each side: the fastest verified row, else the fastest with a point (status shown). "
         f"Target (issue 15): ratio <= {TARGET_RATIO}x, objectives within {MATCH_TOL:g}. `runner_command_s`: the "
         "whole command (imports, data, solves, report); `runner_workers`: its solves at a time (its --workers: by "
-        "default the CPU cores idle at its start). Ratios are from one run; the machine may be shared.",
+        "default the CPU cores idle at its start). Ratios are from one run; with `--rounds R`, each side's fastest "
+        "row of R rounds (each side first in turn) and `runner_command_s` the rounds' mean. The machine may be "
+        "shared.",
         "",
         _table(shown),
         *verdicts,
@@ -184,6 +187,8 @@ def main(argv=None) -> int:
     parser.add_argument("--problems", default="kernel,linear", help="comma list of kernel, linear")
     parser.add_argument("--budget", type=float, default=60.0, help="the benchmark paths' budget in seconds")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the runner's command may take")
+    parser.add_argument("--rounds", type=int, default=1, help="measure both sides R times, each first in turn, "
+                                                              "and keep each side's fastest row (default 1)")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.problems.split(",")]
     unknown = sorted(set(names) - {p.name for p in PROBLEMS})
@@ -191,6 +196,8 @@ def main(argv=None) -> int:
         parser.error(f"--problems: unknown {unknown}; choose from {', '.join(p.name for p in PROBLEMS)}")
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be >= 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
     for option in ("budget", "timeout"):
         if not (math.isfinite(getattr(args, option)) and getattr(args, option) > 0):
             parser.error(f"--{option} must be a finite number of seconds > 0")
@@ -205,14 +212,24 @@ def main(argv=None) -> int:
     for problem in chosen:
         n = problem.quick_n if args.quick else problem.n
         csv = write_csv(problem, n, work / f"{problem.name}_{n}.csv")
-        run_dir = work / f"run_{problem.name}_{n}"
-        if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
-            shutil.rmtree(run_dir)
-        print(f"{problem.name} n = {n:,}: the runner ...", file=sys.stderr, flush=True)
-        rows, wall, workers = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
-        print(f"{problem.name} n = {n:,}: the benchmark's paths ...", file=sys.stderr, flush=True)
-        bench = run_bench_paths(problem, n, args.quick, bench_backends, args.budget)
-        tables.append(compare(problem, n, rows, bench, wall, workers))
+        runner, bench, walls, workers = [], [], [], None
+        for r in range(args.rounds):
+            for side in (("runner", "bench") if r % 2 == 0 else ("bench", "runner")):  # each side first in turn
+                tag = f" (round {r + 1} of {args.rounds})" if args.rounds > 1 else ""
+                if side == "runner":
+                    run_dir = work / f"run_{problem.name}_{n}" / f"round{r + 1}" if args.rounds > 1 else \
+                        work / f"run_{problem.name}_{n}"
+                    if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
+                        shutil.rmtree(run_dir)
+                    print(f"{problem.name} n = {n:,}: the runner{tag} ...", file=sys.stderr, flush=True)
+                    rows, wall, workers = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
+                    runner.append(rows.assign(round=r + 1))
+                    walls.append(wall)
+                else:
+                    print(f"{problem.name} n = {n:,}: the benchmark's paths{tag} ...", file=sys.stderr, flush=True)
+                    bench.append(run_bench_paths(problem, n, args.quick, bench_backends, args.budget).assign(round=r + 1))
+        rows = pd.concat(runner, ignore_index=True)
+        tables.append(compare(problem, n, rows, pd.concat(bench, ignore_index=True), float(np.mean(walls)), workers))
         every.append(rows.assign(problem=problem.name))
     table, rows = pd.concat(tables, ignore_index=True), pd.concat(every, ignore_index=True)
     table.to_csv(out / "runner_default.csv", index=False)

@@ -120,15 +120,25 @@ def _in_form(m, dense: bool):
 
 
 def run_qpsolvers(problem, record: BackendRecord, options: dict):
-    """qpsolvers.solve_problem with `record`'s solver. OSQP 1.1 warns (PendingDeprecationWarning) when solve() is
-    called without raise_error, which qpsolvers does not pass; the status is read from the result either way,
-    so that warning, and only it, is not shown to the user."""
+    """qpsolvers.solve_problem with `record`'s solver. Two warnings are not shown to the user, since the status
+    is read from the result either way: OSQP 1.1's PendingDeprecationWarning when solve() is called without
+    raise_error, which qpsolvers does not pass; and qpsolvers' "OSQP exited with status ..." (a UserWarning at
+    each iteration-limit stop of a sweep), which goes to sol.extras["warnings"] and so to the row's message."""
     from qpsolvers import solve_problem
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         warnings.filterwarnings("ignore", message="The default value of raise_error",
                                 category=PendingDeprecationWarning)
-        return solve_problem(problem, solver=record.qpsolvers_name, **options)
+        sol = solve_problem(problem, solver=record.qpsolvers_name, **options)
+    folded = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and " exited with status" in
+              str(w.message)]
+    for w in caught:  # every other warning as it was
+        if str(w.message) not in folded:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if folded:
+        sol.extras["warnings"] = folded
+    return sol
 
 
 @dataclass
@@ -169,4 +179,5 @@ class PyomoQPBackend(RecordAdapter):
             iterations=iterations_of(sol.extras),
             solve_s=elapsed,
             has_duals=point and (sol.y is not None or sol.z is not None),
+            message="; ".join(sol.extras.get("warnings", [])),
         )

@@ -161,6 +161,7 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
         raise ValueError(f"unknown direct backend {backend!r}; choose one of {DIRECT_BACKENDS}")
     options = dict(options or {})
     qp = asm.qp
+    message = ""  # what the solver said beside its status (qpsolvers' warnings)
     start = time.perf_counter()
     try:
         if record.pyomo_route == PYOMO_IPOPT_BRIDGE:  # Ipopt: the project's cyipopt bridge
@@ -175,6 +176,7 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
             elapsed = time.perf_counter() - start
             status, raw = qpsolvers_status(sol)
             x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
+            message = "; ".join(sol.extras.get("warnings", []))
     except Exception as exc:  # a crashing solver is a failed row, not a crashed run
         return DirectResult(st.ERROR, type(exc).__name__, None, None, None, math.nan,
                             time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}")
@@ -184,7 +186,7 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
                         np.asarray(x, dtype=float) if point else None,
                         None if y_eq is None else np.asarray(y_eq, dtype=float),
                         None if z_in is None else np.asarray(z_in, dtype=float),
-                        objective, elapsed, iters)
+                        objective, elapsed, iters, message)
 
 
 def named_values(asm: Assembled, res: DirectResult) -> dict:

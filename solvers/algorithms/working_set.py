@@ -607,10 +607,9 @@ def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, so
     a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options)
     if a_W is None:
         return None, elapsed, "split start: the restricted QP returned no point", None
-    base = alpha.copy()  # C on L, 0 elsewhere: what Ku holds
     alpha[W] = a_W
     snapped = _snap(alpha, y, C, 1e-10)
-    Ku += src.times(y * (snapped - base))  # W, and the few points the balance repair moved (uncached rows)
+    Ku = src.times(y * snapped)  # from the last product: W, and the few points the balance repair moved
     return snapped, elapsed, f"split: {source}, |W| {W.size}, |L| {L.size}", Ku
 
 
