@@ -250,6 +250,20 @@ def test_qpsolvers_warning_at_an_iteration_limit_goes_to_the_row(layer):
     _no_result(sol)
 
 
+@pytest.mark.parametrize("layer", ["pyomo", "cvxpy"])
+def test_a_solvers_status_warning_on_a_refuted_claim_goes_to_the_row(layer):
+    """Clarabel and SCS (through qpsolvers) and cvxpy warn when a solve ends short of optimal: on a hard margin
+    over data that are not separable, nothing is shown and the row's message has the backend's words."""
+    ds = exercise_5_4()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning shown fails the test
+        sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend="scs", profile="high")
+    assert sol.status == st.INFEASIBLE
+    assert "not linearly separable" in sol.message
+    if layer == "pyomo":  # qpsolvers' own words (cvxpy says nothing at a definite status)
+        assert "SCS returned" in sol.message, sol.message
+
+
 @pytest.mark.parametrize("case", FALSE_CLAIMS, ids=lambda c: c[0])
 def test_false_claims_are_refuted(case, monkeypatch):
     """Whatever a backend claims, the project's status follows the evidence (real point, fake claim)."""

@@ -7,8 +7,11 @@ qpsolvers) if any, and adds `loads()` (the packages import and the layer accepts
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from solvers.backends import BackendRecord
@@ -40,3 +43,32 @@ class RecordAdapter:
 
     def version(self) -> str:
         return self.record.version()
+
+
+def _is_status_warning(caught: warnings.WarningMessage) -> bool:
+    """A UserWarning that only says how a solve ended: qpsolvers' solver modules warn it ("OSQP exited with
+    status ...", "Clarabel.rs terminated with status PrimalInfeasible", "SCS returned -2: INFEASIBLE"), and
+    cvxpy at an inaccurate status ("Solution may be inaccurate. ...")."""
+    if not issubclass(caught.category, UserWarning):
+        return False
+    parts = Path(caught.filename).parts
+    return ("qpsolvers" in parts and "solvers" in parts) or str(caught.message).startswith("Solution may be inaccurate")
+
+
+@contextlib.contextmanager
+def status_warnings():
+    """Collect the warnings that only say how a solve ended into the list this yields (filled when the block
+    ends), for the row's message: the status is read from the result either way, and a sweep printed one per
+    row. Every other warning is shown as it was. OSQP 1.1's PendingDeprecationWarning when solve() is called
+    without raise_error, which qpsolvers does not pass, is dropped."""
+    folded: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="The default value of raise_error",
+                                category=PendingDeprecationWarning)
+        yield folded
+    for w in caught:
+        if _is_status_warning(w):
+            folded.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from solvers import solution as st
-from solvers.adapters.base import RecordAdapter
+from solvers.adapters.base import RecordAdapter, status_warnings
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
@@ -100,7 +100,8 @@ class CvxpyBackend(RecordAdapter):
                               time_limit=time_limit)
         start = time.perf_counter()
         try:
-            model.problem.solve(solver=self.cvxpy_name, **kwargs)
+            with status_warnings() as folded:
+                model.problem.solve(solver=self.cvxpy_name, **kwargs)
         except cp.error.SolverError as exc:
             return st.RawResult(status=st.ERROR, raw_status="solver_error", message=str(exc),
                                 solve_s=time.perf_counter() - start)
@@ -117,5 +118,6 @@ class CvxpyBackend(RecordAdapter):
             iterations=iters if isinstance(iters, int) else None,
             solve_s=elapsed,
             has_duals=self.record.cvxpy_duals,  # cvxpy's IPOPT path (nlp=True) returns none
-            message=f"stopped at the time limit ({time_limit:g} s)" if status == st.TIME_LIMIT else "",
+            message="; ".join(([f"stopped at the time limit ({time_limit:g} s)"] if status == st.TIME_LIMIT else [])
+                              + folded),
         )

@@ -10,7 +10,6 @@ Pyomo model exactly as Pyomo's HiGHS interface loads them.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,7 +17,7 @@ import numpy as np
 import scipy.sparse
 
 from solvers import solution as st
-from solvers.adapters.base import RecordAdapter
+from solvers.adapters.base import RecordAdapter, status_warnings
 from solvers.backends import BackendRecord
 from solvers.errors import BackendError
 
@@ -120,22 +119,12 @@ def _in_form(m, dense: bool):
 
 
 def run_qpsolvers(problem, record: BackendRecord, options: dict):
-    """qpsolvers.solve_problem with `record`'s solver. Two warnings are not shown to the user, since the status
-    is read from the result either way: OSQP 1.1's PendingDeprecationWarning when solve() is called without
-    raise_error, which qpsolvers does not pass; and qpsolvers' "OSQP exited with status ..." (a UserWarning at
-    each iteration-limit stop of a sweep), which goes to sol.extras["warnings"] and so to the row's message."""
+    """qpsolvers.solve_problem with `record`'s solver; the warnings that only say how it ended (adapters.base.
+    status_warnings) go to sol.extras["warnings"], and so to the row's message."""
     from qpsolvers import solve_problem
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        warnings.filterwarnings("ignore", message="The default value of raise_error",
-                                category=PendingDeprecationWarning)
+    with status_warnings() as folded:
         sol = solve_problem(problem, solver=record.qpsolvers_name, **options)
-    folded = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and " exited with status" in
-              str(w.message)]
-    for w in caught:  # every other warning as it was
-        if str(w.message) not in folded:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if folded:
         sol.extras["warnings"] = folded
     return sol
