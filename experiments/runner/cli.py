@@ -712,7 +712,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--C", help="comma list of C > 0 for a grid; 'inf' = hard margin (default 1)")
     p.add_argument("--kernel", default="linear",
                    help="comma list of linear|poly|rbf|sigmoid for a grid (default linear)")
-    p.add_argument("--gamma", help="comma list of kernel gamma (default: 1/d)")
+    p.add_argument("--gamma", help="comma list of kernel gamma (default: 1/d, scikit-learn's 'auto'; SVC's and "
+                                   "SVMClassifier's default 'scale' is 1/(d Var(X)): give its number to compare)")
     p.add_argument("--degree", help="comma list of poly degrees (default 3)")
     p.add_argument("--coef0", help="comma list of poly/sigmoid coef0 (default 0)")
     p.add_argument("--method", help="comma list of full|working_set|auto: how each QP is solved, an axis of the "
