@@ -23,6 +23,7 @@ from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
+from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
 from solvers.profiles import PROFILES, backend_options, get_profile
@@ -143,6 +144,10 @@ def solve(
     Times: `sol.solve_s` is the time inside the backend's calls, `sol.build_s` everything else from the
     data to the verified answer (the checks of the input, the Gram matrix or kernel rows, the models, the
     read-back and the closing checks), by either method: build_s + solve_s is the whole call.
+
+    time_limit: seconds from this call's start to its return (solvers.deadline). The backend, or each
+    subproblem of a working set, is given what remains; the working sets' own stages and the closing
+    checks' proof stop at it; the row is then `time_limit` and its message says where it stopped.
     """
     began = time.perf_counter()
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
@@ -151,18 +156,19 @@ def solve(
     method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1])
     if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
         check_time_limit(layer, backend, time_limit)
+    deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
             "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
     if method == "working_set":
         sol = _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                                 allow_indefinite=allow_indefinite, profile=profile, time_limit=time_limit,
+                                 allow_indefinite=allow_indefinite, profile=profile, deadline=deadline,
                                  options=options, standardize=standardize, memory_budget=memory_budget)
     else:
         sol = _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
                           kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
-                          time_limit=time_limit, options=options, standardize=standardize,
+                          deadline=deadline, options=options, standardize=standardize,
                           memory_budget=memory_budget)
     # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
     # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
@@ -203,8 +209,9 @@ def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_f
 
 
 def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kernel_form, allow_indefinite, profile,
-                time_limit, options, standardize, memory_budget) -> st.Solution:
-    """solve(method="full"): the whole QP as one model of `layer`, solved by `backend`, then closed."""
+                deadline, options, standardize, memory_budget) -> st.Solution:
+    """solve(method="full"): the whole QP as one model of `layer`, solved by `backend` in the time that remains
+    of `deadline` (solvers.deadline), then closed."""
     if formulation == KERNEL_DUAL:
         validation.check_memory(len(y), "the kernel dual's n x n Gram matrix", layer=layer,
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
@@ -232,30 +239,48 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         raw_status="", backend_version=adapter.version(), profile=prof.name, extras=extras,  # build_s: solve()
     )
     opts = {**backend_options(backend, prof), **(options or {})}
+    if deadline.passed():  # the Gram matrix and the model took the time: no backend starts past the limit
+        sol.status = sol.solver_status = st.TIME_LIMIT
+        sol.raw_status = "not started"
+        sol.message = deadline.stopped("before the backend was called (building the model)")
+        return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
+    given = deadline.for_backend()
     try:
-        raw = adapter.solve(model, opts, time_limit)
+        raw = adapter.solve(model, opts, given)
     except (BackendError, UnsupportedModelError) as exc:
         sol.message = str(exc)
         sol.raw_status = type(exc).__name__
         return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
     sol.solver_status = sol.status = raw.status
     sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
+    if raw.status == st.TIME_LIMIT and given is not None:
+        sol.message = _backend_stop(deadline, given, raw.message)
     sol.objective = raw.objective
     values = read_model(model, layer, formulation, raw.has_duals) if raw.status in HAS_POINT else None
     candidate = None
     if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
         candidate = certificate_candidate(model, layer, formulation)
-    return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer)
+    return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer,
+                 deadline=deadline)
+
+
+def _backend_stop(deadline: Deadline, given: float, message: str) -> str:
+    """What a whole QP stopped at the time limit says: the call's limit, and the share of it the backend was given
+    (the cvxpy adapter's own "stopped at the time limit (<given> s)" named only that share: 9.93219 s of 10)."""
+    own = f"stopped at the time limit ({given:g} s)"
+    rest = [part for part in message.split("; ") if part and part != own]
+    return "; ".join([deadline.stopped(f"in the backend, given the {given:.3g} s left")] + rest)
 
 
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
-                       time_limit, options, standardize, memory_budget) -> st.Solution:
-    """solve(method="working_set"): the data are checked; the working sets close their own Solution."""
+                       deadline, options, standardize, memory_budget) -> st.Solution:
+    """solve(method="working_set"): the data are checked; the working sets close their own Solution (each
+    takes `deadline` as its time_limit: the clock that started with the call)."""
     _check_working_set_backend(layer, backend)
     X, standardizer, extras = _scaled(X, standardize)
     if formulation == SOFT_PRIMAL:
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
-                                       time_limit=time_limit)
+                                       time_limit=deadline)
     else:
         if K is not None:
             K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
@@ -283,7 +308,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
                 extras.update(psd=None, mercer_method=f"not checked: the Gram matrix {why}")
         # the linear dual: the linear kernel's point, closed as the linear dual's (w from alpha)
         sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
-                                profile=profile, options=options, time_limit=time_limit, validate=False,
+                                profile=profile, options=options, time_limit=deadline, validate=False,
                                 linear_X=X if formulation == DUAL else None)
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so

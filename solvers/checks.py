@@ -55,6 +55,7 @@ from formulations import penalty
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
+from solvers.deadline import NEVER, Deadline
 from solvers.reference import Gram, gap_bound, polish
 from formulations.kernels import factorize
 
@@ -90,6 +91,7 @@ class Checks:
     alpha_source: str = ""
     verified: bool = False
     verdict: str = ""
+    timed_out: bool = False  # the solve's time limit passed before the proof of the optimum finished (not verified)
     # the proved optimum's alpha (exact zeros off the support); not a table column (as_dict leaves it out)
     proved_alpha: np.ndarray | None = field(default=None, repr=False)
 
@@ -124,11 +126,14 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
 
 
 def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
-                   tol: float = 1e-4, *, Ku: np.ndarray | None = None) -> Checks:
+                   tol: float = 1e-4, *, Ku: np.ndarray | None = None, deadline: Deadline = NEVER) -> Checks:
     """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar.
 
     For the kernel dual, `Ku` = K u (u = y * sol.alpha) if the caller has it
     already (solvers.closing.recover returns it); otherwise it is computed here.
+    deadline: the solve's time limit (solvers.deadline). The residuals are O(n) and always computed; the
+    proof of the optimum (the long part: dense solves for the free points) does not start, or stops between
+    its rounds, once it has passed: the point is then not verified (timed_out), never judged by less.
     """
     out = Checks()
     if sol.decision is None:
@@ -189,10 +194,12 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     if primal:
         scaled["rounding of the primal objective"] = out.gap_rounding
     if all(v <= tol for v in scaled.values()):  # only a point that passes these is worth a reference
-        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal))
+        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal, deadline))
     failed = {name: value for name, value in scaled.items() if not value <= tol}
-    out.verified = not failed
-    out.verdict = "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items())
+    out.verified = not failed and not out.timed_out
+    out.verdict = (deadline.stopped("in the closing checks, before the proof of the optimum") + ": not verified"
+                   if out.timed_out else "verified" if not failed
+                   else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()))
     return out
 
 
@@ -269,11 +276,16 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     return max(float(np.linalg.norm(w_ref)), f_scale / reach if reach > 0 else 0.0, _TINY)
 
 
-def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, primal: bool) -> dict:
+def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, primal: bool,
+            deadline: Deadline = NEVER) -> dict:
     """The point's distance to the optimum proved from its active set (or the gap's bound); primal: the
-    row reports P (a primal formulation), else D."""
+    row reports P (a primal formulation), else D. Nothing where the deadline stops the proof (out.timed_out):
+    the gap's bound is for a proof that failed, not for one that was not given the time."""
     g = f - sol.b
-    ref = polish(gram, y, C, alpha, f)
+    ref = polish(gram, y, C, alpha, f, deadline=deadline)
+    if not ref.ok and deadline.passed():
+        out.timed_out, out.reference = True, "none: the time limit passed before the proof finished"
+        return {}
     if not ref.ok:
         out.reference = f"gap bound (no proved optimum: {ref.reason})"
         out.err_decision = gap_bound(gram, y, C, alpha, g, sol.b, ww) / decision_scale(f)
@@ -512,6 +524,8 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
             sol.checks["verified"] = False
             sol.checks["verdict"] = f"{sol.checks.get('verdict', '')}; {reason}".lstrip("; ")
             false_claims.append(reason)
+    elif checks.timed_out and claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):  # neither refuted nor verified: the
+        notes.append(checks.verdict)  # proof was not given the time (compute_checks)
     elif claimed == st.OPTIMAL and sol.decision is not None:
         false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
     elif claimed == st.OPTIMAL_INACCURATE and sol.status == st.OPTIMAL_INACCURATE and sol.checks.get("verdict"):

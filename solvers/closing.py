@@ -24,6 +24,7 @@ from formulations import recovery, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
 from solvers import solution as st
 from solvers.checks import compute_checks, impossible_claim, review, verified_status, withhold_unverified
+from solvers.deadline import NEVER, Deadline
 from solvers.profiles import Profile
 from solvers.reference import Gram
 
@@ -132,7 +133,7 @@ HAS_POINT = (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMI
 
 def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
           K: np.ndarray | None = None, Ku: np.ndarray | None = None, candidate=None,
-          standardizer=None) -> st.Solution:
+          standardizer=None, deadline: Deadline = NEVER) -> st.Solution:
     """Recover the point from `values`, check it, refute false claims, and withhold what is unverified.
 
     `sol` carries the solver's claim (`solver_status`); its `status` becomes `optimal` only when
@@ -140,13 +141,17 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     or an algorithm's own arrays); None or {} when the solver returned no point. `candidate`:
     a hard-margin Farkas certificate or ray to check when there is no optimum. `standardizer`:
     w*, b* are mapped back to the original units after the checks (on the solved data).
+    `deadline`: the solve's time limit (solvers.deadline); a claimed optimum whose proof the checks could not
+    finish by then is a `time_limit` row that says so (compute_checks), never `optimal`.
     """
     kernel = sol.formulation == KERNEL_DUAL
     if values and sol.solver_status in HAS_POINT:
         Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
-    checks = compute_checks(sol, X, y, C, K if kernel else None, tol=profile.check_tol, Ku=Ku)
+    checks = compute_checks(sol, X, y, C, K if kernel else None, tol=profile.check_tol, Ku=Ku, deadline=deadline)
     sol.checks, sol.proved_alpha = checks.as_dict(), checks.proved_alpha
     sol.status = verified_status(sol.solver_status, checks)
+    if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time
+        sol.status = st.TIME_LIMIT
     review(sol, checks, X, y, C, K if kernel else None, tol=profile.check_tol, candidate=candidate)
     to_original_units(sol, standardizer)
     withhold_unverified(sol)

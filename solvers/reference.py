@@ -37,6 +37,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
+from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
 #: and relative to the size of alpha: far below every profile's tolerance (1e-4, 1e-6).
@@ -108,7 +109,7 @@ class Reference:
 
 
 def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.ndarray,
-           least_squares: bool = True) -> Reference:
+           least_squares: bool = True, deadline: Deadline = NEVER) -> Reference:
     """The optimum proved from the active set of (alpha, decision), or ok=False with the reason.
 
     Two starting guesses of the sets: `classify`'s, then (near-degenerate data, where every point
@@ -116,28 +117,37 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     nearer bound. The first that proves an optimum wins.
     least_squares=False: a singular system for the free points ends a guess at once instead of a
     least-squares solve (the kernel working set's tail, solvers.algorithms.working_set._finished_by_proof).
+    deadline: a solve's time limit (solvers.deadline); no round starts once it has passed (reason
+    STOPPED): a round is one dense solve for the free points (0.2-0.3 s at 2,000 unknowns: SWAP_MAX_UNKNOWNS).
     """
     codes = classify(alpha, y, decision, C)
-    first = _polish_from(gram, y, C, alpha, codes, least_squares)
-    if first.ok or penalty.is_hard(C):
+    first = _polish_from(gram, y, C, alpha, codes, least_squares, deadline)
+    if first.ok or penalty.is_hard(C) or deadline.passed():
         return first
     rounded = np.where(np.asarray(alpha) >= 0.5 * C, AT_BOUND, ZERO).astype(codes.dtype)
-    second = _polish_from(gram, y, C, alpha, rounded, least_squares)
+    second = _polish_from(gram, y, C, alpha, rounded, least_squares, deadline)
     return second if second.ok else first
 
 
-def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True) -> Reference:
+#: The reason of a proof the deadline stopped.
+STOPPED = "stopped at the time limit"
+
+
+def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True, deadline: Deadline = NEVER) -> Reference:
     # what "a free alpha below 0" is relative to: alpha's size, C where that is smaller (per sample: C_i);
     # not C alone: at C = 1e12 with alpha <= 94 (breast cancer) -1e4 passed for 0
     top = max(float(np.max(alpha)), np.finfo(float).tiny)
     scale = top if penalty.is_hard(C) else np.minimum(C, top)
-    return _rounds(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares)
+    return _rounds(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares, deadline=deadline)
 
 
-def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_squares: bool) -> Reference:
+def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_squares: bool,
+            deadline: Deadline = NEVER) -> Reference:
     """The primal-dual active-set rounds from the guess `codes` (module docstring); where no move changes
-    the sets, one free point at a bound (_one_to_a_bound) when `swaps`."""
+    the sets, one free point at a bound (_one_to_a_bound) when `swaps`. None starts past the deadline."""
     for rounds in range(1, max_rounds + 1):
+        if deadline.passed():
+            return Reference(False, STOPPED, rounds=rounds)
         free = np.flatnonzero(codes == FREE)
         if free.size > MAX_FREE and not _thin(gram, free.size):
             return Reference(False, f"{free.size} free points (more than {MAX_FREE} to solve for)", rounds=rounds)
@@ -165,7 +175,7 @@ def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_
         if np.array_equal(moved, codes):  # only free points inside (0, C) are off their margins
             if not swaps:
                 return Reference(False, "the free points' margins cannot all be met", rounds=rounds)
-            return _one_to_a_bound(gram, y, C, trial, scale, rounds, least_squares)
+            return _one_to_a_bound(gram, y, C, trial, scale, rounds, least_squares, deadline)
         codes = moved
     return Reference(False, f"the active sets did not settle in {max_rounds} rounds", rounds=max_rounds)
 
@@ -212,7 +222,8 @@ SWAP_ROUNDS = 3
 SWAP_MAX_UNKNOWNS = 600
 
 
-def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_squares: bool) -> Reference:
+def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_squares: bool,
+                    deadline: Deadline = NEVER) -> Reference:
     """The optimum where the free points' margins cannot all be met and no move mends them: one of the free
     points is at a bound at the optimum, so close to its margin that the point's own alpha could not tell.
 
@@ -234,7 +245,10 @@ def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_s
     for k, side in sides:
         codes = trial.codes.copy()
         codes[k] = side
-        found = _rounds(gram, y, C, codes, scale, SWAP_ROUNDS, swaps=False, least_squares=least_squares)
+        found = _rounds(gram, y, C, codes, scale, SWAP_ROUNDS, swaps=False, least_squares=least_squares,
+                        deadline=deadline)
+        if found.reason == STOPPED:
+            return found
         if found.ok:
             found.rounds += rounds
             return found

@@ -16,6 +16,7 @@ from solvers.adapters.pyomo_ipopt import PyomoIpoptBackend
 from solvers.adapters.pyomo_qp import PyomoQPBackend
 from solvers.backends import (PYOMO_IPOPT_BRIDGE, PYOMO_NATIVE_HIGHS, PYOMO_QPSOLVERS, RECORDS, Backend,
                               BackendRecord, ranked)
+from solvers.deadline import Deadline
 from solvers.errors import BackendUnavailableError
 
 LAYERS = ("pyomo", "cvxpy")
@@ -113,13 +114,20 @@ def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
             f"the worker process at the limit")
 
 
-def time_limit_message(layer: str, name: str, time_limit: float, elapsed: float, done: str) -> str:
-    """What a working set stopped at its time limit says: it stops between subproblems, so a backend with no
-    time limit of its own (PIQP, ProxQP) runs its last one to the end (the soft primal at d = 500 through
-    Pyomo/PIQP: 191 s at a limit of 120 s, and the message said only "stopped at the time limit (120 s)")."""
-    why = ("" if takes_time_limit(layer, name) else
-           f": {layer}/{name} has no time limit of its own, so its last subproblem ran to its end")
-    return f"stopped at the time limit ({time_limit:g} s) after {done}, {elapsed:.3g} s in all{why}"
+def time_limit_message(layer: str, name: str, deadline: Deadline, done: str, where: str = "") -> str:
+    """What a working set stopped at its time limit says: what it had done, where it stopped (`where`: "" between
+    two subproblems; subproblem_stop's words in one) and how long the call had run (solvers.deadline)."""
+    return deadline.stopped(f"after {done}" + (f", {where}" if where else ""))
+
+
+def subproblem_stop(layer: str, name: str, what: str, left: float | None) -> str:
+    """Where a working set's subproblem (`what`) ran into the time limit (time_limit_message's `where`): given the
+    `left` seconds that remained, where the backend stops itself there, or run to its end by a backend without a
+    time limit of its own (PIQP, ProxQP: the soft primal at d = 500 through Pyomo/PIQP ran 191 s at a limit of
+    120 s, and the message said only "stopped at the time limit (120 s)")."""
+    if takes_time_limit(layer, name):
+        return f"in {what}, given the {left:.2g} s left"
+    return f"in {what}, which {layer}/{name} ran to its end (it has no time limit of its own)"
 
 
 def backend_table(probe: bool = True) -> list[dict]:

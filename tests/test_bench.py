@@ -151,7 +151,7 @@ def test_split_start_is_feasible_and_near_the_optimum(rbf300):
 def test_split_start_falls_back_to_zero_when_a_subproblem_fails(rbf300):
     y, K, full = rbf300
 
-    def no_point(Q, p, y_B, rhs, C, backend, options):
+    def no_point(Q, p, y_B, rhs, C, backend, options, time_limit=None):
         return None, 0.01
 
     alpha, sub_s, how = working_set.split_start(K, y, 1.0, no_point, "piqp", {})

@@ -375,37 +375,33 @@ def test_nystrom_margins_with_every_point_a_landmark_are_the_optimum_s_up_to_the
 
 def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backend(data):
     """PIQP has no time limit of its own: the whole QP refuses one (it could not stop), the working set
-    stops between its subproblems and says so (a time limit nothing can reach before the first check)."""
+    stops between its subproblems and says so (a time limit nothing can reach before the first check; a
+    subproblem that runs past one: tests/test_time_limit.py)."""
     X, y, K = data
     with pytest.raises(SVMInputError, match="cvxpy/piqp has no time limit"):
         api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel=KERNEL, method="full",
                   time_limit=5.0)
-    sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel=KERNEL,
-                    method="working_set", time_limit=1e-9)
-    assert sol.status == st.TIME_LIMIT and sol.iterations == 1
-    # how far past the limit it went, and why (a subproblem of PIQP runs to its end)
-    assert sol.message.startswith("stopped at the time limit (1e-09 s) after 1 steps, ")
-    assert sol.message.endswith("cvxpy/piqp has no time limit of its own, so its last subproblem ran to its end")
-    sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=1.0, kernel=KERNEL,
-                    method="working_set", time_limit=1e-9)
-    assert sol.status == st.TIME_LIMIT and "no time limit of its own" not in sol.message
+    for backend in ("piqp", "clarabel"):
+        sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend=backend, C=1.0, kernel=KERNEL,
+                        method="working_set", time_limit=1e-9)
+        assert sol.status == st.TIME_LIMIT and sol.iterations == 1
+        # no step done, and no subproblem started past the limit: nothing to say about one
+        assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 steps, ")
+        assert sol.message.endswith(" s in all") and "no time limit of its own" not in sol.message
     # the soft primal's restricted QPs accept it too (here one QP of every point: it finishes)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
     assert sol.status == st.OPTIMAL
 
 
-def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it(monkeypatch):
-    """The soft primal's restricted QPs stop between QPs too, with the same message (every restricted QP made to
-    leave a point on the wrong side, so that the loop goes on to its time limit)."""
-    from solvers.algorithms import primal_working_set as pws
-
+def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it():
+    """The soft primal's restricted QPs stop at the time limit too, with the same message: here in the smoothed
+    start, before any restricted QP (one that runs past the limit: tests/test_time_limit.py)."""
     ds = overlapping(3000, d=5, seed=1)
-    monkeypatch.setattr(pws, "_wrong_side", lambda margins, band, held, tol: ~band)
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="piqp", C=1.0, method="working_set",
                     time_limit=1e-9)
-    assert sol.status == st.TIME_LIMIT
-    assert sol.message.startswith("stopped at the time limit (1e-09 s) after 1 restricted QPs, ")
-    assert sol.message.endswith("cvxpy/piqp has no time limit of its own, so its last subproblem ran to its end")
+    assert sol.status == st.TIME_LIMIT and sol.w is None
+    assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 restricted QPs, in the smoothed start, ")
+    assert sol.message.endswith(" s in all")
 
 
 @pytest.fixture(scope="module")

@@ -400,7 +400,7 @@ def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, o
     monkeypatch.setattr(pyomo_qp, "solve_standard_qp", spy)
     ds = example_5_1()
     sol = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=backend, time_limit=7.0)
-    assert seen.get(option) == 7.0
+    assert 0 < seen.get(option) <= 7.0  # what remains of the call's 7 s once the model is built (solvers.deadline)
     assert sol.solver_status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 
 

@@ -43,6 +43,7 @@ from solvers.adapters.pyomo_qp import has_point, iterations_of, point_status, qp
 from solvers.backends import PYOMO_IPOPT_BRIDGE, RECORDS, ranked
 from solvers.bridge.pyomo_standard_form import StandardQP
 from solvers.closing import close, resolve_C
+from solvers.deadline import Deadline
 from solvers.profiles import backend_options, get_profile
 
 # Backends that can take the matrices directly (their records say `direct`): through qpsolvers,
@@ -216,8 +217,11 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
           time_limit: float | None = None) -> st.Solution:
     """Assemble, solve with the solver alone, recover and check: a `Solution` with layer "direct".
 
-    build_s is the assembly from numpy arrays, solve_s the solver call alone.
+    build_s is the assembly from numpy arrays, solve_s the solver call alone. time_limit: seconds from this
+    call's start (solvers.deadline): the solver is given what remains after the assembly, and the closing
+    checks' proof stops at it.
     """
+    deadline = Deadline(time_limit)
     if K is not None and X is None:
         X = np.zeros((len(y), 0))
         y, labels = validation.check_labels(y)
@@ -229,7 +233,7 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
     asm = assemble(formulation, X, y, C, K=K, L=L, kernel_form=kernel_form)
     build_s = time.perf_counter() - start
     opts = {**backend_options(backend, prof), **(options or {})}
-    res = solve_assembled(asm, backend, opts, time_limit)
+    res = solve_assembled(asm, backend, opts, deadline.for_backend())
     sol = st.Solution(
         formulation=formulation, layer="direct", backend=backend, status=res.status, solver_status=res.status,
         raw_status=res.raw_status, objective=res.objective, build_s=build_s, solve_s=res.solve_s,
@@ -237,4 +241,4 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
         extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
         else {"labels": labels.as_dict()},
     )
-    return close(sol, named_values(asm, res), X=X, y=y, C=C, K=K, profile=prof)
+    return close(sol, named_values(asm, res), X=X, y=y, C=C, K=K, profile=prof, deadline=deadline)

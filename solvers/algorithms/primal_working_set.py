@@ -65,9 +65,10 @@ from solvers import blas
 from solvers import solution as st
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
+from solvers.deadline import NEVER, Deadline
 from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend, time_limit_message
+from solvers.registry import get_backend, subproblem_stop, time_limit_message
 
 
 #: The points of a random sample whose QP starts the loop when decompose is asked for a sample start.
@@ -135,16 +136,22 @@ def smoothed_primal(v, X, y, C, h):
     return 0.5 * w @ w + penalty.weighted_sum(C, hinge), np.concatenate([w - X.T @ pull, [-pull.sum()]])
 
 
-def smoothed_start(X, y, C) -> tuple[np.ndarray, float]:
+def smoothed_start(X, y, C, deadline: Deadline = NEVER) -> tuple[np.ndarray, float]:
     """(w, b) near the soft primal's optimum: the smoothed primal's minimizer by L-BFGS from 0 (SMOOTHING).
 
     BLAS on one thread: L-BFGS-B's own small vector operations went through a spinning second thread
     (measured with another process on the second core: n = 2,000, d = 20: 0.21 s against 0.002-0.03 s;
     n = 1e5: 0.30 s against 0.09 s; n = 20,000, d = 500, where X's products dominate: 2.4-2.6 s against
-    0.6 s)."""
+    0.6 s). deadline: L-BFGS stops at it after its current step (the point so far is returned)."""
+
+    def on_time(_):
+        if deadline.passed():
+            raise StopIteration  # scipy ends the minimization there, with the last iterate
+
     with blas.one_thread():
         found = minimize(smoothed_primal, np.zeros(X.shape[1] + 1), args=(X, y, C, SMOOTHING), jac=True,
-                         method="L-BFGS-B", options={"maxiter": SMOOTH_MAX_ITER, "ftol": SMOOTH_FTOL, "gtol": 0.0})
+                         method="L-BFGS-B", options={"maxiter": SMOOTH_MAX_ITER, "ftol": SMOOTH_FTOL, "gtol": 0.0},
+                         callback=on_time)
     return found.x[:-1], float(found.x[-1])
 
 
@@ -173,7 +180,7 @@ class PrimalWorkingSetResult:
     subproblem_s: float  # time inside the layer's calls (build, solve, read-back)
     converged: bool
     message: str = ""
-    timed_out: bool = False  # stopped at time_limit (checked between restricted QPs)
+    timed_out: bool = False  # stopped at time_limit (its Deadline; where: in `message`)
     failed: bool = False  # stopped because a QP returned no point (its status and message in `message`)
 
 
@@ -247,18 +254,18 @@ def _split(margins, y, C, delta, wrong):
         delta *= 2.0
 
 
-def _proved(X, y, C, f, alpha):
+def _proved(X, y, C, f, alpha, deadline: Deadline = NEVER):
     """The optimum proved from the active set of the point with decision values f (solvers.reference.polish)
-    as (w*, b*, alpha*), or None where no proof is found."""
+    as (w*, b*, alpha*), or None where no proof is found (or the deadline stopped it)."""
     if alpha is None or not np.all(np.isfinite(alpha)):
         return None
-    ref = polish(Gram(X, None), y, C, alpha, f)
+    ref = polish(Gram(X, None), y, C, alpha, f, deadline=deadline)
     if not ref.ok:
         return None
     return ref.weights(X, y), ref.b, ref.alpha
 
 
-def _band_optimum(X, y, C, margins, near, restricted, options, tol):
+def _band_optimum(X, y, C, margins, near, restricted, options, tol, deadline: Deadline = NEVER):
     """The optimum proved from the point of a restricted QP over the `near` points (within SETTLE_BAND of their
     margin), solved to SETTLE_TOL with the points inside the band held at alpha = C, if that point moves no
     point outside the band to the other side by more than tol; else None."""
@@ -275,10 +282,10 @@ def _band_optimum(X, y, C, margins, near, restricted, options, tol):
         return None
     settled_alpha = np.where(held, C, 0.0)
     settled_alpha[near] = alpha_near
-    return _proved(X, y, C, f_point, settled_alpha)
+    return _proved(X, y, C, f_point, settled_alpha, deadline)
 
 
-def _settle(X, y, C, w, b, alpha, restricted, options, tol):
+def _settle(X, y, C, w, b, alpha, restricted, options, tol, deadline: Deadline = NEVER):
     """The exact optimum at a consistent split: the KKT solution of the point's active set where it
     proves the optimum (solvers.reference.polish: the crossover of an interior-point method), else
     that of the band's QP (`_band_optimum`); else the given point, as it is.
@@ -287,12 +294,13 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     the proof alone failed on the ambiguous points of n = 1e5 (SETTLE_TOL's comment).
     The band's QP goes first where more points lie within SETTLE_BAND of their margin than the d + 1
     unknowns of (w, b): the point's own proof then fails, and slowly (n = 1e5, d = 20, 78 such points:
-    12 rounds and 0.55 s, then the band's QP and a proof in one round, 0.05 s)."""
+    12 rounds and 0.55 s, then the band's QP and a proof in one round, 0.05 s). Both stop at the deadline
+    (the band's QP is one of `restricted`'s, given the time that remains)."""
     f = X @ w + b
     margins = y * f
     near = np.abs(margins - 1.0) < SETTLE_BAND
-    own = partial(_proved, X, y, C, f, alpha)
-    band = partial(_band_optimum, X, y, C, margins, near, restricted, options, tol)
+    own = partial(_proved, X, y, C, f, alpha, deadline)
+    band = partial(_band_optimum, X, y, C, margins, near, restricted, options, tol, deadline)
     for attempt in ((band, own) if np.count_nonzero(near) > X.shape[1] + 1 else (own, band)):
         proved = attempt()
         if proved is not None:
@@ -300,17 +308,134 @@ def _settle(X, y, C, w, b, alpha, restricted, options, tol):
     return w, b, alpha
 
 
+class _RestrictedQPs:
+    """The restricted QPs of one decompose, through its layer and backend, each given the time that remains of
+    the deadline (none starts once it has passed). They had at least 1 s each, and the settling step's QP and
+    proof ran after the limit: at n = 20,000, d = 500 (Pyomo/OSQP), a limit of 1 s returned after 2.3 s.
+    sub_s sums the time inside them. `cut`: the last one ran into the deadline (or did not start), its point
+    not taken, since a point a backend left at its time limit is no solution of the QP."""
+
+    def __init__(self, X, y, layer, backend, options, deadline: Deadline):
+        self.X, self.y, self.layer, self.backend, self.options = X, y, layer, backend, options
+        self.subsolve = SUBSOLVERS[layer]
+        self.deadline, self.sub_s, self.cut, self.left = deadline, 0.0, False, None
+
+    def __call__(self, rows, weight, inside, options=None):
+        """(values, status, message) of the QP over `rows` (their C_i: weight) with the points `inside` held."""
+        self.left = self.deadline.remaining()
+        self.cut = self.deadline.passed()
+        if self.cut:
+            return {}, st.TIME_LIMIT, ""
+        begin = time.perf_counter()
+        values, status, message = self.subsolve(self.X[rows], self.y[rows], weight, inside, self.backend,
+                                                self.options if options is None else options,
+                                                self.deadline.for_backend())
+        self.sub_s += time.perf_counter() - begin
+        self.cut = self.deadline.passed()
+        return ({}, st.TIME_LIMIT, message) if self.cut else (values, status, message)
+
+    def where(self, name: str) -> str:
+        """Where the deadline cut the last QP, which the row calls `name` (time_limit_message's `where`)."""
+        return subproblem_stop(self.layer, self.backend, name, self.left) if self.left else f"before {name}"
+
+
 def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: str = "direct",
               sample: int = SAMPLE, delta: float = 0.3, min_delta: float = 1e-3, tol: float = 1e-8,
               max_outer: int = 50, profile: str = "high", options: dict | None = None,
-              time_limit: float | None = None, seed: int = 0, start: str = "sample") -> PrimalWorkingSetResult:
+              time_limit: Deadline | float | None = None, seed: int = 0,
+              start: str = "sample") -> PrimalWorkingSetResult:
     """The soft primal's optimum through restricted QPs (module docstring); X, y already validated.
 
     start: "sample", the loop starts from the QP of a random sample of `sample` points (all points if
     n <= sample: then that QP is the whole solve); "smoothed", from smoothed_start's point.
     delta: the first band |m_i - 1| < delta.
     tol: how far past the margin (in m_i) a point of L or outside may end and still count on its side.
+    time_limit: seconds from here, or a running solvers.deadline.Deadline (solvers.api's): each restricted QP is
+    given what remains, the smoothed start and the settling step's proof stop at it, and the result is then
+    timed_out, its message saying where.
     """
+    _check_settings(layer, C, start, sample, delta, min_delta)
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n, d = X.shape
+    deadline = Deadline.of(time_limit)
+    restricted = _RestrictedQPs(X, y, layer, backend, {**backend_options(backend, profile), **(options or {})},
+                                deadline)
+
+    stopped = partial(_stopped, X, y, C, restricted)
+    def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
+        """The result at a consistent split, its point replaced by `_settle`'s where that one holds; a time limit
+        where the deadline passed meanwhile (the proof, or the closing checks', had not the time)."""
+        tight = {**tolerance_options(backend, SETTLE_TOL), **(options or {})}
+        w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol, deadline)
+        if deadline.passed():
+            return stopped(w, b, outer, size, 0, "in the settling step, at a consistent split")
+        return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0,
+                                      restricted.sub_s, True)
+
+    if start == "smoothed":
+        w, b = smoothed_start(X, y, C, deadline)
+        if deadline.passed():
+            return stopped(w, b, 0, 0, n, "in the smoothed start")
+    else:
+        everything = n <= sample
+        rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+        values, status, message = restricted(rows, penalty.at(C, rows) * (n / len(rows)), None)
+        point = _point(values, d)
+        if point is None and restricted.cut:
+            return stopped(np.full(d, math.nan), math.nan, 0, len(rows), n, restricted.where("the sample's QP"))
+        if point is None:
+            return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n,
+                                          restricted.sub_s, False,
+                                          f"the sample's QP returned no point ({_why(status, message)})")
+        w, b = point
+        if everything:
+            return settled(w, b, values.get("alpha"), 0, n)
+    margins = y * (X @ w + b)
+    wrong = np.zeros(n, dtype=bool)
+    in_W = wrong
+    it = 0
+    for it in range(1, max_outer + 1):
+        in_W, in_L, delta = _split(margins, y, C, delta, wrong)
+        rows = np.flatnonzero(in_W)
+        values, status, message = restricted(rows, penalty.at(C, rows), (X[in_L], y[in_L], penalty.at(C, in_L)))
+        point = _point(values, d)
+        if point is None and restricted.cut:
+            return stopped(w, b, it - 1, rows.size, int(wrong.sum()),
+                           restricted.where(f"restricted QP {it} ({rows.size:,} rows)"))
+        if point is None:
+            why = f"restricted QP {it} returned no point ({_why(status, message)})"
+            return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
+                                          restricted.sub_s, False, why, failed=True)
+        dw, db = point[0] - w, point[1] - b
+        dm = y * (X @ dw + db)
+        wrong = _wrong_side(margins + dm, in_W, in_L, tol)
+        if not wrong.any():
+            alpha = np.where(in_L, C, 0.0)
+            alpha_W = values.get("alpha")
+            alpha[in_W] = alpha_W if alpha_W is not None else math.nan
+            return settled(point[0], point[1], alpha, it, int(in_W.sum()))
+        step = _line_search(margins, dm, w, dw, C)
+        w, b, margins = w + step * dw, b + step * db, margins + step * dm
+        # The margins moved by about this much: the band that must hold the points still in doubt.
+        delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
+        if deadline.passed():
+            return stopped(w, b, it, int(in_W.sum()), int(wrong.sum()), "")
+    return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
+                                  int(wrong.sum()), restricted.sub_s, False, f"stopped after {it} restricted QPs")
+
+
+def _stopped(X, y, C, restricted: _RestrictedQPs, w, b, done: int, size: int, wrong: int,
+             where: str) -> PrimalWorkingSetResult:
+    """decompose's result where the deadline stopped it after `done` restricted QPs (`where`: time_limit_message's)."""
+    message = time_limit_message(restricted.layer, restricted.backend, restricted.deadline, f"{done} restricted QPs",
+                                 where)
+    return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), done, size, wrong, restricted.sub_s,
+                                  False, message, timed_out=True)
+
+
+def _check_settings(layer, C, start, sample, delta, min_delta) -> None:
+    """decompose's settings, or a ValueError naming the bad one."""
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
     if not penalty.is_finite_positive(C):
@@ -320,86 +445,14 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
     if sample < 2 or not (0 < min_delta <= delta):
         raise ValueError(f"need sample >= 2 and 0 < min_delta <= delta (got {sample}, {min_delta}, {delta})")
 
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n, d = X.shape
-    opts = {**backend_options(backend, profile), **(options or {})}
-    subsolve = SUBSOLVERS[layer]
-    began = time.perf_counter()
-    sub_s = 0.0
-
-    def restricted(rows, weight, inside, options=opts):
-        nonlocal sub_s
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - began))
-        begin = time.perf_counter()
-        values, status, message = subsolve(X[rows], y[rows], weight, inside, backend, options, left)
-        sub_s += time.perf_counter() - begin
-        return values, status, message
-
-    def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
-        """The result at a consistent split, its point replaced by `_settle`'s where that one holds."""
-        tight = {**tolerance_options(backend, SETTLE_TOL), **(options or {})}
-        w, b, alpha = _settle(X, y, C, w, b, alpha, restricted, tight, tol)
-        return PrimalWorkingSetResult(w, b, alpha, primal_objective(X, y, w, b, C), outer, size, 0, sub_s, True)
-
-    if start == "smoothed":
-        w, b = smoothed_start(X, y, C)
-    else:
-        everything = n <= sample
-        rows = np.arange(n) if everything else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-        values, status, message = restricted(rows, penalty.at(C, rows) * (n / len(rows)), None)
-        point = _point(values, d)
-        if point is None:
-            return PrimalWorkingSetResult(np.full(d, math.nan), math.nan, None, math.nan, 0, len(rows), n, sub_s,
-                                          False, f"the sample's QP returned no point ({_why(status, message)})")
-        w, b = point
-        if everything:
-            return settled(w, b, values.get("alpha"), 0, n)
-    margins = y * (X @ w + b)
-    wrong = np.zeros(n, dtype=bool)
-    alpha = None
-    in_W = wrong
-    it = 0
-    timed_out = False
-    for it in range(1, max_outer + 1):
-        in_W, in_L, delta = _split(margins, y, C, delta, wrong)
-        rows = np.flatnonzero(in_W)
-        values, status, message = restricted(rows, penalty.at(C, rows), (X[in_L], y[in_L], penalty.at(C, in_L)))
-        point = _point(values, d)
-        if point is None:
-            why = f"restricted QP {it} returned no point ({_why(status, message)})"
-            return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()), n,
-                                          sub_s, False, why, failed=True)
-        dw, db = point[0] - w, point[1] - b
-        dm = y * (X @ dw + db)
-        reached = margins + dm
-        wrong = _wrong_side(reached, in_W, in_L, tol)
-        if not wrong.any():
-            w, b = point
-            alpha = np.where(in_L, C, 0.0)
-            alpha_W = values.get("alpha")
-            alpha[in_W] = alpha_W if alpha_W is not None else math.nan
-            return settled(w, b, alpha, it, int(in_W.sum()))
-        step = _line_search(margins, dm, w, dw, C)
-        w, b, margins = w + step * dw, b + step * db, margins + step * dm
-        # The margins moved by about this much: the band that must hold the points still in doubt.
-        delta = float(np.clip(2.0 * np.quantile(np.abs(step * dm), 0.999), min_delta, delta))
-        if time_limit is not None and time.perf_counter() - began > time_limit:
-            timed_out = True
-            break
-    done = f"{it} restricted QPs"
-    why = (time_limit_message(layer, backend, time_limit, time.perf_counter() - began, done) if timed_out
-           else f"stopped after {done}")
-    return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), it, int(in_W.sum()),
-                                  int(wrong.sum()), sub_s, False, why, timed_out=timed_out)
-
 
 def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,
-          profile: str = "high", options: dict | None = None, time_limit: float | None = None,
+          profile: str = "high", options: dict | None = None, time_limit: Deadline | float | None = None,
           seed: int = 0) -> st.Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
 
     sample: the points of a first QP taken at random (decompose's first band); None: start_settings(n).
+    time_limit: seconds, or a running solvers.deadline.Deadline (decompose); the closing checks stop at it too.
 
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).
@@ -409,11 +462,13 @@ def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int 
     prof = get_profile(profile)
     start = time.perf_counter()
     start_with = start_settings(len(y)) if sample is None else {"sample": sample}
+    deadline = Deadline.of(time_limit)
     res = decompose(X, y, C, backend=backend, layer=layer, profile=prof.name, options=options,
-                    time_limit=time_limit, seed=seed, **start_with)
+                    time_limit=deadline, seed=seed, **start_with)
     total = time.perf_counter() - start
-    status = (st.OPTIMAL if res.converged else st.ERROR if res.failed or not np.all(np.isfinite(res.w))
-              else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT)
+    # a time limit first: its point may be none yet (the sample's QP stopped there)
+    status = (st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out
+              else st.ERROR if res.failed or not np.all(np.isfinite(res.w)) else st.ITERATION_LIMIT)
     sol = st.Solution(
         formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"primal working set: {res.wrong_side} points on the wrong side after "
@@ -427,4 +482,4 @@ def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int 
     values = {"w": res.w, "b": res.b} if np.all(np.isfinite(res.w)) else {}
     if values and res.alpha is not None:
         values["alpha"] = res.alpha
-    return close(sol, values, X=X, y=y, C=C, profile=prof)
+    return close(sol, values, X=X, y=y, C=C, profile=prof, deadline=deadline)

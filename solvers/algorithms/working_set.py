@@ -89,9 +89,10 @@ from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
 from solvers.closing import close
+from solvers.deadline import NEVER, Deadline
 from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend, time_limit_message
+from solvers.registry import get_backend, subproblem_stop, time_limit_message
 
 
 @dataclass
@@ -111,7 +112,8 @@ class WorkingSetResult:
     min_active: int = 0  # fewest points left in the selection by shrinking
     rows_computed: int = 0  # kernel rows evaluated (a KernelRows source; 0 for a full Gram matrix)
     gap: float = math.nan  # relative duality gap where the loop stopped (relative_gap)
-    timed_out: bool = False  # stopped at time_limit (checked between subproblems)
+    timed_out: bool = False  # stopped at time_limit (its Deadline: solvers.deadline)
+    stopped_in: str = ""  # where the time limit stopped it ("" between two steps)
     failure: str = ""  # why a subproblem stopped the loop ("" when none did)
     proved_at: int = 0  # the step at which the active-set proof finished the loop (_finished_by_proof; 0: none)
 
@@ -177,15 +179,20 @@ def _violation(alpha, g, y, C, eps=0.0):
     return up, low, minus_yg
 
 
-def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options):
+# Each subproblem solver takes the seconds its backend may run (time_limit: what remains of the solve's Deadline;
+# None: no limit) and hands them to a backend that has a time limit of its own (BackendRecord.time_limit).
+
+
+def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     nb = len(p)
     qp = standard_qp(Q_BB, p, y_B[None, :], [rhs], None, None, np.zeros(nb), penalty.upper_bounds(C, nb), sense=1)
     start = time.perf_counter()
-    sol = solve_standard_qp(qp, get_record(backend), options)
+    record = get_record(backend)
+    sol = solve_standard_qp(qp, record, {**options, **record.time_limit(time_limit)})
     return sol.x, time.perf_counter() - start
 
 
-def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
+def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     # 0 <= a <= C are bounds, which PIQP and ProxQP take natively (as constraints a >= 0, a <= C the
     # solve of a block of 500 took 0.15 s against 0.04 s). The model is rebuilt per step; what was tried to
     # compile it faster or once: formulations.kernel_dual.psd_constant.
@@ -197,13 +204,14 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options):
     start = time.perf_counter()
     record = get_record(backend)
     try:
-        problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options))
+        problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options,
+                                                               time_limit=time_limit))
     except cp.error.SolverError:  # as in the cvxpy adapter: a failed solve is no point, not a crash
         return None, time.perf_counter() - start
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
 
 
-def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
+def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     import pyomo.environ as pyo
 
     nb = len(p)
@@ -218,20 +226,23 @@ def _subproblem_pyomo(Q_BB, p, y_B, rhs, C, backend, options):
     m.quad = QuadraticForm(Q_BB, m.alpha)
     m.obj = pyo.Objective(expr=linear_sum(p, m.alpha) + 0.5 * m.quad)
     start = time.perf_counter()
-    get_backend("pyomo", backend).solve(m, options, None)
+    get_backend("pyomo", backend).solve(m, options, time_limit)
     values = np.array([v.value for v in m.alpha.values()], dtype=float)  # index order, no lookup per index
     return (None if np.any(np.isnan(values)) else values), time.perf_counter() - start
 
 
-def _smo_steps(src, y, alpha, g, C, eps, tol, max_steps):
+def _smo_steps(src, y, alpha, g, C, eps, tol, max_steps, deadline: Deadline = NEVER):
     """Exact two-point steps (SMO, maximal violating pair) on alpha and g in place; returns their number.
 
     Along u = y_i e_i - y_j e_j (i the most violating in I_up, j in I_low; y'u = 0) f falls
     at the rate m - M; the step t = (m - M) / (K_ii + K_jj - 2 K_ij) is clipped at the first
-    bound, which it then hits exactly, and g += t y * (K_i - K_j).
+    bound, which it then hits exactly, and g += t y * (K_i - K_j). Each step is complete: they stop
+    at the deadline between two (up to 10 q of them, two kernel rows each).
     """
     diag = src.diagonal()
     for step in range(max_steps):
+        if deadline.passed():
+            return step
         up, low, minus_yg = _violation(alpha, g, y, C, eps)
         if not up.any() or not low.any():
             return step
@@ -332,7 +343,7 @@ POLISH_STEPS = 30
 MAX_FIXED = 100
 
 
-def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf):
+def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf, deadline: Deadline = NEVER):
     """The subproblem's exact solution from the active set of the solver's point a, or None.
 
     An interior-point solver stops ~1e-9 off the optimum; at C = 100 that is ~1e-7 in alpha and the
@@ -351,6 +362,8 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=
     objective is no worse than the solver's (to rounding). C: one number, or the block's C_i.
     target: the outer loop's violation tolerance when the block came back (math.inf: the relative tolerance
     alone); the multipliers' signs are then held to a tenth of it, or to the gradient's rounding (POLISH_TOL).
+    deadline: where it passes, the polish gives up (None: the block keeps the solver's point), before a new
+    factor or a step (one polish took up to 2.4 s on blocks of 1,600 points: moons, n = 2,000, C = 1e6).
     """
     alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
@@ -364,7 +377,8 @@ def _polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=
     released = -1
     for _ in range(POLISH_CHANGES):
         g = Q @ x + p  # afresh at each change: the steps' updates of g do not pile up rounding
-        outcome, value, moved = _steps_on_set(Q, x, g, free, y_B, rhs, C, POLISH_PROX * q_max, tol, balance_tol)
+        outcome, value, moved = _steps_on_set(Q, x, g, free, y_B, rhs, C, POLISH_PROX * q_max, tol, balance_tol,
+                                              deadline)
         if moved:
             barred[:] = False
         if outcome == "stuck":
@@ -398,7 +412,7 @@ def _polish_tol(Q, p, x, scale, target):
     return min(POLISH_TOL * scale, max(0.1 * target, rounding))
 
 
-def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
+def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol, deadline: Deadline = NEVER):
     """Proximal steps on the free points, the bound ones fixed; x, g = Q x + p and free change in place.
 
     Each step d minimises 1/2 d'(Q_FF + delta I) d + g_F'd subject to y_F'd = 0 (F the free points),
@@ -409,12 +423,14 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
     1,500 free points had up to five points reach a bound, each a 0.1 s factor). The balance's multiplier
     is nu = -y_F'g_F / |F|, the least-squares one. Returns (outcome, nu, moved): "stationary" when
     |g_F + nu y_F| <= tol to rounding and the balance holds (nu None: no free point left), "refactor"
-    after MAX_FIXED points reached a bound, "stuck" when there is no factor or the steps did not settle;
-    moved says whether x changed.
+    after MAX_FIXED points reached a bound, "stuck" when there is no factor, the steps did not settle or the
+    deadline passed; moved says whether x changed.
     """
     F = np.flatnonzero(free)
     if F.size == 0:
         return "stationary", None, False
+    if deadline.passed():
+        return "stuck", None, False
     try:
         steps = _ProjectedSteps(Q[np.ix_(F, F)], y_B[F], delta)
     except np.linalg.LinAlgError:
@@ -423,6 +439,8 @@ def _steps_on_set(Q, x, g, free, y_B, rhs, C, delta, tol, balance_tol):
     C_F = penalty.upper_bounds(C, len(x))[F]
     moved, last, since_block = False, math.inf, 0
     while since_block < POLISH_STEPS:
+        if deadline.passed():
+            return "stuck", None, moved
         if len(steps.fixed) >= MAX_FIXED:
             return "refactor", None, moved
         on = free[F]
@@ -510,14 +528,18 @@ def _bound_nu(g, x, y_B, C):
     return lo if math.isfinite(lo) else hi if math.isfinite(hi) else 0.0
 
 
-def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, target=math.inf):
+def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, target=math.inf,
+                 deadline: Deadline = NEVER):
     """The kernel dual over alpha_B with the others fixed (module docstring), polished on its active
     set (_polish_block), else clipped to [0, C] and snapped onto the bounds the interior-point solvers
     leave a hair inside; (alpha_B or None, seconds, polished or not).
 
     g_B: the gradient Q alpha - 1 on B; rhs: -y_N' alpha_N, the balance left to B; target: the loop's
-    violation tolerance (_polish_block).
+    violation tolerance (_polish_block). deadline: the subproblem is given the time that remains; None where
+    the deadline passed before it or during it (deadline.passed() tells that from a solver's failure).
     """
+    if deadline.passed():
+        return None, 0.0, False
     Q_BB = dual_matrix(src.submatrix(B, B), y[B])
     p = g_B - Q_BB @ alpha[B]
     # Solved in s = a / t in [0, C / t] with the objective divided by t^2 max|Q_BB|, t = alpha_scale
@@ -532,11 +554,13 @@ def _solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, targ
     C_B = penalty.at(C, B)
     t = alpha_scale(alpha, C) if alpha.any() else min(penalty.largest(C_B), float(np.abs(p).max()) / q_max)
     size = t * q_max
-    s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C_B / t, backend, options)
-    if s is None or not np.all(np.isfinite(s)):
+    s, elapsed = subsolve(Q_BB * (t / size), p / size, y[B], rhs / t, C_B / t, backend, options,
+                          deadline.for_backend())
+    # a point a backend left at its time limit is no solution of the subproblem (nor its balance held)
+    if s is None or not np.all(np.isfinite(s)) or deadline.passed():
         return None, elapsed, False
     new = np.clip(s * t, 0.0, C_B)
-    polished = _polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t, target=target)
+    polished = _polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t, target=target, deadline=deadline)
     if polished is not None:
         new = polished
     # A point left within SNAP * t of 0 or of C goes on the bound: with less room than that a violating
@@ -576,19 +600,20 @@ def split_start(K, y, C, subsolve, backend, options, *, landmarks: int = LANDMAR
     return alpha, sub_s, how
 
 
-def _split_start(src, y, C, subsolve, backend, options, *, landmarks, band, seed=0):
+def _split_start(src, y, C, subsolve, backend, options, *, landmarks, band, seed=0, deadline: Deadline = NEVER):
     """split_start, and K (y * alpha) at its point (None with no point): the loop's first gradient
     without another product with K (at n = 50,000 one costs as many kernel rows as alpha has nonzeros)."""
     margins = nystrom_margins(src, y, C, landmarks, seed)
     return _split_from_margins(src, y, C, margins, band, subsolve, backend, options,
-                               f"Nystrom {min(len(y), landmarks)}")
+                               f"Nystrom {min(len(y), landmarks)}", deadline)
 
 
-def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, source):
+def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, source, deadline: Deadline = NEVER):
     """The split start's point from predicted margins y_i f(x_i) (`source` names where they came from): the
     points within band of 1 (below it, BAND_BELOW times band; at most MAX_SPLIT_BLOCK and n / SPLIT_BLOCK_SHARE,
     the nearest) form one restricted dual W, the others with margin <= 1 start at C, the rest at 0; (alpha or
-    None, seconds, description, K (y * alpha))."""
+    None, seconds, description, K (y * alpha)). Its restricted dual is a block like the loop's (_solve_block),
+    given the time that remains of `deadline`."""
     n = len(y)
     # the band reaches BAND_BELOW times as far below the margin as above it (BAND_BELOW's comment)
     distance = np.where(margins < 1.0, (1.0 - margins) / BAND_BELOW, margins - 1.0)
@@ -604,9 +629,11 @@ def _split_from_margins(src, y, C, margins, band, subsolve, backend, options, so
     alpha = np.zeros(n)
     alpha[L] = penalty.at(C, L)
     Ku = src.times(y * alpha)  # from alpha_L = C alone
-    a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options)
+    a_W, elapsed, _ = _solve_block(src, y, alpha, yW * Ku[W] - 1.0, W, rhs, C, subsolve, backend, options,
+                                   deadline=deadline)
     if a_W is None:
-        return None, elapsed, "split start: the restricted QP returned no point", None
+        why = "stopped at the time limit" if deadline.passed() else "returned no point"
+        return None, elapsed, f"split start: the restricted QP {why}", None
     alpha[W] = a_W
     snapped = _snap(alpha, y, C, 1e-10)
     Ku = src.times(y * snapped)  # from the last product: W, and the few points the balance repair moved
@@ -772,6 +799,9 @@ class _Loop:
     failure: str = ""  # a subproblem that returned no point (it ends the loop)
     tail_gap: float = math.inf  # the gap at the last try of _finished_by_proof
     proved_at: int = 0  # the step at which _finished_by_proof proved the optimum (0: none)
+    deadline: Deadline = NEVER  # the solve's time limit (solvers.deadline), which every stage below looks at
+    stopped_in: str = ""  # where the deadline stopped the loop ("" between two steps)
+    layer: str = "direct"  # the subproblems' layer (what a stop in one says: registry.subproblem_stop)
 
 
 def decompose(K, y, C, **kwargs) -> WorkingSetResult:
@@ -787,13 +817,14 @@ def decompose(K, y, C, **kwargs) -> WorkingSetResult:
         return _decompose(K, y, C, settings=settings, **kwargs)
 
 
-def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions) -> _Loop:
-    """The starting point: alpha0 (checked), the split start from settings.split_from points, or alpha = 0."""
+def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions, deadline: Deadline = NEVER) -> _Loop:
+    """The starting point: alpha0 (checked), the split start from settings.split_from points, or alpha = 0.
+    The loop keeps `deadline` (its stages stop at it)."""
     n = len(y)
     sub_s, how, Ku = 0.0, "zero" if alpha0 is None else "alpha0", None
     if alpha0 is None and settings.split_from and n >= settings.split_from:
         alpha0, sub_s, how, Ku = _split_start(src, y, C, SUBSOLVERS[layer], backend, opts,
-                                              landmarks=settings.landmarks, band=settings.band)
+                                              landmarks=settings.landmarks, band=settings.band, deadline=deadline)
         if alpha0 is None:
             how += "; started at zero"
     if alpha0 is None:
@@ -803,7 +834,9 @@ def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions)
     else:
         alpha = check_alpha0(alpha0, y, C)
         loop = _Loop(alpha, gradient(src, y, alpha), how)  # once, O(n |S|); then updated by the changed rows
-    loop.sub_s, loop.min_active = sub_s, n
+    loop.sub_s, loop.min_active, loop.deadline, loop.layer = sub_s, n, deadline, layer
+    if deadline.passed() and how.startswith("split start"):  # its restricted QP was cut: the loop starts at zero
+        loop.stopped_in = "in the split start"
     return loop
 
 
@@ -857,10 +890,17 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
         B = np.union1d(B, free[: q_now - len(B)])
     rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
     loop.repeated = loop.previous is not None and np.array_equal(B, loop.previous)
+    left = loop.deadline.remaining()
     new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
-                                          target if loop.repeated else math.inf)
+                                          target if loop.repeated else math.inf, loop.deadline)
     loop.sub_s += elapsed
     loop.polished += polished
+    if new is None and loop.deadline.passed():  # the block's point is not taken: the loop keeps the last one
+        loop.timed_out = True
+        what = f"the subproblem of step {loop.it} ({len(B):,} points)"
+        loop.stopped_in = loop.stopped_in or (subproblem_stop(loop.layer, backend, what, left) if elapsed
+                                              else f"before {what}")
+        return False, False, polished
     if new is None:
         loop.failure = f"the subproblem solver returned no point for a block of {len(B)} points (step {loop.it})"
         return False, False, polished
@@ -902,13 +942,23 @@ def _finished_by_proof(src, y, C, eps, loop: _Loop, gap_tol: float) -> bool:
         return False
     loop.tail_gap = gap
     # a singular system (duplicated points) gives up at once: its least squares cost more than the steps
-    proved, Ku, settled = _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares=False)
+    proved, Ku, settled = _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares=False, deadline=loop.deadline)
     if not settled:
+        if loop.deadline.passed():  # the proof's rounds stopped at it: the loop stops before its next block
+            loop.stopped_in = f"in the proof of step {loop.it} (the tail's)"
         return False
     alpha[:] = proved
     g[:] = y * Ku - 1.0
     loop.proved_at = loop.it
     return True
+
+
+def _extremes(alpha, g, y, C, eps, active):
+    """(m, M, -y g): m and M (module docstring) over the active points, both 0 where one side has none."""
+    up, low, minus_yg = _violation(alpha, g, y, C, eps=eps)
+    if not (up & active).any() or not (low & active).any():
+        return 0.0, 0.0, minus_yg
+    return float(minus_yg[up & active].max()), float(minus_yg[low & active].min()), minus_yg
 
 
 def _max_violation(alpha, g, y, C, eps) -> float:
@@ -929,18 +979,20 @@ def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: 
     alpha = snapped
     if violation <= settings.tol and not loop.timed_out:  # only a point the loop brought there: a failed
         # solver's alpha = 0 is no point to settle (the proof from it could find the optimum alone)
-        alpha, Ku, settled = _settle(src, y, C, alpha, Ku, settings.gap_tol)
+        alpha, Ku, settled = _settle(src, y, C, alpha, Ku, settings.gap_tol, loop.deadline)
         converged = converged or settled
+        if not converged and loop.deadline.passed():  # the proof's rounds stopped at it
+            loop.timed_out, loop.stopped_in = True, "in the proof of the optimum after the loop"
     objective = float(alpha.sum() - 0.5 * ((y * alpha) @ Ku))
     res = WorkingSetResult(alpha, objective, violation, loop.it, loop.sub_s, converged, stall_stop,
                            loop.smo_steps, Ku, loop.start)
     res.polished, res.unshrinks, res.min_active, res.gap = loop.polished, loop.unshrinks, loop.min_active, loop.gap
     res.timed_out, res.failure, res.proved_at = loop.timed_out, loop.failure, loop.proved_at
-    res.rows_computed = src.rows_computed
+    res.rows_computed, res.stopped_in = src.rows_computed, loop.stopped_in
     return res
 
 
-def _settle(src, y, C, alpha, Ku, gap_tol):
+def _settle(src, y, C, alpha, Ku, gap_tol, deadline: Deadline = NEVER):
     """(alpha, K u, settled): the optimum proved from the point's active set (solvers.reference.polish,
     one solve for the free points) where the point's gap is above gap_tol and the proof's is within it.
 
@@ -952,13 +1004,13 @@ def _settle(src, y, C, alpha, Ku, gap_tol):
     gap, f = _gap_and_decision(alpha, Ku, y, C, src.max_diagonal())
     if gap <= gap_tol or f is None:
         return alpha, Ku, False
-    return _proved(src, y, C, alpha, Ku, gap, f, gap_tol)
+    return _proved(src, y, C, alpha, Ku, gap, f, gap_tol, deadline=deadline)
 
 
-def _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares: bool = True):
+def _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares: bool = True, deadline: Deadline = NEVER):
     """_settle's answer for a point whose gap and decision values f are known: the proof's optimum where its gap
-    is smaller than `gap`, settled where that is within gap_tol."""
-    ref = polish(src, y, C, alpha, f, least_squares=least_squares)
+    is smaller than `gap`, settled where that is within gap_tol (the proof's rounds stop at the deadline)."""
+    ref = polish(src, y, C, alpha, f, least_squares=least_squares, deadline=deadline)
     if not ref.ok:
         return alpha, Ku, False
     settled_gap = _gap_and_decision(ref.alpha, ref.g, y, C, src.max_diagonal())[0]
@@ -968,7 +1020,7 @@ def _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares: bool = True):
 
 
 def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str = "clarabel",
-               layer: str = "direct", options: dict | None = None, time_limit: float | None = None,
+               layer: str = "direct", options: dict | None = None, time_limit: Deadline | float | None = None,
                profile: str = "high", alpha0: np.ndarray | None = None) -> WorkingSetResult:
     """Solve the kernel dual by working sets of at most settings.q points (WorkingSetOptions).
 
@@ -977,6 +1029,9 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     profile: the subproblem solver's options (solvers.profiles; `options` go on top).
     alpha0: a feasible starting point (warm start, module docstring); None starts at alpha = 0,
     or from `split_start` (settings.band, settings.landmarks) when n >= settings.split_from.
+    time_limit: seconds from here, or a running solvers.deadline.Deadline (solvers.api's, from the call's
+    start). Each subproblem is given what remains, and the split start, the polish, the SMO steps and the
+    proofs stop at it (solvers.deadline): the loop then ends `timed_out`, `stopped_in` saying where.
     """
     if layer not in SUBSOLVERS:
         raise ValueError(f"unknown working-set layer {layer!r}; choose one of {tuple(SUBSOLVERS)}")
@@ -986,8 +1041,8 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     y = np.asarray(y, dtype=float)
     opts = {**backend_options(backend, profile), **(options or {})}
     subsolve = SUBSOLVERS[layer]
-    start = time.perf_counter()
-    loop = _start(src, y, C, layer, backend, opts, alpha0, settings)
+    deadline = Deadline.of(time_limit)
+    loop = _start(src, y, C, layer, backend, opts, alpha0, settings, deadline)
     alpha, g = loop.alpha, loop.g  # updated in place by the steps
     tol_now = settings.tol
     active = np.ones(len(y), dtype=bool)
@@ -1000,12 +1055,11 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
         # A point within bound_tol of a bound counts as at the bound (the checks' own rule), relative
         # to alpha's size (alpha_scale: at C = 1e6 with every alpha <= 94, 1e-4 was "0").
         eps = settings.bound_tol * alpha_scale(alpha, C)
-        up, low, minus_yg = _violation(alpha, g, y, C, eps=eps)
-        if not (up & active).any() or not (low & active).any():
-            m = M = 0.0
-        else:
-            m, M = float(minus_yg[up & active].max()), float(minus_yg[low & active].min())
+        m, M, minus_yg = _extremes(alpha, g, y, C, eps, active)
         violation = m - M
+        if deadline.passed():  # first: nothing a step does (SMO steps, the tail's proof, a block) starts past it
+            loop.timed_out = True
+            break
         if violation <= tol_now:
             if not active.all():
                 active[:] = True  # unshrink, and recheck every point with its exact gradient
@@ -1034,13 +1088,10 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
         if tiny_step or stalled >= settings.max_stall:
             # The last subproblem moved nothing, or the violation stopped falling: exact two-point
             # steps put the points a hair off their bounds on them; then go on.
-            loop.smo_steps += _smo_steps(src, y, alpha, g, C, eps, settings.tol, 10 * settings.q)
+            loop.smo_steps += _smo_steps(src, y, alpha, g, C, eps, settings.tol, 10 * settings.q, deadline)
             smo_tried = stalled >= settings.max_stall
             tiny_step, stalled = False, 0
             continue
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            loop.timed_out = True
-            break
         if settings.shrinking and loop.it % settings.shrink_every == 0:
             active &= ~_shrinkable(alpha, minus_yg, y, C, eps, m, M)
             loop.min_active = min(loop.min_active, int(active.sum()))
@@ -1055,7 +1106,7 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
 
 
 def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int = 200, tol: float = 1e-6,
-          profile: str = "high", options: dict | None = None, time_limit: float | None = None,
+          profile: str = "high", options: dict | None = None, time_limit: Deadline | float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
           split_from: int = 2000, selection: str = "second_order", shrinking: bool = True,
           linear_X: np.ndarray | None = None) -> st.Solution:
@@ -1066,6 +1117,8 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     alpha0: a feasible warm start (decompose); the profile sets the subproblem solver's options.
     linear_X: the data of a linear kernel K = X X'; the result is then the linear dual's (w from alpha),
     closed once with X.
+    time_limit: seconds, or a running solvers.deadline.Deadline (_decompose); the closing checks stop at it
+    too (solvers.closing.close), so a point they could not finish verifying is a `time_limit` row.
     """
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
@@ -1075,13 +1128,17 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     C = validation.check_sample_C(C, len(y))
     prof = get_profile(profile)
     start = time.perf_counter()
-    res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=time_limit,
+    deadline = Deadline.of(time_limit)
+    res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=deadline,
                     profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, split_from=split_from,
                     selection=selection, shrinking=shrinking)
     total = time.perf_counter() - start
-    # A stop at the subproblem solver's precision is a claim the project's checks then verify.
-    status = (st.OPTIMAL if res.converged else st.OPTIMAL_INACCURATE if res.stalled
-              else st.TIME_LIMIT if res.timed_out else st.ERROR if res.failure else st.ITERATION_LIMIT)
+    # A stop at the subproblem solver's precision is a claim the project's checks then verify (a stall whose
+    # final proof the time limit cut is a time limit: the checks would not have the time either).
+    status = (st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out else st.OPTIMAL_INACCURATE
+              if res.stalled else st.ERROR if res.failure else st.ITERATION_LIMIT)
+    # the steps done: the one the limit stopped in (or before) is not
+    done = f"{res.outer_iterations - 1} steps"
     linear = linear_X is not None
     sol = st.Solution(
         formulation=DUAL if linear else KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
@@ -1089,8 +1146,7 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
                    f"{res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name,
-        message=(time_limit_message(layer, backend, time_limit, total, f"{res.outer_iterations} steps") if res.timed_out
-                 else res.failure),
+        message=(time_limit_message(layer, backend, deadline, done, res.stopped_in) if res.timed_out else res.failure),
         extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q, "kkt_violation": res.violation,
                 "warm_start": alpha0 is not None, "smo_steps": res.smo_steps, "start": res.start,
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
@@ -1100,5 +1156,6 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     )
     with blas.one_thread():  # as the loop (decompose): the proved optimum's free-point system is small
         if linear:
-            return close(sol, {"alpha": res.alpha}, X=linear_X, y=y, C=C, profile=prof)
-        return close(sol, {"alpha": res.alpha}, X=np.zeros((len(y), 0)), y=y, C=C, K=K, Ku=res.Ku, profile=prof)
+            return close(sol, {"alpha": res.alpha}, X=linear_X, y=y, C=C, profile=prof, deadline=deadline)
+        return close(sol, {"alpha": res.alpha}, X=np.zeros((len(y), 0)), y=y, C=C, K=K, Ku=res.Ku, profile=prof,
+                     deadline=deadline)

@@ -1,0 +1,286 @@
+"""A time limit is when the call returns (solvers.deadline): every subproblem of the working sets is given the time
+that remains, their polish, proofs and starts stop at it, the closing checks do not prove what the time is up for,
+and the row is `time_limit`, saying where it stopped (never `optimal` without the checks).
+
+No test here depends on how long a solve takes, nor sleeps: the clock is a stand-in that moves only when a test
+moves it (a subproblem "takes" 40 s of it), or a limit that has passed before the first check."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments.datasets import overlapping
+from formulations.kernel_dual import dual_matrix
+from formulations.kernels import Kernel, gram
+from solvers import api, closing, profiles, reference, registry
+from solvers import solution as st
+from solvers.adapters import pyomo_qp
+from solvers.algorithms import primal_working_set as pws
+from solvers.algorithms import working_set as ws
+from solvers.deadline import MIN_BACKEND_LIMIT, NEVER, Deadline
+
+N = 240
+
+
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def passed() -> Deadline:
+    """A deadline that has passed."""
+    return Deadline(1.0, clock=lambda: 2.0, began=0.0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = overlapping(N, d=10, seed=3)
+    y = ds.y.astype(float)
+    return ds.X, y, gram(Kernel("rbf", gamma=0.1), ds.X)
+
+
+def _taking(monkeypatch, module, layer: str, clock: Clock, seconds: float) -> list:
+    """Each subproblem of `module`'s `layer` takes `seconds` on `clock`; returns the list of the time limits they
+    were given."""
+    given, real = [], module.SUBSOLVERS[layer]
+
+    def subproblem(*args):
+        given.append(args[-1])
+        out = real(*args)
+        clock.advance(seconds)
+        return out
+
+    monkeypatch.setitem(module.SUBSOLVERS, layer, subproblem)
+    return given
+
+
+def test_a_deadline_counts_from_its_start_and_hands_backends_a_positive_limit():
+    clock = Clock()
+    deadline = Deadline(10.0, clock=clock)
+    clock.advance(4.0)
+    assert deadline.remaining() == 6.0 and not deadline.passed() and deadline.for_backend() == 6.0
+    clock.advance(6.0)
+    # OSQP refuses a time limit of 0 and SCS reads it as none: never 0
+    assert deadline.passed() and deadline.remaining() == 0.0 and deadline.for_backend() == MIN_BACKEND_LIMIT
+    assert deadline.stopped("in the checks") == "stopped at the time limit (10 s) in the checks, 10 s in all"
+    assert Deadline.of(deadline) is deadline and Deadline.of(None).remaining() is None
+    assert not NEVER.passed() and NEVER.for_backend() is None
+
+
+@pytest.mark.parametrize("backend", ["osqp", "piqp"])
+def test_each_kernel_subproblem_is_given_the_time_that_remains(data, monkeypatch, backend):
+    """Subproblems of 40 s against a limit of 100 s: the third is given the 20 s left, runs past it, and its point
+    is not taken; the row says where it stopped, and what a backend without a limit of its own did there."""
+    _, y, K = data
+    clock = Clock()
+    given = _taking(monkeypatch, ws, "direct", clock, 40.0)
+    sol = ws.solve(K, y, 10.0, backend=backend, layer="direct", q=10, validate=False,
+                   time_limit=Deadline(100.0, clock=clock))
+    assert given == [100.0, 60.0, 20.0]
+    assert sol.status == st.TIME_LIMIT and sol.w is None and math.isnan(sol.objective)
+    assert sol.message.startswith("stopped at the time limit (100 s) after 2 steps, in the subproblem of step 3 (")
+    if backend == "osqp":
+        assert sol.message.endswith("points), given the 20 s left, 120 s in all")
+    else:
+        assert sol.message.endswith("points), which direct/piqp ran to its end (it has no time limit of its own), "
+                                    "120 s in all")
+
+
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+@pytest.mark.parametrize("backend", ["osqp", "piqp"])
+def test_the_kernel_subproblems_hand_their_limit_to_a_backend_that_has_one(data, monkeypatch, layer, backend):
+    """In every layer the block's time limit reaches the backend's own option (OSQP's time_limit); PIQP has none,
+    and is handed none."""
+    import cvxpy as cp
+
+    _, y, K = data
+    seen = []
+    real_qp, real_cvxpy = pyomo_qp.solve_standard_qp, cp.Problem.solve
+
+    def qp_spy(qp, record, options):
+        seen.append(dict(options))
+        return real_qp(qp, record, options)
+
+    def cvxpy_spy(problem, *args, **kwargs):
+        seen.append(dict(kwargs))
+        return real_cvxpy(problem, *args, **kwargs)
+
+    monkeypatch.setattr(ws, "solve_standard_qp", qp_spy)  # the solver alone
+    monkeypatch.setattr(pyomo_qp, "solve_standard_qp", qp_spy)  # the Pyomo bridge's adapter
+    monkeypatch.setattr(cp.Problem, "solve", cvxpy_spy)
+    B = np.arange(0, N, 4)  # both classes
+    Q_BB = dual_matrix(K[np.ix_(B, B)], y[B])
+    s, _ = ws.SUBSOLVERS[layer](Q_BB, -np.ones(B.size), y[B], 0.0, 1.0, backend, {}, 7.5)
+    assert s is not None and len(seen) == 1
+    assert seen[0].get("time_limit") == (7.5 if backend == "osqp" else None)
+
+
+def test_a_limit_passed_before_the_first_check_starts_no_subproblem(data, monkeypatch):
+    X, y, _ = data
+    given = _taking(monkeypatch, ws, "cvxpy", Clock(), 0.0)
+    sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel="rbf", method="working_set",
+                    time_limit=1e-9)
+    assert given == [] and sol.status == st.TIME_LIMIT and sol.iterations == 1
+    assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 steps, ")
+    assert sol.message.endswith(" s in all")  # no subproblem ran: nothing to say about one
+
+
+def test_the_split_start_and_the_final_proof_stop_at_the_deadline(data):
+    """From 2,000 points the loop starts from a restricted dual (the split start): past the limit it is not solved
+    and the row says the limit stopped it there. A loop that stopped at its stall has its point proved after it
+    (_finish): past the limit that proof does not run, and the result is a time limit, not a claim to check."""
+    ds = overlapping(2000, d=2, seed=1)
+    sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf",
+                    method="working_set", time_limit=1e-9)
+    assert sol.status == st.TIME_LIMIT and "after 0 steps, in the split start, " in sol.message
+    assert sol.extras["start"].endswith("the restricted QP stopped at the time limit; started at zero")
+    _, y, K = data
+    loop = ws._Loop(np.zeros(N), -np.ones(N), "zero", deadline=passed())
+    res = ws._finish(ws.as_rows(K), y, 1.0, loop, 0.0, False, True, ws.WorkingSetOptions())
+    assert res.timed_out and res.stalled and not res.converged
+    assert res.stopped_in == "in the proof of the optimum after the loop"
+
+
+def test_the_polish_the_smo_steps_and_the_proof_stop_at_the_deadline(data):
+    _, y, K = data
+    B = np.arange(0, N, 4)  # both classes
+    Q_BB, C = dual_matrix(K[np.ix_(B, B)], y[B]), 10.0
+    a, _ = ws.SUBSOLVERS["direct"](Q_BB, -np.ones(B.size), y[B], 0.0, C, "piqp", {})
+    exact = ws._polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a)
+    assert exact is not None and np.any((exact > 0) & (exact < C))
+    assert ws._polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a, deadline=passed()) is None  # the solver's point
+    alpha, g = np.zeros(N), -np.ones(N)
+    assert ws._smo_steps(ws.as_rows(K), y, alpha, g, C, 0.0, 1e-6, 100, deadline=passed()) == 0
+    assert not alpha.any() and np.all(g == -1.0)
+    sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C, method="full")
+    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    stopped = reference.polish(reference.Gram(None, K), y, C, sol.alpha, sol.decision, deadline=passed())
+    assert not stopped.ok and stopped.reason == reference.STOPPED
+
+
+def test_an_optimum_whose_checks_the_limit_cuts_is_a_time_limit_row(data):
+    """The same point, closed with time left and closed after the limit: `optimal` only where the checks' proof
+    ran; past the limit a `time_limit` row that says so, neither verified nor called a false claim."""
+    _, y, K = data
+    found = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=1.0, method="full")
+
+    def closed(deadline):
+        sol = st.Solution(formulation="kernel_dual", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
+                          solver_status=st.OPTIMAL, raw_status="solved", objective=found.objective)
+        return closing.close(sol, {"alpha": found.alpha.copy()}, X=np.zeros((N, 0)), y=y, C=1.0, K=K,
+                             profile=profiles.get_profile("default"), deadline=deadline)
+
+    assert closed(Deadline(1e9)).status == st.OPTIMAL
+    late = closed(passed())
+    assert late.status == st.TIME_LIMIT and late.solver_status == st.OPTIMAL
+    assert late.checks["timed_out"] and not late.checks["verified"]
+    assert late.message == ("stopped at the time limit (1 s) in the closing checks, before the proof of the optimum, "
+                            "2 s in all: not verified")
+    assert "false_status" not in late.extras and late.w is None and math.isnan(late.objective)
+
+
+def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monkeypatch):
+    """The loop reaches the optimum; the settling step then takes the time: the closing checks do not start the
+    proof, and the row is a time limit, not `optimal`."""
+    _, y, K = data
+    clock = Clock()
+    real = ws._settle
+
+    def slow_settle(*args, **kwargs):
+        clock.advance(200.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ws, "_settle", slow_settle)
+    sol = ws.solve(K, y, 1.0, backend="piqp", layer="direct", validate=False, time_limit=Deadline(100.0, clock=clock))
+    assert sol.solver_status == st.OPTIMAL and sol.status == st.TIME_LIMIT
+    assert "in the closing checks, before the proof of the optimum" in sol.message
+    assert sol.checks["timed_out"]
+
+
+def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit(data, monkeypatch):
+    X, y, _ = data
+    adapter = registry.get_backend("cvxpy", "clarabel")
+    given, real = [], adapter.solve
+
+    def spy(model, options, time_limit=None):
+        given.append(time_limit)
+        return real(model, options, time_limit)
+
+    monkeypatch.setattr(adapter, "solve", spy)
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e4)
+    assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e-9)
+    assert len(given) == 1  # not called: the limit had passed by the time the model was built
+    assert sol.status == st.TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
+        "stopped at the time limit (1e-09 s) before the backend was called (building the model), ")
+
+
+def test_a_whole_qp_stopped_at_its_share_of_the_limit_names_the_call_s_limit(data, monkeypatch):
+    """The cvxpy adapter says "stopped at the time limit (<what it was given> s)"; the row names the call's limit
+    and that share (9.93219 s of 10 read as if the limit were 9.93219 s)."""
+    X, y, _ = data
+    adapter = registry.get_backend("cvxpy", "clarabel")
+
+    def stopped(model, options, time_limit=None):
+        return st.RawResult(status=st.TIME_LIMIT, raw_status="user_limit",
+                            message=f"stopped at the time limit ({time_limit:g} s); Solution may be inaccurate.")
+
+    monkeypatch.setattr(adapter, "solve", stopped)
+    sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e4)
+    assert sol.status == st.TIME_LIMIT
+    assert sol.message.startswith("stopped at the time limit (10000 s) in the backend, given the ")
+    assert sol.message.count("stopped at the time limit") == 1 and "; Solution may be inaccurate." in sol.message
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """Enough points for the smoothed start (primal_working_set.SMOOTHED_MIN_N)."""
+    ds = overlapping(3000, d=5, seed=1)
+    return ds.X, ds.y.astype(float)
+
+
+@pytest.mark.parametrize("backend", ["osqp", "piqp"])
+def test_each_restricted_qp_is_given_the_time_that_remains(wide, monkeypatch, backend):
+    """Restricted QPs of 40 s against 100 s (every one made to leave a point on the wrong side, so that the loop
+    goes on): 100, 60, 20 s, the third cut, its point not taken. Before, each QP was given at least 1 s."""
+    X, y = wide
+    clock = Clock()
+    given = _taking(monkeypatch, pws, "direct", clock, 40.0)
+    monkeypatch.setattr(pws, "_wrong_side", lambda margins, band, held, tol: ~band)
+    sol = pws.solve(X, y, 1.0, backend=backend, layer="direct", time_limit=Deadline(100.0, clock=clock))
+    assert given == [100.0, 60.0, 20.0]
+    assert sol.status == st.TIME_LIMIT and sol.iterations == 2 and sol.w is None
+    assert sol.message.startswith("stopped at the time limit (100 s) after 2 restricted QPs, in restricted QP 3 (")
+    why = "given the 20 s left" if backend == "osqp" else "which direct/piqp ran to its end"
+    assert why in sol.message and sol.message.endswith("120 s in all" if backend == "osqp" else
+                                                       "(it has no time limit of its own), 120 s in all")
+
+
+def test_the_smoothed_start_and_the_settling_step_stop_at_the_deadline(wide, monkeypatch):
+    X, y = wide
+    given = _taking(monkeypatch, pws, "direct", Clock(), 0.0)
+    res = pws.decompose(X, y, 1.0, layer="direct", start="smoothed", time_limit=passed())
+    assert res.timed_out and given == [] and "after 0 restricted QPs, in the smoothed start" in res.message
+    # the loop's split is consistent; the settling step (the proof) then takes the time: a time limit, not optimal
+    clock = Clock()
+    real = pws._settle
+
+    def slow_settle(*args, **kwargs):
+        clock.advance(200.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pws, "_settle", slow_settle)
+    sol = pws.solve(X, y, 1.0, layer="direct", time_limit=Deadline(100.0, clock=clock))
+    assert sol.status == st.TIME_LIMIT and sol.w is None
+    assert "restricted QPs, in the settling step, at a consistent split" in sol.message
