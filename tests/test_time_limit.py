@@ -190,18 +190,23 @@ def test_an_optimum_whose_checks_the_limit_cuts_is_a_time_limit_row(data):
     assert "false_status" not in late.extras and late.w is None and math.isnan(late.objective)
 
 
+def _takes(monkeypatch, module, name: str, clock, seconds: float) -> None:
+    """module.name as it is, but the stand-in clock moves `seconds` on while it runs."""
+    real = getattr(module, name)
+
+    def slow(*args, **kwargs):
+        clock.advance(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, slow)
+
+
 def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monkeypatch):
     """The loop reaches the optimum; the settling step then takes the time: the closing checks do not start the
     proof, and the row is a time limit, not `optimal`."""
     _, y, K = data
     clock = Clock()
-    real = ws._settle
-
-    def slow_settle(*args, **kwargs):
-        clock.advance(200.0)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(ws, "_settle", slow_settle)
+    _takes(monkeypatch, ws, "_settle", clock, 200.0)
     sol = ws.solve(K, y, 1.0, backend="piqp", layer="direct", validate=False, time_limit=Deadline(100.0, clock=clock))
     assert sol.solver_status == st.OPTIMAL and sol.status == st.TIME_LIMIT
     assert "in the closing checks, before the proof of the optimum" in sol.message
@@ -274,13 +279,7 @@ def test_the_smoothed_start_and_the_settling_step_stop_at_the_deadline(wide, mon
     assert res.timed_out and given == [] and "after 0 restricted QPs, in the smoothed start" in res.message
     # the loop's split is consistent; the settling step (the proof) then takes the time: a time limit, not optimal
     clock = Clock()
-    real = pws._settle
-
-    def slow_settle(*args, **kwargs):
-        clock.advance(200.0)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pws, "_settle", slow_settle)
+    _takes(monkeypatch, pws, "_settle", clock, 200.0)
     sol = pws.solve(X, y, 1.0, layer="direct", time_limit=Deadline(100.0, clock=clock))
     assert sol.status == st.TIME_LIMIT and sol.w is None
     assert "restricted QPs, in the settling step, at a consistent split" in sol.message
