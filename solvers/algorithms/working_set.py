@@ -81,6 +81,7 @@ from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
 from solvers import blas
 from solvers import solution as st
+from solvers.adapters.base import status_warnings
 from solvers.adapters.cvxpy_layer import solve_kwargs
 from solvers.adapters.pyomo_qp import solve_standard_qp
 from solvers.algorithms.direct import standard_qp
@@ -203,9 +204,10 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     problem = cp.Problem(cp.Minimize(objective), [y_B @ a == rhs])
     start = time.perf_counter()
     record = get_record(backend)
-    try:
-        problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options,
-                                                               time_limit=time_limit))
+    try:  # a block's "Solution may be inaccurate" is not for the user: the loop polishes and checks its point
+        with status_warnings():
+            problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options,
+                                                                   time_limit=time_limit))
     except cp.error.SolverError:  # as in the cvxpy adapter: a failed solve is no point, not a crash
         return None, time.perf_counter() - start
     return (None if a.value is None else np.asarray(a.value, dtype=float)), time.perf_counter() - start
