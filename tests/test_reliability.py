@@ -217,6 +217,18 @@ SILENT_ENDINGS = [
 ]
 
 
+def test_a_duals_negative_value_at_a_limit_is_no_false_claim(monkeypatch):
+    """A dual's point short of its optimum may be below 0 (alpha = 0 gives 0): at an iteration limit that is
+    no "impossible objective" (the working set stopped at a time limit on moons at C = 1e6 was accused of one),
+    where the same value from a primal is."""
+    ds = exercise_5_4()
+    _fake(monkeypatch, "cvxpy", "clarabel", status=st.ITERATION_LIMIT, objective=-5.4e3, message="")
+    sol = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
+    assert sol.status == st.ITERATION_LIMIT and "false_status" not in sol.extras
+    assert sol.message.startswith("stopped at its iteration limit"), sol.message
+    _no_result(sol)
+
+
 @pytest.mark.parametrize("case", SILENT_ENDINGS, ids=lambda c: c[0])
 def test_a_row_without_an_optimum_says_how_it_ended(case, monkeypatch):
     """Where the backend said nothing, the row says how the solve ended and what the checks found of its point
