@@ -436,8 +436,10 @@ def execute_task(task: Task) -> dict:
 
 
 def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
+    """The row of a solve the runner ended (killed at --timeout or by the slow stop, or its process died): the
+    cause is its error and its message (the results table's message column was blank on these rows)."""
     row = task.params()
-    row.update(status=status, solver_status=status, raw_status=status, error=error, wall_s=wall_s)
+    row.update(status=status, solver_status=status, raw_status=status, error=error, message=error, wall_s=wall_s)
     return _hard_margin_guard(row, task)
 
 
