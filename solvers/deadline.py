@@ -60,6 +60,11 @@ class Deadline:
         """How a row stopped by it says so: the limit, where, and how long the call ran by then."""
         return f"stopped at the time limit ({self.limit:g} s) {where}, {self.elapsed():.3g} s in all"
 
+    def stopped_after(self, done: str, where: str = "") -> str:
+        """What a working set stopped by it says: what it had `done`, `where` it stopped ("" between two steps;
+        registry.subproblem_stop's words in one), and how long the call ran by then."""
+        return self.stopped(f"after {done}" + (f", {where}" if where else ""))
+
 
 #: The least time limit handed to a backend (Deadline.for_backend): a positive number every backend accepts.
 MIN_BACKEND_LIMIT = 1e-3

@@ -16,7 +16,6 @@ from solvers.adapters.pyomo_ipopt import PyomoIpoptBackend
 from solvers.adapters.pyomo_qp import PyomoQPBackend
 from solvers.backends import (PYOMO_IPOPT_BRIDGE, PYOMO_NATIVE_HIGHS, PYOMO_QPSOLVERS, RECORDS, Backend,
                               BackendRecord, ranked)
-from solvers.deadline import Deadline
 from solvers.errors import BackendUnavailableError
 
 LAYERS = ("pyomo", "cvxpy")
@@ -114,14 +113,8 @@ def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
             f"the worker process at the limit")
 
 
-def time_limit_message(layer: str, name: str, deadline: Deadline, done: str, where: str = "") -> str:
-    """What a working set stopped at its time limit says: what it had done, where it stopped (`where`: "" between
-    two subproblems; subproblem_stop's words in one) and how long the call had run (solvers.deadline)."""
-    return deadline.stopped(f"after {done}" + (f", {where}" if where else ""))
-
-
 def subproblem_stop(layer: str, name: str, what: str, left: float | None) -> str:
-    """Where a working set's subproblem (`what`) ran into the time limit (time_limit_message's `where`): given the
+    """Where a working set's subproblem (`what`) ran into the time limit (Deadline.stopped_after's `where`): given the
     `left` seconds that remained, where the backend stops itself there, or run to its end by a backend without a
     time limit of its own (PIQP, ProxQP: the soft primal at d = 500 through Pyomo/PIQP ran 191 s at a limit of
     120 s, and the message said only "stopped at the time limit (120 s)")."""

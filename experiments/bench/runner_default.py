@@ -174,6 +174,31 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
     ]) + "\n"
 
 
+#: What the progress lines call each side.
+SIDES = {"runner": "the runner", "bench": "the benchmark's paths"}
+
+
+def measure_rounds(problem: Problem, n: int, csv: Path, work: Path, args, backends, bench_backends):
+    """Both sides `args.rounds` times, each first in turn: (the runner's rows, the benchmark's rows, each with its
+    round; the runner command's mean wall seconds; its --workers). A folder per round when there are several."""
+    runner, bench, walls, workers = [], [], [], None
+    for r in range(1, args.rounds + 1):
+        tag = f" (round {r} of {args.rounds})" if args.rounds > 1 else ""
+        run_dir = work / f"run_{problem.name}_{n}"
+        run_dir = run_dir / f"round{r}" if args.rounds > 1 else run_dir
+        for side in ("runner", "bench") if r % 2 else ("bench", "runner"):
+            print(f"{problem.name} n = {n:,}: {SIDES[side]}{tag} ...", file=sys.stderr, flush=True)
+            if side == "bench":
+                bench.append(run_bench_paths(problem, n, args.quick, bench_backends, args.budget).assign(round=r))
+                continue
+            if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
+                shutil.rmtree(run_dir)
+            rows, wall, workers = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
+            runner.append(rows.assign(round=r))
+            walls.append(wall)
+    return pd.concat(runner, ignore_index=True), pd.concat(bench, ignore_index=True), float(np.mean(walls)), workers
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.runner_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small n and PIQP only: a minute (what the tests run)")
@@ -212,25 +237,9 @@ def main(argv=None) -> int:
     for problem in chosen:
         n = problem.quick_n if args.quick else problem.n
         csv = write_csv(problem, n, work / f"{problem.name}_{n}.csv")
-        runner, bench, walls, workers = [], [], [], None
-        for r in range(args.rounds):
-            for side in (("runner", "bench") if r % 2 == 0 else ("bench", "runner")):  # each side first in turn
-                tag = f" (round {r + 1} of {args.rounds})" if args.rounds > 1 else ""
-                if side == "runner":
-                    run_dir = work / f"run_{problem.name}_{n}" / f"round{r + 1}" if args.rounds > 1 else \
-                        work / f"run_{problem.name}_{n}"
-                    if run_dir.exists():  # a new run each time: the runner refuses a folder that holds one
-                        shutil.rmtree(run_dir)
-                    print(f"{problem.name} n = {n:,}: the runner{tag} ...", file=sys.stderr, flush=True)
-                    rows, wall, workers = run_runner(problem, csv, run_dir, backends, args.timeout, args.workers)
-                    runner.append(rows.assign(round=r + 1))
-                    walls.append(wall)
-                else:
-                    print(f"{problem.name} n = {n:,}: the benchmark's paths{tag} ...", file=sys.stderr, flush=True)
-                    bench.append(run_bench_paths(problem, n, args.quick, bench_backends, args.budget).assign(round=r + 1))
-        rows = pd.concat(runner, ignore_index=True)
-        tables.append(compare(problem, n, rows, pd.concat(bench, ignore_index=True), float(np.mean(walls)), workers))
-        every.append(rows.assign(problem=problem.name))
+        runner, bench, wall, workers = measure_rounds(problem, n, csv, work, args, backends, bench_backends)
+        tables.append(compare(problem, n, runner, bench, wall, workers))
+        every.append(runner.assign(problem=problem.name))
     table, rows = pd.concat(tables, ignore_index=True), pd.concat(every, ignore_index=True)
     table.to_csv(out / "runner_default.csv", index=False)
     rows[ROW_COLUMNS].to_csv(out / "runner_default_rows.csv", index=False)

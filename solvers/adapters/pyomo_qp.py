@@ -118,6 +118,11 @@ def _in_form(m, dense: bool):
     return scipy.sparse.csc_matrix(m) if isinstance(m, np.ndarray) and m.ndim == 2 else m
 
 
+def solver_message(sol) -> str:
+    """What the solver said beside its status: the warnings run_qpsolvers kept for the row."""
+    return "; ".join(sol.extras.get("warnings", []))
+
+
 def run_qpsolvers(problem, record: BackendRecord, options: dict):
     """qpsolvers.solve_problem with `record`'s solver; the warnings that only say how it ended (adapters.base.
     status_warnings) go to sol.extras["warnings"], and so to the row's message."""
@@ -168,5 +173,5 @@ class PyomoQPBackend(RecordAdapter):
             iterations=iterations_of(sol.extras),
             solve_s=elapsed,
             has_duals=point and (sol.y is not None or sol.z is not None),
-            message="; ".join(sol.extras.get("warnings", [])),
+            message=solver_message(sol),
         )

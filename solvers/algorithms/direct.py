@@ -39,7 +39,8 @@ from formulations import kernel_dual, penalty, soft_primal, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
 from solvers import solution as st
 from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
-from solvers.adapters.pyomo_qp import has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp
+from solvers.adapters.pyomo_qp import (has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp,
+                                      solver_message)
 from solvers.backends import PYOMO_IPOPT_BRIDGE, RECORDS, ranked
 from solvers.bridge.pyomo_standard_form import StandardQP
 from solvers.closing import close, resolve_C
@@ -177,7 +178,7 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
             elapsed = time.perf_counter() - start
             status, raw = qpsolvers_status(sol)
             x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
-            message = "; ".join(sol.extras.get("warnings", []))
+            message = solver_message(sol)
     except Exception as exc:  # a crashing solver is a failed row, not a crashed run
         return DirectResult(st.ERROR, type(exc).__name__, None, None, None, math.nan,
                             time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}")

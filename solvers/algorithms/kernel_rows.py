@@ -194,10 +194,9 @@ class KernelRows(Gram):
         out = np.zeros(self.n)
         step = chunk_rows(self.n)
         held = np.array([i in self._cache for i in I.tolist()], dtype=bool)
-        for lo in range(0, int(held.sum()), step):
-            J = I[held][lo:lo + step]
-            out += coef[held][lo:lo + step] @ np.stack([self._cache[i] for i in J.tolist()])
-        missing, c_missing = I[~held], coef[~held]
+        cached, c_cached, missing, c_missing = I[held], coef[held], I[~held], coef[~held]
+        for lo in range(0, cached.size, step):
+            out += c_cached[lo:lo + step] @ np.stack([self._cache[i] for i in cached[lo:lo + step].tolist()])
         for lo in range(0, missing.size, step):
             J = missing[lo:lo + step]
             self.rows_computed += J.size

@@ -68,7 +68,7 @@ from solvers.closing import close, read_cvxpy, read_pyomo
 from solvers.deadline import NEVER, Deadline
 from solvers.profiles import backend_options, get_profile, tolerance_options
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend, subproblem_stop, time_limit_message
+from solvers.registry import get_backend, subproblem_stop
 
 
 #: The points of a random sample whose QP starts the loop when decompose is asked for a sample start.
@@ -335,7 +335,7 @@ class _RestrictedQPs:
         return ({}, st.TIME_LIMIT, message) if self.cut else (values, status, message)
 
     def where(self, name: str) -> str:
-        """Where the deadline cut the last QP, which the row calls `name` (time_limit_message's `where`)."""
+        """Where the deadline cut the last QP, which the row calls `name` (Deadline.stopped_after's `where`)."""
         return subproblem_stop(self.layer, self.backend, name, self.left) if self.left else f"before {name}"
 
 
@@ -363,6 +363,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
                                 deadline)
 
     stopped = partial(_stopped, X, y, C, restricted)
+
     def settled(w, b, alpha, outer, size) -> PrimalWorkingSetResult:
         """The result at a consistent split, its point replaced by `_settle`'s where that one holds; a time limit
         where the deadline passed meanwhile (the proof, or the closing checks', had not the time)."""
@@ -427,9 +428,8 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
 
 def _stopped(X, y, C, restricted: _RestrictedQPs, w, b, done: int, size: int, wrong: int,
              where: str) -> PrimalWorkingSetResult:
-    """decompose's result where the deadline stopped it after `done` restricted QPs (`where`: time_limit_message's)."""
-    message = time_limit_message(restricted.layer, restricted.backend, restricted.deadline, f"{done} restricted QPs",
-                                 where)
+    """decompose's result where the deadline stopped it after `done` restricted QPs (`where`: Deadline.stopped_after's)."""
+    message = restricted.deadline.stopped_after(f"{done} restricted QPs", where)
     return PrimalWorkingSetResult(w, b, None, primal_objective(X, y, w, b, C), done, size, wrong, restricted.sub_s,
                                   False, message, timed_out=True)
 

@@ -93,7 +93,7 @@ from solvers.closing import close
 from solvers.deadline import NEVER, Deadline
 from solvers.profiles import backend_options, get_profile
 from solvers.reference import Gram, polish
-from solvers.registry import get_backend, subproblem_stop, time_limit_message
+from solvers.registry import get_backend, subproblem_stop
 
 
 @dataclass
@@ -955,18 +955,21 @@ def _finished_by_proof(src, y, C, eps, loop: _Loop, gap_tol: float) -> bool:
     return True
 
 
-def _extremes(alpha, g, y, C, eps, active):
-    """(m, M, -y g): m and M (module docstring) over the active points, both 0 where one side has none."""
+def _extremes(alpha, g, y, C, eps, active=None):
+    """(m, M, -y g): m and M (module docstring) over the active points (None: every point), both 0 where one
+    side has none."""
     up, low, minus_yg = _violation(alpha, g, y, C, eps=eps)
-    if not (up & active).any() or not (low & active).any():
+    if active is not None:
+        up, low = up & active, low & active
+    if not up.any() or not low.any():
         return 0.0, 0.0, minus_yg
-    return float(minus_yg[up & active].max()), float(minus_yg[low & active].min()), minus_yg
+    return float(minus_yg[up].max()), float(minus_yg[low].min()), minus_yg
 
 
 def _max_violation(alpha, g, y, C, eps) -> float:
     """m - M (module docstring) over every point, 0 where one side is empty."""
-    up, low, minus_yg = _violation(alpha, g, y, C, eps)
-    return float(minus_yg[up].max() - minus_yg[low].min()) if up.any() and low.any() else 0.0
+    m, M, _ = _extremes(alpha, g, y, C, eps)
+    return m - M
 
 
 def _finish(src, y, C, loop: _Loop, violation, converged, stall_stop, settings: WorkingSetOptions) -> WorkingSetResult:
@@ -1148,7 +1151,7 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
                    f"{res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name,
-        message=(time_limit_message(layer, backend, deadline, done, res.stopped_in) if res.timed_out else res.failure),
+        message=deadline.stopped_after(done, res.stopped_in) if res.timed_out else res.failure,
         extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q, "kkt_violation": res.violation,
                 "warm_start": alpha0 is not None, "smo_steps": res.smo_steps, "start": res.start,
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
