@@ -160,3 +160,57 @@ def test_cvxpys_user_limit_is_a_time_limit_where_the_solve_ran_to_one():
     assert project_status("user_limit", None, 60.0) == st.ITERATION_LIMIT
     assert project_status("optimal", 10.0, 12.0) == st.OPTIMAL
     assert project_status("no such status", None, 1.0) == st.ERROR
+
+
+def test_a_status_that_names_a_limit_is_that_limit_in_both_layers():
+    """SCS stopped by its time limit says "unbounded (inaccurate - reached time_limit_secs)" (qpsolvers: read as
+    unbounded, an error row) or "solved (inaccurate - ...)" (cvxpy: optimal_inaccurate, the limit unnamed)."""
+    from solvers.adapters.cvxpy_layer import project_status
+    from solvers.adapters.pyomo_qp import map_raw_status
+
+    for raw in ("unbounded (inaccurate - reached time_limit_secs)", "solved (inaccurate - reached time_limit_secs)",
+                "infeasible (inaccurate - reached time_limit_secs)"):
+        assert map_raw_status(raw, True) == st.TIME_LIMIT
+        assert project_status("optimal_inaccurate", 2.0, 2.1, raw) == st.TIME_LIMIT
+    assert map_raw_status("solved (inaccurate - reached max_iters)", True) == st.ITERATION_LIMIT
+    assert project_status("optimal_inaccurate", None, 1.0, "solved (inaccurate - reached max_iters)") \
+        == st.ITERATION_LIMIT
+    # the statuses without a limit keep their meaning
+    assert map_raw_status("unbounded", True) == st.UNBOUNDED and map_raw_status("solved", True) == st.OPTIMAL
+    assert map_raw_status("solved (inaccurate)", True) == st.OPTIMAL_INACCURATE
+    assert project_status("optimal", None, 1.0, "Solved") == st.OPTIMAL
+
+
+@pytest.mark.parametrize("layer", ["pyomo", "cvxpy"])
+@pytest.mark.parametrize("backend", sorted(RECORDS))
+def test_every_backend_takes_the_tightest_tolerance_the_project_asks(layer, backend):
+    """The primal working set's settling step asks each backend for SETTLE_TOL = 1e-12; HiGHS refuses feasibility
+    tolerances below 1e-10 and raised (cvxpy) on it, so its record clamps them. Every backend accepts what its
+    record gives at that tolerance, and solves Example 5.1's soft margin with it."""
+    from solvers.algorithms.primal_working_set import SETTLE_TOL
+    from solvers.profiles import tolerance_options
+
+    if not registry.get_backend(layer, backend).availability()[0]:
+        pytest.skip(f"{layer}/{backend} is not available here")
+    ds = example_5_1()
+    sol = solve("soft_primal", ds.X, ds.y, layer=layer, backend=backend, C=1.0, method="full",
+                options=tolerance_options(backend, SETTLE_TOL))
+    assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT), (sol.status, sol.message)
+    assert "refus" not in sol.message and "kError" not in sol.message
+
+
+def test_highs_banner_stays_off_the_console():
+    """HiGHS prints "Running HiGHS ..." on stdout at a process's first Highs(), which cvxpy and qpsolvers make at
+    each solve: a fresh process solving through both says nothing on stdout."""
+    import subprocess
+    import sys
+
+    script = ("from experiments.datasets import example_5_1\n"
+              "from solvers.api import solve\n"
+              "ds = example_5_1()\n"
+              "for layer, method in (('cvxpy', 'full'), ('direct', 'working_set')):\n"
+              "    solve('dual', ds.X, ds.y, layer=layer, backend='highs', C=1.0, method=method)\n"
+              "print('done')\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == "done\n"

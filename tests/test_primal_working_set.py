@@ -168,6 +168,29 @@ def test_the_split_widens_its_band_until_the_restricted_qp_is_bounded():
     assert delta3 < delta  # the weighted balance holds with a narrower band than the count's
 
 
+def test_the_split_never_leaves_the_restricted_qp_without_rows():
+    """Every point inside its margin and the classes balanced (s = 0): the band is widened until W holds a point,
+    since a QP without rows leaves b free (SCS refused it: "m must be a positive integer")."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    margins = np.array([0.01, -0.02, 0.03, 0.0])
+    in_W, in_L, delta = pws._split(margins, y, 1e-5, 0.05, np.zeros(4, dtype=bool))
+    assert in_W.any() and delta > 0.05 and not (in_W & in_L).any()
+
+
+@pytest.mark.parametrize("layer,backend", [("cvxpy", "scs"), ("cvxpy", "clarabel"), ("pyomo", "scs")])
+def test_tiny_C_puts_every_point_inside_the_margin_and_still_ends_optimal(layer, backend):
+    """moons at C = 1e-5: the smoothed start holds every point at alpha = C (found by a new user's run: cvxpy/SCS
+    raised on the restricted QP without rows). The optimum is the full solve's, to the checks' tolerance."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(2000, noise=0.3, random_state=0)
+    full = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1e-5, profile="high", method="full")
+    sol = api.solve("soft_primal", X, y, layer=layer, backend=backend, C=1e-5)
+    assert sol.extras["method"] == "working_set"
+    assert sol.status == "optimal", sol.message
+    assert sol.objective == pytest.approx(full.objective, rel=1e-4)
+
+
 def test_a_restricted_qp_without_a_point_ends_the_loop_as_an_error(monkeypatch):
     ds = overlapping(400, d=3, seed=2)
     X, y = ds.X, ds.y

@@ -454,7 +454,8 @@ def measure(task: Task) -> Row:
         row.status, row.message = "memory_error", str(exc) or "MemoryError"
     except Exception as exc:  # a crashing path is a failed row, not a crashed run
         row.status = "error"
-        row.message = f"{type(exc).__name__}: {exc}"[:300] + " | " + traceback.format_exc(limit=2)[-200:]
+        row.message = f"{type(exc).__name__}: {exc}"[:300]  # one line for the report; the traceback on stderr
+        traceback.print_exc(limit=2)
     row.peak_rss_mb = _peak_mb()
     return row
 

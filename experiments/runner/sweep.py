@@ -428,8 +428,11 @@ def execute_task(task: Task) -> dict:
                         time_limit=_own_time_limit(task), method=task.solve_method)
             row.update(solution_row(sol, task))
     except Exception as exc:  # any failure is a row, not a crashed sweep
-        row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__,
-                   error=f"{type(exc).__name__}: {exc}", message=traceback.format_exc(limit=3))
+        # the row's message is the error's one line (it was the traceback, which the results table cannot show);
+        # the traceback goes to stderr, which is the task's log in a solve process
+        traceback.print_exc(limit=3)
+        error = f"{type(exc).__name__}: {exc}"
+        row.update(status=ERROR, solver_status=ERROR, raw_status=type(exc).__name__, error=error, message=error)
     row = _hard_margin_guard(row, task)
     row["wall_s"] = time.perf_counter() - start
     return row

@@ -9,12 +9,27 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from solvers import solution as st
 from solvers.backends import BackendRecord
+
+#: Words in a solver's own status that say it stopped at a limit, read before any other word of it: SCS stopped by
+#: its time limit says "unbounded (inaccurate - reached time_limit_secs)" or "solved (inaccurate - reached
+#: time_limit_secs)", which read as an unbounded problem and as an inaccurate optimum.
+LIMIT_WORDS = (("time", st.TIME_LIMIT), ("max_iter", st.ITERATION_LIMIT), ("maxiter", st.ITERATION_LIMIT),
+               ("iteration", st.ITERATION_LIMIT))
+
+
+def limit_in(raw: str | None) -> str | None:
+    """The limit a solver's own status says it stopped at (st.TIME_LIMIT or st.ITERATION_LIMIT), or None."""
+    key = (raw or "").lower().replace(" ", "_")
+    return next((status for word, status in LIMIT_WORDS if word in key), None)
 
 
 @dataclass
@@ -55,12 +70,39 @@ def _is_status_warning(caught: warnings.WarningMessage) -> bool:
     return ("qpsolvers" in parts and "solvers" in parts) or str(caught.message).startswith("Solution may be inaccurate")
 
 
+_HIGHS_BANNER_SPENT = False
+
+
+def _spend_highs_banner() -> None:
+    """HiGHS prints its banner ("Running HiGHS 1.16.0 ...", two lines) on stdout at the first Highs() of a process,
+    before any option can be set; cvxpy and qpsolvers each make one per solve, and each solve of the runner is a
+    process of its own. The first one is made here, with stdout sent to /dev/null (HiGHS writes it from C++)."""
+    global _HIGHS_BANNER_SPENT
+    if _HIGHS_BANNER_SPENT:
+        return
+    _HIGHS_BANNER_SPENT = True
+    import highspy
+
+    sys.stdout.flush()
+    console = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(console, 1)
+        os.close(console)
+
+
 @contextlib.contextmanager
-def status_warnings():
+def status_warnings(backend: str = ""):
     """Collect the warnings that only say how a solve ended into the list this yields (filled when the block
     ends), for the row's message: the status is read from the result either way, and a sweep printed one per
     row. Every other warning is shown as it was. OSQP 1.1's PendingDeprecationWarning when solve() is called
-    without raise_error, which qpsolvers does not pass, is dropped."""
+    without raise_error, which qpsolvers does not pass, is dropped. For `backend` "highs", HiGHS's banner is
+    kept off the console (_spend_highs_banner)."""
+    if backend == "highs":
+        _spend_highs_banner()
     folded: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from solvers import solution as st
-from solvers.adapters.base import RecordAdapter, status_warnings
+from solvers.adapters.base import RecordAdapter, limit_in, status_warnings
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import Pyomo through it
@@ -31,11 +31,12 @@ STATUS_MAP = {
     "solver_error": st.ERROR,
 }
 
-def project_status(cvxpy_status: str, time_limit: float | None, elapsed: float) -> str:
-    """The project's status for cvxpy's: "user_limit" is cvxpy's word for an iteration limit and for a time
-    limit alike, so it is a time limit where one was set and the solve ran to it (cvxpy/HiGHS on breast cancer
-    x 1e3 at C = 1e-5 with time_limit = 10 said iteration_limit)."""
-    status = STATUS_MAP.get(cvxpy_status, st.ERROR)
+def project_status(cvxpy_status: str, time_limit: float | None, elapsed: float, raw: str = "") -> str:
+    """The project's status for cvxpy's: the limit the solver's own status `raw` names, where it names one (cvxpy
+    called SCS stopped at its time limit optimal_inaccurate); "user_limit" is cvxpy's word for an iteration limit
+    and for a time limit alike, so it is a time limit where one was set and the solve ran to it (cvxpy/HiGHS on
+    breast cancer x 1e3 at C = 1e-5 with time_limit = 10 said iteration_limit)."""
+    status = limit_in(raw) or STATUS_MAP.get(cvxpy_status, st.ERROR)
     if status == st.ITERATION_LIMIT and time_limit is not None and elapsed >= time_limit:
         return st.TIME_LIMIT
     return status
@@ -100,7 +101,7 @@ class CvxpyBackend(RecordAdapter):
                               time_limit=time_limit)
         start = time.perf_counter()
         try:
-            with status_warnings() as folded:
+            with status_warnings(self.name) as folded:
                 model.problem.solve(solver=self.cvxpy_name, **kwargs)
         except cp.error.SolverError as exc:
             return st.RawResult(status=st.ERROR, raw_status="solver_error", message=str(exc),
@@ -109,11 +110,12 @@ class CvxpyBackend(RecordAdapter):
             raise BackendError(f"cvxpy/{self.name} raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start
         stats = model.problem.solver_stats
-        status = project_status(model.problem.status, time_limit, elapsed)
+        raw = _raw_status(model.problem)
+        status = project_status(model.problem.status, time_limit, elapsed, raw)
         iters = getattr(stats, "num_iters", None)
         return st.RawResult(
             status=status,
-            raw_status=_raw_status(model.problem),
+            raw_status=raw,
             objective=float(model.problem.value) if model.problem.value is not None else float("nan"),
             iterations=iters if isinstance(iters, int) else None,
             solve_s=elapsed,

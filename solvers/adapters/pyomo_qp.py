@@ -17,22 +17,18 @@ import numpy as np
 import scipy.sparse
 
 from solvers import solution as st
-from solvers.adapters.base import RecordAdapter, status_warnings
+from solvers.adapters.base import RecordAdapter, limit_in, status_warnings
 from solvers.backends import BackendRecord
 from solvers.errors import BackendError
 
 if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve`, not by the registry
     from solvers.bridge.pyomo_standard_form import StandardQP
-# Keywords in a solver's own status -> the project's status (first match wins).
+# Keywords in a solver's own status -> the project's status (first match wins), after its limits (base.limit_in).
 RAW_STATUS_KEYWORDS = (
     ("dual_infeas", st.UNBOUNDED),
     ("dualinfeas", st.UNBOUNDED),
     ("unbounded", st.UNBOUNDED),
     ("infeas", st.INFEASIBLE),
-    ("max_iter", st.ITERATION_LIMIT),
-    ("maxiter", st.ITERATION_LIMIT),
-    ("iteration", st.ITERATION_LIMIT),
-    ("time", st.TIME_LIMIT),
     ("inaccurate", st.OPTIMAL_INACCURATE),
     ("almost", st.OPTIMAL_INACCURATE),
     ("solved", st.OPTIMAL),
@@ -64,6 +60,8 @@ def map_raw_status(raw: str | None, found: bool) -> str:
     if raw is None:
         return st.OPTIMAL if found else st.ERROR
     key = raw.lower().replace(" ", "_")
+    if limit_in(key):
+        return limit_in(key)
     for keyword, status in RAW_STATUS_KEYWORDS:
         if keyword in key:
             if status == st.OPTIMAL and not found:
@@ -128,7 +126,7 @@ def run_qpsolvers(problem, record: BackendRecord, options: dict):
     status_warnings) go to sol.extras["warnings"], and so to the row's message."""
     from qpsolvers import solve_problem
 
-    with status_warnings() as folded:
+    with status_warnings(record.name) as folded:
         sol = solve_problem(problem, solver=record.qpsolvers_name, **options)
     if folded:
         sol.extras["warnings"] = folded

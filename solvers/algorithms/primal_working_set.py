@@ -243,13 +243,16 @@ def _split(margins, y, C, delta, wrong):
     positive points as b falls, so it is bounded exactly when -C(W+) <= s <= C(W-), C(.) the sum of C_i (the
     restricted dual's balance y_W' a = -s within 0 <= a <= C). Why: on wide data at X x 1e-3 (n = 12,000, d = 150), the
     band around the loose first QP's margins held too few negative points, and Clarabel called the
-    restricted QP unbounded (dual infeasible)."""
+    restricted QP unbounded (dual infeasible). W is never empty: a QP without rows leaves b free even where s = 0
+    (moons, n = 2,000, C = 1e-5: every point inside its margin, and SCS refused the QP, "m must be a positive
+    integer")."""
     distance = np.abs(margins - 1.0)
     while True:
         in_W = (distance < delta) | wrong
         in_L = ~in_W & (margins < 1.0)
         s = penalty.weighted_sum(C, np.where(in_L, y, 0.0))
-        if -penalty.weighted_sum(C, in_W & (y > 0)) <= s <= penalty.weighted_sum(C, in_W & (y < 0)) or not in_L.any():
+        bounded = -penalty.weighted_sum(C, in_W & (y > 0)) <= s <= penalty.weighted_sum(C, in_W & (y < 0))
+        if in_W.any() and (bounded or not in_L.any()):
             return in_W, in_L, delta
         delta *= 2.0
 

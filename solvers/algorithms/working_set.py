@@ -205,7 +205,7 @@ def _subproblem_cvxpy(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     start = time.perf_counter()
     record = get_record(backend)
     try:  # a block's "Solution may be inaccurate" is not for the user: the loop polishes and checks its point
-        with status_warnings():
+        with status_warnings(backend):
             problem.solve(solver=record.cvxpy_name, **solve_kwargs(record, dense=True, options=options,
                                                                    time_limit=time_limit))
     except cp.error.SolverError:  # as in the cvxpy adapter: a failed solve is no point, not a crash
