@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 
 import formulations
 from formulations import kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from solvers import isolation
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
@@ -147,7 +149,11 @@ def solve(
 
     time_limit: seconds from this call's start to its return (solvers.deadline). The backend, or each
     subproblem of a working set, is given what remains; the working sets' own stages and the closing
-    checks' proof stop at it; the row is then `time_limit` and its message says where it stopped.
+    checks' proof stop at it; the row is then `time_limit` and its message says where it stopped. The
+    solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE past the limit if
+    it is still in a step that does not stop by itself (a model's build, a backend's setup), which the
+    message then names. The server's start, about 2 s once a process, is not counted
+    (extras["solve_server_start_s"]).
     """
     began = time.perf_counter()
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
@@ -162,14 +168,20 @@ def solve(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
             "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
     if method == "working_set":
-        sol = _solve_working_set(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                                 allow_indefinite=allow_indefinite, profile=profile, deadline=deadline,
-                                 options=options, standardize=standardize, memory_budget=memory_budget)
+        work = partial(_solve_working_set, formulation, X, y, labels, layer=layer, backend=backend, C=C,
+                       kernel=kernel, K=K, allow_indefinite=allow_indefinite, profile=profile, deadline=deadline,
+                       options=options, standardize=standardize, memory_budget=memory_budget)
     else:
-        sol = _solve_full(formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
-                          kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
-                          deadline=deadline, options=options, standardize=standardize,
-                          memory_budget=memory_budget)
+        work = partial(_solve_full, formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel,
+                       K=K, kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
+                       deadline=deadline, options=options, standardize=standardize, memory_budget=memory_budget)
+    # with a limit, in a process killed past it: a model's build or a backend's setup does not stop by itself
+    sol = isolation.run(deadline, work)
+    if isinstance(sol, isolation.Ended):
+        sol = _unanswered(sol, formulation, X, y, labels, layer=layer, backend=backend, C=C, method=method,
+                          profile=profile, deadline=deadline)
+    if deadline.left_out:
+        sol.extras["solve_server_start_s"] = deadline.left_out
     # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
     # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
     elapsed = time.perf_counter() - began
@@ -223,6 +235,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         extras["standardized"] = standardizer.as_dict()
     factor_L = None
     if formulation == KERNEL_DUAL:
+        isolation.stage("the Gram matrix")
         K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
         if kernel_form == "auto":  # the faster form for this K, and why (formulations.kernel_dual)
             choice = formulations.kernel_dual.choose_form(K)
@@ -230,6 +243,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
             extras.update(choice.as_dict())
         extras.update(kernel_info, kernel_form=kernel_form)
 
+    isolation.stage(f"the {layer} model's build")
     model = formulations.build(formulation, layer, X=X, y=y, C=C, K=K, kernel_form=kernel_form, L=factor_L)
     if formulation == KERNEL_DUAL:  # the form used, and a factor's rank and ||K - L L'|| / ||K||
         extras.update(formulations.kernel_dual.model_info(model))
@@ -245,6 +259,8 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         sol.message = deadline.stopped("before the backend was called (building the model)")
         return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
     given = deadline.for_backend()
+    isolation.stage(f"the call to {layer}/{backend} (the layer's compilation or load of the model, then the "
+                    f"solver), given the {given:.3g} s left" if given is not None else f"the call to {layer}/{backend}")
     try:
         raw = adapter.solve(model, opts, given)
     except (BackendError, UnsupportedModelError) as exc:
@@ -260,8 +276,27 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     candidate = None
     if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
         candidate = certificate_candidate(model, layer, formulation)
+    isolation.stage("the closing checks")
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer,
                  deadline=deadline)
+
+
+def _unanswered(ended: isolation.Ended, formulation, X, y, labels, *, layer, backend, C, method, profile,
+                deadline: Deadline) -> st.Solution:
+    """The row of a solve whose process gave no answer (solvers.isolation): killed past the time limit in a step
+    that does not stop by itself, which the message names, or dead (a backend that aborts its process)."""
+    where = f"in {ended.stage}" if ended.stage else "before any model was built"
+    if ended.killed:
+        status = st.TIME_LIMIT
+        message = deadline.stopped(f"{where}, a step that does not stop by itself: the solve's process was killed")
+    else:
+        status = st.ERROR
+        message = f"the solve's process died ({ended.how}) {where}"
+    sol = st.Solution(formulation=formulation, layer=layer, backend=backend, status=status, solver_status=status,
+                      raw_status="killed" if ended.killed else ended.how,
+                      backend_version=get_backend(layer, backend).version(), profile=profile, message=message,
+                      extras={"labels": labels.as_dict(), "method": method})
+    return close(sol, None, X=X, y=y, C=C, profile=get_profile(profile))
 
 
 def _backend_stop(deadline: Deadline, given: float, message: str) -> str:

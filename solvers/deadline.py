@@ -15,7 +15,8 @@ do not prove what the time is up for (the row is then `time_limit`, never `optim
 What can still run past the limit is one piece of work that cannot be interrupted: a backend's setup (OSQP's
 factorization of a 1,580-point block: the 0.15-0.4 s above), a model's build, a block's kernel rows, one round
 of a proof (an SVD of the free points' rows: ~0.2 s at d = 500), or the whole last subproblem of a backend
-without a time limit of its own (PIQP, ProxQP), which the row's message then names.
+without a time limit of its own (PIQP, ProxQP), which the row's message then names. solvers.api runs a solve with
+a limit in a process killed shortly past it (solvers.isolation), so that such a step ends there too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Deadline:
                  began: float | None = None):
         self.limit, self.clock = limit, clock
         self.began = clock() if began is None else began
+        self.left_out = 0.0
 
     @classmethod
     def of(cls, time_limit: Deadline | float | None) -> Deadline:
@@ -39,7 +41,11 @@ class Deadline:
         return time_limit if isinstance(time_limit, Deadline) else cls(time_limit)
 
     def elapsed(self) -> float:
-        return self.clock() - self.began
+        return self.clock() - self.began - self.left_out
+
+    def leave_out(self, seconds: float) -> None:
+        """Do not count `seconds` that passed (the solve server's one-time start: solvers.isolation)."""
+        self.left_out += seconds
 
     def remaining(self) -> float | None:
         """Seconds left (0 once passed), None without a limit."""

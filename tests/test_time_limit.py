@@ -15,7 +15,7 @@ import pytest
 from experiments.datasets import overlapping
 from formulations.kernel_dual import dual_matrix
 from formulations.kernels import Kernel, gram
-from solvers import api, closing, profiles, reference, registry
+from solvers import api, closing, isolation, profiles, reference, registry
 from solvers import solution as st
 from solvers.adapters import pyomo_qp
 from solvers.algorithms import primal_working_set as pws
@@ -215,6 +215,7 @@ def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monke
 
 def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit(data, monkeypatch):
     X, y, _ = data
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the spy is in this process, not in the solve server's
     adapter = registry.get_backend("cvxpy", "clarabel")
     given, real = [], adapter.solve
 
@@ -235,6 +236,7 @@ def test_a_whole_qp_stopped_at_its_share_of_the_limit_names_the_call_s_limit(dat
     """The cvxpy adapter says "stopped at the time limit (<what it was given> s)"; the row names the call's limit
     and that share (9.93219 s of 10 read as if the limit were 9.93219 s)."""
     X, y, _ = data
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the stand-in is in this process, not in the solve server's
     adapter = registry.get_backend("cvxpy", "clarabel")
 
     def stopped(model, options, time_limit=None):

@@ -388,6 +388,7 @@ def test_time_limit_is_refused_for_a_backend_without_one(layer, backend):
 @pytest.mark.parametrize("backend,option", [("daqp", "time_limit"), ("clarabel", "time_limit"),
                                             ("osqp", "time_limit"), ("scs", "time_limit_secs")])
 def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, option):
+    from solvers import isolation
     from solvers.adapters import pyomo_qp
 
     seen = {}
@@ -398,6 +399,7 @@ def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, o
         return real(qp, solver, options)
 
     monkeypatch.setattr(pyomo_qp, "solve_standard_qp", spy)
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the spy is in this process, not in the solve server's
     ds = example_5_1()
     sol = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=backend, time_limit=7.0)
     assert 0 < seen.get(option) <= 7.0  # what remains of the call's 7 s once the model is built (solvers.deadline)

@@ -57,6 +57,7 @@ from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
 from solvers.backends import RECORDS
 
+from solvers import isolation
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.
@@ -567,6 +568,7 @@ def _watch_parent(parent_pid: int) -> None:
 
 def _child(task: Task, conn, log_path: str | None, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+    isolation.ISOLATE = False  # this process is the one killed at --timeout: no solve server of its own
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -61,7 +61,7 @@ from scipy.optimize import minimize, minimize_scalar
 from formulations import penalty, soft_primal, validation
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
-from solvers import blas
+from solvers import blas, isolation
 from solvers import solution as st
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo
@@ -330,6 +330,7 @@ class _RestrictedQPs:
         if self.cut:
             return {}, st.TIME_LIMIT, ""
         begin = time.perf_counter()
+        isolation.stage(f"a restricted QP ({len(rows):,} rows)")
         values, status, message = self.subsolve(self.X[rows], self.y[rows], weight, inside, self.backend,
                                                 self.options if options is None else options,
                                                 self.deadline.for_backend())
@@ -378,6 +379,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
                                       restricted.sub_s, True)
 
     if start == "smoothed":
+        isolation.stage("the smoothed start")
         w, b = smoothed_start(X, y, C, deadline)
         if deadline.passed():
             return stopped(w, b, 0, 0, n, "in the smoothed start")

@@ -79,7 +79,7 @@ from formulations.model import (
 )
 from formulations.quadratic_form import QuadraticForm
 from formulations.recovery import recover_bias
-from solvers import blas
+from solvers import blas, isolation
 from solvers import solution as st
 from solvers.adapters.base import status_warnings
 from solvers.adapters.cvxpy_layer import solve_kwargs
@@ -825,6 +825,7 @@ def _start(src, y, C, layer, backend, opts, alpha0, settings: WorkingSetOptions,
     n = len(y)
     sub_s, how, Ku = 0.0, "zero" if alpha0 is None else "alpha0", None
     if alpha0 is None and settings.split_from and n >= settings.split_from:
+        isolation.stage("the split start")
         alpha0, sub_s, how, Ku = _split_start(src, y, C, SUBSOLVERS[layer], backend, opts,
                                               landmarks=settings.landmarks, band=settings.band, deadline=deadline)
         if alpha0 is None:
@@ -893,6 +894,7 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
     loop.repeated = loop.previous is not None and np.array_equal(B, loop.previous)
     left = loop.deadline.remaining()
+    isolation.stage(f"the subproblem of step {loop.it} ({len(B):,} points) or its polish")
     new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
                                           target if loop.repeated else math.inf, loop.deadline)
     loop.sub_s += elapsed

@@ -1,0 +1,303 @@
+"""A solve with a time limit runs in a process of its own, killed when it runs past the limit.
+
+The deadline (solvers.deadline) stops the project's own loops and hands each backend the time that remains, but
+some steps cannot be stopped from Python, and they are the long ones on large data. MEASURED by a new user's run
+(make_classification, n = 20,000, d = 500, time_limit = 2 s): Pyomo/HiGHS on the linear dual returned after
+51-54 s (Pyomo's HiGHS interface loading the model: 112 s of 118 without a limit), Pyomo/HiGHS on the kernel
+dual's working set after 21-25 s (a block's objective), Pyomo/OSQP after 11-18 s (OSQP's setup, which its own
+time limit does not cover), the cvxpy layer after 9-12 s. Only a killed process stops a step in native code.
+
+How: a solve server (`python -m solvers.isolation`, started at the first call with a limit) imports the solvers
+once (PRELOAD) and forks one child per solve; the child runs the pickled work and sends its answer back; the
+caller kills it at kill_after(deadline): the limit plus KILL_GRACE (the child's own stop, its closing checks and
+the pickling come after the limit: 0.15-0.4 s measured). `stage(text)` says what the child is doing, so that a
+killed solve names the step that did not stop. A child that dies (HiGHS can abort its process) is an answer too.
+
+Why a server, not a fork of the caller: Clarabel and HiGHS start thread pools at their first solve, and a fork
+of a process that has them inherits the pools without their threads. MEASURED: cvxpy/Clarabel forked after one
+Clarabel solve in the parent never returned. Why not multiprocessing's fork server: its children import the
+caller's main script again (a script without `if __name__ == "__main__":` would run itself in each solve).
+
+Costs, measured here: the server's start, 1.8 s once a process, is left out of the first call's clock
+(Deadline.leave_out; extras["solve_server_start_s"]); each solve then pays about 16 ms more, and its data are
+pickled (X of 20,000 x 500: 80 MB). So only a call with a limit runs here, and not where a parent kills the
+process already (the runner's solve processes set ISOLATE = False), nor work that refers to the caller's
+`__main__` (a callable kernel of a script: the server cannot import it), nor off Linux.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from solvers.backends import RECORDS
+from solvers.deadline import Deadline
+
+#: Whether a call with a time limit runs in the solve server (see the module's docstring).
+ISOLATE = sys.platform.startswith("linux")
+
+#: The child is killed this long after the limit: KILL_GRACE_S plus KILL_GRACE_SHARE of the limit.
+KILL_GRACE_S = 0.25
+KILL_GRACE_SHARE = 0.05
+
+#: What the solve server imports once, so that each child starts warm.
+PRELOAD = ("numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
+           *(record.module for record in RECORDS.values()), "pyomo.contrib.solver.solvers.highs", "solvers.api")
+
+#: How long the server may take to start (its imports) before the call runs in its own process instead.
+SERVER_START_LIMIT_S = 120.0
+
+_HEADER = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A solve that gave no answer: killed at the limit plus the grace, or dead by itself (`how`)."""
+
+    killed: bool
+    stage: str  # the child's last stage() ("" if it set none)
+    how: str = ""  # how it died: a signal's name or "exit N"
+
+
+# ------------------------------------------------------------------------------------------------ the caller
+
+
+def kill_after(deadline: Deadline) -> float | None:
+    """Seconds from now until the child of a solve with this deadline is killed (None: no limit)."""
+    left = deadline.remaining()
+    return None if left is None else left + KILL_GRACE_S + KILL_GRACE_SHARE * deadline.limit
+
+
+def run(deadline: Deadline, work: Callable[[], Any]) -> Any:
+    """work() in a child of the solve server, killed at kill_after(deadline): its result, or its exception raised
+    here, or an `Ended` when it gave no answer. In this process where the docstring says. The server's start on
+    a first call is left out of `deadline` (Deadline.leave_out), which `work` must hold."""
+    if deadline.limit is None or not ISOLATE:
+        return work()
+    with _LOCK:  # one solve at a time through the server
+        server, start_s = _Server.running()
+        if server is None:
+            return work()
+        if start_s:
+            deadline.leave_out(start_s)
+        try:
+            payload = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - e.g. a lambda kernel: it runs here, stopped by its deadline only
+            payload = b""
+        if not payload or b"__main__" in payload:
+            return work()
+        return server.solve(payload, kill_after(deadline))
+
+
+_LOCK = threading.Lock()
+
+
+class _Server:
+    """The solve server process and the two pipes to it (requests; answers from it and its children)."""
+
+    _current: _Server | None = None
+
+    def __init__(self):
+        request_read, self.request = os.pipe()
+        self.answers, answer_write = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "solvers.isolation", str(request_read), str(answer_write)],
+            pass_fds=(request_read, answer_write), env=env, stdin=subprocess.DEVNULL)
+        os.close(request_read)
+        os.close(answer_write)
+        self.buffer = b""
+
+    @classmethod
+    def running(cls) -> tuple[_Server | None, float]:
+        """The server, started if need be, and the seconds its start took (0 if it was running); None if it
+        did not start."""
+        if cls._current is not None and cls._current.process.poll() is None:
+            return cls._current, 0.0
+        began = time.perf_counter()
+        server = cls()
+        ready = server._message(SERVER_START_LIMIT_S)
+        if ready != ("ready",):
+            server.close()
+            return None, 0.0
+        cls._current = server
+        return server, time.perf_counter() - began
+
+    def solve(self, payload: bytes, wait: float) -> Any:
+        os.write(self.request, _HEADER.pack(len(payload)))
+        _write_all(self.request, payload)
+        ends = time.monotonic() + wait
+        pid, where, answer = 0, "", None
+        while True:
+            try:
+                message = self._message(ends - time.monotonic())
+            except BaseException:  # Ctrl-C while waiting: the child goes, then the interrupt
+                self._end(pid)
+                raise
+            if message is None:  # past the limit and its grace (or the server died): the child goes
+                self._end(pid)
+                return Ended(killed=True, stage=where)
+            kind, value = message
+            if kind == "pid":
+                pid = value
+            elif kind == "stage":
+                where = value
+            elif kind in ("returned", "raised"):
+                answer = message
+            elif kind == "exit":
+                break
+        if answer is None:
+            return Ended(killed=False, stage=where, how=value)
+        if answer[0] == "raised":
+            raise answer[1]
+        return answer[1]
+
+    def _end(self, pid: int) -> None:
+        """Kill the child `pid` and read on to the server's word that it exited; a server that does not say so
+        in 5 s is ended too (the next call starts another)."""
+        if pid:
+            _kill(pid)
+        ends = time.monotonic() + 5.0
+        while pid:
+            message = self._message(ends - time.monotonic())
+            if message is None:
+                break
+            if message[0] == "exit":
+                return
+        self.close()
+
+    def _message(self, wait: float):
+        """The next message from the server or a child, or None if none came in `wait` seconds or the pipe closed."""
+        ends = time.monotonic() + max(wait, 0.0)
+        while True:
+            if len(self.buffer) >= _HEADER.size:
+                size = _HEADER.unpack_from(self.buffer)[0]
+                if len(self.buffer) >= _HEADER.size + size:
+                    data = self.buffer[_HEADER.size:_HEADER.size + size]
+                    self.buffer = self.buffer[_HEADER.size + size:]
+                    return pickle.loads(data)
+            left = ends - time.monotonic()
+            if left <= 0 or not select.select([self.answers], [], [], left)[0]:
+                return None
+            chunk = os.read(self.answers, 1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def close(self) -> None:
+        if _Server._current is self:
+            _Server._current = None
+        for fd in (self.request, self.answers):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.process.kill()
+        self.process.wait()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _send(fd: int, message) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_all(fd, _HEADER.pack(len(data)) + data)
+
+
+# ------------------------------------------------------------------------------------------------ the server
+
+_answer_fd: int | None = None  # in a child of the server: where stage() and the answer go
+
+
+def stage(text: str) -> None:
+    """Say what the solve is doing now (a no-op outside a child of the solve server)."""
+    if _answer_fd is not None:
+        _send(_answer_fd, ("stage", text))
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _serve(request_fd: int, answer_fd: int) -> None:
+    """Import PRELOAD, say ready, then fork a child per request and report how each ended, until the caller
+    closes the request pipe (it exited)."""
+    for module in PRELOAD:
+        importlib.import_module(module)
+    from solvers import blas  # here, in the server: the caller's process needs no threadpoolctl for this module
+
+    blas.controller()  # once here, not in each child (experiments.runner.warm says why, with gc.freeze)
+    gc.collect()
+    gc.freeze()
+    _send(answer_fd, ("ready",))
+    while True:
+        header = _read_exactly(request_fd, _HEADER.size)
+        if header is None:
+            return
+        payload = _read_exactly(request_fd, _HEADER.unpack(header)[0])
+        if payload is None:
+            return
+        pid = os.fork()
+        if pid == 0:
+            os.close(request_fd)
+            _child(payload, answer_fd)
+        _, status = os.waitpid(pid, 0)
+        how = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        _send(answer_fd, ("exit", how))
+
+
+def _child(payload: bytes, answer_fd: int) -> None:
+    global _answer_fd
+    _answer_fd = answer_fd
+    code = 0
+    try:
+        _send(answer_fd, ("pid", os.getpid()))
+        try:
+            answer = ("returned", pickle.loads(payload)())
+        except Exception as exc:  # raised in the caller, as if the work had run there
+            answer = ("raised", exc)
+        try:
+            _send(answer_fd, answer)
+        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle: its words
+            _send(answer_fd, ("raised", RuntimeError(f"the solve's answer could not be sent back: {exc}")))
+    except BaseException:  # noqa: BLE001 - the child must reach os._exit, whatever happens
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    from solvers import isolation  # the module itself, not this __main__ copy: stage() reads its _answer_fd
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child it waits for
+    isolation._serve(int(sys.argv[1]), int(sys.argv[2]))

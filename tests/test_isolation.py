@@ -1,0 +1,107 @@
+"""A call with a time limit runs in a child of the solve server (solvers.isolation), killed past the limit: its
+answer, its exception, a kill at the limit naming the stage it was in, and a death each come back to the caller.
+
+Nothing here depends on how long a solve takes: a child that must be killed waits forever, and the limit has
+passed before it starts (the kill comes KILL_GRACE after it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from functools import partial
+
+import pytest
+
+from experiments.datasets import example_5_1
+from formulations.errors import SVMInputError
+from solvers import api, isolation
+from solvers import solution as st
+from solvers.deadline import Deadline
+
+pytestmark = pytest.mark.skipif(not isolation.ISOLATE, reason="the solve server runs on Linux only")
+
+
+def _pid_and(value):
+    return os.getpid(), value
+
+
+def _stuck(where: str):
+    isolation.stage(where)
+    threading.Event().wait()  # never set: only the kill ends it
+
+
+def _refuse():
+    raise SVMInputError("C must be positive (got -1)")
+
+
+def _abort():
+    isolation.stage("about to abort")
+    os.abort()
+
+
+def test_a_child_answers_in_a_process_of_its_own():
+    pid, value = isolation.run(Deadline(600.0), partial(_pid_and, 42))
+    assert value == 42 and pid != os.getpid()
+    # without a limit, in this process
+    assert isolation.run(Deadline(None), partial(_pid_and, 7)) == (os.getpid(), 7)
+
+
+def test_a_child_past_the_limit_is_killed_and_names_its_stage():
+    ended = isolation.run(Deadline(1e-9), partial(_stuck, "the pyomo model's build"))
+    assert ended == isolation.Ended(killed=True, stage="the pyomo model's build")
+    # the server lives on: the next call is answered
+    assert isolation.run(Deadline(600.0), partial(_pid_and, 1))[1] == 1
+
+
+def test_a_childs_exception_is_raised_in_the_caller():
+    with pytest.raises(SVMInputError, match="C must be positive"):
+        isolation.run(Deadline(600.0), _refuse)
+
+
+def test_a_child_that_dies_says_how_and_where():
+    ended = isolation.run(Deadline(600.0), _abort)
+    assert ended == isolation.Ended(killed=False, stage="about to abort", how="SIGABRT")
+
+
+def test_work_the_server_cannot_import_runs_here(monkeypatch):
+    """A lambda does not pickle, and a function of the caller's __main__ (a script's callable kernel) would not
+    import in the server: both run in this process."""
+    assert isolation.run(Deadline(600.0), lambda: os.getpid()) == os.getpid()
+
+    def script_function():
+        return os.getpid()
+
+    script_function.__module__, script_function.__qualname__ = "__main__", "script_function"
+    monkeypatch.setattr(sys.modules["__main__"], "script_function", script_function, raising=False)
+    assert isolation.run(Deadline(600.0), script_function) == os.getpid()
+
+
+def test_a_solve_whose_child_was_killed_is_a_time_limit_row_that_names_the_step(monkeypatch):
+    ds = example_5_1()
+    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(
+        killed=True, stage="the call to pyomo/osqp (the layer's compilation or load of the model, then the solver)"))
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="osqp", C=1.0, time_limit=2.0)
+    assert sol.status == sol.solver_status == st.TIME_LIMIT and sol.raw_status == "killed"
+    assert sol.message.startswith("stopped at the time limit (2 s) in the call to pyomo/osqp (")
+    assert "a step that does not stop by itself: the solve's process was killed" in sol.message
+    assert sol.w is None and sol.b != sol.b  # no point: nothing reported (b is nan)
+    assert sol.extras["method"] == "full"
+
+
+def test_a_solve_whose_child_died_is_an_error_row(monkeypatch):
+    ds = example_5_1()
+    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(
+        killed=False, stage="the call to cvxpy/highs", how="SIGABRT"))
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, time_limit=2.0)
+    assert sol.status == st.ERROR and sol.raw_status == "SIGABRT"
+    assert sol.message == "the solve's process died (SIGABRT) in the call to cvxpy/highs"
+
+
+def test_a_solve_with_a_limit_gives_the_same_optimum_as_without():
+    ds = example_5_1()
+    limited = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="clarabel", C=1.0, time_limit=600.0)
+    free = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="clarabel", C=1.0)
+    assert limited.status == free.status == st.OPTIMAL
+    assert limited.objective == pytest.approx(free.objective, rel=1e-12)
+    assert limited.w == pytest.approx(free.w, rel=1e-12) and limited.b == pytest.approx(free.b, rel=1e-12)
