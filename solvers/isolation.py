@@ -115,6 +115,7 @@ class _Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "solvers.isolation", str(request_read), str(answer_write)],
             pass_fds=(request_read, answer_write), env=env, stdin=subprocess.DEVNULL)
+        self.owner = os.getpid()  # a process forked from this one starts its own: the pipes are this one's
         os.close(request_read)
         os.close(answer_write)
         self.buffer = b""
@@ -123,8 +124,9 @@ class _Server:
     def running(cls) -> tuple[_Server | None, float]:
         """The server, started if need be, and the seconds its start took (0 if it was running); None if it
         did not start."""
-        if cls._current is not None and cls._current.process.poll() is None:
-            return cls._current, 0.0
+        current = cls._current
+        if current is not None and current.owner == os.getpid() and current.process.poll() is None:
+            return current, 0.0
         began = time.perf_counter()
         server = cls()
         ready = server._message(SERVER_START_LIMIT_S)

@@ -1,8 +1,8 @@
 """A call with a time limit runs in a child of the solve server (solvers.isolation), killed past the limit: its
 answer, its exception, a kill at the limit naming the stage it was in, and a death each come back to the caller.
 
-Nothing here depends on how long a solve takes: a child that must be killed waits forever, and the limit has
-passed before it starts (the kill comes KILL_GRACE after it)."""
+Nothing here depends on how long a solve takes: a child that must be killed waits forever (the kill comes
+KILL_GRACE after the limit)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def test_a_child_answers_in_a_process_of_its_own():
 
 
 def test_a_child_past_the_limit_is_killed_and_names_its_stage():
-    ended = isolation.run(Deadline(1e-9), partial(_stuck, "the pyomo model's build"))
+    # 2 s: time for the child to start and say its stage on a busy machine (0.25 s was not always enough)
+    ended = isolation.run(Deadline(2.0), partial(_stuck, "the pyomo model's build"))
     assert ended == isolation.Ended(killed=True, stage="the pyomo model's build")
     # the server lives on: the next call is answered
     assert isolation.run(Deadline(600.0), partial(_pid_and, 1))[1] == 1
@@ -105,3 +106,15 @@ def test_a_solve_with_a_limit_gives_the_same_optimum_as_without():
     assert limited.status == free.status == st.OPTIMAL
     assert limited.objective == pytest.approx(free.objective, rel=1e-12)
     assert limited.w == pytest.approx(free.w, rel=1e-12) and limited.b == pytest.approx(free.b, rel=1e-12)
+
+
+def test_a_forked_process_starts_a_server_of_its_own():
+    """A process forked from a caller that has a server (a user's multiprocessing pool) must not write into the
+    caller's pipes: it starts its own server, and both get their own answers."""
+    import multiprocessing
+
+    parent_server_pid = isolation.run(Deadline(600.0), os.getppid)  # the server is the child's parent
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child_server_pid = pool.apply(isolation.run, (Deadline(600.0), os.getppid))
+    assert child_server_pid != parent_server_pid
+    assert isolation.run(Deadline(600.0), os.getppid) == parent_server_pid

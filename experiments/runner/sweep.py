@@ -55,9 +55,8 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
-from solvers.backends import RECORDS
-
 from solvers import isolation
+from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
 #: Modules the fork server imports once, so every solve process starts warm.

@@ -60,8 +60,8 @@ def map_raw_status(raw: str | None, found: bool) -> str:
     if raw is None:
         return st.OPTIMAL if found else st.ERROR
     key = raw.lower().replace(" ", "_")
-    if limit_in(key):
-        return limit_in(key)
+    if limit := limit_in(key):
+        return limit
     for keyword, status in RAW_STATUS_KEYWORDS:
         if keyword in key:
             if status == st.OPTIMAL and not found:
