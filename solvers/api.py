@@ -80,23 +80,30 @@ AUTO_MIN_N = {
 
 
 def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: str = "auto",
-                  d: int | None = None) -> str:
+                  d: int | None = None, backend: str | None = None) -> str:
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual takes the kernel dual's thresholds whatever its kernel (the linear one too: its whole
-    QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d).
+    QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d),
+    except through a cvxpy `backend` that returns no duals (Ipopt): its restricted QPs' multipliers are the
+    alpha the proof needs (cvxpy/Ipopt at n = 1,500: every check nan, where the full QP was verified in 1.6 s).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # one C or per-sample bounds C_i (sample or class weights): every working set takes both
     eligible = formulation in WORKING_SET_FORMULATIONS and not penalty.is_hard(C)
-    if method == "working_set" and not eligible:
+    no_duals = (formulation == SOFT_PRIMAL and layer == "cvxpy" and backend in RECORDS
+                and not RECORDS[backend].cvxpy_duals)
+    if method == "working_set" and (not eligible or no_duals):
         why = ("the hard margin (C = inf) has no bounds to decompose" if formulation in WORKING_SET_FORMULATIONS
                else f"choose one of {list(WORKING_SET_FORMULATIONS)} with a finite C")
+        if eligible:
+            why = (f"cvxpy returns no duals for {backend}, and the restricted QPs' duals are the alpha that proves "
+                   "the optimum: use method 'full' or another backend")
         raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
     if method != "auto":
         return method
     if formulation == SOFT_PRIMAL and layer != "direct":
-        return "working_set" if eligible and primal_working_set.pays(n, d) else "full"
+        return "working_set" if eligible and not no_duals and primal_working_set.pays(n, d) else "full"
     return "working_set" if eligible and n >= AUTO_MIN_N[(formulation, layer)] else "full"
 
 
@@ -159,7 +166,7 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1])
+    method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1], backend=backend)
     if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
         check_time_limit(layer, backend, time_limit)
     deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start

@@ -328,3 +328,21 @@ def test_wide_data_s_proof_eliminates_w(monkeypatch):
     with pytest.warns(BadScalingWarning):
         api.solve("soft_primal", Xs, y, layer="cvxpy", backend="clarabel", C=1.0)
     assert max(sizes) > 2000
+
+
+def test_a_cvxpy_backend_without_duals_keeps_the_soft_primal_whole():
+    """cvxpy returns no duals for Ipopt, and the restricted QPs' duals are the alpha that proves their optimum: auto
+    takes the full QP there (it was the working set, every check nan, `optimal_inaccurate`), and an explicit working
+    set is refused by name. The full QP is verified."""
+    from experiments.datasets import overlapping
+    from formulations.errors import SVMInputError
+
+    n = pws.SMOOTHED_MIN_N
+    assert api.choose_method("soft_primal", n, "cvxpy", 1.0, d=5, backend="ipopt") == "full"
+    assert api.choose_method("soft_primal", n, "cvxpy", 1.0, d=5, backend="clarabel") == "working_set"
+    assert api.choose_method("soft_primal", n, "pyomo", 1.0, d=5, backend="ipopt") == "working_set"  # duals: yes
+    with pytest.raises(SVMInputError, match="cvxpy returns no duals for ipopt"):
+        api.choose_method("soft_primal", n, "cvxpy", 1.0, "working_set", d=5, backend="ipopt")
+    ds = overlapping(n, d=5, seed=3)
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="ipopt", C=1.0)
+    assert sol.extras["method"] == "full" and sol.status == "optimal", sol.message
