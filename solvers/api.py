@@ -301,7 +301,7 @@ def _unanswered(ended: isolation.Ended, formulation, X, y, labels, *, layer, bac
         message = f"the solve's process died ({ended.how}) {where}"
     sol = st.Solution(formulation=formulation, layer=layer, backend=backend, status=status, solver_status=status,
                       raw_status="killed" if ended.killed else ended.how,
-                      backend_version=get_backend(layer, backend).version(), profile=profile, message=message,
+                      backend_version=RECORDS[backend].version(), profile=profile, message=message,
                       extras={"labels": labels.as_dict(), "method": method})
     return close(sol, None, X=X, y=y, C=C, profile=get_profile(profile))
 

@@ -10,7 +10,8 @@ time limit does not cover), the cvxpy layer after 9-12 s. Only a killed process 
 How: a solve server (`python -m solvers.isolation`, started at the first call with a limit) imports the solvers
 once (PRELOAD) and forks one child per solve; the child runs the pickled work and sends its answer back; the
 caller kills it at kill_after(deadline): the limit plus KILL_GRACE (the child's own stop, its closing checks and
-the pickling come after the limit: 0.15-0.4 s measured). `stage(text)` says what the child is doing, so that a
+the pickling come after the limit: 0.15-0.4 s measured on an idle machine; with 0.25 s, a busy one lost the race
+in CI and the row named no stage). `stage(text)` says what the child is doing, so that a
 killed solve names the step that did not stop. A child that dies (HiGHS can abort its process) is an answer too.
 
 Why a server, not a fork of the caller: Clarabel and HiGHS start thread pools at their first solve, and a fork
@@ -48,7 +49,7 @@ from solvers.deadline import Deadline
 ISOLATE = sys.platform.startswith("linux")
 
 #: The child is killed this long after the limit: KILL_GRACE_S plus KILL_GRACE_SHARE of the limit.
-KILL_GRACE_S = 0.25
+KILL_GRACE_S = 0.5
 KILL_GRACE_SHARE = 0.05
 
 #: What the solve server imports once, so that each child starts warm.

@@ -118,3 +118,13 @@ def test_a_forked_process_starts_a_server_of_its_own():
         child_server_pid = pool.apply(isolation.run, (Deadline(600.0), os.getppid))
     assert child_server_pid != parent_server_pid
     assert isolation.run(Deadline(600.0), os.getppid) == parent_server_pid
+
+
+def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch):
+    """layer "direct" (the solver alone, working sets only) has no adapter in the registry: the row still names the
+    backend's version from its record (CI found _unanswered asking the registry for it)."""
+    ds = example_5_1()
+    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(killed=True, stage="the split start"))
+    sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf", time_limit=2.0)
+    assert sol.status == st.TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
+    assert sol.extras["method"] == "working_set" and sol.backend_version

@@ -13,7 +13,7 @@ from hypothesis import strategies as st_
 from experiments.datasets import overlapping
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
-from solvers import api
+from solvers import api, isolation
 from solvers import solution as st
 from solvers.algorithms import kernel_rows, working_set as ws
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, row_source
@@ -373,11 +373,12 @@ def test_nystrom_margins_with_every_point_a_landmark_are_the_optimum_s_up_to_the
     assert np.abs(few - optimum).mean() > np.abs(margins - optimum).mean()  # 0.21 against 0.004
 
 
-def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backend(data):
+def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backend(data, monkeypatch):
     """PIQP has no time limit of its own: the whole QP refuses one (it could not stop), the working set
     stops between its subproblems and says so (a time limit nothing can reach before the first check; a
     subproblem that runs past one: tests/test_time_limit.py)."""
     X, y, K = data
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the working set's own stop, not the solve server's kill
     with pytest.raises(SVMInputError, match="cvxpy/piqp has no time limit"):
         api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel=KERNEL, method="full",
                   time_limit=5.0)
@@ -393,10 +394,11 @@ def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backe
     assert sol.status == st.OPTIMAL
 
 
-def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it():
+def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it(monkeypatch):
     """The soft primal's restricted QPs stop at the time limit too, with the same message: here in the smoothed
     start, before any restricted QP (one that runs past the limit: tests/test_time_limit.py)."""
     ds = overlapping(3000, d=5, seed=1)
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the loop's own stop, not the solve server's kill
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="piqp", C=1.0, method="working_set",
                     time_limit=1e-9)
     assert sol.status == st.TIME_LIMIT and sol.w is None
