@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from functools import partial
 
 import numpy as np
@@ -22,7 +23,7 @@ from solvers import isolation
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
-from solvers.backends import RECORDS
+from solvers.backends import RECORDS, ranked
 from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
                              to_original_units)
 from solvers.deadline import Deadline
@@ -169,6 +170,7 @@ def solve(
     method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1], backend=backend)
     if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
         check_time_limit(layer, backend, time_limit)
+    _warn_if_it_stalls(backend, len(y), time_limit)
     deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
@@ -194,6 +196,21 @@ def solve(
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol
+
+
+class StallWarning(UserWarning):
+    """The backend's QP solver was measured to stall on problems of this size, and no time limit was given."""
+
+
+def _warn_if_it_stalls(backend: str, n: int, time_limit: float | None) -> None:
+    """Warn a call without a time limit that its backend's QP solver stalls at this n (its record's
+    qp_stalls_from_n): such a call may not return."""
+    stalls_from = RECORDS[backend].qp_stalls_from_n
+    if time_limit is None and stalls_from is not None and n >= stalls_from:
+        fastest = ranked("speed")[0]
+        warnings.warn(f"{RECORDS[backend].title}'s QP solver stalls on SVM problems from n = {stalls_from:,} "
+                      f"(here n = {n:,}): this call may not return; pass time_limit=... or choose backend="
+                      f"{fastest!r}", StallWarning, stacklevel=3)
 
 
 def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, profile, time_limit, options,

@@ -67,6 +67,9 @@ class BackendRecord:
     cvxpy_method_key: str | None = None
     cvxpy_duals: bool = True       # cvxpy returns constraint duals for it
     quirks: str = ""               # what was measured about it that a user should know
+    # Its QP solver stalls on the SVM QPs from this many points on (None: not seen): solvers.api warns a call
+    # without a time limit there, which may not return.
+    qp_stalls_from_n: int | None = None
 
     def __post_init__(self):
         for name in ("preference", "scale_overrides", "cvxpy_options", "lp_methods"):  # frozen all the way down
@@ -187,7 +190,10 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         # "ipm" (IPX, then crossover to a vertex, as HiGHS does by default)
         lp_methods={"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}, cvxpy_method_key="highs_options",
         quirks="Pyomo's own interface; two LP methods, simplex and ipm; "
-               "regularises QPs by 1e-7."),
+               "regularises QPs by 1e-7; its QP solver stalls on the SVM QPs from n = 1,000.",
+        # measured: the whole soft primal of make_classification(5,000, 50) ran past 10 minutes in both layers, and
+        # its restricted QPs at 20,000 x 500 past 6 (a new user's run); PIQP solves them in 0.1 s
+        qp_stalls_from_n=1_000),
     BackendRecord(
         "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5, "speed": 6},
         distribution="cyipopt-wheels", module="cyipopt", cvxpy_name="IPOPT", qpsolvers_name=None,

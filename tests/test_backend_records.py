@@ -214,3 +214,27 @@ def test_highs_banner_stays_off_the_console():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout == "done\n"
+
+
+def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
+    """HiGHS's QP solver stalls on the SVM QPs from n = 1,000 (its record): a call there without a time limit
+    may not return, and says so; with a limit, or below that n, or with another backend, nothing is said."""
+    import warnings
+
+    from experiments.datasets import overlapping
+    from solvers import api
+
+    from solvers import isolation
+
+    monkeypatch.setattr(isolation, "ISOLATE", False)  # the stand-in below is in this process
+    monkeypatch.setattr(api, "_solve_full", lambda *args, **kwargs: st.Solution(
+        formulation="soft_primal", layer="cvxpy", backend="highs", status=st.ERROR, solver_status=st.ERROR,
+        raw_status="not run"))  # the stalling solve itself is not run here
+    ds = overlapping(RECORDS["highs"].qp_stalls_from_n, d=3, seed=0)
+    with pytest.warns(api.StallWarning, match=r"stalls on SVM problems from n = 1,000 \(here n = 1,000\).*'piqp'"):
+        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, method="full")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", api.StallWarning)
+        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, method="full", time_limit=600.0)
+        solve("soft_primal", ds.X[:999], ds.y[:999], layer="cvxpy", backend="highs", C=1.0, method="full")
+        solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, method="full")
