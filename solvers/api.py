@@ -168,7 +168,8 @@ def solve(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
     method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1], backend=backend)
-    if method == "full":  # the working sets stop between subproblems; one whole QP needs the backend to stop
+    # the working sets stop between subproblems; one whole QP needs the backend to stop, or the solve server's kill
+    if method == "full" and not isolation.ISOLATE:
         check_time_limit(layer, backend, time_limit)
     _warn_if_it_stalls(backend, len(y), time_limit)
     deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start

@@ -68,8 +68,10 @@ class Deadline:
 
     def stopped_after(self, done: str, where: str = "") -> str:
         """What a working set stopped by it says: what it had `done`, `where` it stopped ("" between two steps;
-        registry.subproblem_stop's words in one), and how long the call ran by then."""
-        return self.stopped(f"after {done}" + (f", {where}" if where else ""))
+        registry.subproblem_stop's words in one), and how long the call ran by then. Between two steps, it says so
+        (a message "after 15 steps, 20 s in all" named no place)."""
+        where = where or ("before the first" if done.startswith("0 ") else "between two of them")
+        return self.stopped(f"after {done}, {where}")
 
 
 #: The least time limit handed to a backend (Deadline.for_backend): a positive number every backend accepts.

@@ -28,6 +28,7 @@ process already (the runner's solve processes set ISOLATE = False), nor work tha
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import os
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -102,6 +104,7 @@ def run(deadline: Deadline, work: Callable[[], Any]) -> Any:
 
 
 _LOCK = threading.Lock()
+_WARNED: dict = {}  # the children's warnings shown here once per place, as Python shows a warning ("default")
 
 
 class _Server:
@@ -135,6 +138,7 @@ class _Server:
             server.close()
             return None, 0.0
         cls._current = server
+        atexit.register(server.close)  # else Python warns at exit that the server is still running
         return server, time.perf_counter() - began
 
     def solve(self, payload: bytes, wait: float) -> Any:
@@ -142,24 +146,26 @@ class _Server:
         _write_all(self.request, payload)
         ends = time.monotonic() + wait
         pid, where, answer = 0, "", None
-        while True:
-            try:
+        try:
+            while True:
                 message = self._message(ends - time.monotonic())
-            except BaseException:  # Ctrl-C while waiting: the child goes, then the interrupt
-                self._end(pid)
-                raise
-            if message is None:  # past the limit and its grace (or the server died): the child goes
-                self._end(pid)
-                return Ended(killed=True, stage=where)
-            kind, value = message
-            if kind == "pid":
-                pid = value
-            elif kind == "stage":
-                where = value
-            elif kind in ("returned", "raised"):
-                answer = message
-            elif kind == "exit":
-                break
+                if message is None:  # past the limit and its grace (or the server died): the child goes
+                    self._end(pid)
+                    return Ended(killed=True, stage=where)
+                kind, value = message
+                if kind == "pid":
+                    pid = value
+                elif kind == "stage":
+                    where = value
+                elif kind == "warning":  # through this process's filters, as if warned here
+                    warnings.warn_explicit(*value, registry=_WARNED)
+                elif kind in ("returned", "raised"):
+                    answer = message
+                elif kind == "exit":
+                    break
+        except BaseException:  # Ctrl-C while waiting, or a warning the caller's filters make an error
+            self._end(pid)
+            raise
         if answer is None:
             return Ended(killed=False, stage=where, how=value)
         if answer[0] == "raised":
@@ -172,7 +178,7 @@ class _Server:
         if pid:
             _kill(pid)
         ends = time.monotonic() + 5.0
-        while pid:
+        while pid:  # to the server's word that it exited (an answer that came before it is dropped)
             message = self._message(ends - time.monotonic())
             if message is None:
                 break
@@ -199,6 +205,8 @@ class _Server:
             self.buffer += chunk
 
     def close(self) -> None:
+        if self.owner != os.getpid():  # a forked process's copy: the server is its parent's
+            return
         if _Server._current is self:
             _Server._current = None
         for fd in (self.request, self.answers):
@@ -277,9 +285,20 @@ def _serve(request_fd: int, answer_fd: int) -> None:
         _send(answer_fd, ("exit", how))
 
 
+def _forward_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning in a child: the warning goes to the caller, whose filters decide (a trial's
+    simplefilter("ignore") and catch_warnings(record=True) saw nothing of a child's warnings, printed here)."""
+    try:
+        _send(_answer_fd, ("warning", (message, category, filename, lineno)))
+    except Exception:  # noqa: BLE001 - a warning that does not pickle: its words
+        _send(_answer_fd, ("warning", (str(message), UserWarning, filename, lineno)))
+
+
 def _child(payload: bytes, answer_fd: int) -> None:
     global _answer_fd
     _answer_fd = answer_fd
+    warnings.simplefilter("always")  # every warning to the caller, whose own filters apply there
+    warnings.showwarning = _forward_warning
     code = 0
     try:
         _send(answer_fd, ("pid", os.getpid()))

@@ -105,12 +105,13 @@ def takes_time_limit(layer: str, name: str) -> bool:
 
 
 def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
-    """Refuse a time limit the backend cannot honour, before any model is built."""
+    """Refuse a time limit the backend cannot honour, before any model is built (solvers.api asks only where no
+    solve server can kill the solve: solvers.isolation)."""
     if time_limit is not None and not takes_time_limit(layer, name):
         raise SVMInputError(
-            f"time_limit: {layer}/{name} has no time limit of its own, so it cannot stop at {time_limit:g} s; "
-            f"leave time_limit unset, or run it through python -m experiments.run --timeout, which kills "
-            f"the worker process at the limit")
+            f"time_limit: {layer}/{name} has no time limit of its own, so it cannot stop at {time_limit:g} s, and "
+            f"this process has no solve server to stop it (Linux only); leave time_limit unset, or run it through "
+            f"python -m experiments.run --timeout, which kills the worker process at the limit")
 
 
 def subproblem_stop(layer: str, name: str, what: str, left: float | None) -> str:

@@ -128,3 +128,27 @@ def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch)
     sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf", time_limit=2.0)
     assert sol.status == st.TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
     assert sol.extras["method"] == "working_set" and sol.backend_version
+
+
+def _warn_then(value):
+    import warnings
+
+    warnings.warn("badly scaled features (a child's warning)", UserWarning)
+    return value
+
+
+def test_a_childs_warnings_reach_the_callers_filters():
+    """A child's warning is warned in the caller, where catch_warnings and the caller's filters see it (a trial's
+    simplefilter("ignore") did not hide it, and catch_warnings(record=True) recorded nothing)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert isolation.run(Deadline(600.0), partial(_warn_then, 3)) == 3
+    assert [str(w.message) for w in caught] == ["badly scaled features (a child's warning)"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="a child's warning"):
+            isolation.run(Deadline(600.0), partial(_warn_then, 3))
+    # the child raised into was ended, and its answer dropped: the next call gets its own
+    assert isolation.run(Deadline(600.0), partial(_pid_and, 5))[1] == 5

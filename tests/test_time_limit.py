@@ -82,6 +82,10 @@ def test_a_deadline_counts_from_its_start_and_hands_backends_a_positive_limit():
     # OSQP refuses a time limit of 0 and SCS reads it as none: never 0
     assert deadline.passed() and deadline.remaining() == 0.0 and deadline.for_backend() == MIN_BACKEND_LIMIT
     assert deadline.stopped("in the checks") == "stopped at the time limit (10 s) in the checks, 10 s in all"
+    # between two steps of a working set, it says so
+    assert deadline.stopped_after("15 steps") == ("stopped at the time limit (10 s) after 15 steps, between two of "
+                                                  "them, 10 s in all")
+    assert deadline.stopped_after("0 steps") == "stopped at the time limit (10 s) after 0 steps, before the first, 10 s in all"
     assert Deadline.of(deadline) is deadline and Deadline.of(None).remaining() is None
     assert not NEVER.passed() and NEVER.for_backend() is None
 
