@@ -29,6 +29,7 @@ process already (the runner's solve processes set ISOLATE = False), nor work tha
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import os
@@ -182,6 +183,9 @@ class _Server:
             message = self._message(ends - time.monotonic())
             if message is None:
                 break
+            if message[0] == "warning":  # sent before the kill: the caller's all the same (not raised here)
+                with contextlib.suppress(Warning):
+                    warnings.warn_explicit(*message[1], registry=_WARNED)
             if message[0] == "exit":
                 return
         self.close()
