@@ -11,8 +11,10 @@ How: a solve server (`python -m solvers.isolation`, started at the first call wi
 once (PRELOAD) and forks one child per solve; the child runs the pickled work and sends its answer back; the
 caller kills it at kill_after(deadline): the limit plus KILL_GRACE (the child's own stop, its closing checks and
 the pickling come after the limit: 0.15-0.4 s measured on an idle machine; with 0.25 s, a busy one lost the race
-in CI and the row named no stage). `stage(text)` says what the child is doing, so that a
-killed solve names the step that did not stop. A child that dies (HiGHS can abort its process) is an answer too.
+in CI and the row named no stage). `stage(text)` says what the child is doing, so that a killed solve names the
+step that did not stop. A child that dies (HiGHS can abort its process) is an answer too. The child's warnings are
+warned in the caller, through the caller's filters. With the kill, PIQP and ProxQP (no time limit of their own)
+take a time limit on a whole QP too (solvers.api).
 
 Why a server, not a fork of the caller: Clarabel and HiGHS start thread pools at their first solve, and a fork
 of a process that has them inherits the pools without their threads. MEASURED: cvxpy/Clarabel forked after one
@@ -20,8 +22,8 @@ Clarabel solve in the parent never returned. Why not multiprocessing's fork serv
 caller's main script again (a script without `if __name__ == "__main__":` would run itself in each solve).
 
 Costs, measured here: the server's start, 1.8 s once a process, is left out of the first call's clock
-(Deadline.leave_out; extras["solve_server_start_s"]); each solve then pays about 16 ms more, and its data are
-pickled (X of 20,000 x 500: 80 MB). So only a call with a limit runs here, and not where a parent kills the
+(Deadline.leave_out; extras["solve_server_start_s"]); each solve then pays 30-48 ms more through solve() (n = 200
+to 5,000), and its data are pickled (X of 20,000 x 500: 80 MB). So only a call with a limit runs here, and not where a parent kills the
 process already (the runner's solve processes set ISOLATE = False), nor work that refers to the caller's
 `__main__` (a callable kernel of a script: the server cannot import it), nor off Linux.
 """
