@@ -94,13 +94,14 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     eligible = formulation in WORKING_SET_FORMULATIONS and not penalty.is_hard(C)
     no_duals = (formulation == SOFT_PRIMAL and layer == "cvxpy" and backend in RECORDS
                 and not RECORDS[backend].cvxpy_duals)
-    if method == "working_set" and (not eligible or no_duals):
+    if method == "working_set" and not eligible:
         why = ("the hard margin (C = inf) has no bounds to decompose" if formulation in WORKING_SET_FORMULATIONS
                else f"choose one of {list(WORKING_SET_FORMULATIONS)} with a finite C")
-        if eligible:
-            why = (f"cvxpy returns no duals for {backend}, and the restricted QPs' duals are the alpha that proves "
-                   "the optimum: use method 'full' or another backend")
         raise validation.SVMInputError(f"method 'working_set' is not available for {formulation!r}: {why}")
+    if method == "working_set" and no_duals:
+        raise validation.SVMInputError(
+            f"method 'working_set' is not available for {formulation!r}: cvxpy returns no duals for {backend}, and "
+            "the restricted QPs' duals are the alpha that proves the optimum: use method 'full' or another backend")
     if method != "auto":
         return method
     if formulation == SOFT_PRIMAL and layer != "direct":
@@ -284,8 +285,9 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         sol.message = deadline.stopped("before the backend was called (building the model)")
         return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
     given = deadline.for_backend()
-    isolation.stage(f"the call to {layer}/{backend} (the layer's compilation or load of the model, then the "
-                    f"solver), given the {given:.3g} s left" if given is not None else f"the call to {layer}/{backend}")
+    share = f", given the {given:.3g} s left" if given is not None else ""
+    isolation.stage(f"the call to {layer}/{backend} (the layer's compilation or load of the model, then the solver)"
+                    + share)
     try:
         raw = adapter.solve(model, opts, given)
     except (BackendError, UnsupportedModelError) as exc:

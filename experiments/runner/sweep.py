@@ -61,9 +61,8 @@ from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMA
 
 #: Modules the fork server imports once, so every solve process starts warm.
 PRELOAD = [
-    "numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
-    *(record.module for record in RECORDS.values()), "psutil", "pyomo.contrib.solver.solvers.highs", "solvers.api",
-    "solvers.registry", "solvers.lp", "experiments.separability", "experiments.runner.sweep",
+    *isolation.PRELOAD, "psutil", "solvers.registry", "solvers.lp", "experiments.separability",
+    "experiments.runner.sweep",
     "experiments.runner.warm",  # last: after every module that loads a BLAS
 ]
 

@@ -59,9 +59,9 @@ def iterations_of(extras: dict) -> int | None:
 def map_raw_status(raw: str | None, found: bool) -> str:
     if raw is None:
         return st.OPTIMAL if found else st.ERROR
-    key = raw.lower().replace(" ", "_")
-    if limit := limit_in(key):
+    if limit := limit_in(raw):
         return limit
+    key = raw.lower().replace(" ", "_")
     for keyword, status in RAW_STATUS_KEYWORDS:
         if keyword in key:
             if status == st.OPTIMAL and not found:

@@ -894,14 +894,14 @@ def _block_step(src, y, C, eps, loop: _Loop, active, subsolve, backend, opts, se
     rhs = float(y[B] @ alpha[B])  # = -y_N' alpha_N: the balance with the others fixed
     loop.repeated = loop.previous is not None and np.array_equal(B, loop.previous)
     left = loop.deadline.remaining()
-    isolation.stage(f"the subproblem of step {loop.it} ({len(B):,} points) or its polish")
+    what = f"the subproblem of step {loop.it} ({len(B):,} points)"
+    isolation.stage(f"{what} or its polish")
     new, elapsed, polished = _solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
                                           target if loop.repeated else math.inf, loop.deadline)
     loop.sub_s += elapsed
     loop.polished += polished
     if new is None and loop.deadline.passed():  # the block's point is not taken: the loop keeps the last one
         loop.timed_out = True
-        what = f"the subproblem of step {loop.it} ({len(B):,} points)"
         loop.stopped_in = loop.stopped_in or (subproblem_stop(loop.layer, backend, what, left) if elapsed
                                               else f"before {what}")
         return False, False, polished
