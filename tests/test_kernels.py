@@ -430,11 +430,13 @@ def exact_rbf(X, Z, gamma):
 
 
 def rbf_rounding(X, Z, gamma):
-    """What the rbf's value can be off by through rounding alone (relative to its size): the exact differences'
-    rounding, (d + 2) eps (1 + gamma ||x - z||^2), with room for a small multiple of it."""
+    """What the rbf's value may be off by (relative to its size): the exact differences' rounding,
+    eps (1 + (d + 2) gamma ||x - z||^2), times the slack formulations.kernels allows the expansion, twice."""
     from scipy.spatial.distance import cdist
+
+    from formulations.kernels import EXACT_SLACK
     d2 = cdist(X, Z, "sqeuclidean")
-    return 64 * (X.shape[1] + 2) * np.finfo(float).eps * (1.0 + gamma * d2)
+    return 2 * (EXACT_SLACK + 1) * np.finfo(float).eps * (1.0 + (X.shape[1] + 2) * gamma * d2)
 
 
 def near_duplicates(draw, n, d):
