@@ -470,7 +470,9 @@ def test_rbf_values_are_right_to_rounding_at_any_translation_and_scale(case):
     kernel = Kernel("rbf", gamma=gamma)
     exact = exact_rbf(X, X, gamma)
     allowed = rbf_rounding(X, X, gamma) * exact + np.finfo(float).tiny
-    for values in (gram(kernel, X), gram(kernel, X[::-1], X)[::-1], gram(kernel, X, X[: len(X) // 2 + 1])):
+    G = gram(kernel, X)
+    assert np.array_equal(G, G.T)  # the entries recomputed from differences too
+    for values in (G, gram(kernel, X[::-1], X)[::-1], gram(kernel, X, X[: len(X) // 2 + 1])):
         cols = values.shape[1]
         assert np.all(np.abs(values - exact[:, :cols]) <= allowed[:, :cols])
     coef = np.linspace(-1.0, 1.0, len(X))
