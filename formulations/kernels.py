@@ -245,7 +245,7 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
 # --------------------------------------------------------------------------- rbf rounding
 #
 # ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x'z (one matrix product: BLAS speed) is off by up to about
-# 2 (d + 4) eps (||x||^2 + ||z||^2) (EXPANSION_ROUNDING), the differences' own sum by (d + 2) eps ||x - z||^2, and
+# 2 (d + 4) eps (||x||^2 + ||z||^2), the differences' own sum by (d + 2) eps ||x - z||^2, and
 # exp multiplies an error in gamma ||x - z||^2 into the same relative error of the kernel value. Far from the
 # origin or in large units, close points lose every digit to the expansion (moons x 1e4, gamma = 1e3: a copy's
 # value 0.99994 instead of 1). Distances do not depend on the origin, so the points are first centered (their
@@ -282,7 +282,9 @@ class Points:
         X = np.ascontiguousarray(X, dtype=float)
         mean = X.mean(axis=0) if len(X) else np.zeros(X.shape[1])
         sq = np.einsum("ij,ij->i", X, X)
-        return cls.at(X, mean) if float(mean @ mean) > 0.5 * float(sq.mean() if len(X) else 0.0) else cls(X, X, sq, None)
+        if len(X) and float(mean @ mean) > 0.5 * float(sq.mean()):
+            return cls.at(X, mean)
+        return cls(X, X, sq, None)
 
     @classmethod
     def at(cls, X: np.ndarray, center: np.ndarray | None) -> "Points":
@@ -325,7 +327,7 @@ def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
 
 def _exact_where_cancelled(block: np.ndarray, lo: int, X: Points, Z: Points, gamma: float, symmetric: bool) -> None:
     """The exponents -gamma ||x_i - z_j||^2 of rows lo.. of `block` recomputed from the differences x_i - z_j where
-    the expansion's rounding, gamma EXPANSION eps S (S = ||x_i||^2 + ||z_j||^2, centered), exceeds EXACT_SLACK times
+    the expansion's rounding, 2 (d + 4) gamma eps S (S = ||x_i||^2 + ||z_j||^2, centered), exceeds EXACT_SLACK times
     the differences' own, eps (1 + (d + 2) gamma ||x - z||^2), unless exp underflows there anyway. A symmetric
     matrix takes each pair's differences in one order, so its two triangles stay equal."""
     d = X.given.shape[1]
@@ -345,8 +347,9 @@ def _exact_where_cancelled(block: np.ndarray, lo: int, X: Points, Z: Points, gam
     t = -block[r, c]
     keep = (expansion * S > EXACT_SLACK * (1.0 + (d + 2) * t)) & (t - expansion * eps * S < EXP_UNDERFLOW)
     r, c = r[keep], c[keep]
-    for at in range(0, r.size, max(1, EXACT_CHUNK // max(d, 1))):
-        rr, cc = r[at:at + EXACT_CHUNK // max(d, 1)], c[at:at + EXACT_CHUNK // max(d, 1)]
+    step = max(1, EXACT_CHUNK // d)
+    for at in range(0, r.size, step):
+        rr, cc = r[at:at + step], c[at:at + step]
         i = rr + lo
         if symmetric:
             i, cc_ = np.minimum(i, cc), np.maximum(i, cc)
