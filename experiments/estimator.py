@@ -57,6 +57,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
+from formulations.validation import refuse_masked
 from formulations.recovery import support_mask
 from solvers import blas
 from solvers import solution as st
@@ -337,6 +338,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Solve one SVM per pair of classes on (X, y) and keep the verified optima."""
+        refuse_masked(X, "X")  # validate_data would use the masked cells as data
+        refuse_masked(y, "y")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         formulation = self._resolved_formulation()
@@ -464,6 +467,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     def _pair_values(self, X) -> np.ndarray:
         """The pairs' decision values, shape (n_samples, n_pairs), in the fitted sign convention."""
         check_is_fitted(self)
+        refuse_masked(X, "X")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         # the kernel values of X against the support vectors: small products, one BLAS thread as in fit
         with _blas_threads_for(max(X.shape[0], self.support_.size)):

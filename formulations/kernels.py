@@ -56,6 +56,8 @@ __all__ = [
     "factorize",
     "gram",
     "mercer_check",
+    "Points",
+    "rbf_values",
     "poly2_feature_map_notes",
     "poly_feature_count",
     "poly_feature_map",
@@ -203,9 +205,9 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
     Vectorized through the inner products X Z' (BLAS syrk for X X', whose two triangles are
     then equal bit for bit), finished in place block by block: the result is the only
     len(X) x len(Z) array made (at n = 5,000 the rbf Gram took 2.3 s with whole-matrix
-    temporaries; now 0.18 s, 0.2-0.4 s in a fresh process). The rbf distances use
-    ||x - z||^2 = (||x||^2 + ||z||^2) - 2 x^T z, clipped at 0 against cancellation; each
-    term is symmetric in (x, z), so with Z=None the result is exactly symmetric.
+    temporaries; now 0.18 s, 0.2-0.4 s in a fresh process). With Z=None the result is exactly
+    symmetric. The rbf's values are right to rounding at any translation and scale of the data
+    (`rbf_values`); the others are functions of x'z, right to rounding relative to ||x|| ||z||.
     """
     if kernel.name == "precomputed":
         raise SVMInputError(
@@ -220,54 +222,141 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
             f"X has {X.shape[1]} features but Z has {Z.shape[1]}; they must match"
         )
     gamma = kernel.resolved_gamma(X.shape[1])
-    if kernel.name == "rbf" and not symmetric:
-        return _rbf_rows(X, Z, gamma)
+    if kernel.name == "rbf":
+        points = Points.of(Z)
+        return rbf_values(gamma, points if symmetric else Points.at(X, points.center), points)
     # Z is X: numpy's matmul calls syrk and copies one triangle onto the other (without BLAS,
     # x_i'x_j and x_j'x_i are summed in the same order): exactly symmetric, as Mercer checks want.
     G = X @ Z.T
     if kernel.name == "linear":
         return G
-    if kernel.name == "rbf":
-        x_sq = np.einsum("ij,ij->i", X, X)
-        z_sq = x_sq if symmetric else np.einsum("ij,ij->i", Z, Z)
     rows = max(1, 2**20 // max(1, G.shape[1]))  # about 8 MB a block: stays in cache
     for lo in range(0, G.shape[0], rows):
         block = G[lo:lo + rows]
+        block *= gamma
+        block += kernel.coef0
         if kernel.name == "poly":
-            block *= gamma
-            block += kernel.coef0
             np.power(block, kernel.degree, out=block)
-        elif kernel.name == "sigmoid":
-            block *= gamma
-            block += kernel.coef0
+        else:  # sigmoid
             np.tanh(block, out=block)
-        else:  # rbf
-            block *= -2.0
-            block += x_sq[lo:lo + rows, None] + z_sq[None, :]
-            np.maximum(block, 0.0, out=block)
-            block *= -gamma
-            np.exp(block, out=block)
-    if kernel.name == "rbf" and symmetric:
-        np.fill_diagonal(G, 1.0)  # ||x - x|| = 0 exactly, not rounding noise
     return G
 
 
-def _rbf_rows(X, Z, gamma) -> np.ndarray:
-    """exp(-gamma ||x - z||^2) for X against other points Z, the exponent as one matrix product:
-    [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]' (clipped at 0 against cancellation), so that
-    only the clip and exp pass over the result (the kernel working set's rows on demand: 10 million
-    values in 24 ms -> 19 ms). Not for Z = X, whose Gram matrix must stay exactly symmetric (syrk)."""
-    x_sq = np.einsum("ij,ij->i", X, X)
-    z_sq = np.einsum("ij,ij->i", Z, Z)
-    left = np.column_stack([2.0 * gamma * X, -gamma * x_sq, -np.ones(len(X))])
-    right = np.column_stack([Z, np.ones(len(Z)), gamma * z_sq])
-    G = left @ right.T
-    rows = max(1, 2**20 // max(1, G.shape[1]))  # about 8 MB a block: stays in cache
-    for lo in range(0, G.shape[0], rows):
-        block = G[lo:lo + rows]
+# --------------------------------------------------------------------------- rbf rounding
+#
+# ||x - z||^2 = ||x||^2 + ||z||^2 - 2 x'z (one matrix product: BLAS speed) is off by up to about
+# 2 (d + 4) eps (||x||^2 + ||z||^2), the differences' own sum by (d + 2) eps ||x - z||^2, and
+# exp multiplies an error in gamma ||x - z||^2 into the same relative error of the kernel value. Far from the
+# origin or in large units, close points lose every digit to the expansion (moons x 1e4, gamma = 1e3: a copy's
+# value 0.99994 instead of 1). Distances do not depend on the origin, so the points are first centered (their
+# mean, where it is a large part of their norms); then the entries where the expansion's rounding is more than
+# EXACT_SLACK times the differences' own are computed again from the differences of the points as given.
+# Translation and scale then change the values by rounding only. The x'z kernels (linear, poly, sigmoid)
+# depend on the origin: nothing can be centered; their values are right to rounding relative to ||x|| ||z||.
+
+#: An rbf entry is recomputed from x - z where the expansion's rounding bound exceeds this many times the
+#: exact differences' own bound, eps (1 + (d + 2) gamma ||x - z||^2): every value is then within 257 eps
+#: (5.7e-14) of its size times that factor. At 16 the Gram matrix of moons + 1e4 (gamma = 1, n = 5,000) recomputed
+#: 1.9 million entries already right to 1e-14; at 256 none.
+EXACT_SLACK = 256.0
+#: exp(-t) is 0 or subnormal in float64 from t = 745.2 on: entries past it are never recomputed.
+EXP_UNDERFLOW = 746.0
+#: Entries recomputed from differences at a time (times d doubles of temporaries: 16 MB).
+EXACT_CHUNK = 2**21
+
+
+@dataclass(frozen=True)
+class Points:
+    """Points prepared for the rbf: as given (their exact differences), centered (the expansion), and the
+    centered squared norms. `center` is the shift (None where centering would not shrink the norms)."""
+
+    given: np.ndarray
+    centered: np.ndarray
+    sq: np.ndarray
+    center: np.ndarray | None
+
+    @classmethod
+    def of(cls, X: np.ndarray) -> "Points":
+        """X prepared, centered at its mean where that mean holds more than half of the points' mean squared norm
+        (already centered data is not copied)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        mean = X.mean(axis=0) if len(X) else np.zeros(X.shape[1])
+        sq = np.einsum("ij,ij->i", X, X)
+        if len(X) and float(mean @ mean) > 0.5 * float(sq.mean()):
+            return cls.at(X, mean)
+        return cls(X, X, sq, None)
+
+    @classmethod
+    def at(cls, X: np.ndarray, center: np.ndarray | None) -> "Points":
+        """X prepared with the other side's `center` (None: not centered)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        C = X if center is None else X - center
+        return cls(X, C, np.einsum("ij,ij->i", C, C), center)
+
+    def take(self, I) -> "Points":
+        return Points(self.given[I], self.centered[I], self.sq[I], self.center)
+
+
+def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
+    """exp(-gamma ||x - z||^2) for the points X against Z (the same object for a Gram matrix: exactly symmetric,
+    unit diagonal), right to rounding: within (EXACT_SLACK + 1) eps (1 + (d + 2) gamma ||x - z||^2) of its size.
+
+    The exponent through the expansion on centered points (the Gram matrix by syrk; rows against other points as
+    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]', so that only the clip and exp pass over
+    the result: 10 million values in 24 ms -> 19 ms), then the entries it cannot get right from differences
+    (`_exact_where_cancelled`), then exp, a block at a time."""
+    symmetric = X is Z
+    if symmetric:
+        E = X.centered @ X.centered.T
+    else:
+        left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
+        E = left @ np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq]).T
+    rows = max(1, 2**20 // max(1, E.shape[1]))  # about 8 MB a block: stays in cache
+    for lo in range(0, E.shape[0], rows):
+        block = E[lo:lo + rows]
+        if symmetric:
+            block *= 2.0 * gamma
+            block -= gamma * (X.sq[lo:lo + rows, None] + Z.sq[None, :])
         np.minimum(block, 0.0, out=block)
+        _exact_where_cancelled(block, lo, X, Z, gamma, symmetric)
         np.exp(block, out=block)
-    return G
+    if symmetric:
+        np.fill_diagonal(E, 1.0)  # ||x - x|| = 0 exactly, not rounding noise
+    return E
+
+
+def _exact_where_cancelled(block: np.ndarray, lo: int, X: Points, Z: Points, gamma: float, symmetric: bool) -> None:
+    """The exponents -gamma ||x_i - z_j||^2 of rows lo.. of `block` recomputed from the differences x_i - z_j where
+    the expansion's rounding, 2 (d + 4) gamma eps S (S = ||x_i||^2 + ||z_j||^2, centered), exceeds EXACT_SLACK times
+    the differences' own, eps (1 + (d + 2) gamma ||x - z||^2), unless exp underflows there anyway. A symmetric
+    matrix takes each pair's differences in one order, so its two triangles stay equal."""
+    d = X.given.shape[1]
+    expansion = 2.0 * (d + 4) * gamma  # the exponent's rounding per unit of eps S
+    eps = np.finfo(float).eps
+    x_sq = X.sq[lo:lo + len(block)]
+    widest = x_sq + float(Z.sq.max(initial=0.0))  # the largest S of each row
+    # t = gamma ||x - z||^2 = -block; a row has no such entry where t would have to be below 0
+    reach = np.minimum((expansion * widest - EXACT_SLACK) / (EXACT_SLACK * (d + 2)),
+                       EXP_UNDERFLOW + expansion * eps * widest)
+    if not np.any(reach > 0.0):
+        return
+    r, c = np.nonzero(block > -reach[:, None])
+    if r.size == 0:
+        return
+    S = x_sq[r] + Z.sq[c]
+    t = -block[r, c]
+    keep = (expansion * S > EXACT_SLACK * (1.0 + (d + 2) * t)) & (t - expansion * eps * S < EXP_UNDERFLOW)
+    r, c = r[keep], c[keep]
+    step = max(1, EXACT_CHUNK // d)
+    for at in range(0, r.size, step):
+        rr, cc = r[at:at + step], c[at:at + step]
+        i = rr + lo
+        if symmetric:
+            i, cc_ = np.minimum(i, cc), np.maximum(i, cc)
+            diff = X.given[i] - Z.given[cc_]
+        else:
+            diff = X.given[i] - Z.given[cc]
+        block[rr, cc] = -gamma * np.einsum("ij,ij->i", diff, diff)
 
 
 # --------------------------------------------------------------------------- Mercer

@@ -5,7 +5,8 @@ through these functions, so a bad input is refused with the same clear message
 wherever it comes in, and no solver ever sees it.
 
     data         check_X, check_labels, check_data (X two-dimensional, numeric, finite;
-                 exactly two labels of any type, mapped to -1/+1 with the LabelMap kept)
+                 exactly two labels of any type, mapped to -1/+1 with the LabelMap kept;
+                 masked arrays with masked entries refused: refuse_masked)
     parameters   check_C, check_sample_C (one C or one per sample), check_kernel, check_choice, check_time_limit, check_options
     kernels      check_gram (square, finite, symmetric, matching y)
     memory       check_memory: an O(n^2) estimate against a budget, before allocation
@@ -43,10 +44,21 @@ class LabelMap:
         return np.where(np.asarray(signs) > 0, self.positive, self.negative)
 
 
+def refuse_masked(A, name: str) -> None:
+    """A numpy masked array with masked entries is refused: numpy.asarray drops the mask and would use the hidden
+    cells as data. One without masked entries is its values."""
+    if isinstance(A, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(A))
+        if masked:
+            raise SVMInputError(f"{name} is a masked array with {masked} masked entr{'y' if masked == 1 else 'ies'}: "
+                                "fill or drop them first (numpy would use the hidden values as data)")
+
+
 def check_X(X, name: str = "X") -> np.ndarray:
     """Return X as a finite float64 (n, d) array, or raise naming the first bad entry."""
     if X is None:
         raise SVMInputError(f"{name} is missing (None): pass an n x d array of numbers")
+    refuse_masked(X, name)
     try:
         arr = np.asarray(X)
     except ValueError as exc:  # ragged nested lists
@@ -84,6 +96,7 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     The sorted first label becomes -1 and the second +1 (scikit-learn's order of
     `classes_`), so labels that are already {-1, +1} keep their signs.
     """
+    refuse_masked(y, "y")
     arr = np.asarray(y)
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.ravel()
@@ -222,6 +235,7 @@ def _first_non_numeric(arr: np.ndarray) -> str:
 
 def check_array_numeric(A, name: str) -> np.ndarray:
     """A as a float64 array of any shape, or an error naming the first non-number."""
+    refuse_masked(A, name)
     try:
         arr = np.asarray(A)
     except ValueError as exc:

@@ -260,6 +260,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     if standardizer is not None:
         extras["standardized"] = standardizer.as_dict()
     factor_L = None
+    made_by = kernel if formulation == KERNEL_DUAL and K is None else None  # K from X: the checks recompute some
     if formulation == KERNEL_DUAL:
         isolation.stage("the Gram matrix")
         K, kernel_info = _gram(X, y, kernel, K, allow_indefinite)
@@ -305,7 +306,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
         candidate = certificate_candidate(model, layer, formulation)
     isolation.stage("the closing checks")
     return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer,
-                 deadline=deadline)
+                 deadline=deadline, kernel=made_by)
 
 
 def _unanswered(ended: isolation.Ended, formulation, X, y, labels, *, layer, backend, C, method, profile,

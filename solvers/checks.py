@@ -56,6 +56,7 @@ from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers import solution as st
 from solvers.deadline import NEVER, Deadline
+from solvers.kernel_audit import kernel_error
 from solvers.reference import Gram, gap_bound, polish
 from formulations.kernels import factorize
 
@@ -81,6 +82,10 @@ class Checks:
     err_w: float = math.nan  # ||w - w*|| / ||w*|| (linear formulations)
     err_b: float = math.nan  # distance of b from the optimal b's / max |f*|
     err_decision: float = math.nan  # max_i |f(x_i) - f*(x_i)| / max |f*| (a bound where no proof)
+    # what the kernel dual's K, beyond rounding, moves f by / max |f|, on entries recomputed by another formula
+    # (solvers.kernel_audit); nan for a precomputed K or without a point
+    err_kernel: float = math.nan
+    kernel_entries_checked: int = 0
     b_lower: float = math.nan  # the optimal b's, from the proved optimum
     b_upper: float = math.nan
     n_sv: int = 0
@@ -126,11 +131,14 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
 
 
 def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
-                   tol: float = 1e-4, *, Ku: np.ndarray | None = None, deadline: Deadline = NEVER) -> Checks:
+                   tol: float = 1e-4, *, Ku: np.ndarray | None = None, deadline: Deadline = NEVER,
+                   kernel=None) -> Checks:
     """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar.
 
     For the kernel dual, `Ku` = K u (u = y * sol.alpha) if the caller has it
-    already (solvers.closing.recover returns it); otherwise it is computed here.
+    already (solvers.closing.recover returns it); otherwise it is computed here. `kernel`: the
+    formulations.kernels.Kernel that made K from the data X (or K's own, a row source's: its kernel and
+    data), whose entries are then recomputed by another formula (solvers.kernel_audit).
     deadline: the solve's time limit (solvers.deadline). The residuals are O(n) and always computed; the
     proof of the optimum (the long part: dense solves for the free points) does not start, or stops between
     its rounds, once it has passed: the point is then not verified (timed_out), never judged by less.
@@ -147,12 +155,18 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     if alpha is None and sol.formulation in PRIMAL_FORMULATIONS and sol.w is not None:
         alpha = estimate_multipliers(X, y, sol.w, f, C)
         out.alpha_source = "estimated"
-    kernel = sol.formulation == KERNEL_DUAL
+    if sol.formulation != KERNEL_DUAL:
+        kernel = None
+    elif kernel is None and getattr(K, "kernel", None) is not None:  # a row source knows its kernel and data
+        kernel, X = K.kernel, K.data
+    if kernel is not None and kernel.name == "precomputed":
+        kernel = None
+    kernel_dual = sol.formulation == KERNEL_DUAL
     # a Gram already (solvers.algorithms.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
-    gram = K if isinstance(K, Gram) else Gram(None if kernel else X, K if kernel else None)
+    gram = K if isinstance(K, Gram) else Gram(None if kernel_dual else X, K if kernel_dual else None)
 
     # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual
-    if kernel:
+    if kernel_dual:
         u = y * alpha
         # ||w||^2 = u'Ku >= 0; rounding makes it negative for huge u (an unbounded dual's ray).
         ww = max(0.0, float(u @ (gram.times(u) if Ku is None else Ku)))
@@ -184,6 +198,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     out.n_free_sv = int((codes == FREE).sum())
 
     scaled = {
+        **(_kernel_values(out, gram, kernel, X, alpha, y, f, codes) if kernel else {}),
         "relative duality gap": out.rel_duality_gap if primal else max(0.0, out.rel_duality_gap - out.gap_rounding),
         "stationarity": out.kkt_stationarity if math.isfinite(out.kkt_stationarity) else 0.0,
         "balance": out.kkt_balance,
@@ -201,6 +216,13 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
                    if out.timed_out else "verified" if not failed
                    else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()))
     return out
+
+
+def _kernel_values(out: Checks, gram: Gram, kernel, X: np.ndarray, alpha, y, f, codes) -> dict:
+    """The kernel dual's K checked against entries recomputed by another formula (solvers.kernel_audit)."""
+    out.err_kernel, out.kernel_entries_checked = kernel_error(kernel, X, gram, y * alpha, y * f - 1.0, codes,
+                                                              decision_scale(f))
+    return {"kernel values (recomputed)": out.err_kernel}
 
 
 def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity) -> None:

@@ -133,7 +133,7 @@ HAS_POINT = (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMI
 
 def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
           K: np.ndarray | None = None, Ku: np.ndarray | None = None, candidate=None,
-          standardizer=None, deadline: Deadline = NEVER) -> st.Solution:
+          standardizer=None, deadline: Deadline = NEVER, kernel=None) -> st.Solution:
     """Recover the point from `values`, check it, refute false claims, and withhold what is unverified.
 
     `sol` carries the solver's claim (`solver_status`); its `status` becomes `optimal` only when
@@ -143,16 +143,19 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     w*, b* are mapped back to the original units after the checks (on the solved data).
     `deadline`: the solve's time limit (solvers.deadline); a claimed optimum whose proof the checks could not
     finish by then is a `time_limit` row that says so (compute_checks), never `optimal`.
+    `kernel`: the kernel dual's formulations.kernels.Kernel, which made K from X: the checks recompute a sample
+    of K's entries by another formula (solvers.kernel_audit); a row source K carries its own.
     """
-    kernel = sol.formulation == KERNEL_DUAL
+    kernel_dual = sol.formulation == KERNEL_DUAL
     if values and sol.solver_status in HAS_POINT:
         Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
-    checks = compute_checks(sol, X, y, C, K if kernel else None, tol=profile.check_tol, Ku=Ku, deadline=deadline)
+    checks = compute_checks(sol, X, y, C, K if kernel_dual else None, tol=profile.check_tol, Ku=Ku, deadline=deadline,
+                            kernel=kernel)
     sol.checks, sol.proved_alpha = checks.as_dict(), checks.proved_alpha
     sol.status = verified_status(sol.solver_status, checks)
     if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time
         sol.status = st.TIME_LIMIT
-    review(sol, checks, X, y, C, K if kernel else None, tol=profile.check_tol, candidate=candidate)
+    review(sol, checks, X, y, C, K if kernel_dual else None, tol=profile.check_tol, candidate=candidate)
     to_original_units(sol, standardizer)
     withhold_unverified(sol)
     mark_indefinite(sol)

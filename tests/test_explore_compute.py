@@ -88,6 +88,26 @@ def test_kernel_grid_matches_the_decision_at_the_points():
                                atol=1e-6 * np.abs(result.solution.decision).max())
 
 
+def test_kernel_values_far_from_the_origin_are_the_exact_ones():
+    """Points clicked far from the origin (moons + 1e4, 8 copied with the other label), rbf gamma = 1e3, C = 1000:
+    the page's solve and its contours' f are those of the exact K (before: `optimal` with f 6% off)."""
+    from scipy.spatial.distance import cdist
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(80, noise=0.1, random_state=3)
+    X, y = np.vstack([X, X[:8]]) + 1e4, np.concatenate([2.0 * y - 1, 1 - 2.0 * y[:8]])
+    settings = ec.Settings(C=1000.0, formulation="kernel_dual", kernel="rbf", gamma=1e3, backend="clarabel")
+    result = ec.explore(X, y, settings)
+    centered = X - X.mean(axis=0)
+    exact = np.exp(-1e3 * cdist(centered, centered, "sqeuclidean"))
+    ref = solve("kernel_dual", None, y, layer="cvxpy", backend="clarabel", C=1000.0, K=exact, profile="high")
+    assert result.solution.status == "optimal" and ref.status == "optimal"
+    scale = np.abs(ref.decision).max()
+    np.testing.assert_allclose(result.solution.decision, ref.decision, rtol=0, atol=REL * scale)
+    np.testing.assert_allclose(ec.decision_values(result.solution, settings, X, y, X), ref.decision, rtol=0,
+                               atol=REL * scale)
+
+
 @pytest.mark.parametrize("X, y, words", [
     (np.empty((0, 2)), np.empty(0), "class +1 has no point"),
     (np.array([[0.0, 1.0], [1.0, 2.0]]), np.array([1.0, 1.0]), "class -1 has no point"),

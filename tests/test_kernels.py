@@ -418,3 +418,82 @@ def test_decision_function_rebuilds_sklearn_svc(kernel):
     f = decision_function(kernel, svc.support_vectors_, svc.dual_coef_[0],
                           svc.intercept_[0], X_new)
     np.testing.assert_allclose(f, svc.decision_function(X_new), rtol=1e-10, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- rounding at any translation and scale
+
+
+def exact_rbf(X, Z, gamma):
+    """exp(-gamma ||x - z||^2) from the differences themselves, summed exactly (math.fsum): no expansion."""
+    import math
+    return np.array([[math.exp(-gamma * math.fsum((a - b) ** 2 for a, b in zip(x, z))) for z in Z] for x in X])
+
+
+def rbf_rounding(X, Z, gamma):
+    """What the rbf's value may be off by (relative to its size): the exact differences' rounding,
+    eps (1 + (d + 2) gamma ||x - z||^2), times the slack formulations.kernels allows the expansion, twice."""
+    from scipy.spatial.distance import cdist
+
+    from formulations.kernels import EXACT_SLACK
+    d2 = cdist(X, Z, "sqeuclidean")
+    return 2 * (EXACT_SLACK + 1) * np.finfo(float).eps * (1.0 + (X.shape[1] + 2) * gamma * d2)
+
+
+def near_duplicates(draw, n, d):
+    """n points in d dimensions, a third of them copies of others or copies moved by 1e-9 of their spread."""
+    base = draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-1, 1, allow_nan=False, allow_subnormal=False)))
+    copies = draw(st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from([0.0, 1e-9, 1e-6, 1e-3])),
+                           min_size=1, max_size=max(1, n // 3)))
+    extra = [base[i] + step * np.arange(1, d + 1) for i, step in copies]
+    return np.vstack([base, *extra])
+
+
+@st.composite
+def placed_data(draw):
+    """Points with near-duplicates, translated by 1e0..1e6 and scaled by 1e-4..1e4, and a gamma that stays
+    the same kernel in the scaled units (gamma / scale^2): far from the origin or in large units."""
+    n, d = draw(st.integers(2, 9)), draw(st.integers(1, 4))
+    X = near_duplicates(draw, n, d)
+    scale = 10.0 ** draw(st.integers(-4, 4))
+    shift = draw(st.sampled_from([0.0, 1.0, 1e3, 1e4, 1e5, 1e6])) * scale
+    direction = draw(hnp.arrays(np.float64, d, elements=st.floats(-1, 1, allow_nan=False, allow_subnormal=False)))
+    gamma = 10.0 ** draw(st.integers(-1, 3)) / scale**2
+    return X * scale + shift * direction, gamma
+
+
+@settings(max_examples=300, deadline=None)
+@given(placed_data())
+def test_rbf_values_are_right_to_rounding_at_any_translation_and_scale(case):
+    """Each rbf entry, of the Gram matrix (syrk), of rows against other points (the working set's rows, predict)
+    and of a decision function, within rounding of exp(-gamma ||x - z||^2) computed from the differences."""
+    X, gamma = case
+    kernel = Kernel("rbf", gamma=gamma)
+    exact = exact_rbf(X, X, gamma)
+    allowed = rbf_rounding(X, X, gamma) * exact + np.finfo(float).tiny
+    G = gram(kernel, X)
+    assert np.array_equal(G, G.T)  # the entries recomputed from differences too
+    for values in (G, gram(kernel, X[::-1], X)[::-1], gram(kernel, X, X[: len(X) // 2 + 1])):
+        cols = values.shape[1]
+        assert np.all(np.abs(values - exact[:, :cols]) <= allowed[:, :cols])
+    coef = np.linspace(-1.0, 1.0, len(X))
+    f = decision_function(kernel, X, coef, 0.0, X)
+    summing = 4 * len(X) * np.finfo(float).eps * (exact @ np.abs(coef))  # the sum's own rounding
+    assert np.all(np.abs(f - exact @ coef) <= allowed @ np.abs(coef) + summing)
+
+
+def test_duplicates_far_from_the_origin_have_kernel_value_one():
+    """Moons with 8 points copied and given the other label, x 1e4 (or shifted by 1e4, 1e5), gamma = 1e3, rows in
+    any order: every copy's kernel value with its original is exactly 1 (it was 0.99994: the expansion lost 6e-5
+    to cancellation), and every entry is right to rounding."""
+    from sklearn.datasets import make_moons
+    kernel = Kernel("rbf", gamma=1e3)
+    for seed, scale, shift in [(1, 1e4, 0.0), (3, 1.0, 1e4), (4, 1.0, 1e5), (0, 1e4, 1e3)]:
+        X, _ = make_moons(80, noise=0.1, random_state=seed)
+        X = np.vstack([X, X[:8]]) * scale + shift
+        order = np.random.default_rng(seed).permutation(len(X))
+        X, where = X[order], np.argsort(order)
+        copies = (where[:8], where[80:])
+        K, rows = gram(kernel, X), gram(kernel, X[where[80:]], X)
+        assert np.array_equal(K[copies], np.ones(8)) and np.array_equal(rows[np.arange(8), where[:8]], np.ones(8))
+        exact = exact_rbf(X, X, 1e3)
+        assert np.all(np.abs(K - exact) <= rbf_rounding(X, X, 1e3) * exact), (seed, scale, shift)

@@ -274,3 +274,50 @@ def test_cli_process_exit_code(case, tmp_path):
     assert "Traceback" not in proc.stderr
     for word in case[3]:
         assert word in proc.stderr
+
+
+# --------------------------------------------------------------------------- masked arrays
+
+
+def masked_moons():
+    """Overlapping data whose masked cells hold values far off (what np.asarray would use as data)."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-1, 1, (20, 2)), rng.normal(1, 1, (20, 2))])
+    y = np.repeat([-1.0, 1.0], 20)
+    hidden = X.copy()
+    hidden[[0, 5, 30], 1] = 1e3
+    return np.ma.masked_array(hidden, mask=hidden == 1e3), y
+
+
+def test_masked_X_and_y_are_refused_by_the_api():
+    """A masked array is not data with holes to numpy.asarray: its masked cells were used as data (`optimal`,
+    decision values 66% off). Refused in one line that names the problem, by solve, solve_lp and the checks."""
+    from solvers.lp import solve_lp
+
+    X, y = masked_moons()
+    with pytest.raises(SVMInputError, match=r"^X is a masked array with 3 masked entries: fill or drop them"):
+        validation.check_X(X)
+    with pytest.raises(SVMInputError, match="X is a masked array with 3 masked entries"):
+        api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=1.0, kernel="rbf")
+    with pytest.raises(SVMInputError, match="X is a masked array with 3 masked entries"):
+        solve_lp("l1_primal", X, y, layer="cvxpy", backend="highs", C=1.0)
+    y_masked = np.ma.masked_array(y, mask=np.arange(40) == 7)
+    with pytest.raises(SVMInputError, match="y is a masked array with 1 masked entry"):
+        api.solve("soft_primal", X.filled(0.0), y_masked, layer="cvxpy", backend="clarabel", C=1.0)
+    with pytest.raises(SVMInputError, match="C is a masked array with 1 masked entry"):
+        validation.check_sample_C(np.ma.masked_array(np.ones(40), mask=np.arange(40) == 3), 40)
+    # nothing masked: the values are the data
+    assert np.array_equal(validation.check_X(np.ma.masked_array(X.filled(0.0))), X.filled(0.0))
+
+
+def test_masked_X_and_y_are_refused_by_the_estimator():
+    from experiments.estimator import SVMClassifier
+
+    X, y = masked_moons()
+    with pytest.raises(SVMInputError, match="X is a masked array with 3 masked entries"):
+        SVMClassifier(kernel="rbf").fit(X, y)
+    with pytest.raises(SVMInputError, match="y is a masked array with 1 masked entry"):
+        SVMClassifier(kernel="rbf").fit(X.filled(0.0), np.ma.masked_array(y, mask=np.arange(40) == 7))
+    fitted = SVMClassifier(kernel="rbf").fit(X.filled(0.0), y)
+    with pytest.raises(SVMInputError, match="X is a masked array with 3 masked entries"):
+        fitted.predict(X)

@@ -29,7 +29,7 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from formulations import validation
-from formulations.kernels import gram
+from formulations.kernels import Points, gram, rbf_values
 from solvers.reference import Gram
 
 #: Rows cached by default: LIBSVM's SVC uses 200 MB; more rows mean fewer recomputed ones.
@@ -51,10 +51,12 @@ def chunk_rows(n: int) -> int:
 
 
 class FullGram(Gram):
-    """A Gram matrix already in memory, as a row source."""
+    """A Gram matrix already in memory, as a row source; `kernel` and `data` where it was made from data (the
+    closing checks then recompute some of its entries: solvers.kernel_audit), else None (a precomputed K)."""
 
-    def __init__(self, K: np.ndarray):
+    def __init__(self, K: np.ndarray, kernel=None, data: np.ndarray | None = None):
         super().__init__(None, np.asarray(K, dtype=float))
+        self.kernel, self.data = kernel, data
         self.n = len(self.K)
         self.capacity = self.n  # every row is held
         self.rows_computed = 0  # nothing is computed: every row is there
@@ -64,7 +66,7 @@ class FullGram(Gram):
 
     def restricted(self, S) -> "FullGram":
         """The Gram matrix of the points S alone."""
-        return FullGram(self.K[np.ix_(S, S)])
+        return FullGram(self.K[np.ix_(S, S)], self.kernel, None if self.data is None else self.data[S])
 
     # submatrix(I, J): solvers.reference.Gram's, K[np.ix_(I, J)]
 
@@ -100,9 +102,18 @@ class KernelRows(Gram):
         self.max_held = 0
         self._diagonal = None
         self._products: deque = deque(maxlen=KEPT_PRODUCTS)  # (u, K u) of the last times() calls
+        # the rbf's points centered once (formulations.kernels.rbf_values), not at every call
+        self._points = Points.of(self.data) if kernel.name == "rbf" else None
+
+    def _values(self, I, J=None) -> np.ndarray:
+        """k(x_i, x_j) for the points I against J (None: all), as formulations.kernels.gram gives them."""
+        if self._points is None:
+            return gram(self.kernel, self.data[I], self.data if J is None else self.data[J])
+        gamma = self.kernel.resolved_gamma(self.data.shape[1])
+        return rbf_values(gamma, self._points.take(I), self._points if J is None else self._points.take(J))
 
     def _compute(self, I) -> np.ndarray:
-        block = gram(self.kernel, self.data[I], self.data)
+        block = self._values(I)
         # k(x_i, x_i) as the full Gram matrix has it (the rbf's exact 1, not rounding noise)
         block[np.arange(len(I)), I] = self.diagonal()[I]
         return block
@@ -152,7 +163,7 @@ class KernelRows(Gram):
 
     def submatrix(self, I, J) -> np.ndarray:
         I, J = np.asarray(I, dtype=int), np.asarray(J, dtype=int)
-        block = gram(self.kernel, self.data[I], self.data[J])
+        block = self._values(I, J)
         same = I[:, None] == J[None, :]
         block[same] = self.diagonal()[np.broadcast_to(I[:, None], same.shape)[same]]
         return block
@@ -275,5 +286,5 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if n < ROWS_FROM_N and gram_fits(n, allowed):
-        return FullGram(gram(kernel, X))
+        return FullGram(gram(kernel, X), kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
