@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from experiments.typeset import math_svg
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_OUT = Path("results") / "notebooks"
@@ -24,8 +26,6 @@ CELL_MATH = re.compile(r"\$\$(?P<display>.+?)\$\$|(?<![\\$])\$(?P<inline>[^$]+?)
 
 def typeset_cell(text: str) -> str:
     """A Markdown cell with its maths replaced by inline SVG (raw HTML, which nbconvert's Markdown keeps)."""
-    from experiments.typeset import math_svg
-
     def draw(match: re.Match) -> str:
         tex = " ".join((match.group("display") or match.group("inline")).split())
         svg = " ".join(math_svg(tex).split())  # one line: a blank line would end the raw HTML

@@ -3,10 +3,10 @@ lives in experiments/runner/cli.py."""
 
 import sys
 
+from experiments.runner.options import UsageError, build_parser, check_options
+
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.runner.options import UsageError, build_parser, check_options
-
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)  # a bad option, --help and --version answer before the heavy imports
     try:

@@ -43,6 +43,7 @@ from experiments.runner.options import UsageError, build_parser, check_options
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
+from formulations.scaling import SCALE_RATIO_WARN, scale_ratio
 from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
 from solvers.backends import RECORDS
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
@@ -427,8 +428,6 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
 def feature_scaling(ds: Dataset) -> dict:
     """How far apart the data set's feature scales are (formulations.scaling: the ratio of the largest to the
     smallest, the two features named), and whether that is over the BadScalingWarning's threshold."""
-    from formulations.scaling import SCALE_RATIO_WARN, scale_ratio
-
     ratio, hi, lo = scale_ratio(ds.X) if ds.d else (1.0, 0, 0)
     names = ds.feature_names or tuple(f"x{j + 1}" for j in range(ds.d))
     return {"ratio": ratio, "largest": names[hi] if ds.d else "", "smallest": names[lo] if ds.d else "",

@@ -55,6 +55,7 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
+from formulations.scaling import Standardizer
 from solvers import isolation
 from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
@@ -409,8 +410,6 @@ def _standardized(task: Task):
     """(X, None), or with --standardize (X standardized, its Standardizer) for the 1-norm SVM's LPs."""
     if not task.standardize:
         return task.X, None
-    from formulations.scaling import Standardizer
-
     standardizer = Standardizer.fit(task.X)
     return standardizer.transform(task.X), standardizer
 
@@ -434,7 +433,7 @@ def execute_task(task: Task) -> dict:
             sol = solve_lp(task.formulation, X, task.y, layer=task.layer, backend=task.backend, C=task.C,
                            method=task.method, profile=task.profile, time_limit=_own_time_limit(task))
             if standardizer is not None:  # the LPs have no standardize=: mapped back here as solve() does
-                from solvers.closing import to_original_units
+                from solvers.closing import to_original_units  # heavy: imported where the solve runs
 
                 to_original_units(sol, standardizer)
             row.update(lp_solution_row(sol, task))
