@@ -71,7 +71,7 @@ def test_notebook_executes_and_writes_figures(name, tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_readme_notebook_route_makes_a_page_with_the_figures(tmp_path, monkeypatch):
-    """README: `jupytext --to ipynb notebooks/*.py`, then `jupyter nbconvert --to html --execute` on one."""
+    """By hand, in a folder of one's own: `jupytext --to ipynb`, then `jupyter nbconvert --to html --execute`."""
     import shutil
     import subprocess
     import sys
