@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     todo = problems()
-    df = pd.concat([run_problem(p) for p in tqdm(todo, desc="corpus problems", disable=args.no_progress)],
+    df = pd.concat([run_problem(p) for p in tqdm(todo, desc="corpus problems", disable=args.no_progress or None)],
                    ignore_index=True)
     print(summary(df).to_markdown())
     bad = wrong_optimal(df)

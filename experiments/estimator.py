@@ -59,6 +59,7 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.validation import refuse_masked
 from formulations.recovery import support_mask
+from formulations.scaling import SCALE_RATIO_WARN, BadScalingWarning, scale_ratio
 from solvers import blas
 from solvers import solution as st
 from solvers.api import solve
@@ -115,6 +116,17 @@ class _PairFit:
     b: float
     w: np.ndarray | None  # the linear kernel's w (positive towards class j)
     solution: st.Solution
+
+
+def _warn_bad_scaling(X) -> None:
+    """The BadScalingWarning with scikit-learn's advice (an estimator takes no standardize option: a Pipeline
+    scales the features, and applies the same scaling to the data it predicts on)."""
+    ratio, hi, lo = scale_ratio(X)
+    if ratio > SCALE_RATIO_WARN:
+        warnings.warn(f"badly scaled features: feature {hi} has a scale {ratio:.3g} times that of feature {lo}; "
+                      f"solvers may lose accuracy or return w = 0. Scale them the scikit-learn way: "
+                      f"make_pipeline(StandardScaler(), SVMClassifier(...)) (sklearn.pipeline, sklearn.preprocessing)",
+                      BadScalingWarning, stacklevel=3)
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -360,11 +372,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.formulation_, self.kernel_ = formulation, kernel
 
         fits = []
-        for i, j in _class_pairs(self.classes_.size):
-            in_pair = np.isin(y_index[kept], (i, j))
-            rows = kept[in_pair]
-            pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples  # C of `kept`
-            fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0), pair_C))
+        if K is None:  # features, not a precomputed or callable kernel's Gram matrix
+            _warn_bad_scaling(X)
+        with warnings.catch_warnings():  # said once above, with the estimator's advice, not once per pair
+            warnings.simplefilter("ignore", BadScalingWarning)
+            for i, j in _class_pairs(self.classes_.size):
+                in_pair = np.isin(y_index[kept], (i, j))
+                rows = kept[in_pair]
+                pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples  # C of `kept`
+                fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0),
+                                           pair_C))
         self._store(X, y_index, fits)
         return self
 

@@ -18,12 +18,12 @@
 # classification problems*, ch. 5, University of Pisa), Examples 5.1 and 5.2. For two linearly
 # separable sets A (label +1) and B (label -1) the maximum-margin hyperplane solves
 #
-# $$\min_{w,b}\ \tfrac12\|w\|^2 \quad\text{s.t.}\quad y^i (w^\top x^i + b) \ge 1,\ i = 1,\dots,\ell \qquad (4)$$
+# $$\min_{w,b}\ \frac{1}{2}\|w\|^2 \quad\mathrm{s.t.}\quad y^i (w^\top x^i + b) \geq 1,\ i = 1,\dots,\ell \qquad (4)$$
 #
 # and its Lagrangian dual is
 #
-# $$\max_{\lambda \ge 0}\ -\tfrac12 \sum_{i,j} y^i y^j (x^i)^\top x^j \lambda_i \lambda_j + \sum_i \lambda_i
-# \quad\text{s.t.}\quad \sum_i \lambda_i y^i = 0. \qquad (6)$$
+# $$\max_{\lambda \geq 0}\ -\frac{1}{2} \sum_{i,j} y^i y^j (x^i)^\top x^j \lambda_i \lambda_j + \sum_i \lambda_i
+# \quad\mathrm{s.t.}\quad \sum_i \lambda_i y^i = 0. \qquad (6)$$
 #
 # The notes publish $w^* = (-0.9229, 0.7627)$, $b^* = 1.1976$. Here we solve both
 # problems with two modelling layers (Pyomo, cvxpy) and two solvers, recover $w^*$ and
@@ -84,8 +84,8 @@ np.testing.assert_allclose(b_each_sv, PUBLISHED["example_5_1_b"], atol=5e-5)
 # %% [markdown]
 # ## Strong duality and KKT, recomputed by the project from the returned points
 #
-# The primal optimum $\tfrac12\|w^*\|^2$ equals the dual optimum
-# $\sum_i\lambda_i - \tfrac12\|w^*\|^2$, i.e. $\|w^*\|^2 = \sum_i \lambda_i^*$; the
+# The primal optimum $\frac{1}{2}\|w^*\|^2$ equals the dual optimum
+# $\sum_i\lambda_i - \frac{1}{2}\|w^*\|^2$, i.e. $\|w^*\|^2 = \sum_i \lambda_i^*$; the
 # margin is $2/\|w^*\|$.
 
 # %%

@@ -16,16 +16,16 @@
 #
 # The lecture notes (G. Mastroeni, M. Passacantando, *Support Vector Machines for supervised
 # classification problems*, ch. 5, University of Pisa), Exercise 5.4. When A and B are not linearly
-# separable the system $y^i(w^\top x^i + b) \ge 1$ has no solution; slack variables
-# $\xi_i \ge 0$ relax it, and $C$ prices them:
+# separable the system $y^i(w^\top x^i + b) \geq 1$ has no solution; slack variables
+# $\xi_i \geq 0$ relax it, and $C$ prices them:
 #
-# $$\min_{w,b,\xi}\ \tfrac12\|w\|^2 + C\sum_i \xi_i \quad\text{s.t.}\quad
-# 1 - y^i(w^\top x^i + b) \le \xi_i,\ \xi_i \ge 0. \qquad (8)$$
+# $$\min_{w,b,\xi}\ \frac{1}{2}\|w\|^2 + C\sum_i \xi_i \quad\mathrm{s.t.}\quad
+# 1 - y^i(w^\top x^i + b) \leq \xi_i,\ \xi_i \geq 0. \qquad (8)$$
 #
-# Its dual (11) is the hard-margin dual with the box $0 \le \lambda_i \le C$. The KKT
+# Its dual (11) is the hard-margin dual with the box $0 \leq \lambda_i \leq C$. The KKT
 # conditions say: $\lambda_i < C \Rightarrow \xi_i = 0$, and $\xi_i > 0 \Rightarrow
 # \lambda_i = C$. So the points with a nonzero slack are the ones inside the margin
-# ($0 < \xi_i \le 1$) or misclassified ($\xi_i > 1$), and all of them sit at the bound.
+# ($0 < \xi_i \leq 1$) or misclassified ($\xi_i > 1$), and all of them sit at the bound.
 #
 # Exercise 5.4 asks for the hyperplane with $C = 10$ and the vector $\xi$ of the
 # errors. The notes print the data but no answer; we compare the primal, the dual and

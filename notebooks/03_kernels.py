@@ -21,7 +21,7 @@
 # A map $\phi$ into a feature space makes the sets separable there; the dual only needs
 # inner products $k(x, x') = \phi(x)^\top\phi(x')$, so the kernel replaces $\phi$:
 #
-# $$\max_{0\le\lambda\le C,\ \sum\lambda_i y^i = 0}\ \sum_i\lambda_i - \tfrac12\sum_{i,j} y^i y^j k(x^i, x^j)\lambda_i\lambda_j,
+# $$\max_{0\leq\lambda\leq C,\ \sum\lambda_i y^i = 0}\ \sum_i\lambda_i - \frac{1}{2}\sum_{i,j} y^i y^j k(x^i, x^j)\lambda_i\lambda_j,
 # \qquad f(x) = \sum_i \lambda_i^* y^i k(x^i, x) + b^*.$$
 #
 # 1. A kernel is an inner product: the degree-2 polynomial kernel equals the explicit map of the kernel notes.

@@ -16,12 +16,12 @@
 #
 # The machine-learning slides (F. S. Bao, CS 474/574, Iowa State). With augmented samples $x = (x_1, \dots, x_n, 1)$ and
 # $W = (w_1, \dots, w_n, w_b)$, a sample is correctly classified when $W^\top x\, y > 0$.
-# The **single-sample perceptron** visits sample $j = k \bmod n$ at iteration $k$ and
+# The **single-sample perceptron** visits sample $j = k\ \mathrm{mod}\ n$ at iteration $k$ and
 #
-# $$W_{k+1} = \begin{cases} W_k + \rho\, x_j y_j & \text{if } W_k^\top x_j y_j \le 0 \\ W_k & \text{otherwise,}\end{cases}$$
+# $$W_{k+1} = W_k + \rho\, x_j y_j \quad \mathrm{if}\quad W_k^\top x_j y_j \leq 0, \qquad W_{k+1} = W_k \quad \mathrm{otherwise,}$$
 #
 # stopping when every sample is classified correctly. The **batch perceptron** adds
-# $\rho\sum_{i\in\mathcal M} x_i y_i$ over all misclassified samples at once.
+# $\rho\sum_{i\in\mathcal{M}} x_i y_i$ over all misclassified samples at once.
 
 # %%
 from pathlib import Path

@@ -611,6 +611,8 @@ def ending_note(sol: st.Solution) -> str:
     else:
         ending = f"the backend reported {sol.solver_status}{raw}"
     verdict = sol.checks.get("verdict") if sol.decision is not None else ""
+    if verdict == "verified":  # the point passed the checks, but the backend stopped short of claiming it
+        return f"{ending}; its point passes the project's checks, but the backend did not claim an optimum"
     return f"{ending}; not verified: {verdict}" if verdict else ending
 
 

@@ -190,6 +190,7 @@ def quick_run(tmp_path_factory):
     return out, pd.read_csv(out / "results.csv")
 
 
+@pytest.mark.slow  # the quick benchmark itself: about 1.5 minutes on 2 cores
 def test_quick_bench_outputs(quick_run):
     out, df = quick_run
     for name in ("report.md", "time_vs_n.png", "memory_vs_n.png"):
@@ -214,6 +215,7 @@ def test_quick_bench_outputs(quick_run):
     assert not (df["status"] == "killed").any()
 
 
+@pytest.mark.slow
 def test_quick_bench_records_its_invocations(quick_run):
     """runs.json names each invocation that made the table; a partial re-run (--only) adds to it."""
     import json
@@ -232,6 +234,7 @@ def test_quick_bench_records_its_invocations(quick_run):
     assert "--only kernel:libsvm`" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_targets_of_paths_a_run_left_out_say_so(quick_run):
     """The targets of a results table from `--only kernel...`: no linear target row (it read "n=0, no verified
     path" before), and a layer with no path in the table is "not measured", not "no verified path"."""
@@ -247,6 +250,7 @@ def test_targets_of_paths_a_run_left_out_say_so(quick_run):
     assert len(pyomo) == 1 and not pyomo["met"].iloc[0].startswith("not measured")  # measured: yes or no
 
 
+@pytest.mark.slow
 def test_quick_bench_verified_rows_agree(quick_run):
     _, df = quick_run
     verified = df[df["status"] == "optimal"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -223,7 +224,7 @@ def test_verbose_prints_a_line_per_solve_and_quiet_only_the_folder(capsys, tmp_p
             "--layers", "cvxpy", "--no-figures"]
     assert main(opts + ["--out", str(tmp_path / "v"), "-v"]) == 0
     err = capsys.readouterr().err
-    solved = [line for line in err.splitlines() if line.startswith("optimal: example_5_1|")]
+    solved = [line for line in err.splitlines() if re.match(r"\[[12]/2\] optimal: example_5_1\|", line)]
     assert len(solved) == 2, err
     assert main(opts + ["--out", str(tmp_path / "q"), "-q"]) == 0
     captured = capsys.readouterr()

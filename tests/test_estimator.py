@@ -90,6 +90,7 @@ def _laplacian_kernel(A, B):
     expected_failed_checks=_expected_failed_checks,
     xfail_strict=True,
 )
+@pytest.mark.slow  # about 490 checks: the largest share of the suite's time; CI runs them (python -m pytest -m slow)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -100,6 +101,7 @@ def test_sklearn_estimator_checks(estimator, check):
 # expected failures are named by check, not by variant, so this instance runs them non-strictly.
 @parametrize_with_checks([SVMClassifier(kernel="precomputed", class_weight="balanced")],
                          expected_failed_checks=lambda est: _PRECOMPUTED_FAILS, xfail_strict=False)
+@pytest.mark.slow
 def test_sklearn_estimator_checks_precomputed(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -35,6 +35,8 @@ PAGE_TIMEOUT_MS = 60_000  # generous: the machine is shared; no assertion is on 
 DOUBLE_TAP_GAP_MS = 450  # a gesture's constraint (see _click_plane), not a timing assumption about solves
 log = logging.getLogger(__name__)
 
+pytestmark = pytest.mark.slow  # a server and a browser: about a minute
+
 playwright_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install playwright")
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Chromium: apt-get install -y chromium chromium-driver (Debian), then rerun",

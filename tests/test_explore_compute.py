@@ -231,3 +231,26 @@ def test_a_superseded_request_is_not_shown():
     page._finish(page._generation - 1, stale)  # an older request finishing late changes nothing
     assert page.state.object == shown
     assert page._compute_if_current(page._generation - 1, None, None, None, None) is None
+
+
+def test_a_click_fades_no_point_and_every_legend_entry_has_its_glyph():
+    """A selected point (the one a click adds or drags) leaves the others as they are (Bokeh's default drew
+    them at alpha 0.1), and the legend lists only what is drawn: an entry whose renderer had no data showed
+    its label without a glyph (the hulls, their common point, the slacks before there were any)."""
+    from bokeh.models import GlyphRenderer
+
+    from experiments.explore.page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")
+    renderers = page.plane.select(type=GlyphRenderer)
+    assert renderers and all(r.nonselection_glyph is None for r in renderers)
+
+    def shown() -> set[str]:
+        return {getattr(item.label, "value", None) or item.label.field for item in page.legend.items if item.visible}
+
+    assert shown() == {"cls", "role"}  # the classes (+1, -1) and the support vectors' roles
+    page.start.value = "exercise_5_4"
+    page.hard.value = True  # not separable: the hulls and their common point are drawn
+    assert {"convex hulls", "common point of both hulls"} <= shown()
+    for item in page.legend.items:
+        assert item.visible == any(len(next(iter(r.data_source.data.values()))) > 0 for r in item.renderers)

@@ -36,6 +36,7 @@ def test_every_notebook_is_listed():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.py")) == sorted(EXPECTED_FIGURES)
 
 
+@pytest.mark.slow  # a kernel per notebook, 10-20 s each
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", sorted(EXPECTED_FIGURES))
 def test_notebook_executes_and_writes_figures(name, tmp_path, monkeypatch):
@@ -67,9 +68,10 @@ def test_notebook_executes_and_writes_figures(name, tmp_path, monkeypatch):
         assert path.stat().st_size > 5_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_readme_notebook_route_makes_a_page_with_the_figures(tmp_path, monkeypatch):
-    """README: `jupytext --to ipynb notebooks/*.py`, then `jupyter nbconvert --to html --execute` on one."""
+    """By hand, in a folder of one's own: `jupytext --to ipynb`, then `jupyter nbconvert --to html --execute`."""
     import shutil
     import subprocess
     import sys

@@ -1,19 +1,25 @@
-"""Every ```python block of README.md runs as printed.
+"""Every ```python block and every command of the ```bash blocks of README.md runs as printed.
 
-Each block runs in a fresh interpreter (a fresh namespace, nothing carried over from
+Each python block runs in a fresh interpreter (a fresh namespace, nothing carried over from
 another block), with the repository root as working directory and MPLBACKEND=Agg, so a
 snippet that uses a name it never defines (the estimator snippet's `X` once) fails here.
 
-Convention for blocks that must not run in the test suite (e.g. a run of many minutes):
+The bash commands run one by one, in the README's order, in one temporary folder holding a copy
+of `examples/` (what they write, e.g. results/sample, stays there; a later command reads what an
+earlier one wrote, as a reader's would). A command that cannot run here is listed in NOT_RUN with
+the reason, and every entry of NOT_RUN must still be in the README.
+
+Convention for python blocks that must not run in the test suite (e.g. a run of many minutes):
 make the block's first line the comment ``# readme-test: skip (REASON)``; the reason is
-required and the skipped block is still listed in the test report. Other fenced blocks
-(```bash, tables, output) are not executed.
+required and the skipped block is still listed in the test report.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +30,18 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SKIP = re.compile(r"^#\s*readme-test:\s*skip\s*\((?P<reason>[^)]+)\)")
 BLOCK = re.compile(r"^```python[ \t]*\n(?P<code>.*?)^```[ \t]*$", flags=re.S | re.M)
+BASH_BLOCK = re.compile(r"^```bash[ \t]*\n(?P<code>.*?)^```[ \t]*$", flags=re.S | re.M)
+
+#: README commands the tests do not run, each with the reason.
+NOT_RUN = {
+    'pip install -e ".[test]" && python -m experiments.run':
+        "installs into the environment the tests run in; the default sweep runs in tests/test_runner.py (slow)",
+    "python -m pytest": "the test suite itself",
+    "python -m experiments.explore": "a server that runs until stopped; tests/test_explore_browser.py starts it "
+                                     "and drives the page in headless Chromium",
+    "python -m experiments.explore --port 8000 --no-browser --host 0.0.0.0": "a server that runs until stopped "
+                                                                             "(the same as above, on all interfaces)",
+}
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
@@ -31,7 +49,20 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group("code")) for m in BLOCK.finditer(text)]
 
 
+def bash_commands(text: str) -> list[tuple[int, str]]:
+    """(line number, command without its comment) of every line of every ```bash block of a Markdown text."""
+    out = []
+    for m in BASH_BLOCK.finditer(text):
+        first = text.count("\n", 0, m.start()) + 2
+        for offset, line in enumerate(m.group("code").splitlines()):
+            command = " ".join(shlex.split(line, comments=True))  # the comment after # dropped, quotes kept below
+            if command:
+                out.append((first + offset, line.split("  #")[0].strip()))
+    return out
+
+
 BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
+COMMANDS = bash_commands(README.read_text(encoding="utf-8"))
 
 
 def test_readme_has_python_blocks():
@@ -56,3 +87,37 @@ def test_readme_python_block_runs(line, code):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=280)
     assert done.returncode == 0, f"README.md:{line}: the block fails:\n{done.stderr[-3000:]}"
+
+
+def test_command_finder_reads_commands_without_their_comments():
+    text = "```bash\npython -m a --x 1   # does a\n\n# a comment line\npip install -e \".[test]\" && b  # both\n```\n"
+    assert bash_commands(text) == [(2, "python -m a --x 1"), (5, 'pip install -e ".[test]" && b')]
+
+
+def test_every_command_not_run_is_still_in_the_readme_with_a_reason():
+    commands = {command for _, command in COMMANDS}
+    assert set(NOT_RUN) <= commands, set(NOT_RUN) - commands
+    assert all(reason.strip() for reason in NOT_RUN.values())
+
+
+@pytest.fixture(scope="module")
+def reader_folder(tmp_path_factory):
+    """A reader's working folder: the README's sample CSV where the README says it is."""
+    folder = tmp_path_factory.mktemp("reader")
+    shutil.copytree(ROOT / "examples", folder / "examples")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("line, command", COMMANDS, ids=[f"README.md:{line}" for line, _ in COMMANDS])
+def test_readme_command_runs(line, command, reader_folder):
+    if command in NOT_RUN:
+        pytest.skip(f"README.md:{line} not run: {NOT_RUN[command]}")
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    if "experiments.notebooks" in command:
+        del env["MPLBACKEND"]  # the notebooks' kernels draw with Jupyter's inline backend, as in Jupyter
+    done = subprocess.run(["bash", "-c", command], cwd=reader_folder, env=env, capture_output=True, text=True,
+                          timeout=880)
+    assert done.returncode == 0, f"README.md:{line}: {command}\n{done.stderr[-3000:]}"

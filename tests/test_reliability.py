@@ -211,9 +211,12 @@ SILENT_ENDINGS = [
      "the backend failed (raw status error/noSolution): no point to check"),
     ("iteration limit", {"status": st.ITERATION_LIMIT, "raw_status": "max_iter_reached", "message": "",
                          "iterations": 40}, "stopped at its iteration limit after 40 iterations (raw status "
-                                            "max_iter_reached); not verified: "),
+                                            "max_iter_reached); its point passes the project's checks, but the "
+                                            "backend did not claim an optimum"),
+    # (the point these fakes return is the optimum: the message said "not verified: verified")
     ("time limit", {"status": st.TIME_LIMIT, "raw_status": "time_limit_reached", "message": ""},
-     "stopped at the time limit (raw status time_limit_reached); not verified: "),
+     "stopped at the time limit (raw status time_limit_reached); its point passes the project's checks, but the "
+     "backend did not claim an optimum"),
 ]
 
 

@@ -175,9 +175,10 @@ def test_every_report_table_keeps_its_columns_when_rendered(run, request):
 def test_report_explains_the_problems_and_the_sign_of_the_gap(smoke_run):
     text = (smoke_run / "report.md").read_text()
     assert "## The problems compared" in text
-    assert "min_{w,b} 1/2 ||w||^2  s.t.  1 - y^i (w'x^i + b) <= 0" in text  # (4) in the notes' notation
-    assert "sum_i lambda_i y^i = 0" in text and "k(x^i, x^j)" in text
-    assert "Why P* - D* can be slightly negative" in text
+    # (4) in the notes' notation, as LaTeX (report.html draws it: tests/test_typeset.py)
+    assert r"$\min_{w,b}\ \frac{1}{2}\|w\|^2 \quad \mathrm{s.t.} \quad 1 - y^i (w^\top x^i + b) \leq 0," in text
+    assert r"\sum_i \lambda_i y^i = 0" in text and "k(x^i, x^j)" in text
+    assert "**Why $P^* - D^*$ can be slightly negative.**" in text
     assert "Example 5.1" in text and "lecture notes" in text
     assert not re.search(r"00[0-3]_[0-9a-f]{16}", text), "the notes are cited by what they are, not by file name"
     assert "(001)" not in text

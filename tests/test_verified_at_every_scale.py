@@ -40,6 +40,7 @@ PAIRS = available_backends()
 # ----------------------------------------------------------------------------- the corpus
 
 
+@pytest.mark.slow  # 512 solves: 5-10 minutes on 2 cores; the small cases of this file stay in the default run
 @pytest.mark.parametrize("problem", corpus.problems(), ids=lambda p: p.name)
 def test_corpus_no_optimal_row_is_off_the_proved_optimum(problem):
     df = corpus.run_problem(problem)
@@ -417,6 +418,7 @@ def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, o
     assert sol.solver_status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 
 
+@pytest.mark.slow  # up to half a minute a case
 @pytest.mark.parametrize("C", [1e-5, 1e-3, 10.0])
 @pytest.mark.parametrize("backend", ["clarabel", "piqp", "daqp"])
 def test_working_set_starts_feasible_at_every_C(C, backend):

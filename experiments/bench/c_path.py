@@ -180,7 +180,7 @@ def run(n_kernel: int, n_linear: int, *, kernel_Cs=KERNEL_CS, linear_Cs=LINEAR_C
 
     total = len(kernel_paths) * len(kernel_Cs) * 2 + len(linear_paths) * len(linear_Cs) * len(MODES)
     rows: list[dict] = []
-    with warnings.catch_warnings(), tqdm(total=total, disable=not progress, desc="c_path", unit="solve") as bar:
+    with warnings.catch_warnings(), tqdm(total=total, disable=not progress or None, desc="c_path", unit="solve") as bar:
         warnings.simplefilter("ignore")
         if kernel_paths:
             X, y = bench_data(n_kernel, KERNEL_D)

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.typeset import write_html
+
 MATCH_TOL = 1e-7  # "the exact optimum": relative objective error against the best verified one
 
 
@@ -555,7 +557,7 @@ WHAT_WAS_TRIED = (
     "matrix temporaries; in a fresh worker the first touch of the memory adds about 0.2 s. LIBSVM computes "
     "only the kernel columns it visits, so the Gram matrix counts in every kernel path's time.",
     "- Tried for the cvxpy working set: the subproblem as a DPP problem with Q_BB a Parameter (cvxpy 1.9.3 "
-    "takes `quad_form(a, psd_wrap(P))` with a Parameter P, but densifies a (q + 1) x q^2 array to compile "
+    "takes `quad_form(a, psd_wrap(P))` with a Parameter P, but densifies a $(q + 1) \\times q^2$ array to compile "
     "it: 1 GiB at q = 500; a factor parameter G in `sum_squares(G a)` was 15x slower to compile); "
     "`ignore_dpp`, the C++ and COO canonicalisation backends and `sum_squares` of a Cholesky factor "
     "(2.5x slower at q = 500): none beat `quad_form(a, psd_wrap(Q_BB))`, with Q_BB handed over as a COO "
@@ -563,16 +565,16 @@ WHAT_WAS_TRIED = (
     "- Per-backend options are the `scale` profile (solvers/profiles.py: 1e-8 tolerances, OSQP polishing "
     "and a 20,000-iteration cap, SCS 20,000, Clarabel/PIQP 200, ProxQP 500, Ipopt 500); PIQP and ProxQP "
     "take their sparse backend from the sparse matrices qpsolvers hands them (dense for the kernel's Q).",
-    "- cvxpy: 0 <= alpha <= C and xi >= 0 are Variable bounds (`formulations.model.alpha_bounds`), which "
+    "- cvxpy: $0 \\leq \\alpha \\leq C$ and $\\xi \\geq 0$ are Variable bounds (`formulations.model.alpha_bounds`), which "
     "cvxpy passes natively to PIQP (and the other solvers that take bounds) instead of 2n constraint rows: "
     "the lifted dual at n = 1e5 with PIQP went from 5.2 s to 2.7 s. PIQP gets its dense backend for a dense "
     "quadratic form (PIQP's record in `solvers.backends`; cvxpy's default is sparse): a working-set "
     "subproblem of 200 points took 11 ms sparse and 2 ms dense, and the cvxpy working set at n = 5,000 went "
     "from 6.4 s to 2.8 s. cvxpy compiles with its SciPy backend (`canon_backend='SCIPY'`: 0.4-0.5 s against "
-    "0.55-0.8 s for the default at n = 1e5). The margins y_i (w'x_i + b) and the lift X'(y * alpha) are "
+    "0.55-0.8 s for the default at n = 1e5). The margins $y_i (w^\\top x_i + b)$ and the lift $X^\\top (y \\circ \\alpha)$ are "
     "written with the constant Y X (`formulations.model.signed`) instead of `multiply(y, X @ w + b)`: the "
     "compile at n = 1e5 went from about 0.7 s to 0.45 s for the soft primal and the lifted dual.",
-    "- Pyomo: the balance row sum_i alpha_i y_i = 0 is a one-row matrix component too, so the bridge no "
+    "- Pyomo: the balance row $\\sum_i \\alpha_i y_i = 0$ is a one-row matrix component too, so the bridge no "
     "longer runs Pyomo's standard-form compiler at all on the duals; bounds are read from the variables' "
     "slots in one pass; long sums with a few distinct coefficients (the labels) are grouped quicksums. "
     "Measured at n = 1e5 on the lifted dual: build + read 1.1 s -> about 0.5 s; then the values are read "
@@ -714,4 +716,5 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
     ]
     path = out / "report.md"
     path.write_text("\n".join(lines))
+    write_html(path)  # report.html: the same, maths typeset and figures embedded
     return path

@@ -569,7 +569,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     rows = []
     jobs = [(p, n) for p in paths for n in sizes(p.problem, quick)]
     stopped: dict[Path_, str] = {}
-    bar = tqdm(total=len(jobs) * rounds, disable=not progress, desc="bench", file=sys.stderr)
+    bar = tqdm(total=len(jobs) * rounds, disable=not progress or None, desc="bench", file=sys.stderr)
     # n ascending across all paths: the cheap sizes of every path first.
     for n in sorted({n for _, n in jobs}):
         group = [p for p in paths if n in sizes(p.problem, quick)]

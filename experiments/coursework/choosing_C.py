@@ -5,11 +5,13 @@ regularization path (w*, b*, #SV, margin vs C)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 
 from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER, train_numbers
@@ -85,7 +87,12 @@ def grid_search(ds, C_grid, gamma_grid, *, k: int, test_size: float, seed: int, 
     }
     chosen, cv_tables = [], {}
     for name, search in searches.items():
-        search.fit(X_tr, y_tr)
+        with warnings.catch_warnings():
+            # A fold's fit that the checks did not verify (a residual of 1e-6 to 1e-5 at profile high) still scores
+            # its fold as it should; its warning, 10 of them from inside GridSearchCV, told a student nothing. The
+            # chosen setting's refit says whether it is verified (column refit_verified).
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            search.fit(X_tr, y_tr)
         res = pd.DataFrame(search.cv_results_)
         keep = [c for c in res.columns if c.startswith("param_")] + ["mean_test_score", "std_test_score",
                                                                      "rank_test_score"]
@@ -95,6 +102,7 @@ def grid_search(ds, C_grid, gamma_grid, *, k: int, test_size: float, seed: int, 
             "kernel": name, "C": best["C"], "gamma": best.get("gamma"),
             "cv_accuracy": search.best_score_, "test_accuracy": float(search.score(X_te, y_te)),
             "n_sv": int(search.best_estimator_.support_.size),
+            "refit_verified": all(sol.status == "optimal" for sol in search.best_estimator_.solutions_),
         })
     return pd.DataFrame(chosen), cv_tables
 

@@ -143,7 +143,7 @@ def lp_timings(
     jobs = [(n, layer, method, f) for n in ns for layer in layers for method in methods for f in formulations]
     rows = []
     data = {}
-    for n, layer, method, f in tqdm(jobs, disable=not progress, desc="LP timings"):
+    for n, layer, method, f in tqdm(jobs, disable=not progress or None, desc="LP timings"):
         if n not in data:
             data[n] = load_dataset("sparse_features", n=n, d=d, n_informative=n_informative, seed=seed)
         ds = data[n]

@@ -18,6 +18,7 @@ import numpy as np
 import panel as pn
 from bokeh.models import (
     ColumnDataSource,
+    GlyphRenderer,
     HoverTool,
     PanTool,
     PointDrawTool,
@@ -168,7 +169,7 @@ class ExplorerPage:
         self.points = ColumnDataSource(dict(x=[], y=[], cls=[]))
         drawn = plane.scatter("x", "y", source=self.points, size=9, line_color="white",
                               color=factor_cmap("cls", CLASS_COLORS, CLASSES),
-                              marker=factor_mark("cls", ["circle", "square"], CLASSES))
+                              marker=factor_mark("cls", ["circle", "square"], CLASSES), legend_field="cls")
         self.sv = ColumnDataSource(dict(x=[], y=[], role=[], color=[]))
         plane.scatter("x", "y", source=self.sv, size=17, fill_alpha=0, line_color="color", line_width=2,
                       legend_field="role")
@@ -191,6 +192,11 @@ class ExplorerPage:
         legend = plane.legend[0]
         legend.orientation, legend.label_text_font_size, legend.ncols = "horizontal", "8pt", 3
         plane.add_layout(legend, "below")  # outside the plane: it never hides a point
+        for renderer in plane.select(type=GlyphRenderer):
+            # a click selects the point it adds or drags: Bokeh's default faded every other point to 0.1 alpha,
+            # unreadable on a projector; non-selected points keep their own look
+            renderer.nonselection_glyph = None
+        self.legend = legend
         self.points.on_change("data", self._points_changed)
         self.plane = plane
 
@@ -377,6 +383,13 @@ class ExplorerPage:
         self.C_line.visible = False
         self.numbers.object = ""
         self.layers.visible = self.certificate.visible = False
+        self._sync_legend()
+
+    def _sync_legend(self) -> None:
+        """Legend entries only for what is drawn: an entry whose renderer has no data showed a label without
+        its glyph (the convex hulls, their common point and the slacks before there are any)."""
+        for item in self.legend.items:
+            item.visible = any(len(next(iter(r.data_source.data.values()), [])) > 0 for r in item.renderers)
 
     # ------------------------------------------------------------------ results
 
@@ -386,6 +399,7 @@ class ExplorerPage:
         self.message.visible = False
         self._draw_solution(result)
         self._draw_certificate(result)
+        self._sync_legend()
         self.numbers.object = summary_html(result)
         if result.other is not None:
             self.layers.object = ec.layers_table(result)

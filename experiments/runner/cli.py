@@ -36,12 +36,14 @@ import numpy as np
 
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
-from experiments import __version__
 from experiments.datasets import DATASETS, Dataset, load_dataset
 from experiments.runner.folder import LOCK_FILE, RUN_FILE, SEPARABILITY_FILE
+from experiments.runner.lock import RunFolderLock
+from experiments.runner.options import UsageError, build_parser, check_options
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
+from formulations.scaling import SCALE_RATIO_WARN, scale_ratio
 from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
 from solvers.backends import RECORDS
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
@@ -54,10 +56,6 @@ DEFAULT_PARAMS = {"separable": {"n": 100}, "overlapping": {"n": 100}, "nonlinear
 PACKAGES = ["numpy", "scipy", "pandas", "pyarrow", "matplotlib", "scikit-learn", "pyomo", "cvxpy",
             *(record.distribution for record in RECORDS.values()), "qpsolvers", "dask",
             "distributed", "tqdm"]
-
-
-class UsageError(Exception):
-    """A bad command line: printed as one clear line, exit code 2."""
 
 
 # ------------------------------------------------------------------ parsing helpers
@@ -423,7 +421,30 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
                          "label_map": maps.get(ds.name, {}), "fingerprint": ds.fingerprint}
         if ds.feature_names:  # the report and the figures name the axes as the user did
             info[ds.name]["features"] = list(ds.feature_names)
+        info[ds.name]["scaling"] = feature_scaling(ds)
     return info
+
+
+def feature_scaling(ds: Dataset) -> dict:
+    """How far apart the data set's feature scales are (formulations.scaling: the ratio of the largest to the
+    smallest, the two features named), and whether that is over the BadScalingWarning's threshold."""
+    ratio, hi, lo = scale_ratio(ds.X) if ds.d else (1.0, 0, 0)
+    names = ds.feature_names or tuple(f"x{j + 1}" for j in range(ds.d))
+    return {"ratio": ratio, "largest": names[hi] if ds.d else "", "smallest": names[lo] if ds.d else "",
+            "bad": bool(ratio > SCALE_RATIO_WARN)}
+
+
+def scaling_warnings(datasets: dict, standardize: bool) -> list[str]:
+    """One line per data set whose feature scales are far apart, said once on the console (each solve's
+    BadScalingWarning goes to its log only); none when the run standardizes."""
+    lines = []
+    for ds in datasets.values():
+        scaling = feature_scaling(ds)
+        if scaling["bad"] and not standardize:
+            lines.append(f"warning: {ds.name}: badly scaled features: {scaling['largest']!r} has a scale "
+                         f"{scaling['ratio']:.3g} times that of {scaling['smallest']!r}; solvers may lose accuracy and "
+                         f"rows go unverified. Add --standardize (w*, b* are still reported in the data's units)")
+    return lines
 
 
 # ------------------------------------------------------------------ the run folder: options, data, lock
@@ -431,7 +452,7 @@ def save_data(out: Path, datasets: dict, maps: dict) -> dict:
 #: The options that decide which tasks a run holds: recorded in run.json, reused by --resume.
 #: (--workers, --executor, --timeout, --stop-slow, output and fault options may change between sessions.)
 RUN_OPTIONS = ("suite", "datasets", "data", "label_column", "formulations", "layers", "backends", "C", "kernel",
-               "gamma", "degree", "coef0", "profile", "seed", "method")
+               "gamma", "degree", "coef0", "profile", "seed", "method", "standardize")
 
 
 def recorded_options(args) -> dict:
@@ -504,43 +525,6 @@ def make_out_dir(out: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
-
-
-class RunFolderLock:
-    """An exclusive lock on the run folder (fcntl.flock on out/.lock, which holds the owner's pid).
-
-    The kernel drops the lock when its process dies, so the lock of a killed run is taken over
-    by the next one; a second live run on the same folder is refused with the first one's pid.
-    """
-
-    def __init__(self, out: Path):
-        self.path = out / LOCK_FILE
-        self.fh = None
-
-    def __enter__(self):
-        import fcntl
-
-        fh = self.path.open("a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            owner = fh.read().strip() or "unknown"
-            fh.close()
-            raise UsageError(f"--out {self.path.parent} is in use by another run (pid {owner}); wait for it to "
-                             f"finish, or choose another --out") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
-        self.fh = fh
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import fcntl
-
-        fcntl.flock(self.fh, fcntl.LOCK_UN)
-        self.fh.close()
 
 
 def check_scheduler(address: str) -> None:
@@ -687,70 +671,6 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
 # ------------------------------------------------------------------ main
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse's own errors (an unknown option, --workers abc) as one line too, exit code 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {message} (see --help)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(
-        prog="svm-duality",
-        description="Solve SVM primal and dual formulations with every backend, check strong duality and KKT, "
-                    "and write a results table, report.md and figures.",
-    )
-    p.add_argument("--suite", default="default", help="named suite (see --list; default: default)")
-    p.add_argument("--list", action="store_true", help="list datasets, suites, formulations and backends, and exit")
-    p.add_argument("--datasets", help="comma list of NAME or NAME(key=value,...): a grid of your own instead of "
-                                      "the suite, e.g. 'example_5_1,overlapping(n=200,seed=1)'")
-    p.add_argument("--data", metavar="FILE.csv", help="your own data: a CSV with numeric features and a label column")
-    p.add_argument("--label-column", metavar="NAME", help="the label column of --data (any two distinct values)")
-    p.add_argument("--formulations", help="comma list (default: every one that applies)")
-    p.add_argument("--layers", help="comma list of pyomo,cvxpy (default: both)")
-    p.add_argument("--backends", help="comma list (default: every available one)")
-    p.add_argument("--C", help="comma list of C > 0 for a grid; 'inf' = hard margin (default 1)")
-    p.add_argument("--kernel", default="linear",
-                   help="comma list of linear|poly|rbf|sigmoid for a grid (default linear)")
-    p.add_argument("--gamma", help="comma list of kernel gamma (default: 1/d, scikit-learn's 'auto'; SVC's and "
-                                   "SVMClassifier's default 'scale' is 1/(d Var(X)): give its number to compare)")
-    p.add_argument("--degree", help="comma list of poly degrees (default 3)")
-    p.add_argument("--coef0", help="comma list of poly/sigmoid coef0 (default 0)")
-    p.add_argument("--method", help="comma list of full|working_set|auto: how each QP is solved, an axis of the "
-                                    "grid (default auto: the working set where n is large enough for it to pay)")
-    p.add_argument("--profile", choices=sorted(PROFILES), help="accuracy profile for every solve "
-                                                                   "(default: the suite's; a grid: default)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default results/<timestamp>, and results/latest "
-                                                "points to it; with --resume: results/latest)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="solves at a time (default: the CPU cores idle when the run starts, at least 1: on a "
-                        "busy machine more solves at a time only share the cores and each row's time grows)")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
-    p.add_argument("--stop-slow", type=float, default=None, metavar="FACTOR",
-                   help="stop a solve still running at FACTOR x the fastest answered solve (optimal or "
-                        "optimal_inaccurate) of the same problem by another layer/backend, and at least 30 s: "
-                        "a time_limit row that says so "
-                        "(default 20; 0: every solve runs to --timeout; local executor only)")
-    p.add_argument("--resume", action="store_true", help="skip tasks already recorded in --out")
-    p.add_argument("--retry-failed", action="store_true", help="with --resume: run error/time_limit rows again")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data sets (default 0)")
-    p.add_argument("--executor", choices=["local", "dask"], default="local",
-                   help="local processes (default), or a Dask distributed cluster")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (none: a LocalCluster)")
-    p.add_argument("--no-figures", action="store_true", help="skip figures/")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    talk = p.add_mutually_exclusive_group()
-    talk.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary: errors and the "
-                                                                 "results folder only")
-    talk.add_argument("-v", "--verbose", action="store_true", help="a line per finished solve")
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("--inject-fault", action="append", metavar="[LAYER/]BACKEND=KIND",
-                   help="testing aid: make matching solves fail: raise, crash, exit, sleep:SECONDS, hang:PATH (touch PATH, "
-                        "then wait to be killed) ('*' = any)")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -759,27 +679,6 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, SVMInputError) as exc:  # bad input: one clear line, no traceback
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-
-
-def check_options(args) -> None:
-    """The options that need no data: checked first, before anything is read or allocated."""
-    if args.workers is not None and args.workers < 1:
-        raise UsageError("--workers must be >= 1")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
-    slow = args.stop_slow
-    if slow is not None and not (math.isfinite(slow) and (slow == 0 or slow >= 1)):
-        raise UsageError(f"--stop-slow must be 0 (off) or a factor >= 1, got {slow!r}")
-    if slow is not None and args.executor == "dask":
-        raise UsageError("--stop-slow applies to the local executor only (a Dask worker's solve stops at --timeout)")
-    if args.seed < 0:
-        raise UsageError(f"--seed must be an integer >= 0, got {args.seed}")
-    if args.scheduler and args.executor != "dask":
-        raise UsageError("--scheduler needs --executor dask")
-    if args.retry_failed and not args.resume:
-        raise UsageError("--retry-failed needs --resume")
-    if args.label_column and not args.data:
-        raise UsageError("--label-column names a column of --data FILE.csv: give --data too")
 
 
 def choose_workers() -> tuple[int, str]:
@@ -873,7 +772,8 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     separable = check_separability(problems, datasets, out, args, run_id, suite_name)
     tasks = make_tasks(problems, datasets, backends, suite=suite_name, timeout=args.timeout,
-                       faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps, separable=separable)
+                       faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps, separable=separable,
+                       standardize=args.standardize)
     journal = results_table.Journal(out)
     done = journal.done_keys(retry_failed=args.retry_failed) if args.resume else set()
     if journal.skipped:
@@ -889,19 +789,26 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
               f"their LP settings)"
               + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
               file=sys.stderr)
-        if busy:
+        if busy and todo:
             print(busy, file=sys.stderr)
+    for line in scaling_warnings(datasets, args.standardize):
+        print(line, file=sys.stderr)  # also with -q: it says why rows go unverified
     start = time.perf_counter()
-    bar = tqdm(total=len(todo), unit="solve", disable=args.no_progress or args.quiet, dynamic_ncols=True)
-    failed = 0
+    progress = not (args.no_progress or args.quiet)
+    # a bar redrawn with carriage returns on a terminal; a log file or a pipe gets a plain line per solve
+    bar = tqdm(total=len(todo), unit="solve", disable=not (progress and sys.stderr.isatty()), dynamic_ncols=True)
+    lines = progress and bar.disable
+    failed = finished = 0
 
     def on_row(row: dict) -> None:
-        nonlocal failed
+        nonlocal failed, finished
         journal.append(row)
         failed += row.get("status") != "optimal"
-        if args.verbose:
-            bar.write(f"{row.get('status')}: {row.get('task_key')} ({row.get('wall_s', math.nan):.2f} s)"
-                      + (f" {row['error']}" if row.get("error") else ""), file=sys.stderr)
+        finished += 1
+        if args.verbose or lines:
+            bar.write(f"[{finished}/{len(todo)}] {row.get('status')}: {row.get('task_key')} "
+                      f"({row.get('wall_s', math.nan):.2f} s)" + (f" {row['error']}" if row.get("error") else ""),
+                      file=sys.stderr)
         bar.update(1)
         bar.set_postfix_str(f"not optimal: {failed}", refresh=False)
 

@@ -27,6 +27,7 @@ from experiments.runner.figures import make_figures, separability_figure_name
 from experiments.runner.results_table import from_json, load
 from experiments.runner.suites import L1_VS_L2
 from experiments.separability import format_certificate
+from experiments.typeset import write_html
 
 #: The lecture notes behind the project (/work/shared/seeds), cited by what they are, not by file name.
 NOTES = {
@@ -43,15 +44,21 @@ LECTURE = {"example_5_1": {"w": [-0.9229, 0.7627], "b": 1.1976, "source": f"{PIS
 
 #: The 2-norm formulations in the notes' notation (points x^i, labels y^i in {-1, +1}, multipliers lambda_i,
 #: i = 1..l), with their equation numbers in ch. 5; the runner calls lambda `alpha`.
-EQUATIONS = {
-    "hard_primal": ("hard-margin primal (4)", "min_{w,b} 1/2 ||w||^2  s.t.  1 - y^i (w'x^i + b) <= 0,  i = 1..l"),
-    "soft_primal": ("soft-margin primal (8)", "min_{w,b,xi} 1/2 ||w||^2 + C sum_i xi_i  s.t.  "
-                                              "1 - y^i (w'x^i + b) <= xi_i,  xi_i >= 0"),
-    "dual": ("dual (6) / (11)", "max_lambda sum_i lambda_i - 1/2 sum_i sum_j y^i y^j (x^i)'x^j lambda_i lambda_j  "
-                                "s.t.  sum_i lambda_i y^i = 0,  0 <= lambda_i <= C  (C = inf: (6), lambda >= 0)"),
-    "kernel_dual": ("kernel dual", "max_lambda sum_i lambda_i - 1/2 sum_i sum_j y^i y^j k(x^i, x^j) lambda_i lambda_j  "
-                                   "s.t.  sum_i lambda_i y^i = 0,  0 <= lambda_i <= C;  "
-                                   "f(x) = sum_i lambda_i y^i k(x^i, x) + b"),
+EQUATIONS = {  # LaTeX in mathtext's subset (experiments.typeset draws it in report.html)
+    "hard_primal": ("hard-margin primal (4)",
+                    r"\min_{w,b}\ \frac{1}{2}\|w\|^2 \quad \mathrm{s.t.} \quad 1 - y^i (w^\top x^i + b) \leq 0,"
+                    r"\ i = 1, \dots, l"),
+    "soft_primal": ("soft-margin primal (8)",
+                    r"\min_{w,b,\xi}\ \frac{1}{2}\|w\|^2 + C \sum_i \xi_i \quad \mathrm{s.t.} \quad "
+                    r"1 - y^i (w^\top x^i + b) \leq \xi_i,\ \xi_i \geq 0"),
+    "dual": ("dual (6) / (11)",
+             r"\max_{\lambda}\ \sum_i \lambda_i - \frac{1}{2} \sum_i \sum_j y^i y^j (x^i)^\top x^j \lambda_i \lambda_j"
+             r" \quad \mathrm{s.t.} \quad \sum_i \lambda_i y^i = 0,\ 0 \leq \lambda_i \leq C"
+             r"\ \ (C = \infty\mathrm{:\ (6),}\ \lambda \geq 0)"),
+    "kernel_dual": ("kernel dual",
+                    r"\max_{\lambda}\ \sum_i \lambda_i - \frac{1}{2} \sum_i \sum_j y^i y^j k(x^i, x^j) \lambda_i "
+                    r"\lambda_j \quad \mathrm{s.t.} \quad \sum_i \lambda_i y^i = 0,\ 0 \leq \lambda_i \leq C;\quad "
+                    r"f(x) = \sum_i \lambda_i y^i k(x^i, x) + b"),
 }
 
 
@@ -336,7 +343,27 @@ def data_section(meta: dict, df: pd.DataFrame, names: dict) -> list[str]:
                      "features": ", ".join(features) if len(features) <= 10 else
                      ", ".join(features[:10]) + f", ... ({len(features)})",
                      "what": cite(entry.get("description", "")), "source": cite(entry.get("source", ""))})
-    return ["## Data", "", md(pd.DataFrame(rows), index=False, numparse=False), ""]
+    return ["## Data", "", md(pd.DataFrame(rows), index=False, numparse=False), ""] + scaling_notes(info, used, df)
+
+
+def scaling_notes(info: dict, used: list[str], df: pd.DataFrame) -> list[str]:
+    """The BadScalingWarning of each data set whose feature scales are far apart, with what to do about it."""
+    lines = []
+    for name in used:
+        scaling = info[name].get("scaling") or {}
+        if not scaling.get("bad"):
+            continue
+        standardized = "standardized" in df and bool(df.loc[df.dataset == name, "standardized"].fillna(False).any())
+        what = (f"**Badly scaled features** in {cite(name)}: {cite(scaling['largest'])} has a scale "
+                f"{scaling['ratio']:.3g} times that of {cite(scaling['smallest'])}.")
+        if standardized:
+            lines += [f"> {what} This run solved on standardized features (`--standardize`): w\\* and b\\* are "
+                      "reported in the data's own units, the objectives are those of the standardized problem.", ""]
+        else:
+            lines += [f"> {what} Solvers may lose accuracy on such data, and rows not verified here may well be "
+                      "verified on standardized features: run again with `--standardize` (w\\* and b\\* are "
+                      "still reported in the data's own units).", ""]
+    return lines
 
 
 def formulations_section(df: pd.DataFrame) -> list[str]:
@@ -345,11 +372,11 @@ def formulations_section(df: pd.DataFrame) -> list[str]:
     if not present:
         return []
     L = ["## The problems compared", "",
-         f"In the notation of {NOTES['001_e078ff43bd63a81d.txt']} (equation numbers of ch. 5): points x^i with",
-         "labels y^i in {-1, +1}, i = 1..l; the multipliers lambda_i are the `alpha` of the tables. A primal and",
-         "a dual of the same data, kernel and C are one problem: their optima P* and D* must be equal (strong",
-         "duality), and w* = sum_i lambda_i y^i x^i links their solutions.", ""]
-    L += [f"- **{EQUATIONS[f][0]}** (`{f}`): `{EQUATIONS[f][1]}`" for f in present]
+         f"In the notation of {NOTES['001_e078ff43bd63a81d.txt']} (equation numbers of ch. 5): points $x^i$ with",
+         r"labels $y^i \in \{-1, +1\}$, $i = 1, \dots, l$; the multipliers $\lambda_i$ are the `alpha` of the "
+         "tables. A primal and a dual of the same data, kernel and C are one problem: their optima $P^*$ and $D^*$ "
+         r"must be equal (strong duality), and $w^* = \sum_i \lambda_i y^i x^i$ links their solutions.", ""]
+    L += [f"- **{EQUATIONS[f][0]}** (`{f}`): ${EQUATIONS[f][1]}$" for f in present]
     return L + [""]
 
 
@@ -357,24 +384,24 @@ def duality_section(tables: dict, lookup: pd.DataFrame) -> list[str]:
     """Strong duality per problem, with why a gap can be slightly negative (computed from this run)."""
     summary = tables["duality_summary"]
     L = ["## Strong duality across formulations", "",
-         "For every verified primal solve (P* at its w*, b*, xi*) and every verified dual solve (D* at its",
-         "lambda*) of the same problem: gap = P* - D*, `max_rel_gap` = max |P* - D*| / |P*| (all pairs in",
-         "`duality.csv`).", ""]
-    L += ["**Why P* - D* can be slightly negative.** Weak duality, P(w, b, xi) >= D(lambda), holds for points",
-          "that are *exactly* feasible. A solver's point is feasible only to its tolerance (a margin constraint",
-          "may be violated by about that much, sum_i lambda_i y^i = 0 may be off by as much), so P* - D* is",
-          "zero only up to the same tolerance and round-off, and either sign is possible."]
+         r"For every verified primal solve ($P^*$ at its $w^*, b^*, \xi^*$) and every verified dual solve ($D^*$ "
+         r"at its $\lambda^*$) of the same problem: gap = $P^* - D^*$, `max_rel_gap` = $\max |P^* - D^*| / |P^*|$ "
+         "(all pairs in `duality.csv`).", ""]
+    L += [r"**Why $P^* - D^*$ can be slightly negative.** Weak duality, $P(w, b, \xi) \geq D(\lambda)$, holds for "
+          "points that are *exactly* feasible. A solver's point is feasible only to its tolerance (a margin "
+          r"constraint may be violated by about that much, $\sum_i \lambda_i y^i = 0$ may be off by as much), so "
+          "$P^* - D^*$ is zero only up to the same tolerance and round-off, and either sign is possible."]
     if not summary.empty and (summary.min_gap < 0).any():
         worst = summary.loc[summary.min_gap.idxmin()]
         L += [f"Here the most negative gap is {worst.min_gap:.1e} ({problem_title_of(worst.group, lookup)}),",
               f"{abs(worst.min_gap) / abs(tables['duality'].P_star[tables['duality'].group == worst.group].max()):.1e}"
-              " of P*: round-off and solver tolerance, not a violation of weak duality."]
+              " of $P^*$: round-off and solver tolerance, not a violation of weak duality."]
     elif not summary.empty:
         L += ["Here no gap is negative."]
     L += [""]
     L += [md(by_problem(summary, lookup), spec=".3g", index=False,
              specs={"min_gap": ".2e", "max_gap": ".2e", "max_rel_gap": ".2e"}), "",
-          "Gap matrix: largest |P* - D*| / |P*| over all problems, primal solver (rows) x dual solver",
+          "Gap matrix: largest $|P^* - D^*| / |P^*|$ over all problems, primal solver (rows) x dual solver",
           "(columns).", "", md(tables["gap_matrix"], spec=".0e"), ""]
     return L
 
@@ -479,46 +506,6 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     write_html(path)
     tables["separability"] = separability
     return path, tables
-
-
-HTML_STYLE = """body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em;
-  line-height: 1.45; color: #222; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.85em; display: block; overflow-x: auto; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
-th { background: #f3f3f3; }
-tr:nth-child(even) td { background: #fafafa; }
-code { background: #f3f3f3; padding: 0 0.2em; }
-img { max-width: 100%; }"""
-
-
-def markdown_to_html(text: str, base: Path, title: str) -> str:
-    """A whole HTML page from report Markdown (markdown-it-py, CommonMark + GFM tables), with every local
-    image embedded as a base64 data URI: one file a lecturer can send around."""
-    import base64
-    import html
-
-    from markdown_it import MarkdownIt
-
-    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
-    tokens = parser.parse(text)
-    for token in tokens:
-        for child in token.children or []:
-            src = child.attrGet("src") if child.type == "image" else None
-            if src and not src.startswith(("http:", "https:", "data:")) and (base / src).is_file():
-                encoded = base64.b64encode((base / src).read_bytes()).decode("ascii")
-                child.attrSet("src", f"data:image/png;base64,{encoded}")
-    body = parser.renderer.render(tokens, parser.options, {})
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
-            f"<style>\n{HTML_STYLE}\n</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
-
-
-def write_html(report_md: Path) -> Path:
-    """report.html next to report.md: the same content, self-contained."""
-    text = report_md.read_text(encoding="utf-8")
-    title = text.splitlines()[0].lstrip("# ") if text else report_md.parent.name
-    target = report_md.with_suffix(".html")
-    target.write_text(markdown_to_html(text, report_md.parent, title), encoding="utf-8")
-    return target
 
 
 def main(argv: list[str] | None = None) -> int:

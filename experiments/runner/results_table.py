@@ -33,7 +33,7 @@ CSV = "results.csv"
 #: Column order of the table (extra columns, if any, follow in alphabetical order).
 COLUMNS = [
     "task_key", "suite", "dataset", "n", "d", "formulation", "layer", "backend", "method", "profile",
-    "kernel", "gamma", "degree", "coef0", "C", "kernel_form",
+    "standardized", "kernel", "gamma", "degree", "coef0", "C", "kernel_form",
     "status", "solver_status", "raw_status", "verdict", "separable",
     "objective", "primal_objective", "dual_objective", "duality_gap", "rel_duality_gap",
     "w", "b", "b_rule", "b_multiplier", "n_sv", "n_free_sv", "n_bound_sv", "nnz_w", "margin",

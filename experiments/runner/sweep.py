@@ -55,6 +55,7 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
+from formulations.scaling import Standardizer
 from solvers import isolation
 from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
@@ -96,6 +97,7 @@ class Task:
     separable: bool | None = None  # a hard-margin task: the verdict of the separability check on its data
     solve_method: str = "auto"  # solvers.api.solve's method for a QP task ("" for an LP)
     problem_key: str = ""  # what is solved, the same for every (layer, backend) of it (SlowStop compares them)
+    standardize: bool = False  # solved on standardized features, w* and b* reported in the data's units
 
     @property
     def id(self) -> str:
@@ -116,6 +118,7 @@ class Task:
             "C": self.C, "kernel_form": self.kernel_form if self.formulation == KERNEL_DUAL else "",
             "label_map": _json_dict(self.label_map), "fault": self.fault, "run_id": self.run_id,
             "method": self.method or "", "separable": self.separable, "solve_method": self.solve_method,
+            "standardized": self.standardize,
         }
 
     @property
@@ -162,6 +165,7 @@ def make_tasks(
     label_maps: dict[str, dict] | None = None,
     separable: dict[str, bool | None] | None = None,
     highs_methods: Iterable[str] | None = None,
+    standardize: bool = False,
 ) -> list[Task]:
     """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
     (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind; `label_maps`
@@ -170,6 +174,7 @@ def make_tasks(
     QP formulations get every pair; LP formulations every LP setting among the pairs
     (`lp_settings_for`: HiGHS once per method in `highs_methods`, default simplex and ipm).
     `separable` maps a dataset name to its separability verdict, recorded in its hard-margin tasks.
+    `standardize`: every QP and 1-norm LP is solved on standardized features (`--standardize`).
     """
     backends = list(backends)
     lp_pairs = None
@@ -186,7 +191,8 @@ def make_tasks(
         verdict = (separable or {}).get(ds.name) if is_hard_margin(problem.formulation, problem.C,
                                                                    problem.kernel) else None
         for layer, backend, method in settings:
-            key = task_key(ds.name, problem, layer, backend, method, ds.fingerprint)
+            key = task_key(ds.name, problem, layer, backend, method, ds.fingerprint) + ("|standardized" if standardize
+                                                                                        else "")
             if key in seen:
                 continue
             seen.add(key)
@@ -197,7 +203,7 @@ def make_tasks(
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
                 label_map=(label_maps or {}).get(ds.name, {}), timeout=timeout, fault=fault, run_id=run_id,
                 method=method, separable=verdict, solve_method="" if lp else problem.method,
-                problem_key=task_key(ds.name, problem, "*", "*", data=ds.fingerprint),
+                problem_key=task_key(ds.name, problem, "*", "*", data=ds.fingerprint), standardize=standardize,
             ))
     return tasks
 
@@ -400,6 +406,14 @@ def _own_time_limit(task: Task) -> float | None:
     return task.timeout if takes_time_limit(task.layer, task.backend) else None
 
 
+def _standardized(task: Task):
+    """(X, None), or with --standardize (X standardized, its Standardizer) for the 1-norm SVM's LPs."""
+    if not task.standardize:
+        return task.X, None
+    standardizer = Standardizer.fit(task.X)
+    return standardizer.transform(task.X), standardizer
+
+
 def execute_task(task: Task) -> dict:
     """Solve one task in this process and return its row; never raises."""
     row = task.params()
@@ -415,8 +429,13 @@ def execute_task(task: Task) -> dict:
         elif task.formulation in L1_FORMULATIONS:
             from solvers.lp import solve_lp  # heavy: imported where the solve runs
 
-            sol = solve_lp(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
+            X, standardizer = _standardized(task)
+            sol = solve_lp(task.formulation, X, task.y, layer=task.layer, backend=task.backend, C=task.C,
                            method=task.method, profile=task.profile, time_limit=_own_time_limit(task))
+            if standardizer is not None:  # the LPs have no standardize=: mapped back here as solve() does
+                from solvers.closing import to_original_units  # heavy: imported where the solve runs
+
+                to_original_units(sol, standardizer)
             row.update(lp_solution_row(sol, task))
         else:
             from solvers.api import solve  # heavy: imported where the solve runs
@@ -424,7 +443,7 @@ def execute_task(task: Task) -> dict:
             kernel = task.kernel if task.formulation == KERNEL_DUAL else None
             sol = solve(task.formulation, task.X, task.y, layer=task.layer, backend=task.backend, C=task.C,
                         kernel=kernel, kernel_form=task.kernel_form, profile=task.profile,
-                        time_limit=_own_time_limit(task), method=task.solve_method)
+                        time_limit=_own_time_limit(task), method=task.solve_method, standardize=task.standardize)
             row.update(solution_row(sol, task))
     except Exception as exc:  # any failure is a row, not a crashed sweep
         # the row's message is the error's one line (it was the traceback, which the results table cannot show);
