@@ -288,7 +288,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = callable(self.kernel)  # a callable kernel takes X as it is (SVC)
         tags.input_tags.pairwise = self.kernel == "precomputed"  # X is a Gram matrix (cross_val_score slices it)
         return tags
 
@@ -440,11 +440,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Solve one SVM per pair of classes on (X, y) and keep the verified optima."""
         if sparse.issparse(X) and self.kernel == "precomputed":
             raise TypeError("Sparse precomputed kernels are not supported.")
-        if callable(self.kernel):  # X goes to the callable as given (SVC: strings too)
+        self._raw_X = callable(self.kernel) and not _numeric(X)
+        if self._raw_X:  # X goes to the callable as given (SVC: strings too)
             check_consistent_length(X, y)
             y = column_or_1d(y, warn=True)
-        else:
-            X, y = validate_data(self, X, y, dtype=np.float64)
+        else:  # a callable kernel takes sparse X as it is, as SVC's
+            X, y = validate_data(self, X, y, dtype=np.float64, **self._sparse_for_callable())
         check_classification_targets(y)
         formulation = self._resolved_formulation()
         C = self._resolved_C(formulation)
@@ -458,7 +459,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         except (TypeError, ValueError) as exc:
             raise SVMInputError(f"class_weight: {exc}") from None
         kept, C_samples = self._sample_C(C, y_index, sample_weight)
-        if not callable(self.kernel) and self.kernel != "precomputed":
+        if not callable(self.kernel) and self.kernel != "precomputed" and not sparse.issparse(X):
             _check_representable(X)
         kernel = self._resolved_kernel(X if not callable(self.kernel) else None)
         K = self._training_gram(X)
@@ -479,6 +480,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                       f"{time.perf_counter() - began:.3g} s")
         self._store(X, y_index, fits)
         return self
+
+    def _sparse_for_callable(self) -> dict:
+        """validate_data's sparse options: a callable kernel takes sparse X (CSR, 32-bit indices, as SVC)."""
+        return {"accept_sparse": "csr", "accept_large_sparse": False} if callable(self.kernel) else {}
 
     def _solve_kwargs(self) -> dict:
         kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
@@ -641,10 +646,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """The pairs' decision values, shape (n_samples, n_pairs), with LIBSVM's sign (positive for the
         pair's lower class), from _dual_coef_ and _intercept_ (as SVC: changing them changes predict)."""
         check_is_fitted(self)
-        if not callable(self.kernel):
-            if sparse.issparse(X):
+        if not self._raw_X:
+            if sparse.issparse(X) and not callable(self.kernel):
                 raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
-            X = validate_data(self, X, dtype=np.float64, reset=False)
+            X = validate_data(self, X, dtype=np.float64, reset=False, **self._sparse_for_callable())
             if self.kernel == "precomputed" and X.shape[1] != self.shape_fit_[0]:
                 raise SVMInputError(f"X.shape[1] = {X.shape[1]} should be equal to {self.shape_fit_[0]}, "
                                     "the number of samples at training time")
@@ -706,6 +711,18 @@ _ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 
 def _is_inf(C) -> bool:
     return isinstance(C, numbers.Real) and not isinstance(C, bool) and math.isinf(C) and C > 0
+
+
+def _numeric(X) -> bool:
+    """Whether X is numbers (an array, a sparse matrix, a frame of numbers), not strings or other objects that
+    only a callable kernel reads."""
+    if sparse.issparse(X):
+        return True
+    try:
+        np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _num_rows(A) -> int:

@@ -43,14 +43,26 @@ def test_interval_rule_branches_by_hand():
     est = recover_bias(alpha, y, g, C=1.0)
     assert est.rule == B_INTERVAL
     assert est.lower == pytest.approx(-1.5) and est.upper == pytest.approx(3.0)
-    assert est.b == pytest.approx(0.75)  # sum of y over alpha = C is 0: the midpoint (LIBSVM)
-    # One more point at C with y = +1 pulls b to the upper bound (the objective decreases in b).
-    y2, alpha2, g2 = np.append(y, 1.0), np.append(alpha, 1.0), np.append(g, -10.0)
-    est2 = recover_bias(alpha2, y2, g2, C=1.0)
-    assert est2.b == pytest.approx(3.0)
-    # ... and one with y = -1 pulls it to the lower bound.
-    y3, alpha3, g3 = np.append(y, -1.0), np.append(alpha, 1.0), np.append(g, 10.0)
-    assert recover_bias(alpha3, y3, g3, C=1.0).b == pytest.approx(-1.5)
+    assert est.b == pytest.approx(0.75)  # every b of the interval is optimal: the midpoint (LIBSVM)
+    # One more point at C (y = +1, then y = -1) that bounds b on neither side: still the midpoint, never an
+    # end picked by the sign of sum y_i C_i over the bound points (which the balance makes 0 at an optimum)
+    for label, g_new in ((1.0, -10.0), (-1.0, 10.0)):
+        more = recover_bias(np.append(alpha, 1.0), np.append(y, label), np.append(g, g_new), C=1.0)
+        assert (more.lower, more.upper) == (pytest.approx(-1.5), pytest.approx(3.0))
+        assert more.b == pytest.approx(0.75)
+
+
+def test_interval_rule_is_the_same_for_per_sample_C():
+    """All C_i equal to C (weights 1.0) give the unweighted b; unequal C_i that balance give the midpoint too
+    (the lower end was taken before, as the sum of y_i C_i over the bound points was -1e-17, not 0)."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    alpha = np.array([0.0, 1.0, 1.0, 0.0])
+    g = np.array([3.0, -2.0, 0.5, -4.0])
+    one_C = recover_bias(alpha, y, g, C=1.0)
+    assert recover_bias(alpha, y, g, C=np.ones(4)).b == one_C.b == pytest.approx(0.75)
+    C = np.array([0.3, 0.1 + 0.2, 0.3, 0.7])  # 0.1 + 0.2 - 0.3 = 5.6e-17: balanced but for rounding
+    est = recover_bias(np.array([0.0, C[1], 0.3, 0.0]), y, g, C=C)
+    assert est.b == pytest.approx(0.75)
 
 
 def test_free_support_vectors_average():
