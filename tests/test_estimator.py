@@ -51,8 +51,8 @@ _SCALE_GAMMA_REASON = "sample_weight is not equivalent to removing/repeating sam
 _INDEFINITE = "the check's precomputed matrix is not positive semidefinite: refused (IndefiniteKernelError)"
 _PRECOMPUTED_FAILS = {
     "check_positive_only_tag_during_fit": _INDEFINITE + ", most negative eigenvalue -1385",
-    "check_estimators_dtypes": _INDEFINITE + ", float32 rounding: eigenvalue -3e-6",
-    "check_classifiers_train": _INDEFINITE + ", float32 rounding (the float32 variant only)",
+    # its float32 X X' passes now (indefinite by rounding only); its int64 copy truncates every K_ij to an integer
+    "check_estimators_dtypes": _INDEFINITE + ", K truncated to integers: eigenvalue -2.0 against 216",
 }
 # HiGHS's QP solver returns noSolution on the check's blobs with C_i from 1e-4 to 1e3 (and runs to any
 # time limit at C = 1e-4 on two of its classes, with one scalar C too: not a per-sample C matter).
@@ -96,10 +96,10 @@ def test_sklearn_estimator_checks(estimator, check):
         check(estimator)
 
 
-# One check, check_classifiers_train, fails for a precomputed kernel in its float32 variant only; the
-# expected failures are named by check, not by variant, so this instance runs them non-strictly.
+# The checks' float32 X X' (indefinite by rounding only: -1.6e-6 against a largest eigenvalue of 291) is fitted:
+# check_classifiers_train passes in every variant.
 @parametrize_with_checks([SVMClassifier(kernel="precomputed", class_weight="balanced")],
-                         expected_failed_checks=lambda est: _PRECOMPUTED_FAILS, xfail_strict=False)
+                         expected_failed_checks=lambda est: _PRECOMPUTED_FAILS, xfail_strict=True)
 def test_sklearn_estimator_checks_precomputed(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
