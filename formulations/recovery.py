@@ -138,8 +138,12 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
 
     right = slope(kinks, "right")
     left = slope(kinks, "left")
-    ok_lo = np.flatnonzero(right >= 0)
-    ok_hi = np.flatnonzero(left <= 0)
+    # a slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
+    # C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
+    # of exactly 1.0, where the unweighted fit took its midpoint)
+    flat = len(t) * np.finfo(float).eps * (total_p + cum_n[-1])
+    ok_lo = np.flatnonzero(right >= -flat)
+    ok_hi = np.flatnonzero(left <= flat)
     lo = float(kinks[ok_lo[0]]) if ok_lo.size and total_p > 0 else -math.inf
     hi = float(kinks[ok_hi[-1]]) if ok_hi.size and cum_n[-1] > 0 else math.inf
     return lo, hi
