@@ -25,8 +25,20 @@ o > c, else in row o; ``intercept_`` has one entry per pair.
 
 Weights. Sample i is penalised by C_i = C * class_weight[y_i] * sample_weight_i (SVC's rule):
 the soft primal's weighted hinge sum_i C_i xi_i, the duals' bounds 0 <= alpha_i <= C_i
-(formulations.penalty). Samples of weight 0 are left out, as removing them is what a weight of
-0 means.
+(formulations.penalty). Samples of weight <= 0 are left out, as SVC does (a weight of 0 means
+removing the sample; a negative bound has no meaning).
+
+The intercept. Where some alpha_i of a pair is strictly between 0 and C_i, b is unique; where none is,
+every b of an interval is optimal and ``intercept_`` is its midpoint, as LIBSVM's rule (for one C and
+per-sample C_i alike, so weights all 1.0 give the unweighted fit). The stored model is the optimum the
+project's checks proved from the solver's point (solvers.reference), whatever the solver's own claim:
+a fit warns (ConvergenceWarning) only where no such proof was found, or where ``max_iter`` stopped it.
+
+Beyond SVC: ``formulation``, ``layer``, ``backend``, ``profile`` and ``method`` choose what is solved
+and how. ``probability`` is deprecated as in SVC (scikit-learn 1.9): for probabilities wrap the
+estimator, ``CalibratedClassifierCV(SVMClassifier(), ensemble=False)``. SVC parameters that mean
+nothing here (``shrinking``, ``cache_size``, ``tol``, ``random_state``) are accepted and validated,
+and their docstrings say so. Sparse X: a callable kernel takes it as it is.
 
 Formulations (001 / 000 notation):
 
@@ -35,7 +47,8 @@ Formulations (001 / 000 notation):
 * ``dual``         max sum alpha_i - 1/2 ||sum alpha_i y_i x_i||^2,  sum alpha_i y_i = 0,
                    0 <= alpha_i <= C_i  (C = inf: the hard-margin dual of Example 5.2)
 * ``kernel_dual``  the dual with K_ij = k(x_i, x_j) in place of x_i'x_j (any kernel)
-* ``auto``         ``soft_primal`` for the linear kernel, ``kernel_dual`` otherwise.
+* ``auto``         ``soft_primal`` for the linear kernel (``dual`` at C = inf), ``kernel_dual`` otherwise
+                   (SVC's default kernel, rbf).
 
 The first three are linear SVMs and accept only ``kernel="linear"``.
 """

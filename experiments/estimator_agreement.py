@@ -141,10 +141,10 @@ def report(df: pd.DataFrame) -> str:
         "",
         f"Predictions differ only where some pair's b is not unique (no alpha strictly between 0 and C_i): "
         f"{len(loose)} fits, {', '.join(f'{r.dataset} {r.kernel} C={r.C:g} {r.weighting}' for r in loose.itertuples())}. "
-        "There the project takes the midpoint of the optimal interval (LIBSVM's rule); LIBSVM itself, with class "
-        "weights whose bounds balance only up to rounding, leaves one alpha a hair below its C_i, counts it free and "
-        "takes its end of the interval (wine, rbf, C = 0.01, balanced: SVC's alphas equal ours to 9e-17, its b is "
-        "the interval's end).",
+        "There the project takes the midpoint of the optimal interval (LIBSVM's stated rule); SVC took an end of it "
+        "(wine, rbf, C = 0.01, balanced: SVC's alphas equal ours to 9e-17, its b is the interval's end): with "
+        "class weights whose bounds balance only up to rounding, LIBSVM counts an alpha within rounding of its "
+        "C_i as free, and that point's end of the interval becomes b.",
         "",
         "Every fit:",
         "",
