@@ -123,8 +123,9 @@ def _collect() -> None:
             func = getattr(module, name)
             marks = []
             if "SVMClassifier" not in names:
-                others = sorted(names & set(OTHER_CLASSES)) or ["no SVC"]
-                marks.append(pytest.mark.skip(reason=f"{name} tests {', '.join(others)}, not SVC"))
+                others = sorted(names & set(OTHER_CLASSES))
+                what = ", ".join(others) if others else "scikit-learn's private helpers"
+                marks.append(pytest.mark.skip(reason=f"{name} tests {what}, not SVC"))
             elif names & {"predict_proba", "predict_log_proba"}:
                 marks.append(pytest.mark.xfail(reason=PROBABILITY))
             elif name in SVC_REGEX_TESTS.get(stem, ()):
