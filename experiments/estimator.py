@@ -185,8 +185,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     verbose : bool, default=False
         Print one line per pair of classes: the solve's status, the solver's iterations and the time.
     max_iter : int, default=-1
-        The cap on each solve's iterations, handed to the backend's own iteration option (PIQP's
-        interior-point iterations, for a working set: each subproblem's); -1: the backend's default.
+        The cap on each solve's iterations, handed to the backend's own iteration option (the backend's
+        record: PIQP's interior-point iterations; for a working set, each subproblem's, not its outer
+        steps); -1: the backend's default.
         A fit it stops keeps the solver's last point, unverified, with SVC's ConvergenceWarning and
         ``fit_status_ = 1`` (as SVC); a point the checks prove optimal all the same is kept without one.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
@@ -238,8 +239,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     n_support_ : ndarray of shape (n_classes,), dtype int32
         Number of support vectors in each class.
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,), dtype int32
-        The solver's iterations for each pair (interior-point iterations for PIQP, the working set's
-        subproblems' summed iterations where it ran).
+        The iterations of each pair's solve as it reports them (``Solution.iterations``): the backend's
+        own for a whole QP (PIQP's interior-point iterations), the working set's outer steps where it ran.
     fit_status_ : int
         0 when every pair was solved and verified, 1 when max_iter stopped a solve (as SVC).
     shape_fit_ : tuple
