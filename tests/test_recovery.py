@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from experiments.datasets import overlapping
-from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, primal_objective, recover_bias,
-                                   weights_from_alpha)
+from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, primal_objective,
+                                   recover_bias, weights_from_alpha)
 from solvers.api import solve
 
 
@@ -126,3 +128,28 @@ def test_kernel_dual_bias_from_interior_point_solvers_is_verified():
     sol = solve("kernel_dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, kernel=Kernel("rbf", gamma=1.0))
     assert sol.status == "optimal"
     assert sol.b == pytest.approx(sol.b_multiplier, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(n=hs.integers(4, 30), seed=hs.integers(0, 2**31 - 1), weight=hs.sampled_from([1.0, 0.01, 0.1 + 0.2, 37.5]),
+       data=hs.data())
+def test_interval_rule_same_for_equal_per_sample_C_and_permutations(n, seed, weight, data):
+    """Every alpha at 0 or C (balanced by construction), g drawn: b is the midpoint of the interval, the same for one
+    C and for C_i all equal to it (any weight: sums of 0.1 + 0.2 round), and the same for the points permuted."""
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    k = data.draw(hs.integers(1, n // 2))  # k points of each class at their bound: sum_i alpha_i y_i = 0
+    alpha = np.zeros(n)
+    alpha[np.flatnonzero(y > 0)[:k]] = weight
+    alpha[np.flatnonzero(y < 0)[:k]] = weight
+    g = rng.normal(scale=0.1, size=n)  # small g: the bound points inside their margins, an interval of b's
+    # the interval of optimal b's for fixed g: flat hinge up to the rounding of its sums of C_i
+    assert hinge_argmin(y, g, np.full(n, weight)) == pytest.approx(hinge_argmin(y, g), abs=1e-12)
+    one = recover_bias(alpha, y, g, C=weight)
+    each = recover_bias(alpha, y, g, C=np.full(n, weight))
+    assert each.rule == one.rule
+    assert each.b == pytest.approx(one.b, abs=1e-12)
+    if one.rule == B_INTERVAL and math.isfinite(one.lower) and math.isfinite(one.upper):
+        assert one.b == pytest.approx(0.5 * (one.lower + one.upper), abs=1e-12)
+    p = rng.permutation(n)
+    assert recover_bias(alpha[p], y[p], g[p], C=np.full(n, weight)).b == pytest.approx(each.b, abs=1e-12)
