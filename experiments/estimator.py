@@ -25,8 +25,20 @@ o > c, else in row o; ``intercept_`` has one entry per pair.
 
 Weights. Sample i is penalised by C_i = C * class_weight[y_i] * sample_weight_i (SVC's rule):
 the soft primal's weighted hinge sum_i C_i xi_i, the duals' bounds 0 <= alpha_i <= C_i
-(formulations.penalty). Samples of weight 0 are left out, as removing them is what a weight of
-0 means.
+(formulations.penalty). Samples of weight <= 0 are left out, as SVC does (a weight of 0 means
+removing the sample; a negative bound has no meaning).
+
+The intercept. Where some alpha_i of a pair is strictly between 0 and C_i, b is unique; where none is,
+every b of an interval is optimal and ``intercept_`` is its midpoint, as LIBSVM's rule (for one C and
+per-sample C_i alike, so weights all 1.0 give the unweighted fit). The stored model is the optimum the
+project's checks proved from the solver's point (solvers.reference), whatever the solver's own claim:
+a fit warns (ConvergenceWarning) only where no such proof was found, or where ``max_iter`` stopped it.
+
+Beyond SVC: ``formulation``, ``layer``, ``backend``, ``profile`` and ``method`` choose what is solved
+and how. ``probability`` is deprecated as in SVC (scikit-learn 1.9): for probabilities wrap the
+estimator, ``CalibratedClassifierCV(SVMClassifier(), ensemble=False)``. SVC parameters that mean
+nothing here (``shrinking``, ``cache_size``, ``tol``, ``random_state``) are accepted and validated,
+and their docstrings say so. Sparse X: a callable kernel takes it as it is.
 
 Formulations (001 / 000 notation):
 
@@ -35,7 +47,8 @@ Formulations (001 / 000 notation):
 * ``dual``         max sum alpha_i - 1/2 ||sum alpha_i y_i x_i||^2,  sum alpha_i y_i = 0,
                    0 <= alpha_i <= C_i  (C = inf: the hard-margin dual of Example 5.2)
 * ``kernel_dual``  the dual with K_ij = k(x_i, x_j) in place of x_i'x_j (any kernel)
-* ``auto``         ``soft_primal`` for the linear kernel, ``kernel_dual`` otherwise.
+* ``auto``         ``soft_primal`` for the linear kernel (``dual`` at C = inf), ``kernel_dual`` otherwise
+                   (SVC's default kernel, rbf).
 
 The first three are linear SVMs and accept only ``kernel="linear"``.
 """
@@ -45,35 +58,41 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing, deprecated
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
-from formulations.validation import refuse_masked
 from formulations.recovery import support_mask
 from formulations.scaling import SCALE_RATIO_WARN, BadScalingWarning, scale_ratio
+from formulations.validation import refuse_masked
 from solvers import blas
 from solvers import solution as st
 from solvers.api import solve
+from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
+from solvers.reference import Gram, polish
 
 __all__ = ["FORMULATION_CHOICES", "KERNEL_CHOICES", "SVMClassifier", "SVMFitError"]
 
 FORMULATION_CHOICES = ("auto", "soft_primal", "dual", "kernel_dual", "hard_primal")
 KERNEL_CHOICES = ("linear", "poly", "rbf", "sigmoid", "precomputed")
 _LINEAR_ONLY = ("soft_primal", "dual", "hard_primal")
-# Statuses whose point is kept: `optimal` is verified by the project's checks;
-# `optimal_inaccurate` is kept with a ConvergenceWarning (the solver claimed optimal
-# but a residual missed the profile's bar).
-_ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+#: SVC's message for a fit stopped by max_iter (scikit-learn's tests match it)
+_EARLY_STOP = ("Solver terminated early (max_iter={}).  Consider pre-processing your data with StandardScaler "
+               "or MinMaxScaler.")
+_NOT_FINITE = ("The dual coefficients or intercepts are not finite. The input data may contain large values and "
+               "need to be preprocessed.")
 
 
 #: Up to this many samples a pair is solved, and predicted, with one BLAS thread. Its dense algebra (the
@@ -93,8 +112,18 @@ def _class_pairs(n_classes: int) -> list[tuple[int, int]]:
 
 
 def _ovr(pair_values: np.ndarray, n_classes: int) -> np.ndarray:
-    """SVC's "ovr" values from the pairs' (votes + a confidence in (-1/3, 1/3) that breaks ties)."""
-    return _ovr_decision_function(pair_values < 0, -pair_values, n_classes)
+    """SVC's "ovr" values from the pairs' (LIBSVM's sign: positive for the pair's lower class i): each class's
+    votes plus its summed confidence squashed into (-1/3, 1/3), which breaks ties (LIBSVM's formula, as
+    scikit-learn's ovr transform; a value of exactly 0 votes for i, as there)."""
+    votes = np.zeros((pair_values.shape[0], n_classes))
+    confidence = np.zeros_like(votes)
+    for k, (i, j) in enumerate(_class_pairs(n_classes)):
+        v = pair_values[:, k]
+        votes[:, i] += v >= 0
+        votes[:, j] += v < 0
+        confidence[:, i] += v
+        confidence[:, j] -= v
+    return votes + confidence / (3 * (np.abs(confidence) + 1))
 
 
 def _blas_threads_for(n: int):
@@ -108,14 +137,14 @@ class SVMFitError(RuntimeError):
 
 @dataclass
 class _PairFit:
-    """One two-class SVM: the samples it was fitted on and its verified optimum."""
+    """One two-class SVM: the samples it was fitted on and its optimum (verified, or stopped by max_iter)."""
 
     index: np.ndarray  # rows of the training set (class i and class j, weight > 0)
     coef: np.ndarray  # alpha_t y_t on those rows (y_t = +1 for the pair's higher class j)
     support: np.ndarray  # mask over `index`: alpha_t > 0
     b: float
-    w: np.ndarray | None  # the linear kernel's w (positive towards class j)
     solution: st.Solution
+    stopped_early: bool  # max_iter stopped the solver before a verified optimum
 
 
 def _warn_bad_scaling(X) -> None:
@@ -130,10 +159,59 @@ def _warn_bad_scaling(X) -> None:
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
-    """SVM classifier solved by the project's formulations and backends (SVC's interface).
+    """SVM classifier solved by the project's formulations and backends (SVC's interface and defaults).
 
     Parameters
     ----------
+    C : float, default=1.0
+        Penalty on the slacks, C > 0; ``math.inf`` gives the hard margin (as SVC, which takes it too).
+        Ignored by ``hard_primal``.
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or callable, default="rbf"
+        k(x, x'), with scikit-learn's formulas and parameter names. "precomputed": X is the
+        Gram matrix (n x n at fit, n_test x n_train at predict). A callable k(X, Z) returns
+        the matrix of kernel values, shape (len(X), len(Z)); X is handed to it as given (strings too).
+        A Gram matrix that is not positive semidefinite beyond rounding (sigmoid, usually) makes the
+        dual non-convex: fit refuses it (IndefiniteKernelError, a ValueError) rather than solve a
+        non-convex QP; one indefinite only by rounding (formulations.kernels.mercer_check) is solved.
+    degree : int, default=3
+        Degree Q of the poly kernel (coef0 + gamma x'x')^Q.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient for poly, rbf and sigmoid; "scale" is 1 / (d Var(X)) and
+        "auto" is 1 / d, as in ``SVC``. The number used is ``_gamma`` after fit.
+    coef0 : float, default=0.0
+        The additive constant of the poly and sigmoid kernels.
+    shrinking : bool, default=True
+        SVC's shrinking heuristic of its SMO solver. No meaning here: no backend runs SMO
+        (the working set, ``method``, plays its part); accepted for SVC's interface.
+    probability : bool, default="deprecated"
+        Deprecated by scikit-learn 1.9 for SVC; SVMClassifier has no ``predict_proba``. Setting it
+        warns (FutureWarning) and changes nothing: use
+        ``CalibratedClassifierCV(SVMClassifier(), ensemble=False)`` for probabilities.
+    tol : float, default=1e-3
+        SVC's stopping tolerance. No meaning for the backends here: a fit is stopped by the
+        ``profile``'s solver tolerances and accepted only when the project's checks verify it to the
+        profile's check tolerance (1e-4 "default", 1e-6 "high"); validated (> 0) for SVC's interface.
+    cache_size : float, default=200
+        SVC's kernel cache in MB. No meaning here: the Gram matrix is formed whole, or its rows on
+        demand by the working set within the memory budget (solvers.api.solve); validated (> 0).
+    class_weight : dict, "balanced" or None, default=None
+        C of class c is C * class_weight[c]; "balanced": n / (n_classes * count(c)), as SVC.
+    verbose : bool, default=False
+        Print one line per pair of classes: the solve's status, the solver's iterations and the time.
+    max_iter : int, default=-1
+        The cap on each solve's iterations, handed to the backend's own iteration option (the backend's
+        record: PIQP's interior-point iterations; for a working set, each subproblem's, not its outer
+        steps); -1: the backend's default.
+        A fit it stops keeps the solver's last point, unverified, with SVC's ConvergenceWarning and
+        ``fit_status_ = 1`` (as SVC); a point the checks prove optimal all the same is kept without one.
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        The shape of decision_function with more than two classes (as SVC).
+    break_ties : bool, default=False
+        With more than two classes and "ovr", predict by the largest decision value instead
+        of the votes (as SVC; with "ovo", predict refuses it).
+    random_state : int, RandomState or None, default=None
+        No meaning here: every backend is deterministic and no probability calibration is
+        drawn; accepted for SVC's interface.
     formulation : {"auto", "soft_primal", "dual", "kernel_dual", "hard_primal"}, default="auto"
         Which optimization problem is solved (see the module docstring).
     layer : {"pyomo", "cvxpy"}, default="pyomo"
@@ -145,31 +223,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         best of 3 fits, C and gamma from the benchmark's grid: 37-47 ms, against 72-75 ms for
         cvxpy/PIQP, 49-163 ms for DAQP, 150-232 ms for Clarabel, 2.1-3.0 s for Pyomo/HiGHS;
         OSQP's points missed the checks' bar; machine shared, measured here).
-    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or callable, default="linear"
-        k(x, x'), with scikit-learn's formulas and parameter names. "precomputed": X is the
-        Gram matrix (n x n at fit, n_test x n_train at predict). A callable k(X, Z) returns
-        the matrix of kernel values, shape (len(X), len(Z)). A kernel whose Gram matrix is not
-        positive semidefinite (sigmoid, usually) makes the dual non-convex: fit refuses it
-        (IndefiniteKernelError, a ValueError) rather than solve a non-convex QP.
-    C : float, default=1.0
-        Penalty on the slacks, C > 0; ``math.inf`` gives the hard margin for the
-        dual formulations. Ignored by ``hard_primal``.
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for poly, rbf and sigmoid; "scale" is 1 / (d Var(X)) and
-        "auto" is 1 / d, as in ``SVC``.
-    degree : int, default=3
-        Degree Q of the poly kernel (zeta + gamma x'x')^Q.
-    coef0 : float, default=0.0
-        zeta of the poly kernel, the additive constant of the sigmoid kernel.
     profile : {"default", "high"}, default="default"
         Solver accuracy profile (solvers.profiles).
-    class_weight : dict, "balanced" or None, default=None
-        C of class c is C * class_weight[c]; "balanced": n / (n_classes * count(c)), as SVC.
-    decision_function_shape : {"ovr", "ovo"}, default="ovr"
-        The shape of decision_function with more than two classes (as SVC).
-    break_ties : bool, default=False
-        With more than two classes and "ovr", predict by the largest decision value instead
-        of the votes (as SVC).
     method : str, default="auto"
         How each QP is solved, handed to ``solvers.api.solve(method=...)`` ("auto" picks
         the working set when n is large enough for it to pay).
@@ -183,10 +238,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         The formulation actually solved ("auto" resolved).
     kernel_ : formulations.kernels.Kernel
         The kernel with gamma resolved to a number (a "precomputed" Kernel for a callable).
-    coef_ : ndarray of shape (n_classes * (n_classes - 1) / 2, n_features)
-        w* of each pair, for the linear kernel only (an AttributeError otherwise, as in SVC).
+    coef_ : ndarray of shape (n_classes * (n_classes - 1) / 2, n_features), read-only
+        w* of each pair, from ``dual_coef_`` and ``support_vectors_``; linear kernel only (an
+        AttributeError otherwise, as in SVC).
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
-        b* of each pair.
+        b* of each pair; where b* is not unique (no alpha strictly between 0 and C_i), the midpoint
+        of the optimal interval, as LIBSVM.
     support_ : ndarray of shape (n_SV,)
         Indices of the support vectors (alpha_i > 0 in some pair), by class, then by index.
     support_vectors_ : ndarray of shape (n_SV, n_features)
@@ -195,68 +252,122 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         alpha_i y_i of the support vectors in SVC's layout (module docstring).
     n_support_ : ndarray of shape (n_classes,), dtype int32
         Number of support vectors in each class.
+    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,), dtype int32
+        The iterations of each pair's solve as it reports them (``Solution.iterations``): the backend's
+        own for a whole QP (PIQP's interior-point iterations), the working set's outer steps where it ran.
+    fit_status_ : int
+        0 when every pair was solved and verified, 1 when max_iter stopped a solve (as SVC).
+    shape_fit_ : tuple
+        The shape of the training X.
+    _gamma : float
+        The kernel coefficient used (0.0 for a precomputed or callable kernel, as SVC).
     solution_ : solvers.solution.Solution
         The full record of the (first pair's) solve: status, objective, alpha, checks, timings.
     solutions_ : list of solvers.solution.Solution
         One per pair, in the order of intercept_.
-    shape_fit_ : tuple
-        The shape of the training X (for a precomputed kernel: the number of columns expected).
     n_features_in_, feature_names_in_ : as in every scikit-learn estimator.
     """
 
     def __init__(
         self,
+        C: float = 1.0,
+        kernel="rbf",
+        degree: int = 3,
+        gamma="scale",
+        coef0: float = 0.0,
+        shrinking: bool = True,
+        probability="deprecated",
+        tol: float = 1e-3,
+        cache_size: float = 200,
+        class_weight=None,
+        verbose: bool = False,
+        max_iter: int = -1,
+        decision_function_shape: str = "ovr",
+        break_ties: bool = False,
+        random_state=None,
         formulation: str = "auto",
         layer: str = "pyomo",
         backend: str = "piqp",
-        kernel="linear",
-        C: float = 1.0,
-        gamma="scale",
-        degree: int = 3,
-        coef0: float = 0.0,
         profile: str = "default",
-        class_weight=None,
-        decision_function_shape: str = "ovr",
-        break_ties: bool = False,
         method: str = "auto",
     ):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
         self.formulation = formulation
         self.layer = layer
         self.backend = backend
-        self.kernel = kernel
-        self.C = C
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
         self.profile = profile
-        self.class_weight = class_weight
-        self.decision_function_shape = decision_function_shape
-        self.break_ties = break_ties
         self.method = method
 
     # ------------------------------------------------------------------ tags
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = callable(self.kernel)  # a callable kernel takes X as it is (SVC)
         tags.input_tags.pairwise = self.kernel == "precomputed"  # X is a Gram matrix (cross_val_score slices it)
         return tags
 
     # ------------------------------------------------------------------ parameters
+
+    def _check_svc_parameters(self) -> None:
+        """SVC's own parameters, each refused with a message naming it (scikit-learn's constraints for SVC)."""
+        def refuse(name, what):
+            raise SVMInputError(f"{name} must be {what}, got {getattr(self, name)!r}")
+
+        def is_real(v):
+            return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
+
+        if not callable(self.kernel) and self.kernel not in KERNEL_CHOICES:
+            raise SVMInputError(f"kernel must be one of {KERNEL_CHOICES} or a callable, got {self.kernel!r}")
+        if self.decision_function_shape not in ("ovr", "ovo"):
+            raise SVMInputError(
+                f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
+        if not (isinstance(self.degree, numbers.Integral) and not isinstance(self.degree, bool) and self.degree >= 0):
+            refuse("degree", "an integer >= 0")
+        if not (is_real(self.coef0) and math.isfinite(self.coef0)):
+            refuse("coef0", "a finite number")
+        if not (is_real(self.tol) and self.tol > 0):
+            refuse("tol", "a number > 0")
+        if not (is_real(self.cache_size) and self.cache_size > 0):
+            refuse("cache_size", "a number > 0")
+        if not (isinstance(self.max_iter, numbers.Integral) and not isinstance(self.max_iter, bool)
+                and self.max_iter >= -1 and self.max_iter != 0):
+            refuse("max_iter", "-1 (no cap) or an integer >= 1")
+        for name in ("shrinking", "verbose", "break_ties"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                refuse(name, "True or False")
+        if self.probability != "deprecated":
+            if not isinstance(self.probability, (bool, np.bool_)):
+                refuse("probability", "True or False")
+            warnings.warn(
+                "The `probability` parameter was deprecated in scikit-learn 1.9 (SVC) and SVMClassifier "
+                "ignores it: it has no predict_proba. Use CalibratedClassifierCV(SVMClassifier(), "
+                "ensemble=False) for probabilities.", FutureWarning, stacklevel=3)
 
     def _resolved_formulation(self) -> str:
         if self.formulation not in FORMULATION_CHOICES:
             raise SVMInputError(
                 f"formulation must be one of {FORMULATION_CHOICES}, got {self.formulation!r}"
             )
-        if not callable(self.kernel) and self.kernel not in KERNEL_CHOICES:
-            raise SVMInputError(f"kernel must be one of {KERNEL_CHOICES} or a callable, got {self.kernel!r}")
-        if self.decision_function_shape not in ("ovr", "ovo"):
-            raise SVMInputError(
-                f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}"
-            )
+        self._check_svc_parameters()
         if self.formulation == "auto":
-            return "soft_primal" if self.kernel == "linear" else "kernel_dual"
+            if self.kernel != "linear":
+                return "kernel_dual"
+            # C = inf: the hard margin; the linear dual takes it (the soft primal needs a finite C)
+            return "dual" if _is_inf(self.C) else "soft_primal"
         if self.formulation in _LINEAR_ONLY and self.kernel != "linear":
             raise SVMInputError(
                 f"formulation {self.formulation!r} is a linear SVM and takes kernel='linear' "
@@ -279,6 +390,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _resolved_kernel(self, X: np.ndarray) -> Kernel:
         if callable(self.kernel) or self.kernel == "precomputed":
+            self._gamma = 0.0
             return Kernel("precomputed")
         gamma = self.gamma
         if isinstance(gamma, str):
@@ -289,9 +401,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 gamma = 1.0 / X.shape[1]
             else:
                 raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {gamma!r}")
+        self._gamma = gamma
         return Kernel(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
 
-    def _training_gram(self, X: np.ndarray) -> np.ndarray | None:
+    def _training_gram(self, X) -> np.ndarray | None:
         """The n x n kernel matrix for a precomputed or callable kernel (None: solve forms it)."""
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
@@ -304,41 +417,44 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             return self._call_kernel(X, X)
         return None
 
-    def _call_kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        K = np.asarray(self.kernel(A, B), dtype=float)
-        if K.shape != (A.shape[0], B.shape[0]):
+    def _call_kernel(self, A, B) -> np.ndarray:
+        K = self.kernel(A, B)
+        K = K.toarray() if sparse.issparse(K) else np.asarray(K, dtype=float)  # a callable on sparse X
+        shape = (_num_rows(A), _num_rows(B))
+        if K.shape != shape:
             raise SVMInputError(
-                f"the kernel callable must return an array of shape ({A.shape[0]}, {B.shape[0]}) "
-                f"(len(X), len(Y)), got {K.shape}"
+                f"the kernel callable must return an array of shape {shape} (len(X), len(Y)), got {K.shape}"
             )
         return K
 
     def _sample_C(self, C: float | None, y_index: np.ndarray, sample_weight) -> tuple[np.ndarray, object]:
         """(rows kept, C of those rows): C_i = C * class_weight[y_i] * sample_weight_i; one C when all are C.
 
-        Rows of weight 0 are dropped (a weight of 0 removes the sample).
+        Rows of weight <= 0 are left out, as SVC (LIBSVM) does: a weight of 0 removes the sample, and
+        a negative C_i has no meaning.
         """
         n = y_index.size
         if sample_weight is None:
             weights = np.ones(n)
         else:
-            try:
-                weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64,
-                                               allow_all_zero_weights=True)
-            except (TypeError, ValueError) as exc:
-                raise SVMInputError(f"sample_weight: {exc}") from None
-            bad = ~np.isfinite(weights) | (weights < 0)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise SVMInputError(f"sample_weight must be finite and >= 0; sample_weight[{i}] = {weights[i]:g}")
+            weights = np.asarray(sample_weight, dtype=np.float64)
+            if weights.ndim == 0:
+                weights = np.full(n, float(weights))
+            if weights.ndim != 1 or weights.size != n:
+                raise SVMInputError(f"sample_weight must have shape ({n},) (one weight per sample), "
+                                    f"got shape {weights.shape}")
+            if not np.all(np.isfinite(weights)):
+                i = int(np.argmax(~np.isfinite(weights)))
+                raise SVMInputError(f"sample_weight must be finite; sample_weight[{i}] = {weights[i]:g}")
         per_sample = weights * self.class_weight_[y_index]
         keep = np.flatnonzero(per_sample > 0)
         if keep.size == 0:
-            raise SVMInputError("every sample has zero weight (sample_weight x class_weight): nothing to fit")
+            raise SVMInputError("Invalid input - all samples have zero or negative weights "
+                                "(sample_weight x class_weight): nothing to fit.")
         if np.unique(y_index[keep]).size < 2:
             raise SVMInputError(
-                "without the samples of zero weight (sample_weight x class_weight) fewer than two classes "
-                "remain: an SVM needs samples of two classes"
+                "Invalid input - all samples with positive weights belong to the same class "
+                "(sample_weight x class_weight): an SVM needs samples of two classes."
             )
         if C is None:  # hard_primal: no penalty to weigh
             return keep, None
@@ -352,7 +468,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Solve one SVM per pair of classes on (X, y) and keep the verified optima."""
         refuse_masked(X, "X")  # validate_data would use the masked cells as data
         refuse_masked(y, "y")
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        if sparse.issparse(X) and self.kernel == "precomputed":
+            raise TypeError("Sparse precomputed kernels are not supported.")
+        self._raw_X = callable(self.kernel) and not _numeric(X)
+        if self._raw_X:  # X goes to the callable as given (SVC: strings too)
+            check_consistent_length(X, y)
+            y = column_or_1d(y, warn=True)
+        else:  # a callable kernel takes sparse X as it is, as SVC's
+            X, y = validate_data(self, X, y, dtype=np.float64, **self._sparse_for_callable())
         check_classification_targets(y)
         formulation = self._resolved_formulation()
         C = self._resolved_C(formulation)
@@ -366,9 +489,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         except (TypeError, ValueError) as exc:
             raise SVMInputError(f"class_weight: {exc}") from None
         kept, C_samples = self._sample_C(C, y_index, sample_weight)
-        kernel = self._resolved_kernel(X)
+        if not callable(self.kernel) and self.kernel != "precomputed" and not sparse.issparse(X):
+            _check_representable(X)
+        kernel = self._resolved_kernel(X if not callable(self.kernel) else None)
         K = self._training_gram(X)
-        self.shape_fit_ = X.shape
+        self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
         fits = []
@@ -380,13 +505,30 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 in_pair = np.isin(y_index[kept], (i, j))
                 rows = kept[in_pair]
                 pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples  # C of `kept`
+                began = time.perf_counter()
                 fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0),
                                            pair_C))
+                if self.verbose:
+                    sol = fits[-1].solution
+                    print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
+                          f"via {self.layer}/{self.backend}, {sol.iterations} iterations, "
+                          f"{time.perf_counter() - began:.3g} s")
         self._store(X, y_index, fits)
         return self
 
+    def _sparse_for_callable(self) -> dict:
+        """validate_data's sparse options: a callable kernel takes sparse X (CSR, 32-bit indices, as SVC)."""
+        return {"accept_sparse": "csr", "accept_large_sparse": False} if callable(self.kernel) else {}
+
     def _solve_kwargs(self) -> dict:
-        return {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
+        kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
+        if self.max_iter != -1:
+            record = get_record(self.backend)
+            option = record.iteration_limit_option if record is not None else None
+            if option is None:
+                raise SVMInputError(f"max_iter: backend {self.backend!r} has no iteration limit to set")
+            kwargs["options"] = {option: int(self.max_iter)}
+        return kwargs
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class)."""
@@ -397,36 +539,46 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             else:
                 sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(),
                             kernel=self.kernel_ if formulation == "kernel_dual" else None)
-        self._accept(sol, formulation)
-        C_eff = math.inf if C is None else C
-        alpha = sol.alpha
-        if alpha is None:  # a primal solved by a backend that returns no multipliers
-            alpha = estimate_multipliers(X_pair, signs, sol.w, sol.decision, C_eff)
-        alpha, b = np.asarray(alpha, dtype=float), float(sol.b)
-        proved = sol.proved_alpha is not None  # _accept let only optimal and optimal_inaccurate through
+            C_eff = math.inf if C is None else C
+            if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
+                _prove_from_point(sol, self._pair_gram(formulation, X_pair, K, rows), signs, C_eff)
+        stopped_early = self._accept(sol, formulation)
+        proved = sol.proved_alpha is not None
         if proved:
-            # The optimum the checks proved from the point's active set, whose zeros are exact, with b in its
-            # interval. Told apart by the solver's values alone (support_mask), a free point with alpha 2.6e-5
-            # and its margin 3.9e-5 off (within the checks' tolerance) was dropped: digits, standardized, poly
-            # degree 3, Clarabel, pair (1, 5), where that point's k(x, x) is 3.8e4; its decision values moved
-            # by 0.99 (0.21 of their size on an unverified pair).
-            alpha = np.clip(sol.proved_alpha, 0.0, C_eff)
+            # The optimum the checks proved from the point's active set, whose zeros are exact, and its b (the
+            # midpoint of the optimal interval where no alpha is free). Told apart by the solver's values alone
+            # (support_mask), a free point with alpha 2.6e-5 and its margin 3.9e-5 off (within the checks'
+            # tolerance) was dropped: digits, standardized, poly degree 3, Clarabel, pair (1, 5), where that
+            # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
+            # unverified pair).
+            alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
             support = alpha > 0
-            b = float(np.clip(b, sol.checks["b_lower"], sol.checks["b_upper"]))
         else:
+            alpha = sol.alpha
+            if alpha is None:  # a primal solved by a backend that returns no multipliers
+                alpha = estimate_multipliers(X_pair, signs, sol.w, sol.decision, C_eff)
+            alpha = np.asarray(alpha, dtype=float)
+            b = float(sol.b) if math.isfinite(sol.b) else float(sol.extras.get("unverified", {}).get("b", math.nan))
             support = support_mask(alpha, signs, sol.decision, C_eff)
-        w = None
-        if self.kernel_.name == "linear":
-            from_alpha = proved or sol.w is None
-            w = X_pair[support].T @ (alpha * signs)[support] if from_alpha else sol.w
-        return _PairFit(rows, alpha * signs, support, b, w, sol)
+        if not (np.all(np.isfinite(alpha)) and math.isfinite(b)):
+            raise SVMInputError(_NOT_FINITE)
+        return _PairFit(rows, alpha * signs, support, b, sol, stopped_early)
 
-    def _store(self, X: np.ndarray, y_index: np.ndarray, fits: list[_PairFit]) -> None:
-        """The fitted attributes in SVC's layout (module docstring)."""
+    def _pair_gram(self, formulation: str, X_pair, K, rows: np.ndarray) -> Gram | None:
+        """The pair's kernel for a proof: through X for the linear SVMs, its n x n block otherwise (None above
+        PROOF_MAX_N points, where the block is not formed for it)."""
+        if formulation != "kernel_dual":
+            return Gram(X_pair, None)
+        if rows.size > PROOF_MAX_N:
+            return None
+        return Gram(None, K[np.ix_(rows, rows)] if K is not None else gram(self.kernel_, X_pair))
+
+    def _store(self, X, y_index: np.ndarray, fits: list[_PairFit]) -> None:
+        """The fitted attributes in SVC's layout (module docstring). Inside, as SVC, each pair's coefficients
+        and b have LIBSVM's sign (positive for the pair's lower class i: _dual_coef_, _intercept_, which
+        predict reads); with two classes the public dual_coef_ and intercept_ are flipped (positive for
+        classes_[1])."""
         n_classes = self.classes_.size
-        # Two classes: positive towards classes_[1] (as fitted). More: LIBSVM's pair sign,
-        # positive towards the pair's lower class i, so every coefficient and b flips.
-        flip = 1.0 if n_classes == 2 else -1.0
         is_sv = np.zeros(y_index.size, dtype=bool)
         for fit in fits:
             is_sv[fit.index[fit.support]] = True
@@ -438,28 +590,41 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             rows = fit.index[fit.support]
             own = y_index[rows]
             other = np.where(own == i, j, i)
-            dual_coef[np.where(other > own, other - 1, other), position[rows]] = flip * fit.coef[fit.support]
+            dual_coef[np.where(other > own, other - 1, other), position[rows]] = -fit.coef[fit.support]
 
         self.solutions_ = [fit.solution for fit in fits]
         self.solution_ = self.solutions_[0]
         self.support_ = support.astype(np.int32)
-        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else X[support]
-        self.dual_coef_ = dual_coef
-        self.n_support_ = np.bincount(y_index[support], minlength=n_classes).astype(np.int32)
-        self.intercept_ = np.array([flip * fit.b for fit in fits])
-        if hasattr(self, "coef_"):
-            del self.coef_  # a refit with a non-linear kernel must not keep a stale w
-        if self.kernel_.name == "linear":
-            self.coef_ = np.vstack([flip * np.asarray(fit.w, dtype=float) for fit in fits])
+        if self.kernel == "precomputed":
+            self.support_vectors_ = np.empty((0, 0))
+        else:
+            self.support_vectors_ = _safe_indexing(X, support)
+        self._X_fit = X if callable(self.kernel) else None
+        self._n_support = np.bincount(y_index[support], minlength=n_classes).astype(np.int32)
+        self._dual_coef_ = dual_coef
+        self._intercept_ = np.array([-fit.b for fit in fits])
+        self.dual_coef_ = -dual_coef if n_classes == 2 else dual_coef
+        self.intercept_ = -self._intercept_ if n_classes == 2 else self._intercept_.copy()
+        self.n_iter_ = np.array([fit.solution.iterations or 0 for fit in fits], dtype=np.int32)
+        self.fit_status_ = int(any(fit.stopped_early for fit in fits))
+        if self.fit_status_:
+            warnings.warn(_EARLY_STOP.format(self.max_iter), ConvergenceWarning, stacklevel=3)
 
-    def _accept(self, sol: st.Solution, formulation: str) -> None:
-        """Raise SVMFitError unless `sol` holds a usable optimum."""
+    def _accept(self, sol: st.Solution, formulation: str) -> bool:
+        """Whether max_iter stopped `sol` early (its last point kept); SVMFitError unless `sol` has a usable
+        point. A point the checks proved optimal is kept whatever the solver said of it (PIQP stops at its
+        iteration cap at C = 1e10 on a point the checks prove optimal): the model then holds the proved
+        optimum, verified to far below the profile's tolerance, and no warning is given."""
         where = f"{formulation} via {self.layer}/{self.backend} (profile {self.profile!r})"
+        if sol.status == st.ITERATION_LIMIT and self.max_iter != -1 and sol.decision is not None:
+            return True  # stopped by the user's cap, as SVC's: _store warns (the model: a proved optimum, if any)
+        if sol.proved_alpha is not None and sol.status in (*_ACCEPTED, st.ITERATION_LIMIT):
+            return False
         if sol.status not in _ACCEPTED or sol.decision is None or not math.isfinite(sol.b):
             hint = ""
             if sol.status == st.INFEASIBLE and formulation == "hard_primal":
                 hint = " The data are not linearly separable: use 'soft_primal' with a finite C."
-            elif sol.status == st.UNBOUNDED and math.isinf(self.C if self.C is not None else 0):
+            elif sol.status == st.UNBOUNDED and _is_inf(self.C):
                 hint = " With C = inf the dual is unbounded on non-separable data: use a finite C."
             elif sol.status in _ACCEPTED:
                 hint = f" The solver reported {sol.status} but returned no usable w, b."
@@ -470,49 +635,100 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             )
         if sol.status == st.OPTIMAL_INACCURATE:
             advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
-            kept = ("; the model holds the optimum the checks proved from the solver's active set"
-                    if sol.proved_alpha is not None else "")
             warnings.warn(
                 f"{where}: the solver claimed optimal but the project's checks did not pass "
-                f"({sol.checks.get('verdict', '')}){kept}; try {advice}",
+                f"({sol.checks.get('verdict', '')}) and proved no optimum from its active set; try {advice}",
                 ConvergenceWarning,
                 stacklevel=4,
             )
+        return False
+
+    # ------------------------------------------------------------------ fitted values
+
+    @property
+    def n_support_(self) -> np.ndarray:
+        """Number of support vectors in each class."""
+        check_is_fitted(self, "_n_support")
+        return self._n_support
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """w* of each pair (linear kernel only): from dual_coef_ and support_vectors_, read-only (as SVC)."""
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        coef = self._pair_weights(self.dual_coef_)
+        coef.flags.writeable = False
+        return coef
+
+    def _pair_weights(self, dual_coef: np.ndarray) -> np.ndarray:
+        """w of each pair from a dual_coef in SVC's layout: sum over both classes' support vectors."""
+        n_classes = self.classes_.size
+        start = np.concatenate([[0], np.cumsum(self._n_support)])
+        sv = self.support_vectors_
+        rows = []
+        for i, j in _class_pairs(n_classes):
+            Si, Sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
+            # class i's coefficients for the pair (i, j) are in row j - 1, class j's in row i
+            rows.append(dual_coef[j - 1, Si] @ sv[Si] + dual_coef[i, Sj] @ sv[Sj])
+        return np.vstack(rows)
+
+    @deprecated("Attribute `probA_` was deprecated in version 1.9 (SVC) and SVMClassifier has no Platt scaling: "
+                "use CalibratedClassifierCV.")
+    @property
+    def probA_(self) -> np.ndarray:
+        """Empty: no Platt scaling (probability is deprecated; use CalibratedClassifierCV)."""
+        return np.empty(0)
+
+    @deprecated("Attribute `probB_` was deprecated in version 1.9 (SVC) and SVMClassifier has no Platt scaling: "
+                "use CalibratedClassifierCV.")
+    @property
+    def probB_(self) -> np.ndarray:
+        """Empty: no Platt scaling (probability is deprecated; use CalibratedClassifierCV)."""
+        return np.empty(0)
 
     # ------------------------------------------------------------------ predict
 
     def _pair_values(self, X) -> np.ndarray:
-        """The pairs' decision values, shape (n_samples, n_pairs), in the fitted sign convention."""
+        """The pairs' decision values, shape (n_samples, n_pairs), with LIBSVM's sign (positive for the
+        pair's lower class), from _dual_coef_ and _intercept_ (as SVC: changing them changes predict)."""
         check_is_fitted(self)
         refuse_masked(X, "X")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if not self._raw_X:
+            if sparse.issparse(X) and not callable(self.kernel):
+                raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
+            X = validate_data(self, X, dtype=np.float64, reset=False, **self._sparse_for_callable())
+            if self.kernel == "precomputed" and X.shape[1] != self.shape_fit_[0]:
+                raise SVMInputError(f"X.shape[1] = {X.shape[1]} should be equal to {self.shape_fit_[0]}, "
+                                    "the number of samples at training time")
+        sv = self.support_vectors_
+        if _num_rows(sv) > 0 and self._n_support.sum() != _num_rows(sv):
+            raise ValueError(f"The internal representation of {type(self).__name__} was altered")
         # the kernel values of X against the support vectors: small products, one BLAS thread as in fit
-        with _blas_threads_for(max(X.shape[0], self.support_.size)):
+        with _blas_threads_for(max(_num_rows(X), self.support_.size)):
             return self._pair_values_of(X)
 
-    def _pair_values_of(self, X: np.ndarray) -> np.ndarray:
-        if self.kernel_.name == "linear":
-            return X @ self.coef_.T + self.intercept_
+    def _pair_values_of(self, X) -> np.ndarray:
+        if self.kernel == "linear":  # w of each pair first: n_SV x d once, not n x n_SV
+            return X @ self._pair_weights(self._dual_coef_).T + self._intercept_
         if self.kernel == "precomputed":  # validate_data checked: one column per training sample
             G = X[:, self.support_]
-        elif callable(self.kernel):
-            G = self._call_kernel(X, self.support_vectors_)
+        elif callable(self.kernel):  # against every training sample, as SVC calls it: k(X, X_fit)
+            G = self._call_kernel(X, self._X_fit)[:, self.support_]
         else:
             G = gram(self.kernel_, X, self.support_vectors_)
-        start = np.concatenate([[0], np.cumsum(self.n_support_)])
-        values = np.empty((X.shape[0], self.intercept_.size))
+        start = np.concatenate([[0], np.cumsum(self._n_support)])
+        values = np.empty((G.shape[0], self._intercept_.size))
         for k, (i, j) in enumerate(_class_pairs(self.classes_.size)):
             Si, Sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
-            # class i's coefficients for the pair (i, j) are in row j - 1, class j's in row i
-            values[:, k] = G[:, Si] @ self.dual_coef_[j - 1, Si] + G[:, Sj] @ self.dual_coef_[i, Sj]
-        return values + self.intercept_
+            values[:, k] = G[:, Si] @ self._dual_coef_[j - 1, Si] + G[:, Sj] @ self._dual_coef_[i, Sj]
+        return values + self._intercept_
 
     def decision_function(self, X) -> np.ndarray:
         """Two classes: f(x), positive for classes_[1]. More: the pairs' values ("ovo", positive
         for the pair's lower class) or votes plus confidences per class ("ovr"), as SVC."""
         values = self._pair_values(X)
         if self.classes_.size == 2:
-            return values[:, 0]
+            return -values[:, 0]
         if self.decision_function_shape == "ovo":
             return values
         return _ovr(values, self.classes_.size)
@@ -520,14 +736,67 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """The class of most votes over the pairs (ties: the lower index), as LIBSVM; two classes:
         classes_[1] where f(x) > 0."""
-        values = self._pair_values(X)  # checks fitted-ness before classes_ is read
+        check_is_fitted(self)
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise SVMInputError("break_ties must be False when decision_function_shape is 'ovo'")
+        values = self._pair_values(X)
         n_classes = self.classes_.size
-        if n_classes == 2:
-            return self.classes_[(values[:, 0] > 0).astype(int)]
-        if self.break_ties and self.decision_function_shape == "ovr":
+        if self.break_ties and n_classes > 2:
             return self.classes_[np.argmax(_ovr(values, n_classes), axis=1)]
         votes = np.zeros((values.shape[0], n_classes), dtype=int)
         for k, (i, j) in enumerate(_class_pairs(n_classes)):
-            winner = np.where(values[:, k] > 0, i, j)
+            winner = np.where(values[:, k] > 0, i, j)  # LIBSVM: a value of 0 votes for j
             np.add.at(votes, (np.arange(values.shape[0]), winner), 1)
         return self.classes_[np.argmax(votes, axis=1)]
+
+
+# Statuses whose point is kept: `optimal` is verified by the project's checks;
+# `optimal_inaccurate` is kept with a ConvergenceWarning (the solver claimed optimal
+# but a residual missed the profile's bar), unless the checks proved the optimum from it.
+_ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+
+
+#: The largest pair whose n x n kernel block is formed to prove an optimum the closing checks did not try
+#: (128 MB at 4,000 points); a working set's pair above it keeps its verdict.
+PROOF_MAX_N = 4_000
+
+
+def _prove_from_point(sol: st.Solution, pair_gram: Gram | None, signs: np.ndarray, C) -> None:
+    """The optimum proved from the active set of a point the closing checks did not try to prove (they try only a
+    point whose residuals pass): PIQP claims an optimum 1.2e-3 off in its gap at C = 1e7 and 1e8 (or stops at its
+    iteration cap) on points whose active sets are the optimum's. The proof (solvers.reference.polish, the checks'
+    own) accepts only a point that meets every KKT condition to 1e-8; it is kept in sol.proved_alpha/proved_b."""
+    if pair_gram is None or sol.alpha is None or sol.decision is None:
+        return
+    ref = polish(pair_gram, signs, C, np.asarray(sol.alpha, dtype=float), sol.decision)
+    if ref.ok:
+        sol.proved_alpha, sol.proved_b = ref.alpha, ref.b
+        sol.extras["proved_by"] = "experiments.estimator (solvers.reference.polish from the solver's point)"
+
+
+def _is_inf(C) -> bool:
+    return isinstance(C, numbers.Real) and not isinstance(C, bool) and math.isinf(C) and C > 0
+
+
+def _numeric(X) -> bool:
+    """Whether X is numbers (an array, a sparse matrix, a frame of numbers), not strings or other objects that
+    only a callable kernel reads."""
+    if sparse.issparse(X):
+        return True
+    try:
+        np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _num_rows(A) -> int:
+    return A.shape[0] if hasattr(A, "shape") else len(A)
+
+
+def _check_representable(X: np.ndarray) -> None:
+    """The kernel values and w'x of X must be finite in float64: x'x of the largest sample overflows past
+    ~1.3e154, and the dual coefficients or b could not be either (SVC refuses such data after its fit)."""
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if not math.isfinite(top * top * X.shape[1]):
+        raise SVMInputError(f"{_NOT_FINITE} (max |X| = {top:.3g}: x'x overflows float64)")

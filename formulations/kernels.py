@@ -422,7 +422,7 @@ def _lanczos_extremes(K: np.ndarray, rtol: float) -> tuple[float, float, str]:
     Plain Lanczos for the smallest eigenvalue stalls on typical Gram matrices
     (rbf, low-rank linear), whose many eigenvalues cluster at 0. Instead:
     lam_max by Lanczos (well separated in practice), then a Cholesky factor of
-    K + tau I with tau = rtol * max(|lam_max|, 1):
+    K + tau I with tau = rtol * |lam_max|:
       - it exists: lam_min > -tau, i.e. K passes. The largest eigenvalue of
         (K + tau I)^-1 is 1/(lam_min + tau); to 1% it pins lam_min to within 1% of
         lam_min + tau (far below tau near 0), in a few dozen triangular solves.
@@ -433,7 +433,7 @@ def _lanczos_extremes(K: np.ndarray, rtol: float) -> tuple[float, float, str]:
     eigsh = scipy.sparse.linalg.eigsh
     v0 = np.random.default_rng(0).standard_normal(n)  # fixed start: reproducible runs
     lam_max = float(eigsh(K, k=1, which="LA", v0=v0, return_eigenvectors=False)[0])
-    tau = rtol * max(abs(lam_max), 1.0)
+    tau = max(rtol * abs(lam_max), np.finfo(float).tiny)  # K = 0: its factor's own rounding
 
     shifted = K.copy()
     shifted[np.diag_indices(n)] += tau
@@ -454,6 +454,28 @@ def _lanczos_extremes(K: np.ndarray, rtol: float) -> tuple[float, float, str]:
     return 1.0 / float(mu[0]) - tau, lam_max, "cholesky+eigsh"
 
 
+#: How far below 0 rounding alone takes a PSD matrix's smallest eigenvalue, in units of n * eps * its largest:
+#: the eigenvalues of K + E move by at most ||E|| <= n max|E_ij|, and each K_ij is off by a few eps of the
+#: largest. Measured: scikit-learn's checks' X X' of float32 data, -1.4e-8 (n = 20) and -5.5e-9 (n = 200) of
+#: the largest eigenvalue, where float32's n * eps is 2.4e-6 and 2.4e-5; a truly indefinite sigmoid Gram
+#: matrix of 6 points, -1e-2 of it.
+ROUNDING_SLACK = 10
+
+
+def input_precision(K) -> float:
+    """The machine epsilon of the precision K was computed in: float32's for a float32 (or float16) array, and
+    for a float64 one whose every entry is a float32 value but not all integers (float32 data cast up on the
+    way, as scikit-learn's validation does); float64's otherwise."""
+    arr = np.asarray(K)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize < 8:
+        return float(np.finfo(arr.dtype).eps)
+    if arr.dtype == np.float64 and arr.size and np.all(np.isfinite(arr)):
+        as32 = arr.astype(np.float32)
+        if np.all(as32 == arr) and not np.all(arr == np.round(arr)):
+            return float(np.finfo(np.float32).eps)
+    return float(np.finfo(np.float64).eps)
+
+
 def mercer_check(
     K,
     kernel_label: str = "precomputed",
@@ -469,9 +491,10 @@ def mercer_check(
 
     PSD test: K is accepted as positive semidefinite when
 
-        min eigenvalue >= -rtol * max(|max eigenvalue|, 1),
+        min eigenvalue >= -max(rtol, ROUNDING_SLACK * n * eps) * |max eigenvalue|,
 
-    which forgives eigenvalues that are zero up to rounding. The eigenvalues come
+    which forgives eigenvalues that are zero up to rounding: eps is the precision K was computed
+    in (input_precision: float32's for float32 data), relative to K's own scale, never to 1. The eigenvalues come
     from ``scipy.linalg.eigvalsh``. For n > dense_max_n (default 4000) only the
     largest and smallest are computed, with ``scipy.sparse.linalg.eigsh`` (the
     smallest through a Cholesky factor of K + tolerance * I, which also certifies
@@ -482,9 +505,11 @@ def mercer_check(
     Kernel.label) and the most negative eigenvalue, unless allow_indefinite=True,
     in which case the report comes back with is_psd=False.
     """
+    eps = input_precision(K)
     K = _as_square_symmetric(K)
+    rtol = max(rtol, ROUNDING_SLACK * K.shape[0] * eps)
     lam_min, lam_max, method = _extreme_eigenvalues(K, rtol, dense_max_n)
-    tolerance = rtol * max(abs(lam_max), 1.0)
+    tolerance = rtol * abs(lam_max)
     is_psd = lam_min >= -tolerance
     if not is_psd and not allow_indefinite:
         raise IndefiniteKernelError(

@@ -51,8 +51,8 @@ C = 10.0
 print(ds.description)
 
 # %%
-primal = SVMClassifier(formulation="soft_primal", C=C, layer="pyomo", backend="highs", profile="high").fit(ds.X, ds.y)
-dual = SVMClassifier(formulation="dual", C=C, layer="cvxpy", backend="clarabel", profile="high").fit(ds.X, ds.y)
+primal = SVMClassifier(formulation="soft_primal", kernel="linear", C=C, layer="pyomo", backend="highs", profile="high").fit(ds.X, ds.y)
+dual = SVMClassifier(formulation="dual", kernel="linear", C=C, layer="cvxpy", backend="clarabel", profile="high").fit(ds.X, ds.y)
 svc = SVC(kernel="linear", C=C, tol=1e-10).fit(ds.X, ds.y)
 pd.DataFrame({
     "w1": [m.coef_[0, 0] for m in (primal, dual, svc)],
@@ -113,7 +113,7 @@ plt.show()
 Cs = np.logspace(-3, 2, 11)
 path = []
 for c in Cs:
-    m = SVMClassifier(formulation="soft_primal", C=c, profile="high").fit(ds.X, ds.y)
+    m = SVMClassifier(formulation="soft_primal", kernel="linear", C=c, profile="high").fit(ds.X, ds.y)
     s = np.maximum(0.0, 1.0 - ds.y * m.decision_function(ds.X))
     path.append({"C": c, "margin 2/||w||": 2 / np.linalg.norm(m.coef_), "n_SV": m.support_.size,
                  "n with xi > 0": int(np.sum(s > 1e-3)), "sum xi": s.sum()})

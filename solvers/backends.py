@@ -69,6 +69,7 @@ class BackendRecord:
     # four, Clarabel or DAQP next, HiGHS stopped at the time limit in three (its QP solver stalls).
     preference: Mapping[str, int] = field(default_factory=dict)
     time_limit_option: str | None = None  # its own time-limit option name; None: it cannot stop at a time
+    iteration_limit_option: str | None = None  # its own iteration-cap option (the estimator's max_iter)
     tolerances: Callable[[float], dict] = field(default=lambda tol: {}, repr=False)  # `high`/`scale` options
     scale_overrides: Mapping[str, Any] = field(default_factory=dict)  # the `scale` profile on top of them
     cvxpy_options: Mapping[str, Any] = field(default_factory=dict)   # always passed by cvxpy's adapter
@@ -192,6 +193,7 @@ def _ipopt(tol):
 RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
     BackendRecord(
         "highs", "HiGHS", preference={"pyomo": 0, "cvxpy": 6, "lp": 0, "accuracy": 3, "speed": 7},
+        iteration_limit_option="qp_iteration_limit",
         distribution="highspy", module="highspy", cvxpy_name="HIGHS", qpsolvers_name="highs",
         pyomo_route=PYOMO_NATIVE_HIGHS, direct=True, time_limit_option="time_limit", tolerances=_highs,
         # HiGHS's option `solver`: "simplex" (HiGHS picks the variant; dual simplex on these LPs) and
@@ -204,6 +206,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         qp_stalls_from_n=1_000),
     BackendRecord(
         "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5, "speed": 6},
+        iteration_limit_option="max_iter",
         distribution="cyipopt-wheels", module="cyipopt", cvxpy_name="IPOPT", qpsolvers_name=None,
         pyomo_route=PYOMO_IPOPT_BRIDGE, direct=True, time_limit_option="max_wall_time", tolerances=_ipopt,
         scale_overrides={"max_iter": 500}, cvxpy_options={"nlp": True, "print_level": 0, "sb": "yes"},
@@ -212,17 +215,20 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
                "them); its 'acceptable level' exit is optimal_inaccurate."),
     BackendRecord(
         "clarabel", "Clarabel", preference={"pyomo": 2, "cvxpy": 0, "lp": 1, "accuracy": 0, "speed": 1},
+        iteration_limit_option="max_iter",
         distribution="clarabel", module="clarabel", cvxpy_name="CLARABEL", qpsolvers_name="clarabel",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit", tolerances=_clarabel,
         scale_overrides={"max_iter": 200}),
     BackendRecord(
         "osqp", "OSQP", preference={"pyomo": 4, "cvxpy": 2, "lp": 4, "accuracy": 7, "speed": 4},
+        iteration_limit_option="max_iter",
         distribution="osqp", module="osqp", cvxpy_name="OSQP", qpsolvers_name="osqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit", tolerances=_osqp,
         scale_overrides={"max_iter": 20_000, "polishing": True},
         quirks="first-order: stops at its iteration limit on some LPs; needs sigma=1e-3 at 1e-9."),
     BackendRecord(
         "scs", "SCS", preference={"pyomo": 5, "cvxpy": 3, "lp": 3, "accuracy": 6, "speed": 5},
+        iteration_limit_option="max_iters",
         distribution="scs", module="scs", cvxpy_name="SCS", qpsolvers_name="scs",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, time_limit_option="time_limit_secs",
         tolerances=lambda tol: {"eps_abs": tol, "eps_rel": tol, "max_iters": 200_000},
@@ -232,6 +238,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         # as a sparse matrix took PIQP 105 s instead of 4 s at n = 2,000 (experiments.bench). In cvxpy,
         # a 200 x 200 working-set subproblem took 11 ms sparse and 2 ms dense (measured here).
         "piqp", "PIQP", preference={"pyomo": 3, "cvxpy": 1, "lp": 2, "accuracy": 1, "speed": 0},
+        iteration_limit_option="max_iter",
         distribution="piqp", module="piqp", cvxpy_name="PIQP", qpsolvers_name="piqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE_IF_DENSE, cvxpy_matrix_option=True,
         tolerances=lambda tol: {"eps_abs": tol, "eps_rel": tol, "max_iter": 1000},
@@ -241,12 +248,14 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         # ProxQP stays on cvxpy's default (dense): cvxpy's sparse ProxQP call raises a TypeError
         # with proxsuite 0.8, so cvxpy gets no dense/sparse option for it.
         "proxqp", "ProxQP", preference={"pyomo": 6, "cvxpy": 4, "lp": 5, "accuracy": 4, "speed": 3},
+        iteration_limit_option="max_iter",
         distribution="proxsuite", module="proxsuite", cvxpy_name="PROXQP", qpsolvers_name="proxqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE_IF_DENSE, tolerances=_proxqp,
         scale_overrides={"max_iter": 500},
         quirks="no time limit of its own; claims some feasible LPs infeasible; needs check_duality_gap."),
     BackendRecord(
         "daqp", "DAQP", preference={"pyomo": 7, "cvxpy": 5, "lp": 7, "accuracy": 2, "speed": 2},
+        iteration_limit_option="iter_limit",
         distribution="daqp", module="daqp", cvxpy_name="DAQP", qpsolvers_name="daqp",
         pyomo_route=PYOMO_QPSOLVERS, direct=True, matrices=DENSE, time_limit_option="time_limit",
         tolerances=lambda tol: {"primal_tol": tol, "dual_tol": tol},

@@ -99,10 +99,12 @@ class Checks:
     timed_out: bool = False  # the solve's time limit passed before the proof of the optimum finished (not verified)
     # the proved optimum's alpha (exact zeros off the support); not a table column (as_dict leaves it out)
     proved_alpha: np.ndarray | None = field(default=None, repr=False)
+    # ... and its b: the midpoint of [b_lower, b_upper] where no alpha is free (LIBSVM's rule); not a column
+    proved_b: float = field(default=math.nan, repr=False)
 
     def as_dict(self) -> dict:
-        """The table's columns (every field but proved_alpha, which asdict would deep-copy first)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "proved_alpha"}
+        """The table's columns (every field but the proved optimum's alpha and b: asdict would deep-copy alpha)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("proved_alpha", "proved_b")}
 
 
 def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: np.ndarray, C: float) -> np.ndarray:
@@ -314,7 +316,7 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, prima
         return {"decision values (bound)": out.err_decision}
     out.reference = "proved optimum"
     out.b_lower, out.b_upper = ref.b_lower, ref.b_upper
-    out.proved_alpha = ref.alpha
+    out.proved_alpha, out.proved_b = ref.alpha, ref.b
     # Like with like: a primal's P(w, b) against P(w*, b*), a dual's D(alpha) against D(alpha*) (not
     # against P*: at C = 1e12 P's rounding is 1e-3 of P on breast cancer, where D(alpha) and D(alpha*)
     # agree to 1e-15).

@@ -151,7 +151,7 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
         Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
     checks = compute_checks(sol, X, y, C, K if kernel_dual else None, tol=profile.check_tol, Ku=Ku, deadline=deadline,
                             kernel=kernel)
-    sol.checks, sol.proved_alpha = checks.as_dict(), checks.proved_alpha
+    sol.checks, sol.proved_alpha, sol.proved_b = checks.as_dict(), checks.proved_alpha, checks.proved_b
     sol.status = verified_status(sol.solver_status, checks)
     if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time
         sol.status = st.TIME_LIMIT

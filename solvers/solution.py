@@ -70,6 +70,9 @@ class Solution:
     # alpha at the optimum the checks proved from this point's active set (solvers.reference): exact zeros off
     # the support, where the solver's alpha has an interior point's small values; None without a proof
     proved_alpha: np.ndarray | None = None
+    # b of that optimum (the midpoint of the optimal b's where no alpha is free), on the data as solved
+    # (standardized ones under standardize=True, like proved_alpha; w and b are mapped back, these are not)
+    proved_b: float = math.nan
     extras: dict = field(default_factory=dict)
 
     @property

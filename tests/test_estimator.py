@@ -25,6 +25,7 @@ from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5, nonlin
 from experiments.estimator import SVMClassifier, SVMFitError
 from formulations.errors import SVMInputError
 from solvers import solution as st
+from solvers.reference import Reference
 
 SVC_TOL = 1e-10  # LIBSVM's stopping tolerance for the reference solutions (its default is 1e-3)
 
@@ -40,7 +41,7 @@ _HARD_MARGIN_FAILS = (
     "check_fit_idempotent", "check_fit_score_takes_y", "check_n_features_in",
     "check_n_features_in_after_fitting", "check_supervised_y_2d", "check_positive_only_tag_during_fit",
     "check_sample_weights_pandas_series", "check_sample_weights_not_an_array", "check_sample_weights_list",
-    "check_class_weight_classifiers",
+    "check_class_weight_classifiers", "check_non_transformer_estimators_n_iter",
 )
 # As for SVC (scikit-learn's own list of expected failures): gamma="scale" is 1 / (d Var(X)), and
 # Var(X) of the repeated samples is not that of the weighted ones, so the kernels differ.
@@ -51,8 +52,8 @@ _SCALE_GAMMA_REASON = "sample_weight is not equivalent to removing/repeating sam
 _INDEFINITE = "the check's precomputed matrix is not positive semidefinite: refused (IndefiniteKernelError)"
 _PRECOMPUTED_FAILS = {
     "check_positive_only_tag_during_fit": _INDEFINITE + ", most negative eigenvalue -1385",
-    "check_estimators_dtypes": _INDEFINITE + ", float32 rounding: eigenvalue -3e-6",
-    "check_classifiers_train": _INDEFINITE + ", float32 rounding (the float32 variant only)",
+    # its float32 X X' passes now (indefinite by rounding only); its int64 copy truncates every K_ij to an integer
+    "check_estimators_dtypes": _INDEFINITE + ", K truncated to integers: eigenvalue -2.0 against 216",
 }
 # HiGHS's QP solver returns noSolution on the check's blobs with C_i from 1e-4 to 1e3 (and runs to any
 # time limit at C = 1e-4 on two of its classes, with one scalar C too: not a per-sample C matter).
@@ -80,11 +81,11 @@ def _laplacian_kernel(A, B):
 # so fit refuses it with IndefiniteKernelError on most of the checks' data.
 @parametrize_with_checks(
     [
-        SVMClassifier(),  # formulation auto -> soft_primal, pyomo/piqp
-        SVMClassifier(kernel="rbf"),  # kernel_dual, pyomo/piqp
+        SVMClassifier(),  # SVC's defaults: rbf, gamma="scale" -> kernel_dual, pyomo/piqp
+        SVMClassifier(kernel="linear"),  # formulation auto -> soft_primal, pyomo/piqp
         SVMClassifier(kernel="rbf", layer="cvxpy", backend="clarabel"),
-        SVMClassifier(formulation="dual", layer="pyomo", backend="highs"),
-        SVMClassifier(formulation="hard_primal"),
+        SVMClassifier(formulation="dual", kernel="linear", layer="pyomo", backend="highs"),
+        SVMClassifier(formulation="hard_primal", kernel="linear"),
         SVMClassifier(kernel=_laplacian_kernel, break_ties=True),
     ],
     expected_failed_checks=_expected_failed_checks,
@@ -97,10 +98,10 @@ def test_sklearn_estimator_checks(estimator, check):
         check(estimator)
 
 
-# One check, check_classifiers_train, fails for a precomputed kernel in its float32 variant only; the
-# expected failures are named by check, not by variant, so this instance runs them non-strictly.
+# The checks' float32 X X' (indefinite by rounding only: -1.6e-6 against a largest eigenvalue of 291) is fitted:
+# check_classifiers_train passes in every variant.
 @parametrize_with_checks([SVMClassifier(kernel="precomputed", class_weight="balanced")],
-                         expected_failed_checks=lambda est: _PRECOMPUTED_FAILS, xfail_strict=False)
+                         expected_failed_checks=lambda est: _PRECOMPUTED_FAILS, xfail_strict=True)
 @pytest.mark.slow
 def test_sklearn_estimator_checks_precomputed(estimator, check):
     with warnings.catch_warnings():
@@ -124,7 +125,8 @@ def _full(est_support, est_coef, n) -> np.ndarray:
 )
 def test_linear_attributes_match_svc(layer, backend, formulation):
     ds = exercise_5_4()
-    est = SVMClassifier(formulation=formulation, layer=layer, backend=backend, C=10.0, profile="high")
+    est = SVMClassifier(formulation=formulation, kernel="linear", layer=layer, backend=backend, C=10.0,
+                        profile="high")
     est.fit(ds.X, ds.y)
     svc = SVC(kernel="linear", C=10.0, tol=SVC_TOL).fit(ds.X, ds.y)
     np.testing.assert_array_equal(est.classes_, [-1.0, 1.0])
@@ -160,7 +162,7 @@ def test_string_labels_follow_sklearn_sign_convention():
     # classes_ is sorted, classes_[1] is the positive class (+1) of the notes.
     ds = example_5_1()
     labels = np.where(ds.y > 0, "A", "B")  # A (+1 in the notes) sorts first here: it becomes classes_[0]
-    est = SVMClassifier(formulation="hard_primal", profile="high").fit(ds.X, labels)
+    est = SVMClassifier(formulation="hard_primal", kernel="linear", profile="high").fit(ds.X, labels)
     svc = SVC(kernel="linear", C=1e8, tol=SVC_TOL).fit(ds.X, labels)
     np.testing.assert_array_equal(est.classes_, ["A", "B"])
     # B is the positive class now, so w and b flip sign from the notes' (-0.9229, 0.7627), 1.1976.
@@ -173,7 +175,8 @@ def test_string_labels_follow_sklearn_sign_convention():
 
 def test_hard_margin_dual_reproduces_example_5_2():
     ds = example_5_1()
-    est = SVMClassifier(formulation="dual", C=math.inf, layer="pyomo", backend="highs", profile="high")
+    est = SVMClassifier(formulation="dual", kernel="linear", C=math.inf, layer="pyomo", backend="highs",
+                        profile="high")
     est.fit(ds.X, ds.y)
     np.testing.assert_allclose(est.coef_[0], [-0.9229, 0.7627], atol=5e-5)
     assert est.intercept_[0] == pytest.approx(1.1976, abs=5e-5)
@@ -182,7 +185,7 @@ def test_hard_margin_dual_reproduces_example_5_2():
 
 def test_refit_with_another_kernel_drops_coef():
     ds = exercise_5_5()
-    est = SVMClassifier(C=1.0).fit(ds.X, ds.y)
+    est = SVMClassifier(kernel="linear", C=1.0).fit(ds.X, ds.y)
     assert est.coef_.shape == (1, 2)
     est.set_params(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
     assert not hasattr(est, "coef_")
@@ -219,7 +222,7 @@ def test_grid_search_in_pipeline_matches_svc():
 
 def test_cross_val_score_and_clone():
     ds = overlapping(60, seed=2)
-    pipe = make_pipeline(StandardScaler(), SVMClassifier(layer="pyomo", backend="highs", C=0.5))
+    pipe = make_pipeline(StandardScaler(), SVMClassifier(kernel="linear", layer="pyomo", backend="highs", C=0.5))
     scores = cross_val_score(pipe, ds.X, ds.y, cv=3)
     ref = cross_val_score(make_pipeline(StandardScaler(), SVC(kernel="linear", C=0.5, tol=SVC_TOL)), ds.X, ds.y, cv=3)
     np.testing.assert_allclose(scores, ref)
@@ -234,7 +237,7 @@ def test_cross_val_score_and_clone():
 def test_hard_margin_on_non_separable_data_raises_clearly():
     ds = exercise_5_4()  # B's point (6, 8) lies among A
     with pytest.raises(SVMFitError, match="status 'infeasible'.*not linearly separable"):
-        SVMClassifier(formulation="hard_primal").fit(ds.X, ds.y)
+        SVMClassifier(formulation="hard_primal", kernel="linear").fit(ds.X, ds.y)
 
 
 def _fake_solve(status: str, **fields):
@@ -268,17 +271,42 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
         sol = real(*args, **kwargs)
         sol.status = st.OPTIMAL_INACCURATE
         sol.checks["verdict"] = "complementarity 2e-3 > 1e-4"
+        sol.proved_alpha = None  # and no optimum proved from its active set
         return sol
 
     monkeypatch.setattr(estimator_module, "solve", inaccurate)
-    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3.*try profile='high' or another backend"):
+    # nor does the estimator's own proof from the point hold
+    monkeypatch.setattr(estimator_module, "polish", lambda *args, **kwargs: Reference(False, "not proved"))
+    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3.*proved no optimum from its active set; "
+                                                r"try profile='high' or another backend"):
         est = SVMClassifier().fit(ds.X, ds.y)
     assert est.solution_.status == st.OPTIMAL_INACCURATE
-    # at profile "high" already, the advice is the other backends only; where the checks proved the optimum
-    # from the solver's active set (here: the monkeypatched status only), the model holds it, and says so
-    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3 > 1e-4\); the model holds the optimum "
-                                                r"the checks proved from the solver's active set; try another backend$"):
+    # at profile "high" already, the advice is the other backends only
+    with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3 > 1e-4\) and proved no optimum from its active "
+                                                r"set; try another backend$"):
         SVMClassifier(profile="high").fit(ds.X, ds.y)
+
+
+@pytest.mark.parametrize("status", [st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT])
+def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
+    """Where the checks proved the optimum from the solver's active set, the model holds it (verified far below
+    the profile's tolerance) whatever the solver's own claim: no ConvergenceWarning, no SVMFitError."""
+    ds = exercise_5_5()
+    real = estimator_module.solve
+    reference = SVMClassifier(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+
+    def unclaimed(*args, **kwargs):
+        sol = real(*args, **kwargs)
+        assert sol.proved_alpha is not None
+        sol.status = status
+        return sol
+
+    monkeypatch.setattr(estimator_module, "solve", unclaimed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = SVMClassifier(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+    np.testing.assert_array_equal(est.decision_function(ds.X), reference.decision_function(ds.X))
+    assert est.fit_status_ == 0
 
 
 @pytest.mark.parametrize(
@@ -289,7 +317,10 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
         ({"formulation": "soft_primal", "kernel": "rbf"}, "linear SVM.*kernel_dual"),
         ({"C": 0.0}, "C must be a number > 0"),
         ({"C": "1"}, "C must be a number > 0"),
-        ({"C": math.inf}, "C = inf is the hard margin"),
+        ({"formulation": "soft_primal", "kernel": "linear", "C": math.inf}, "C = inf is the hard margin"),
+        ({"max_iter": 0}, "max_iter must be -1"),
+        ({"tol": -1.0}, "tol must be a number > 0"),
+        ({"break_ties": "yes"}, "break_ties must be True or False"),
         ({"kernel": "rbf", "gamma": "wide"}, "gamma must be"),
         ({"kernel": "rbf", "gamma": -1.0}, "gamma must be > 0"),
         ({"kernel": "poly", "degree": 0}, "degree must be a positive integer"),
@@ -371,7 +402,7 @@ def test_multiclass_matches_svc_on_bundled_data(loader, shape):
 
 def test_multiclass_linear_coef_and_vote_ties_match_svc():
     X, y = _standardized(load_wine)
-    est = SVMClassifier(C=0.1, layer="cvxpy", backend="clarabel", profile="high").fit(X, y)
+    est = SVMClassifier(kernel="linear", C=0.1, layer="cvxpy", backend="clarabel", profile="high").fit(X, y)
     svc = SVC(kernel="linear", C=0.1, tol=SVC_TIGHT).fit(X, y)
     _assert_same_as_svc(est, svc, X)
     np.testing.assert_allclose(est.coef_, svc.coef_, atol=1e-4 * np.max(np.abs(svc.coef_)))
@@ -441,11 +472,11 @@ def test_precomputed_and_callable_kernels_match_svc():
 @pytest.mark.parametrize(
     "sample_weight,match",
     [
-        (np.r_[-1.0, np.ones(177)], r"sample_weight must be finite and >= 0; sample_weight\[0\] = -1"),
-        (np.r_[np.ones(10), np.nan, np.ones(167)], "sample_weight.*NaN"),
-        (np.ones(5), "sample_weight"),
-        (np.zeros(178), "every sample has zero weight"),
-        (np.r_[np.ones(59), np.zeros(119)], "fewer than two classes remain"),
+        (np.r_[np.ones(10), np.nan, np.ones(167)], r"sample_weight must be finite; sample_weight\[10\] = nan"),
+        (np.ones(5), r"sample_weight must have shape \(178,\)"),
+        (np.zeros(178), "all samples have zero or negative weights"),
+        (-np.ones(178), "all samples have zero or negative weights"),
+        (np.r_[np.ones(59), -np.ones(119)], "all samples with positive weights belong to the same class"),
     ],
 )
 def test_bad_sample_weight_refused(sample_weight, match):

@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from experiments.datasets import overlapping
-from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, primal_objective, recover_bias,
-                                   weights_from_alpha)
+from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, primal_objective,
+                                   recover_bias, weights_from_alpha)
 from solvers.api import solve
 
 
@@ -43,14 +45,26 @@ def test_interval_rule_branches_by_hand():
     est = recover_bias(alpha, y, g, C=1.0)
     assert est.rule == B_INTERVAL
     assert est.lower == pytest.approx(-1.5) and est.upper == pytest.approx(3.0)
-    assert est.b == pytest.approx(0.75)  # sum of y over alpha = C is 0: the midpoint (LIBSVM)
-    # One more point at C with y = +1 pulls b to the upper bound (the objective decreases in b).
-    y2, alpha2, g2 = np.append(y, 1.0), np.append(alpha, 1.0), np.append(g, -10.0)
-    est2 = recover_bias(alpha2, y2, g2, C=1.0)
-    assert est2.b == pytest.approx(3.0)
-    # ... and one with y = -1 pulls it to the lower bound.
-    y3, alpha3, g3 = np.append(y, -1.0), np.append(alpha, 1.0), np.append(g, 10.0)
-    assert recover_bias(alpha3, y3, g3, C=1.0).b == pytest.approx(-1.5)
+    assert est.b == pytest.approx(0.75)  # every b of the interval is optimal: the midpoint (LIBSVM)
+    # One more point at C (y = +1, then y = -1) that bounds b on neither side: still the midpoint, never an
+    # end picked by the sign of sum y_i C_i over the bound points (which the balance makes 0 at an optimum)
+    for label, g_new in ((1.0, -10.0), (-1.0, 10.0)):
+        more = recover_bias(np.append(alpha, 1.0), np.append(y, label), np.append(g, g_new), C=1.0)
+        assert (more.lower, more.upper) == (pytest.approx(-1.5), pytest.approx(3.0))
+        assert more.b == pytest.approx(0.75)
+
+
+def test_interval_rule_is_the_same_for_per_sample_C():
+    """All C_i equal to C (weights 1.0) give the unweighted b; unequal C_i that balance give the midpoint too
+    (the lower end was taken before, as the sum of y_i C_i over the bound points was -1e-17, not 0)."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    alpha = np.array([0.0, 1.0, 1.0, 0.0])
+    g = np.array([3.0, -2.0, 0.5, -4.0])
+    one_C = recover_bias(alpha, y, g, C=1.0)
+    assert recover_bias(alpha, y, g, C=np.ones(4)).b == one_C.b == pytest.approx(0.75)
+    C = np.array([0.3, 0.1 + 0.2, 0.3, 0.7])  # 0.1 + 0.2 - 0.3 = 5.6e-17: balanced but for rounding
+    est = recover_bias(np.array([0.0, C[1], 0.3, 0.0]), y, g, C=C)
+    assert est.b == pytest.approx(0.75)
 
 
 def test_free_support_vectors_average():
@@ -114,3 +128,28 @@ def test_kernel_dual_bias_from_interior_point_solvers_is_verified():
     sol = solve("kernel_dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, kernel=Kernel("rbf", gamma=1.0))
     assert sol.status == "optimal"
     assert sol.b == pytest.approx(sol.b_multiplier, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(n=hs.integers(4, 30), seed=hs.integers(0, 2**31 - 1), weight=hs.sampled_from([1.0, 0.01, 0.1 + 0.2, 37.5]),
+       data=hs.data())
+def test_interval_rule_same_for_equal_per_sample_C_and_permutations(n, seed, weight, data):
+    """Every alpha at 0 or C (balanced by construction), g drawn: b is the midpoint of the interval, the same for one
+    C and for C_i all equal to it (any weight: sums of 0.1 + 0.2 round), and the same for the points permuted."""
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    k = data.draw(hs.integers(1, n // 2))  # k points of each class at their bound: sum_i alpha_i y_i = 0
+    alpha = np.zeros(n)
+    alpha[np.flatnonzero(y > 0)[:k]] = weight
+    alpha[np.flatnonzero(y < 0)[:k]] = weight
+    g = rng.normal(scale=0.1, size=n)  # small g: the bound points inside their margins, an interval of b's
+    # the interval of optimal b's for fixed g: flat hinge up to the rounding of its sums of C_i
+    assert hinge_argmin(y, g, np.full(n, weight)) == pytest.approx(hinge_argmin(y, g), abs=1e-12)
+    one = recover_bias(alpha, y, g, C=weight)
+    each = recover_bias(alpha, y, g, C=np.full(n, weight))
+    assert each.rule == one.rule
+    assert each.b == pytest.approx(one.b, abs=1e-12)
+    if one.rule == B_INTERVAL and math.isfinite(one.lower) and math.isfinite(one.upper):
+        assert one.b == pytest.approx(0.5 * (one.lower + one.upper), abs=1e-12)
+    p = rng.permutation(n)
+    assert recover_bias(alpha[p], y[p], g[p], C=np.full(n, weight)).b == pytest.approx(each.b, abs=1e-12)

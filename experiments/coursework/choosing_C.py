@@ -111,7 +111,7 @@ def regularization_path(pds, path_C, **base) -> pd.DataFrame:
     """The linear soft-margin primal (8) on ``pds`` for each C: w*, b*, ||w*||, #SV, margin, slacks."""
     rows = []
     for C in path_C:
-        est = SVMClassifier(formulation="soft_primal", C=float(C), **base).fit(pds.X, pds.y)
+        est = SVMClassifier(formulation="soft_primal", kernel="linear", C=float(C), **base).fit(pds.X, pds.y)
         w = est.coef_[0]
         norm_w = float(np.linalg.norm(w))
         f = est.decision_function(pds.X)

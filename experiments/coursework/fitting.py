@@ -58,4 +58,6 @@ def fit_row(est: SVMClassifier, X: np.ndarray, y: np.ndarray, **extra) -> dict:
 
 
 def make_estimator(formulation: str, layer: str, backend: str, profile: str, **params) -> SVMClassifier:
+    if formulation in ("hard_primal", "soft_primal", "dual"):  # the linear SVMs (SVMClassifier's default is rbf)
+        params.setdefault("kernel", "linear")
     return SVMClassifier(formulation=formulation, layer=layer, backend=backend, profile=profile, **params)

@@ -75,6 +75,15 @@ class PyomoHighsBackend(RecordAdapter):
             status=status,
             raw_status=f"{raw}/{results.solution_status.name}",
             objective=float(objective) if objective is not None else float("nan"),
+            iterations=_iterations(results.extra_info),
             solve_s=elapsed,
             has_duals=has_point,
         )
+
+
+def _iterations(info) -> int | None:
+    """HiGHS's iterations of the method it ran (its QP solver's, simplex's, IPX's or PDLP's: the others are 0)."""
+    keys = ("qp_iteration_count", "simplex_iteration_count", "ipm_iteration_count", "pdlp_iteration_count")
+    counts = [info[key] for key in keys if key in info]  # a ConfigDict: get() returns its declaration, not the value
+    counts = [int(c) for c in counts if isinstance(c, int) and c >= 0]
+    return max(counts) if counts else None

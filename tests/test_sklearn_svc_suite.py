@@ -1,0 +1,179 @@
+"""scikit-learn's own SVC tests, run against SVMClassifier.
+
+The installed scikit-learn's ``sklearn/svm/tests/test_svm.py`` and ``test_sparse.py`` are read at
+collection time, every ``svm.SVC`` in them is replaced by ``SVMClassifier`` (an AST transform: no
+assertion is touched), and the result is compiled under the installed file's path (tracebacks show
+its lines) and its test functions collected here as ``test_<file>__<name>``.
+
+Left out, each with its reason:
+  * tests that never construct SVC (NuSVC, SVR, NuSVR, OneClassSVM, LinearSVC, LinearSVR, the
+    private libsvm layer), and the cases of a parametrized test whose parameter is such a class;
+  * xfail, "probability": tests that call predict_proba (scikit-learn 1.9 deprecates SVC's
+    probability; SVMClassifier has none: wrap it in CalibratedClassifierCV, tested below);
+  * xfail, "regex names SVC": tests whose expected error message names the class SVC;
+  * xfail, "sparse input: branch sparse-input": test_sparse.py's tests that need sparse input,
+    when they fail with the dense-only estimator's TypeError;
+  * xfail, INDEFINITE: the sigmoid cases of test_sparse.py's test_svc, whose Gram matrices are truly
+    indefinite (most negative eigenvalue -0.036 against a largest of 3.4 on the toy data): the project
+    refuses a non-convex dual (IndefiniteKernelError) where LIBSVM returns a local point.
+
+Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"`` leaves it out).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn import svm as sklearn_svm
+
+from experiments.estimator import SVMClassifier
+from formulations.errors import IndefiniteKernelError
+from formulations.kernels import Kernel, gram, mercer_check
+
+SOURCE_DIR = Path(sklearn.__file__).parent / "svm" / "tests"
+SOURCES = ("test_svm", "test_sparse")
+#: sklearn.svm's classes other than SVC, and its private libsvm layer: their tests are not SVMClassifier's
+OTHER_CLASSES = ("NuSVC", "SVR", "NuSVR", "OneClassSVM", "LinearSVC", "LinearSVR", "_libsvm", "_libsvm_sparse")
+PROBABILITY = "probability: scikit-learn 1.9 deprecates SVC(probability=True); use CalibratedClassifierCV"
+REGEX_NAMES_SVC = "regex names SVC"
+SPARSE = "sparse input: branch sparse-input"
+INDEFINITE = "sigmoid kernel: its Gram matrix is indefinite and fit refuses a non-convex dual (IndefiniteKernelError)"
+#: tests whose expected message is a regex naming the class SVC (SVMClassifier's messages name SVMClassifier)
+SVC_REGEX_TESTS = {"test_svm": ("test_unfitted", "test_svc_raises_error_internal_representation")}
+SPARSE_NAMES = ("csr_container", "lil_container", "sparse_container", "dok_container", "X_sp", "iris_data_sp")
+
+pytestmark = pytest.mark.sklearn_suite
+
+
+class _SVCToSVMClassifier(ast.NodeTransformer):
+    """svm.SVC -> SVMClassifier; counts the replacements."""
+
+    def __init__(self):
+        self.replaced = 0
+
+    def visit_Attribute(self, node: ast.Attribute):
+        self.generic_visit(node)
+        if node.attr == "SVC" and isinstance(node.value, ast.Name) and node.value.id == "svm":
+            self.replaced += 1
+            return ast.copy_location(ast.Name(id="SVMClassifier", ctx=node.ctx), node)
+        return node
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """Every identifier and attribute name used in `node`."""
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+    return found
+
+
+def _takes_sparse_input(func: ast.FunctionDef) -> bool:
+    """A test of sparse input to SVMClassifier itself: it names a sparse container and constructs an
+    SVMClassifier whose kernel is not a callable (a callable kernel takes any X, sparse too, as in SVC)."""
+    if not _names_in(func) & set(SPARSE_NAMES):
+        return False
+    for call in ast.walk(func):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "SVMClassifier":
+            kernel = next((kw.value for kw in call.keywords if kw.arg == "kernel"), None)
+            if not isinstance(kernel, ast.Lambda) and not (isinstance(kernel, ast.Name) and kernel.id != "kernel"):
+                return True
+    return False
+
+
+def _generated(stem: str) -> tuple[types.ModuleType, dict[str, ast.FunctionDef]]:
+    """The transformed module, and the names each of its test functions uses (decorators included)."""
+    path = SOURCE_DIR / f"{stem}.py"
+    tree = ast.parse(path.read_text(), filename=str(path))
+    transform = _SVCToSVMClassifier()
+    tree = ast.fix_missing_locations(transform.visit(tree))
+    assert transform.replaced > 0, f"{path}: no svm.SVC to replace (scikit-learn's tests changed)"
+    module = types.ModuleType(f"sklearn_suite_{stem}")
+    module.__file__ = str(path)
+    module.SVMClassifier = SVMClassifier
+    sys.modules[module.__name__] = module
+    exec(compile(tree, str(path), "exec"), module.__dict__)
+    tests = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    return module, tests
+
+
+def _out_of_scope(value) -> str | None:
+    """The other sklearn.svm class a parameter value is (or is an instance of), if any."""
+    for name in OTHER_CLASSES:
+        cls = getattr(sklearn_svm, name, None)
+        if isinstance(cls, type) and (value is cls or isinstance(value, cls)):
+            return name
+    return None
+
+
+def _collect() -> None:
+    """Put each generated test function in this module's namespace, marked as the module docstring says."""
+    for stem in SOURCES:
+        module, tests = _generated(stem)
+        for name, node in tests.items():
+            names = _names_in(node)
+            func = getattr(module, name)
+            marks = []
+            if "SVMClassifier" not in names:
+                others = sorted(names & set(OTHER_CLASSES))
+                what = ", ".join(others) if others else "scikit-learn's private helpers"
+                marks.append(pytest.mark.skip(reason=f"{name} tests {what}, not SVC"))
+            elif names & {"predict_proba", "predict_log_proba"}:
+                marks.append(pytest.mark.xfail(reason=PROBABILITY))
+            elif name in SVC_REGEX_TESTS.get(stem, ()):
+                marks.append(pytest.mark.xfail(reason=REGEX_NAMES_SVC))
+            elif stem == "test_sparse" and _takes_sparse_input(node):
+                SPARSE_TESTS.add(f"test_{stem[5:]}__{name[5:]}")  # marked per case: _mark_cases
+            for mark in marks:
+                func = mark(func)
+            globals()[f"test_{stem[5:]}__{name[5:]}"] = func
+
+
+#: the generated tests of sparse input (_takes_sparse_input)
+SPARSE_TESTS: set[str] = set()
+
+
+_collect()
+
+
+@pytest.fixture
+def global_random_seed():
+    """scikit-learn's own fixture at its default seed (SKLEARN_TESTS_GLOBAL_RANDOM_SEED unset: 42)."""
+    return 42
+
+
+def _indefinite_sigmoid(X) -> bool:
+    """Whether test_svc's sigmoid kernel (gamma=1) on X_train fails Mercer's condition (fit refuses it)."""
+    if X is None:
+        return False
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=float)
+    try:
+        mercer_check(gram(Kernel("sigmoid", gamma=1.0), X), "sigmoid")
+    except IndefiniteKernelError:
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _mark_cases(request):
+    """A parametrized case whose parameter is NuSVC, SVR, ... (or an instance of one) is not SVMClassifier's:
+    skipped. The sigmoid cases and the tests of sparse input: xfail, each only for its own exception (any other
+    failure fails). Marked here, per case, as pytest evaluates an xfail added during setup."""
+    callspec = getattr(request.node, "callspec", None)
+    for value in (callspec.params.values() if callspec else ()):
+        other = _out_of_scope(value)
+        if other:
+            pytest.skip(f"the case of {other}, not SVC")
+    if callspec and callspec.params.get("kernel") == "sigmoid" and _indefinite_sigmoid(callspec.params.get("X_train")):
+        # raises: only the refusal is expected; any other failure of these cases fails
+        request.node.add_marker(pytest.mark.xfail(reason=INDEFINITE, raises=IndefiniteKernelError, strict=False))
+    elif request.node.originalname in SPARSE_TESTS:
+        request.node.add_marker(pytest.mark.xfail(reason=SPARSE, raises=TypeError, strict=False))
