@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,16 +118,44 @@ def test_out_that_is_a_file_or_under_a_file(capsys, tmp_path):
     assert a_file.read_text() == "not a folder"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_out_that_is_read_only(capsys, tmp_path):
+def _as_a_user(argv: list[str]) -> list[str]:
+    """argv to run the command as root without its override of file permissions (CAP_DAC_OVERRIDE), so that the
+    OS refuses a read-only folder to it as to any user: CI runs as root, where chmod alone refuses nothing."""
+    if os.geteuid() != 0:
+        return argv
+    setpriv = shutil.which("setpriv")  # util-linux
+    assert setpriv, "running as root, this test needs setpriv (util-linux) to drop root's file-permission override"
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *argv]
+
+
+def _refused_process(argv: list[str], *words: str) -> str:
+    """The real command (a process): exit code 2, one line on stderr holding every word, no traceback."""
+    proc = subprocess.run(_as_a_user([sys.executable, "-m", "experiments.run", *argv]), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def test_out_that_is_read_only(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(locked / "run")],
-                 "cannot write there")
+        _refused_process(GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(locked / "run")],
+                         str(locked / "run"), "cannot write there", "Permission denied")
     finally:
         locked.chmod(0o700)
+    assert list(locked.iterdir()) == []
+
+
+def test_out_where_the_kernel_refuses_writes(capsys):
+    """/sys takes no new folder, from root either: the OS's refusal itself, with no change of permissions."""
+    _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", "/sys/svm-duality-run"],
+             "/sys/svm-duality-run", "cannot write there")
 
 
 def test_out_that_refuses_writes_is_one_line(capsys, tmp_path, monkeypatch):
