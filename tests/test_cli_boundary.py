@@ -56,11 +56,24 @@ def test_bad_options_are_one_line_errors(capsys, tmp_path, monkeypatch, argv, wo
 
 
 @pytest.mark.parametrize("spec, words", [
-    ("overlapping(n=50,seed='abc')", ["seed", "integer >= 0", "'abc'"]),
+    ("overlapping(n=50,seed='abc')", ["seed", "must be an integer", "'abc'"]),
     ("overlapping(n=50,seed=-1)", ["seed", "integer >= 0", "-1"]),
-    ("separable(n=50,seed=1.5)", ["seed", "integer >= 0", "1.5"]),
+    ("separable(n=50,seed=1.5)", ["seed", "must be an integer", "1.5"]),
 ])
 def test_bad_seed_in_a_dataset_spec(capsys, tmp_path, spec, words):
+    _refused(capsys, ["--datasets", spec, "--C", "1", "--out", str(tmp_path / "o"), "--no-figures", "-q"], *words)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("overlapping(n=[1])", ["overlapping", "n must be an integer", "[1]", "list"]),
+    ("overlapping(n=30,d={1: 2})", ["overlapping", "d must be an integer", "dict"]),
+    ("separable(n=30,margin='wide')", ["separable", "margin must be a number", "'wide'"]),
+    ("separable(n=30,margin=True)", ["separable", "margin must be a number", "True"]),
+    ("perceptron_slides(order=(1,))", ["perceptron_slides", "order must be one of 'slides', 'notebook'"]),
+    ("gendata(n_pos=10,n_neg=None)", ["gendata", "n_neg must be an integer", "None"]),
+])
+def test_dataset_parameters_are_checked_by_type(capsys, tmp_path, spec, words):
     _refused(capsys, ["--datasets", spec, "--C", "1", "--out", str(tmp_path / "o"), "--no-figures", "-q"], *words)
     assert not (tmp_path / "o").exists()
 

@@ -24,6 +24,7 @@ import pandas as pd
 from experiments.runner import analysis
 from experiments.runner.analysis import result_from_record
 from experiments.runner.figures import make_figures, separability_figure_name
+from experiments.runner.folder import RunFolderError, write_text
 from experiments.runner.results_table import from_json, load
 from experiments.runner.suites import L1_VS_L2
 from experiments.separability import format_certificate
@@ -475,7 +476,7 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
         L += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in fig_paths] + [""]
     L += _environment_lines(env)
     path = out / "report.md"
-    path.write_text("\n".join(L), encoding="utf-8")
+    write_text(path, "\n".join(L))
     write_html(path)
     tables["separability"] = separability
     return path, tables
@@ -517,7 +518,7 @@ def write_html(report_md: Path) -> Path:
     text = report_md.read_text(encoding="utf-8")
     title = text.splitlines()[0].lstrip("# ") if text else report_md.parent.name
     target = report_md.with_suffix(".html")
-    target.write_text(markdown_to_html(text, report_md.parent, title), encoding="utf-8")
+    write_text(target, markdown_to_html(text, report_md.parent, title))
     return target
 
 
@@ -530,8 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         path = build_report(args.dir, figures=not args.no_figures)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (FileNotFoundError, RunFolderError) as exc:  # no table, a full disk, a run.json of wrong types
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print(path)
     print(path.with_suffix(".html"))
