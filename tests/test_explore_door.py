@@ -105,7 +105,7 @@ def test_a_websocket_from_a_foreign_origin_is_refused(port):
 
 def test_the_door_of_every_interface_holds_this_machine_s_addresses():
     door = Door.serving("0.0.0.0", 5006, [parse_host(ALLOWED)])
-    assert {"127.0.0.1", "localhost", "[::1]", ALLOWED} <= door.names
+    assert {"127.0.0.1", "localhost", "[::1]", "0.0.0.0", ALLOWED} <= door.names  # 0.0.0.0: the tab it opens
     assert f"{ALLOWED}:5006" in door.origins and "localhost:5006" in door.origins
     pattern = re.compile(door.foreign_hosts() + "$")
     assert pattern.match("evil.example") and pattern.match("127.0.0.1.evil.example") and pattern.match("")

@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from experiments.explore.door import Door, parse_host, refuse_foreign_hosts  # light: Tornado is imported when used
+
 DEFAULT_PORT = 5006
 
 
@@ -60,8 +62,6 @@ def _port(text: str) -> int:
 
 
 def _allowed_host(text: str) -> tuple[str, int | None]:
-    from experiments.explore.door import parse_host
-
     try:
         return parse_host(text)
     except ValueError as exc:
@@ -73,14 +73,15 @@ def main(argv=None) -> int:
     # Panel and the solvers are imported only now, so --help and bad options answer at once:
     import panel as pn
 
-    from experiments.explore.door import Door, refuse_foreign_hosts
     from experiments.explore.page import ExplorerPage  # lazy: Panel, Bokeh and the solvers
 
     door = Door.serving(args.address, args.port, args.allow_host)
     try:
         server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.address,
                           websocket_origin=list(door.origins), show=not args.no_browser, start=False,
-                          title="SVM duality explorer", verbose=False)
+                          title="SVM duality explorer", verbose=False,
+                          location=False)  # the page keeps no state in its URL; Panel's reader of it splits an
+                                           # IPv6 Host ([::1]:5006) at every colon and fails the request
     except OSError as exc:  # address in use, unknown host: one line, no traceback
         print(f"explore: cannot listen on {args.address}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -73,7 +73,9 @@ class Door:
     def serving(cls, address: str, port: int, allowed: list[tuple[str, int | None]] = ()) -> Door:
         """The door of a server listening on `address`:`port`, with the `--allow-host` names `allowed`."""
         names = {_bracketed(n) for n in LOOPBACK_NAMES}
-        names |= set(machine_addresses()) if address in EVERY_INTERFACE else {_bracketed(address)}
+        names.add(_bracketed(address or "0.0.0.0"))  # the address itself: the browser tab it opens goes there
+        if address in EVERY_INTERFACE:
+            names |= set(machine_addresses())
         origins = set()
         for name, its_port in [(name, None) for name in names] + list(allowed):
             names.add(name)
