@@ -437,6 +437,8 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     if figures:
         try:
             fig_paths = make_figures(out, df, data, separability, names)
+        except RunFolderError:  # a full disk or a read-only folder: the report cannot be written either
+            raise
         except Exception as exc:  # a figure must not cost the report
             print(f"warning: figures failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
