@@ -145,6 +145,8 @@ class Journal:
         """One row at the end (a failed write may leave part of a line: the reader skips it, the next row starts
         on a line of its own)."""
         line = json.dumps(row, default=_jsonable)
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         with writing(self.path), self.path.open("a+b") as fh:
             # A run killed mid-write may have left a partial line: start on a fresh one.
             if fh.tell() > 0:
