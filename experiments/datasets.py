@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -649,8 +651,16 @@ def load_dataset(name: str, **params: object) -> Dataset:
 
     Raises:
         SVMInputError: if the name is unknown (the message lists the known names) or
-            the parameters do not fit the generator's signature.
+            the parameters do not fit the generator's signature (names and types: check_params).
     """
+    check_params(name, params)
+    return DATASETS[name](**params)
+
+
+def check_params(name: str, params: dict, partial: bool = False) -> None:
+    """The parameters of data set `name` by name and type (an int for an int, a number for a float, one of a
+    Literal's values): SVMInputError naming the first that does not fit. The generators check the values.
+    `partial`: some required parameters may be still to come (the command line's defaults fill them in)."""
     try:
         factory = DATASETS[name]
     except (KeyError, TypeError):
@@ -658,7 +668,20 @@ def load_dataset(name: str, **params: object) -> Dataset:
         raise SVMInputError(f"unknown dataset {name!r}; known datasets: {known}") from None
     signature = inspect.signature(factory)
     try:
-        signature.bind(**params)
+        (signature.bind_partial if partial else signature.bind)(**params)
     except TypeError as exc:
         raise SVMInputError(f"dataset {name!r} takes parameters {signature}: {exc}") from None
-    return factory(**params)
+    hints = typing.get_type_hints(factory)
+    for key, value in params.items():
+        wanted = hints.get(key)
+        if wanted is int:
+            fits, kind = isinstance(value, numbers.Integral) and not isinstance(value, bool), "an integer"
+        elif wanted is float:
+            fits, kind = isinstance(value, numbers.Real) and not isinstance(value, bool), "a number"
+        elif typing.get_origin(wanted) is typing.Literal:
+            choices = typing.get_args(wanted)
+            fits, kind = isinstance(value, str) and value in choices, f"one of {', '.join(map(repr, choices))}"
+        else:
+            continue
+        if not fits:
+            raise SVMInputError(f"dataset {name}: {key} must be {kind}, got {value!r} ({type(value).__name__})")

@@ -94,10 +94,14 @@ def markdown_to_html(text: str, base: Path, title: str) -> str:
             f"<style>\n{HTML_STYLE}\n</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
 
 
-def write_html(report_md: Path) -> Path:
-    """report.html next to report.md: the same content, self-contained."""
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def write_html(report_md: Path, write=_write) -> Path:
+    """report.html next to report.md: the same content, self-contained; `write(path, text)` writes it."""
     text = report_md.read_text(encoding="utf-8")
     title = text.splitlines()[0].lstrip("# ") if text else report_md.parent.name
     target = report_md.with_suffix(".html")
-    target.write_text(markdown_to_html(text, report_md.parent, title), encoding="utf-8")
+    write(target, markdown_to_html(text, report_md.parent, title))
     return target

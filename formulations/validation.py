@@ -140,6 +140,23 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+_INFINITY_WORDS = ("inf", "infinity")
+
+
+def parse_number(text: str, what: str) -> float:
+    """A number typed as text (the command line, the explorer's C box). A value too large for a float is refused,
+    not read as infinity: infinity is only ever meant when written as inf (C = inf is the hard margin)."""
+    raw = str(text).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SVMInputError(f"{what}: {raw!r} is not a number") from None
+    if math.isinf(value) and raw.lstrip("+-").lower() not in _INFINITY_WORDS:
+        raise SVMInputError(f"{what}: {raw!r} is too large for a float (it would read as infinity); "
+                            f"write inf if infinity is meant")
+    return value
+
+
 def check_C(C, allow_infinite: bool = False) -> float:
     """C > 0 and finite (math.inf only where the hard-margin dual is meant)."""
     if not isinstance(C, numbers.Real) or isinstance(C, bool):

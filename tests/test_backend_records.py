@@ -17,6 +17,7 @@ from solvers.backends import DENSE, DENSE_IF_DENSE, RECORDS, Backend, BackendRec
 from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo
 from solvers.errors import BackendUnavailableError
 from solvers.profiles import backend_options
+from tests.conftest import skip_unless_available
 
 # The notes' Example 5.1, to the digits the notes print (seed 001).
 W_5_1 = np.array([-0.9229, 0.7627])
@@ -190,8 +191,7 @@ def test_every_backend_takes_the_tightest_tolerance_the_project_asks(layer, back
     from solvers.algorithms.primal_working_set import SETTLE_TOL
     from solvers.profiles import tolerance_options
 
-    if not registry.get_backend(layer, backend).availability()[0]:
-        pytest.skip(f"{layer}/{backend} is not available here")
+    skip_unless_available(layer, backend)
     ds = example_5_1()
     sol = solve("soft_primal", ds.X, ds.y, layer=layer, backend=backend, C=1.0, method="full",
                 options=tolerance_options(backend, SETTLE_TOL))
@@ -238,3 +238,19 @@ def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, method="full", time_limit=600.0)
         solve("soft_primal", ds.X[:999], ds.y[:999], layer="cvxpy", backend="highs", C=1.0, method="full")
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, method="full")
+
+
+def test_an_installed_backend_that_is_not_usable_fails_the_tests_never_skips(monkeypatch):
+    """tests/conftest.py skips a backend only where its packages are not installed: a broken adapter or install
+    of one that is (CI installs them all) fails, naming why."""
+    import tests.conftest as conftest
+
+    monkeypatch.setattr(conftest, "availability", lambda layer, name: (False, "ImportError: broken adapter"))
+    with pytest.raises(pytest.fail.Exception, match="cvxpy/clarabel is installed but not usable: ImportError"):
+        conftest.skip_unless_available("cvxpy", "clarabel")
+    params = {p.id: p.marks for p in conftest.backend_params()}
+    assert not params["cvxpy-clarabel"]  # runs (and fails on the backend), not skipped
+    monkeypatch.setattr(conftest, "installed", lambda name: False)
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        conftest.skip_unless_available("cvxpy", "clarabel")
+    assert all(mark.name == "skip" for marks in (p.marks for p in conftest.backend_params()) for mark in marks)

@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,11 +57,24 @@ def test_bad_options_are_one_line_errors(capsys, tmp_path, monkeypatch, argv, wo
 
 
 @pytest.mark.parametrize("spec, words", [
-    ("overlapping(n=50,seed='abc')", ["seed", "integer >= 0", "'abc'"]),
+    ("overlapping(n=50,seed='abc')", ["seed", "must be an integer", "'abc'"]),
     ("overlapping(n=50,seed=-1)", ["seed", "integer >= 0", "-1"]),
-    ("separable(n=50,seed=1.5)", ["seed", "integer >= 0", "1.5"]),
+    ("separable(n=50,seed=1.5)", ["seed", "must be an integer", "1.5"]),
 ])
 def test_bad_seed_in_a_dataset_spec(capsys, tmp_path, spec, words):
+    _refused(capsys, ["--datasets", spec, "--C", "1", "--out", str(tmp_path / "o"), "--no-figures", "-q"], *words)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("overlapping(n=[1])", ["overlapping", "n must be an integer", "[1]", "list"]),
+    ("overlapping(n=30,d={1: 2})", ["overlapping", "d must be an integer", "dict"]),
+    ("separable(n=30,margin='wide')", ["separable", "margin must be a number", "'wide'"]),
+    ("separable(n=30,margin=True)", ["separable", "margin must be a number", "True"]),
+    ("perceptron_slides(order=(1,))", ["perceptron_slides", "order must be one of 'slides', 'notebook'"]),
+    ("gendata(n_pos=10,n_neg=None)", ["gendata", "n_neg must be an integer", "None"]),
+])
+def test_dataset_parameters_are_checked_by_type(capsys, tmp_path, spec, words):
     _refused(capsys, ["--datasets", spec, "--C", "1", "--out", str(tmp_path / "o"), "--no-figures", "-q"], *words)
     assert not (tmp_path / "o").exists()
 
@@ -118,16 +132,44 @@ def test_out_that_is_a_file_or_under_a_file(capsys, tmp_path):
     assert a_file.read_text() == "not a folder"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_out_that_is_read_only(capsys, tmp_path):
+def _as_a_user(argv: list[str]) -> list[str]:
+    """argv to run the command as root without its override of file permissions (CAP_DAC_OVERRIDE), so that the
+    OS refuses a read-only folder to it as to any user: CI runs as root, where chmod alone refuses nothing."""
+    if os.geteuid() != 0:
+        return argv
+    setpriv = shutil.which("setpriv")  # util-linux
+    assert setpriv, "running as root, this test needs setpriv (util-linux) to drop root's file-permission override"
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *argv]
+
+
+def _refused_process(argv: list[str], *words: str) -> str:
+    """The real command (a process): exit code 2, one line on stderr holding every word, no traceback."""
+    proc = subprocess.run(_as_a_user([sys.executable, "-m", "experiments.run", *argv]), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def test_out_that_is_read_only(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(locked / "run")],
-                 "cannot write there")
+        _refused_process(GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", str(locked / "run")],
+                         str(locked / "run"), "cannot write there", "Permission denied")
     finally:
         locked.chmod(0o700)
+    assert list(locked.iterdir()) == []
+
+
+def test_out_where_the_kernel_refuses_writes(capsys):
+    """/sys takes no new folder, from root either: the OS's refusal itself, with no change of permissions."""
+    _refused(capsys, GRID + ["--C", "inf", "--formulations", "hard_primal", "--out", "/sys/svm-duality-run"],
+             "/sys/svm-duality-run", "cannot write there")
 
 
 def test_out_that_refuses_writes_is_one_line(capsys, tmp_path, monkeypatch):

@@ -311,7 +311,7 @@ def test_certificate_bad_C_other_layer_and_update_time(page, tmp_path):
     C_box.press("Enter")
     message = tab.locator("[data-key='error']").first
     message.wait_for()
-    assert "C must be a number" in message.inner_text()
+    assert "'abc' is not a number" in message.inner_text()
     before = _request_number(tab)
     C_box.fill("10")
     C_box.press("Enter")

@@ -118,11 +118,26 @@ def test_bad_points_are_named(X, y, words):
         ec.explore(X, y, ec.Settings())
 
 
-@pytest.mark.parametrize("text, words", [("abc", "must be a number"), ("0", "must be > 0"), ("-2", "must be > 0"),
+@pytest.mark.parametrize("text, words", [("abc", "'abc' is not a number"), ("0", "must be > 0"), ("-2", "must be > 0"),
+                                         ("1e999", "'1e999' is too large for a float"), ("-1e999", "too large"),
+                                         ("-inf", "must be > 0"),
                                          ("nan", "must be > 0")])
 def test_C_typed_as_text_is_refused(text, words):
     with pytest.raises(SVMInputError, match=words):
         ec.parse_C(text)
+
+
+def test_C_is_read_by_the_command_line_s_rules(capsys):
+    """1e999 typed in the page is refused as `python -m experiments.run --C 1e999` refuses it (it silently became
+    the hard margin): one validator, validation.parse_number, with the same words."""
+    from experiments.runner.cli import main as run_main
+
+    with pytest.raises(SVMInputError) as page:
+        ec.parse_C("1e999")
+    assert run_main(["--datasets", "example_5_1", "--C", "1e999", "-q"]) == 2
+    cli = capsys.readouterr().err
+    same = "'1e999' is too large for a float (it would read as infinity); write inf if infinity is meant"
+    assert same in str(page.value) and same in cli
 
 
 def test_C_parsing_and_settings_errors():
@@ -156,6 +171,69 @@ def test_the_page_offers_the_apis_methods():
     assert ec.Settings().method == inspect.signature(solve).parameters["method"].default == "auto"
 
 
+# ---------------------------------------------------------------- the limits of a request
+
+
+def test_a_request_past_the_time_limit_says_so():
+    """solve()'s time_limit stops the request; the notice names the explorer's limit and the solver's message."""
+    X, y = ec.start_points("example_5_1")
+    result = ec.explore(X, y, ec.Settings(C=1.0, compare_layers=True), time_limit=1e-6)
+    assert result.solution.status == result.other.status == "time_limit"
+    assert not result.has_point and result.grid == {}  # nothing drawn from a point that was never verified
+    notice = result.notice()
+    assert "stops a request at 1e-06 s" in notice and "pyomo/clarabel and cvxpy/clarabel" in notice
+    assert result.solution.message in notice and "time limit" in result.solution.message
+    assert ec.explore(X, y, ec.Settings(C=1.0)).notice() == ""  # 30 s: example 5.1 is solved well within it
+
+
+def test_the_page_shows_the_time_limit_when_hit(monkeypatch):
+    from experiments.explore.page import ExplorerPage
+
+    monkeypatch.setattr(ec, "SOLVE_TIME_LIMIT_S", 1e-6)
+    page = ExplorerPage(start="example_5_1")
+    assert page.message.visible and page.message.alert_type == "warning"
+    assert "data-key='notice'" in page.message.object and "stops a request at 1e-06 s" in page.message.object
+    assert "time_limit" in page.numbers.object  # the status row says it too
+    monkeypatch.setattr(ec, "SOLVE_TIME_LIMIT_S", 30.0)
+    page.C_text.value = "10"
+    assert not page.message.visible and "optimal" in page.numbers.object
+
+
+def test_points_past_the_cap_are_refused_before_any_copy():
+    X, y = ec.start_points("overlapping(200)")
+    with pytest.raises(SVMInputError, match="the explorer solves at most 150 points, and the page holds 200"):
+        ec.explore(X, y, ec.Settings(), max_points=150)
+    assert ec.MAX_POINTS == 1_000
+    many = np.zeros(ec.MAX_POINTS + 1)
+    with pytest.raises(SVMInputError, match=r"at most 1,000 points, and the page holds 1,001: .*run --data"):
+        ec.check_points(object(), many)  # X is never read: refused on the count alone
+    with pytest.raises(SVMInputError, match="at most 1,000 points"):
+        ec.points_csv(np.zeros((1001, 2)), np.where(np.arange(1001) % 2, 1.0, -1.0))
+
+
+def test_the_page_says_the_cap_when_hit(monkeypatch):
+    from experiments.explore.page import ExplorerPage
+
+    monkeypatch.setattr(ec, "MAX_POINTS", 59)
+    page = ExplorerPage(start="example_5_1")  # 60 points
+    assert page.message.visible and page.message.alert_type == "danger"
+    assert "at most 59 points, and the page holds 60" in page.message.object
+
+
+def test_kernel_decision_values_on_the_grid_in_blocks():
+    """The grid's decision values, computed GRID_CHUNK rows at a time, are those of one call."""
+    from formulations.kernels import decision_function
+
+    X, y = ec.start_points("exercise_5_4")
+    result = ec.explore(X, y, ec.Settings(C=10.0, formulation="kernel_dual", kernel="rbf", gamma=0.5))
+    sol = result.solution
+    Z = np.column_stack([np.repeat(np.linspace(0, 10, 70), 70), np.tile(np.linspace(0, 10, 70), 70)])
+    sv = recovery.support_mask(sol.alpha)
+    whole = decision_function(result.settings.kernel_object(), X[sv], (sol.alpha * y)[sv], sol.b, Z)
+    assert len(Z) > ec.GRID_CHUNK
+    np.testing.assert_allclose(ec.decision_values(sol, result.settings, X, y, Z), whole, rtol=1e-12, atol=1e-12)
+
+
 # ---------------------------------------------------------------- the CLI's boundary
 
 
@@ -169,7 +247,7 @@ def test_help_is_fast_and_names_the_options():
     out = _run_cli("--help")
     elapsed = time.perf_counter() - start
     assert out.returncode == 0
-    for option in ("--port", "--host", "--no-browser"):
+    for option in ("--port", "--address", "--allow-host", "--no-browser"):
         assert option in out.stdout
     print(f"--help took {elapsed:.2f} s")
 
@@ -204,7 +282,7 @@ def test_page_wiring_without_a_server():
     assert len(page.alpha.data["alpha"]) == 60 and len(page.sv.data["x"]) == 3 and len(page.info.data["x"]) == 60
     assert not page.busy.visible  # the spinner shows only while a solve runs
     page.C_text.value = "abc"  # C typed as text: a message, nothing drawn, no exception
-    assert page.message.visible and "C must be a number" in page.message.object
+    assert page.message.visible and "C: &#x27;abc&#x27; is not a number" in page.message.object
     assert page.numbers.object == "" and page.sv.data["x"] == []
     page.C_text.value = "10"
     assert not page.message.visible and page.log_C.value == pytest.approx(1.0)

@@ -12,7 +12,8 @@ from experiments.coursework.l1_compare import compare_l1_l2, lp_timings
 from formulations.errors import SVMInputError
 from solvers.api import solve
 from solvers import solution as st
-from solvers.lp import NZ_REL_TOL, count_nonzero, l1_objectives, lp_settings, parse_setting, setting_label, solve_lp
+from solvers.lp import NZ_REL_TOL, count_nonzero, l1_objectives, parse_setting, setting_label, solve_lp
+from tests.conftest import skip_unless_available
 
 LAYERS = ("pyomo", "cvxpy")
 METHODS = ("simplex", "ipm")
@@ -202,13 +203,11 @@ def test_other_ways_of_writing_the_absolute_values(solved):
 # SCS (first order) 1e-6.
 OTHERS = [("pyomo", "clarabel"), ("pyomo", "piqp"), ("pyomo", "scs"), ("pyomo", "ipopt"),
           ("cvxpy", "clarabel"), ("cvxpy", "piqp"), ("cvxpy", "scs"), ("cvxpy", "daqp")]
-AVAILABLE = {(layer, backend) for layer, backend, _ in lp_settings()}
 
 
 @pytest.mark.parametrize("layer,backend", OTHERS)
 def test_other_backends_alongside(layer, backend):
-    if (layer, backend) not in AVAILABLE:
-        pytest.skip(f"{layer}/{backend} not available here")
+    skip_unless_available(layer, backend)
     X, y = lecture("exercise_5_4")
     tol = 1e-6 if backend == "scs" else 1e-7
     for f in ("l1_primal", "l1_dual"):

@@ -4,11 +4,13 @@ lines that are not rows."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +18,9 @@ import pytest
 
 from experiments.runner import results_table
 from experiments.datasets import example_5_1
-from experiments.runner.cli import LOCK_FILE, RunFolderLock, build_datasets, build_parser, main, problems_from
+from experiments.runner.cli import build_datasets, build_parser, main, problems_from
+from experiments.runner.folder import LOCK_FILE
+from experiments.runner.lock import RunFolderLock
 from experiments.runner.sweep import make_tasks
 
 ONE_BACKEND = [("cvxpy", "clarabel")]
@@ -182,3 +186,159 @@ def test_journal_skips_and_reports_lines_that_are_not_rows(small_run, tmp_path, 
     assert "skipped 5 line(s) that are not rows" in err
     df = results_table.load(out)
     assert len(df) == 1 and df.task_key.notna().all() and (df.status == "optimal").all()
+
+
+# ------------------------------------------------------------------ the run folder under faults
+
+FULL = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _one_line_exit_2(capsys, argv: list[str], *words: str) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err + captured.out, captured.err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def _files(out) -> dict:
+    """Every file of a run folder and its bytes (but the lock's: the pid of the last run that took it)."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != LOCK_FILE}
+
+
+def test_a_full_disk_while_writing_the_tables_keeps_what_was_there(small_run, tmp_path, capsys, monkeypatch):
+    """ENOSPC in analysis.write_tables: one line naming the file, and the previous duality.csv is still whole."""
+    out = _copy(small_run, tmp_path)
+    before = _files(out)
+    original = pd.DataFrame.to_csv
+
+    def full_disk(self, path=None, *args, **kwargs):
+        if "duality.csv" in str(path):
+            with open(path, "w") as fh:  # part of the table got out before the disk was full
+                fh.write("formulation,")
+            raise FULL
+        return original(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
+    _one_line_exit_2(capsys, ["--resume", "--out", str(out), "--no-figures", "-q"],
+                     f"cannot write {out / 'duality.csv'}", "No space left on device")
+    after = _files(out)
+    for name in ("duality.csv", "rows.jsonl", "results.parquet", "results.csv"):
+        assert after[name] == before[name], name
+    assert not [name for name in after if name.endswith(".tmp")]
+
+
+class _FullDiskFile:
+    """A lock file on a full disk: it opens (and locks), but no byte can be written to it."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def write(self, _text):
+        raise FULL
+
+    def flush(self):
+        raise FULL
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+
+def test_a_full_disk_when_taking_the_lock(tmp_path, capsys, monkeypatch):
+    """ENOSPC in RunFolderLock.__enter__ (1 KB free: the lock's few bytes do not fit)."""
+    original = Path.open
+
+    def open_on_a_full_disk(self, mode="r", *args, **kwargs):
+        fh = original(self, mode, *args, **kwargs)
+        return _FullDiskFile(fh) if self.name == LOCK_FILE else fh
+
+    monkeypatch.setattr(Path, "open", open_on_a_full_disk)
+    out = tmp_path / "run"
+    _one_line_exit_2(capsys, SMALL + ["--out", str(out)], f"cannot write {out / LOCK_FILE}",
+                     "No space left on device")
+    assert not (out / "rows.jsonl").exists()
+    monkeypatch.undo()
+    assert main(SMALL + ["--out", str(out)]) == 0  # the lock was let go: the next run takes it
+
+
+def test_a_full_disk_mid_sweep_keeps_the_rows_before_it(tmp_path, capsys, monkeypatch):
+    """The journal's fsync of the second row fails: the first row stays, and the line says how to go on."""
+    calls = []
+    original = os.fsync
+
+    def fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise FULL
+        return original(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "run"
+    argv = ["--datasets", "example_5_1", "--C", "inf", "--formulations", "hard_primal,dual", "--backends", "clarabel",
+            "--layers", "cvxpy", "--workers", "1", "--no-figures", "-q", "--out", str(out)]
+    _one_line_exit_2(capsys, argv, f"cannot write {out / 'rows.jsonl'}", "No space left on device",
+                     f"--resume --out {out}")
+    monkeypatch.undo()
+    assert len(results_table.Journal(out).rows()) >= 1
+    assert main(["--resume", "--out", str(out), "--no-figures", "-q"]) == 0
+    assert len(results_table.load(out)) == 2
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.run", *args], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1])
+
+
+def _assert_refused(proc: subprocess.CompletedProcess, *words: str) -> None:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"status": 3}, ["line 1", "column status must be string or null, got integer 3"]),
+    ({"n": "sixty"}, ["line 1", "column n must be integer or null, got string 'sixty'"]),
+    ({"C": [1.0]}, ["line 1", "column C must be number or null, got array"]),
+    ({"separable": "yes"}, ["line 1", "column separable must be boolean or null"]),
+    ({"solve_server_start_s": {"s": 1}}, ["line 1", "column solve_server_start_s", "object"]),
+])
+def test_a_journal_row_of_wrong_types_is_named_by_its_line(small_run, tmp_path, change, words):
+    out = _copy(small_run, tmp_path)
+    row = json.loads((out / "rows.jsonl").read_text().splitlines()[0])
+    (out / "rows.jsonl").write_text(json.dumps({**row, **change}) + "\n")
+    before = _files(out)
+    _assert_refused(_cli("--resume", "--out", str(out), "--no-figures"), str(out / "rows.jsonl"), *words)
+    assert _files(out) == before  # refused before anything was written
+
+
+def _set(value, path: str, new):
+    """`value` (JSON) with the item at the dotted `path` set to `new` ("" for the whole)."""
+    if not path:
+        return new
+    head, _, rest = path.partition(".")
+    return {**value, head: _set(value.get(head, {}), rest, new)}
+
+
+@pytest.mark.parametrize("file, path, new, words", [
+    ("run.json", "datasets", [], ["run.json", "datasets must be object, got array"]),
+    ("run.json", "runs", "20261127", ["run.json", "runs must be array, got string"]),
+    ("run.json", "options.seed", "zero", ["run.json", "options.seed must be integer, got string 'zero'"]),
+    ("run.json", "datasets.example_5_1.n", "60", ["run.json", "datasets.example_5_1.n must be integer, got string"]),
+    ("run.json", "datasets.example_5_1", {"n": 60}, ["run.json", "datasets.example_5_1 must contain ['file']"]),
+    ("run.json", "", [], ["run.json", "the whole file must be object, got array"]),
+    ("separability.json", "example_5_1.separable", "yes",
+     ["separability.json", "example_5_1.separable must be boolean or null, got string 'yes'"]),
+])
+def test_a_run_file_of_wrong_types_is_one_line(small_run, tmp_path, file, path, new, words):
+    out = _copy(small_run, tmp_path)
+    (out / file).write_text(json.dumps(_set(json.loads((out / file).read_text()), path, new)))
+    before = _files(out)
+    _assert_refused(_cli("--resume", "--out", str(out), "--no-figures"), *words)
+    assert _files(out) == before
+    proc = subprocess.run([sys.executable, "-m", "experiments.report", str(out), "--no-figures"], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
+    _assert_refused(proc, file)

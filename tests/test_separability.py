@@ -12,7 +12,8 @@ from formulations.errors import SVMInputError
 from solvers import checks
 from solvers import solution as st
 from solvers.checks import separability_verdict
-from solvers.lp import lp_settings, solve_lp
+from solvers.lp import solve_lp
+from tests.conftest import skip_unless_available
 
 LAYERS = ("pyomo", "cvxpy")
 HIGHS = [(layer, method) for layer in LAYERS for method in (None, "simplex", "ipm")]
@@ -84,14 +85,12 @@ def test_the_point_6_8_is_what_breaks_separability(layer):
 # no point for these zero-objective LPs.
 OTHERS = [("pyomo", "clarabel"), ("pyomo", "piqp"), ("pyomo", "scs"), ("pyomo", "ipopt"),
           ("cvxpy", "clarabel"), ("cvxpy", "piqp"), ("cvxpy", "scs"), ("cvxpy", "ipopt"), ("cvxpy", "daqp")]
-AVAILABLE = {(layer, backend) for layer, backend, _ in lp_settings()}
 
 
 @pytest.mark.filterwarnings("ignore:.*(Infeasible|INFEASIBLE)")  # qpsolvers warns on the infeasible LP
 @pytest.mark.parametrize("layer,backend", OTHERS)
 def test_other_lp_backends_alongside(layer, backend):
-    if (layer, backend) not in AVAILABLE:
-        pytest.skip(f"{layer}/{backend} not available here")
+    skip_unless_available(layer, backend)
     X, y = data("example_5_1")
     res = is_separable(X, y, layer, backend, profile="high", cross_check=True)
     assert res.separable is True and res.consistent is True

@@ -225,10 +225,6 @@ BAD_CSVS = [
 ]
 
 
-def _run_py() -> Path:
-    return ROOT / "experiments" / "run.py"
-
-
 def _cli_args(tmp_path: Path, case) -> list[str]:
     _, text, extra, _ = case
     if text is None:
@@ -241,10 +237,6 @@ def _cli_args(tmp_path: Path, case) -> list[str]:
     return args + extra
 
 
-needs_cli = pytest.mark.skipif(not _run_py().exists(), reason="experiments/run.py (the runner) is not in the tree yet")
-
-
-@needs_cli
 @pytest.mark.parametrize("case", BAD_CSVS, ids=lambda c: c[0])
 def test_cli_refuses_bad_csv(case, tmp_path, no_solver, capsys):
     """In-process: exit code, message and no traceback, and no solver called."""
@@ -264,7 +256,6 @@ def test_cli_refuses_bad_csv(case, tmp_path, no_solver, capsys):
     assert not (tmp_path / "out").exists()
 
 
-@needs_cli
 @pytest.mark.parametrize("case", [BAD_CSVS[4]], ids=lambda c: c[0])
 def test_cli_process_exit_code(case, tmp_path):
     """The real command: non-zero exit, the message on stderr, no traceback."""

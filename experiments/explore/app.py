@@ -2,6 +2,11 @@
 
     python -m experiments.explore                 # opens http://127.0.0.1:5006 in the browser
     python -m experiments.explore --port 8000 --no-browser
+    python -m experiments.explore --address 0.0.0.0 --allow-host lecture-room.example   # for a class
+
+Only this machine's addresses (and the names given with --allow-host) are answered to: any other
+Host is refused, so that no other web site can reach the page through a name of its own (see
+experiments/explore/door.py).
 
 Built with Panel on Bokeh. Why: Bokeh's `PointDrawTool` gives click-to-add and drag-to-move
 points on a plot with no JavaScript of ours, its `SaveTool` exports the figure as PNG and its
@@ -23,6 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from experiments.explore.door import Door, parse_host, refuse_foreign_hosts  # light: Tornado is imported when used
+
 DEFAULT_PORT = 5006
 
 
@@ -32,8 +39,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         description="Serve the interactive SVM duality explorer: click points of two classes, move C, "
                     "and see the primal and dual optima, the gap, the KKT residuals and the verdict.")
     parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    parser.add_argument("--address", "--host", dest="address", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every "
+                             "interface, for a class, who reach it by this machine's address)")
+    parser.add_argument("--allow-host", action="append", default=[], type=_allowed_host, metavar="HOST[:PORT]",
+                        help="a name browsers may reach the page by, besides this machine's addresses (repeatable): "
+                             "its name on the class network, or a reverse proxy's (with the proxy's port if it is "
+                             "not --port). A request by any other name is refused (403): another web site could "
+                             "point a name of its own at this machine")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     return parser.parse_args(argv)
 
@@ -48,6 +61,13 @@ def _port(text: str) -> int:
     return value
 
 
+def _allowed_host(text: str) -> tuple[str, int | None]:
+    try:
+        return parse_host(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     # Panel and the solvers are imported only now, so --help and bad options answer at once:
@@ -55,19 +75,20 @@ def main(argv=None) -> int:
 
     from experiments.explore.page import ExplorerPage  # lazy: Panel, Bokeh and the solvers
 
-    # Browsers may only open the page's websocket from the address they loaded it from; listening
-    # on every interface means "reachable by any name of this machine".
-    everywhere = args.host in ("0.0.0.0", "::")
-    origins = "*" if everywhere else [f"{args.host}:{args.port}", f"localhost:{args.port}"]
+    door = Door.serving(args.address, args.port, args.allow_host)
     try:
-        server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.host, websocket_origin=origins,
-                          show=not args.no_browser, start=False,
-                          title="SVM duality explorer", verbose=False)
+        server = pn.serve(lambda: ExplorerPage().layout, port=args.port, address=args.address,
+                          websocket_origin=list(door.origins), show=not args.no_browser, start=False,
+                          title="SVM duality explorer", verbose=False,
+                          location=False)  # the page keeps no state in its URL; Panel's reader of it splits an
+                                           # IPv6 Host ([::1]:5006) at every colon and fails the request
     except OSError as exc:  # address in use, unknown host: one line, no traceback
-        print(f"explore: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"explore: cannot listen on {args.address}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    url = f"http://{args.host}:{server.port}/"
-    print(f"SVM duality explorer at {url} (Ctrl+C stops it)", flush=True)
+    refuse_foreign_hosts(server, door)
+    url = f"http://{args.address}:{server.port}/"
+    print(f"SVM duality explorer at {url} (Ctrl+C stops it); it answers to {', '.join(sorted(door.names))}",
+          flush=True)
     try:
         server.io_loop.start()
     except KeyboardInterrupt:

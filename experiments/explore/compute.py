@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,10 +26,12 @@ from formulations import recovery
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, decision_function
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.validation import check_C, parse_number
+from solvers import isolation
 from solvers import solution as st
 from solvers.api import METHODS, solve
 from solvers.profiles import PROFILES
-from solvers.registry import BACKEND_NAMES, LAYERS, availability
+from solvers.registry import BACKEND_NAMES, LAYERS, availability, takes_time_limit
 
 PRIMAL = "primal"  # the page's choice; hard or soft by the hard-margin switch
 FORMULATION_CHOICES = (PRIMAL, DUAL, KERNEL_DUAL)
@@ -42,6 +45,12 @@ STARTS = {  # the page's start data: name -> Dataset factory (None: an empty pla
     "empty": None,
 }
 GRID_SIZE = 120  # decision values on GRID_SIZE^2 points: smooth contours, a few ms for a kernel at n = 200
+GRID_CHUNK = 2_000  # grid points per kernel block: GRID_CHUNK x MAX_POINTS doubles (16 MB) at a time
+#: A page's request (its solve, and the other layer's if asked) stops at this many seconds (solvers.api's
+#: time_limit): the server solves one request at a time, for every session.
+SOLVE_TIME_LIMIT_S = 30.0
+#: The most points a page solves; the page says so past it (larger data: python -m experiments.run --data).
+MAX_POINTS = 1_000
 CODE_NAMES = {recovery.ZERO: "not SV", recovery.FREE: "free SV", recovery.AT_BOUND: "SV at bound C"}
 
 
@@ -103,19 +112,21 @@ class Settings:
 
 
 def parse_C(text) -> float:
-    """C typed by a user: a number > 0, or "inf" for the hard margin; SVMInputError otherwise."""
-    raw = str(text).strip()
+    """C typed by a user: a number > 0, or "inf" for the hard margin; SVMInputError otherwise. The command
+    line's rules (validation.parse_number, check_C): 1e999 is refused, not read as the hard margin."""
     try:
-        value = float(raw)
-    except ValueError:
-        raise SVMInputError(f"C must be a number > 0 (or inf for the hard margin), got {raw!r}") from None
-    if math.isnan(value) or value <= 0:
-        raise SVMInputError(f"C must be > 0, got {raw!r}")
-    return value
+        value = parse_number(text, "C")
+    except SVMInputError as exc:
+        raise SVMInputError(f"{exc} (type a number > 0, or inf for the hard margin)") from None
+    return check_C(value, allow_infinite=True)
 
 
-def check_points(X, y) -> tuple[np.ndarray, np.ndarray]:
-    """Points of the plane as (n x 2, labels +-1); names an empty class, which `solve` cannot take."""
+def check_points(X, y, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Points of the plane as (n x 2, labels +-1); names an empty class, which `solve` cannot take, and more
+    points than `max_points` (before any copy of them)."""
+    if len(y) > max_points:
+        raise SVMInputError(f"the explorer solves at most {max_points:,} points, and the page holds {len(y):,}: "
+                            f"remove some, or solve them with python -m experiments.run --data FILE.csv")
     X = np.asarray(X, dtype=float).reshape(-1, 2)
     y = np.asarray(y, dtype=float).reshape(-1)
     if len(X) != len(y):
@@ -139,6 +150,7 @@ class Exploration:
     y: np.ndarray
     solution: st.Solution
     other: st.Solution | None = None
+    time_limit: float | None = None  # the request's limit in seconds (None: none could be set)
     separability: object | None = None  # experiments.separability.SeparabilityResult
     decision: np.ndarray | None = None  # f(x_i) (None when the point was withheld)
     codes: np.ndarray | None = None  # recovery.ZERO / FREE / AT_BOUND per point
@@ -173,6 +185,17 @@ class Exploration:
         end = start + np.outer((self.y[inside] - self.decision[inside]) / ww, sol.w)
         return np.hstack([start, end])
 
+    def notice(self) -> str:
+        """What the page says above the numbers when a solve stopped at the explorer's time limit ("" if none)."""
+        stopped = [sol for sol in (self.solution, self.other) if sol is not None and sol.status == st.TIME_LIMIT]
+        if not stopped:
+            return ""
+        which = " and ".join(f"{sol.layer}/{sol.backend}" for sol in stopped)
+        limit = "a time limit" if self.time_limit is None else f"{self.time_limit:g} s"
+        return (f"The explorer stops a request at {limit}, and the solve through {which} ran into that limit "
+                f"({stopped[0].message}). Fewer points, another backend or method, or the exported points "
+                f"solved with python -m experiments.run --timeout SECONDS will get further.")
+
     def summary(self) -> dict:
         """Labelled numbers for the page (NaN where a value is withheld)."""
         sol, checks = self.solution, self.solution.checks
@@ -202,20 +225,31 @@ class Exploration:
         return out
 
 
-def _solve_one(X, y, settings: Settings, layer: str) -> st.Solution:
+def limit_for(layer: str, backend: str, time_limit: float | None) -> float | None:
+    """The time limit a solve can be given: any, where the solve server kills past it (Linux); elsewhere only
+    for a backend that stops itself (None otherwise: solvers.api refuses a limit it cannot keep)."""
+    if time_limit is None or isolation.ISOLATE or takes_time_limit(layer, backend):
+        return time_limit
+    return None
+
+
+def _solve_one(X, y, settings: Settings, layer: str, time_limit: float | None) -> st.Solution:
     formulation = settings.solved_formulation()
     kwargs = {"C": None if formulation == HARD_PRIMAL else settings.C, "profile": settings.profile}
     if formulation == KERNEL_DUAL:
         kwargs["kernel"] = settings.kernel_object()
-    return solve(formulation, X, y, layer=layer, backend=settings.backend, method=settings.method, **kwargs)
+    return solve(formulation, X, y, layer=layer, backend=settings.backend, method=settings.method,
+                 time_limit=limit_for(layer, settings.backend, time_limit), **kwargs)
 
 
 def decision_values(sol: st.Solution, settings: Settings, X, y, Z) -> np.ndarray:
-    """f(z) for every row z of Z, from w* or from alpha* and the kernel."""
+    """f(z) for every row z of Z, from w* or from alpha* and the kernel (in blocks of GRID_CHUNK rows of Z)."""
     if sol.w is not None:
         return Z @ sol.w + sol.b
     sv = recovery.support_mask(sol.alpha)
-    return decision_function(settings.kernel_object(), X[sv], (sol.alpha * y)[sv], sol.b, Z)
+    kernel, X_sv, coef = settings.kernel_object(), X[sv], (sol.alpha * y)[sv]
+    return np.concatenate([decision_function(kernel, X_sv, coef, sol.b, Z[start:start + GRID_CHUNK])
+                           for start in range(0, len(Z), GRID_CHUNK)] or [np.empty(0)])
 
 
 def plot_window(X: np.ndarray, pad: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
@@ -225,18 +259,24 @@ def plot_window(X: np.ndarray, pad: float = 0.15) -> tuple[np.ndarray, np.ndarra
     return lo - pad * span, hi + pad * span
 
 
-def explore(X, y, settings: Settings, window: tuple | None = None) -> Exploration:
+def explore(X, y, settings: Settings, window: tuple | None = None, time_limit: float | None = SOLVE_TIME_LIMIT_S,
+            max_points: int = MAX_POINTS) -> Exploration:
     """Solve the current points with the page's settings (SVMInputError on bad input, before any solve).
 
     `window` = (lower corner, upper corner) of the region whose decision values are computed
-    for the contours (default: around the points).
+    for the contours (default: around the points). `time_limit`: seconds for the request, the
+    other layer's solve (compare_layers) getting what the first one left; `max_points`: the most
+    points solved (check_points).
     """
-    X, y = check_points(X, y)
+    began = time.perf_counter()
+    X, y = check_points(X, y, max_points)
     settings.validate()
-    sol = _solve_one(X, y, settings, settings.layer)
-    result = Exploration(settings=settings, X=X, y=y, solution=sol)
+    sol = _solve_one(X, y, settings, settings.layer, time_limit)
+    result = Exploration(settings=settings, X=X, y=y, solution=sol, time_limit=time_limit)
     if settings.compare_layers:
-        result.other = _solve_one(X, y, settings, settings.other_layer)
+        # what is left of the request's limit; at least a moment, so that an exhausted one says so as a row
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - began), 1e-3)
+        result.other = _solve_one(X, y, settings, settings.other_layer, left)
     if settings.hard and settings.kernel == "linear":
         result.separability = is_separable(X, y)
     if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):

@@ -217,7 +217,9 @@ class ExplorerPage:
             pn.Row(self.log_C, self.C_text), self.hard,
             pn.Row(self.formulation, self.kernel), pn.Row(self.gamma, self.degree, self.coef0),
             pn.Row(self.layer, self.backend), pn.Row(self.profile, self.method), self.compare,
-            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300), width=350)
+            self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300),
+            pn.pane.Markdown(f"Each request stops at {ec.SOLVE_TIME_LIMIT_S:g} s; the page solves up to "
+                             f"{ec.MAX_POINTS:,} points.", width=300), width=350)
         results = pn.Column(pn.Row(self.busy, self.state), self.message, self.numbers, self.layers,
                             self.certificate)
         self.layout = pn.Column(
@@ -348,7 +350,7 @@ class ExplorerPage:
     def _compute_if_current(self, generation: int, X, y, settings, window):
         if generation != self._generation:
             return None
-        return ec.explore(X, y, settings, window=window)
+        return ec.explore(X, y, settings, window=window, time_limit=ec.SOLVE_TIME_LIMIT_S, max_points=ec.MAX_POINTS)
 
     def _set_busy(self, busy: bool) -> None:
         self.busy.value = self.busy.visible = busy  # an idle spinner would still look like work
@@ -371,6 +373,7 @@ class ExplorerPage:
 
     def _show_error(self, exc) -> None:
         self._set_busy(False)
+        self.message.alert_type = "danger"
         self.message.object = f"<span data-key='error'>{html.escape(str(exc))}</span>"
         self.message.visible = True
         self._set_state("not solved")
@@ -396,7 +399,10 @@ class ExplorerPage:
     def _show(self, result: ec.Exploration, generation: int) -> None:
         # the state line goes last: the browser receives the drawing before it (messages keep their order)
         self._clear_drawing()
-        self.message.visible = False
+        notice = result.notice()  # the time limit, when a solve ran into it
+        self.message.alert_type = "warning"
+        self.message.object = f"<span data-key='notice'>{html.escape(notice)}</span>"
+        self.message.visible = bool(notice)
         self._draw_solution(result)
         self._draw_certificate(result)
         self._sync_legend()

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.runner.folder import RUN_FILE, SEPARABILITY_FILE
+from experiments.runner.folder import read_run_meta, read_separability, write_whole
 from experiments.runner.results_table import from_json
 from experiments.runner.suites import L1_DUAL, L1_FORMULATIONS, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
 from experiments.separability import SeparabilityResult
@@ -105,9 +105,8 @@ def _group_order(df: pd.DataFrame) -> list[str]:
 
 
 def load_meta(out_dir: str | Path) -> dict:
-    """A run folder's run.json ({} without one)."""
-    path = Path(out_dir) / RUN_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    """A run folder's run.json ({} without one; folder.RunFolderError if it is not as the runner writes it)."""
+    return read_run_meta(Path(out_dir))
 
 
 def load_data(out_dir: str | Path, meta: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -179,8 +178,7 @@ def load_names(out_dir: str | Path) -> dict[str, DataNames]:
 
 def load_separability(out_dir: str | Path) -> dict:
     """{dataset: record} of the run's separability check (experiments.run writes it), {} without one."""
-    path = Path(out_dir) / SEPARABILITY_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_separability(Path(out_dir))
 
 
 def result_from_record(rec: dict):
@@ -550,9 +548,9 @@ def write_tables(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None
     }
     tables["multipliers_summary"] = multipliers_summary(tables["multipliers"])
     tables["l1_pairs"] = l1_pairs(df, data)
-    pairs.to_csv(out / "duality.csv", index=False)
+    files = {"duality.csv": pairs, "agreement.csv": tables["agreement"], "multipliers.csv": tables["multipliers"]}
     if not tables["l1_pairs"].empty:
-        tables["l1_pairs"].to_csv(out / "l1_duality.csv", index=False)
-    tables["agreement"].to_csv(out / "agreement.csv", index=False)
-    tables["multipliers"].to_csv(out / "multipliers.csv", index=False)
+        files["l1_duality.csv"] = tables["l1_pairs"]
+    for name, table in files.items():  # a failed write (a full disk) names its file and keeps the previous one
+        write_whole(out / name, lambda tmp, table=table: table.to_csv(tmp, index=False))
     return tables

@@ -36,15 +36,16 @@ import numpy as np
 
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
-from experiments.datasets import DATASETS, Dataset, load_dataset
-from experiments.runner.folder import LOCK_FILE, RUN_FILE, SEPARABILITY_FILE
+from experiments.datasets import DATASETS, Dataset, check_params, load_dataset
+from experiments.runner.folder import (RUN_FILE, SEPARABILITY_FILE, RunFolderError, read_run_meta,
+                                       read_separability, write_json, write_text, write_whole, writing)
 from experiments.runner.lock import RunFolderLock
 from experiments.runner.options import UsageError, build_parser, check_options
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
 from formulations.scaling import SCALE_RATIO_WARN, scale_ratio
-from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget
+from formulations.validation import MEMORY_BUDGET_ENV, check_C, check_labels, check_X, memory_budget, parse_number
 from solvers.backends import RECORDS
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
 from solvers.profiles import PROFILES
@@ -96,22 +97,19 @@ def parse_dataset(spec: str) -> tuple[str, dict]:
             params[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
             params[key.strip()] = value.strip()
+    try:  # by name and type here: a list or a dict would reach the task keys and the generator
+        check_params(name, params, partial=True)
+    except SVMInputError as exc:
+        raise UsageError(str(exc)) from None
     return name, params
 
 
-_INFINITY_WORDS = ("inf", "infinity")
-
-
 def parse_float(item: str, what: str) -> float:
-    """One number of a comma list; a value too large for a float is refused, not read as infinity."""
+    """One number of a comma list (validation.parse_number: a value too large for a float is refused)."""
     try:
-        value = float(item)
-    except ValueError:
-        raise UsageError(f"{what}: {item!r} is not a number") from None
-    if math.isinf(value) and item.strip().lstrip("+-").lower() not in _INFINITY_WORDS:
-        raise UsageError(f"{what}: {item.strip()!r} is too large for a float (it would read as infinity); "
-                         f"write inf if infinity is meant")
-    return value
+        return parse_number(item, what)
+    except SVMInputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_floats(text: str, what: str) -> list[float]:
@@ -249,7 +247,7 @@ def point_latest(out: Path) -> None:
         if not latest.exists():
             latest.symlink_to(out.name, target_is_directory=True)
     except OSError:
-        latest.with_suffix(".txt").write_text(str(out.resolve()) + "\n")
+        write_text(latest.with_suffix(".txt"), str(out.resolve()) + "\n")
 
 
 def resolve_latest(base: Path = Path("results")) -> Path | None:
@@ -411,12 +409,18 @@ def backends_from(args) -> list[tuple[str, str]]:
     return pairs
 
 
+def _save_npz(path: Path, ds: Dataset) -> None:
+    with path.open("wb") as fh:  # a file object: numpy would add .npz to the temporary name
+        np.savez_compressed(fh, X=ds.X, y=ds.y)
+
+
 def save_data(out: Path, datasets: dict, maps: dict) -> dict:
     info = {}
-    (out / "data").mkdir(parents=True, exist_ok=True)
+    with writing(out / "data"):
+        (out / "data").mkdir(parents=True, exist_ok=True)
     for ds in datasets.values():
         fname = "data/" + re.sub(r"[^A-Za-z0-9]+", "_", ds.name).strip("_") + ".npz"
-        np.savez_compressed(out / fname, X=ds.X, y=ds.y)
+        write_whole(out / fname, lambda tmp, ds=ds: _save_npz(tmp, ds))
         info[ds.name] = {"file": fname, "n": ds.n, "d": ds.d, "description": ds.description, "source": ds.source,
                          "label_map": maps.get(ds.name, {}), "fingerprint": ds.fingerprint}
         if ds.feature_names:  # the report and the figures name the axes as the user did
@@ -473,13 +477,12 @@ def given_options(argv: list[str]) -> set[str]:
 
 def reuse_options(args, argv: list[str], out: Path) -> dict:
     """--resume: take the run's recorded options; refuse (naming it) an option that differs. Returns run.json."""
-    meta_path = out / RUN_FILE
-    if not meta_path.is_file():
+    if not (out / RUN_FILE).is_file():
         raise UsageError(f"--resume: {out} holds no run ({RUN_FILE} is missing); start one with --out {out}")
     try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--resume: {meta_path} is not readable JSON ({exc})") from None
+        meta = read_run_meta(out)
+    except RunFolderError as exc:
+        raise UsageError(f"--resume: {exc}") from None
     recorded = meta.get("options")
     if not isinstance(recorded, dict):  # a run.json written before options were recorded: trust the command line
         return meta
@@ -555,7 +558,7 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
     from experiments.runner.sweep import dataset_key, run_isolated, separability_task
 
     path = out / SEPARABILITY_FILE
-    records = json.loads(path.read_text()) if args.resume and path.exists() else {}
+    records = read_separability(out) if args.resume else {}
     todo = {}
     for p in problems:
         if p.formulation == SEPARABILITY or is_hard_margin(p.formulation, p.C, p.kernel):
@@ -577,7 +580,7 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
               + (f"; common point {tuple(round(v, 6) for v in cert['point'])}" if row.get("separable") is False
                  and cert.get("point") else ""), file=sys.stderr)
     if todo or records:
-        path.write_text(json.dumps(records, indent=1))
+        write_json(path, records)
     return {name: rec.get("separable") for name, rec in records.items()}
 
 
@@ -676,8 +679,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args, argv)
-    except (UsageError, SVMInputError) as exc:  # bad input: one clear line, no traceback
+    except (UsageError, SVMInputError, RunFolderError) as exc:  # bad input, a folder that refuses: one clear line
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a write no writer named (folder.writing names the file where it can)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 
@@ -748,14 +755,13 @@ def run(args, argv: list[str]) -> int:
 def write_run_meta(out: Path, args, argv, suite_name: str, n_tasks: int, datasets: dict, maps: dict,
                    run_id: str) -> dict:
     """run.json: the run's options (reused by --resume), its data (with content hashes), its sessions."""
-    meta_path = out / RUN_FILE
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    meta = read_run_meta(out)
     data_info = {**meta.get("datasets", {}), **save_data(out, datasets, maps)}
     meta.update(suite=suite_name, command="python -m experiments.run " + " ".join(argv),
                 executor=args.executor, workers=args.workers, timeout=args.timeout, seed=args.seed,
                 started=datetime.now().isoformat(timespec="seconds"), tasks=n_tasks, datasets=data_info,
                 runs=meta.get("runs", []) + [run_id], options=recorded_options(args))
-    meta_path.write_text(json.dumps(meta, indent=1))
+    write_json(out / RUN_FILE, meta)
     return meta
 
 
@@ -782,7 +788,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     todo = [t for t in tasks if t.key not in done]
 
     meta = write_run_meta(out, args, argv, suite_name, len(tasks), datasets, maps, run_id)
-    (out / "environment.json").write_text(json.dumps(environment(), indent=1))
+    write_json(out / "environment.json", environment())
 
     if not args.quiet:
         print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
@@ -823,6 +829,9 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
                       slow=SlowStop(factor) if factor > 0 else None)
     except KeyboardInterrupt:
         interrupted = True
+    except RunFolderError as exc:  # the journal could not take a row: the sweep stops, the rows before it stay
+        raise RunFolderError(f"{exc}; the finished solves before it are saved in {journal.path}: make room, then "
+                             f"complete the run with: python -m experiments.run --resume --out {out}") from None
     finally:
         bar.close()
     wall = time.perf_counter() - start
@@ -832,7 +841,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
               f"complete the run with: python -m experiments.run --resume --out {out}", file=sys.stderr)
         return 130
     meta.update(wall_s=wall, finished=datetime.now().isoformat(timespec="seconds"))
-    (out / RUN_FILE).write_text(json.dumps(meta, indent=1))
+    write_json(out / RUN_FILE, meta)
 
     suite = SUITES.get(suite_name)
     if suite is not None and suite.after is not None:

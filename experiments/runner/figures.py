@@ -32,6 +32,7 @@ from experiments.runner.analysis import (
     result_from_record,
     with_groups,
 )
+from experiments.runner.folder import write_whole, writing
 from experiments.runner.results_table import from_json
 from experiments.separability import plot_certificate
 from formulations.kernels import Kernel, decision_function, exact_number
@@ -242,8 +243,9 @@ def build_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = Non
 def make_figures(out_dir: str | Path, df: pd.DataFrame, data: dict | None = None,
                  separability: dict | None = None, names: dict | None = None) -> list[Path]:
     """Every figure of a run into out_dir/figures; returns the paths written."""
-    (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
+    with writing(Path(out_dir) / "figures"):
+        (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
     figures = build_figures(out_dir, df, data, separability, names)
     for path, fig in figures.items():
-        fig.savefig(path, dpi=110)
+        write_whole(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".")))
     return list(figures)

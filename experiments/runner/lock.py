@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from experiments.runner.folder import LOCK_FILE
+from experiments.runner.folder import LOCK_FILE, RunFolderError, writing
 from experiments.runner.options import UsageError
 
 try:
@@ -56,7 +56,8 @@ class RunFolderLock:
 
     def __enter__(self):
         while True:
-            fh = self.path.open("a+")
+            with writing(self.path):
+                fh = self.path.open("a+")
             if not _try_lock(fh):
                 fh.seek(0)
                 owner = fh.read().strip() or "unknown"
@@ -67,10 +68,16 @@ class RunFolderLock:
                 break
             _unlock(fh)  # the previous owner removed the file between our open and our lock: lock the new one
             fh.close()
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
+        try:
+            with writing(self.path):  # the owner's pid (a full disk refuses even these few bytes)
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"{os.getpid()}\n")
+                fh.flush()
+        except RunFolderError:
+            _unlock(fh)
+            fh.close()
+            raise
         self.fh = fh
         return self
 

@@ -24,6 +24,7 @@ import pandas as pd
 from experiments.runner import analysis
 from experiments.runner.analysis import result_from_record
 from experiments.runner.figures import make_figures, separability_figure_name
+from experiments.runner.folder import RunFolderError, write_text
 from experiments.runner.results_table import from_json, load
 from experiments.runner.suites import L1_VS_L2
 from experiments.separability import format_certificate
@@ -463,6 +464,8 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
     if figures:
         try:
             fig_paths = make_figures(out, df, data, separability, names)
+        except RunFolderError:  # a full disk or a read-only folder: the report cannot be written either
+            raise
         except Exception as exc:  # a figure must not cost the report
             print(f"warning: figures failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -502,8 +505,8 @@ def write_report(out_dir: str | Path, figures: bool = True) -> tuple[Path, dict[
         L += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in fig_paths] + [""]
     L += _environment_lines(env)
     path = out / "report.md"
-    path.write_text("\n".join(L), encoding="utf-8")
-    write_html(path)
+    write_text(path, "\n".join(L))
+    write_html(path, write=write_text)  # a full disk: the run folder's one-line error, the old file kept
     tables["separability"] = separability
     return path, tables
 
@@ -517,8 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         path = build_report(args.dir, figures=not args.no_figures)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (FileNotFoundError, RunFolderError) as exc:  # no table, a full disk, a run.json of wrong types
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print(path)
     print(path.with_suffix(".html"))

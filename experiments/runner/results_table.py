@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner.folder import RunFolderError, schema_problem, write_whole, writing
+
 JOURNAL = "rows.jsonl"
 PARQUET = "results.parquet"
 CSV = "results.csv"
@@ -46,6 +48,34 @@ COLUMNS = [
 
 #: Columns that must be blank unless the row is verified optimal.
 RESULT_COLUMNS = ("objective", "w", "b", "b_multiplier", "alpha")
+
+
+#: The type of each column in the journal (JSON) and in the table; a column not named here may hold any
+#: JSON scalar (the table keeps it as text where its rows disagree).
+TEXT_COLUMNS = ("task_key", "suite", "dataset", "formulation", "layer", "backend", "method", "profile", "kernel",
+                "kernel_form", "status", "solver_status", "raw_status", "verdict", "w", "b_rule", "alpha_source",
+                "error", "message", "backend_version", "label_map", "alpha", "raw_w", "certificate", "log", "run_id",
+                "fault", "solve_method", "method_used")
+INTEGER_COLUMNS = ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "nnz_w", "order", "degree")
+NUMBER_COLUMNS = ("C", "gamma", "coef0", "objective", "primal_objective", "dual_objective", "duality_gap",
+                  "rel_duality_gap", "b", "b_multiplier", "margin", "kkt_stationarity", "kkt_balance",
+                  "kkt_primal_feasibility", "kkt_dual_feasibility", "kkt_complementarity", "train_accuracy",
+                  "iterations", "build_s", "solve_s", "wall_s", "raw_objective", "raw_b")
+BOOLEAN_COLUMNS = ("separable",)
+
+#: One journal row, as the sweep writes it (folder.schema_problem names where a row breaks it).
+ROW_SCHEMA = {
+    "type": "object",
+    "required": ["task_key"],
+    "properties": {
+        **{col: {"type": ["string", "null"]} for col in TEXT_COLUMNS},
+        **{col: {"type": ["integer", "null"]} for col in INTEGER_COLUMNS},
+        **{col: {"type": ["number", "null"]} for col in NUMBER_COLUMNS},
+        **{col: {"type": ["boolean", "null"]} for col in BOOLEAN_COLUMNS},
+        "task_key": {"type": "string", "minLength": 1},
+    },
+    "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+}
 
 
 def to_json(value) -> str:
@@ -71,25 +101,35 @@ class Journal:
 
     def rows(self) -> list[dict]:
         """Every complete row written so far. A line that is not a row (cut short by a kill, not JSON,
-        JSON but not an object with a text task_key) is skipped and listed in `skipped`."""
+        JSON but not an object with a text task_key) is skipped and listed in `skipped`; a row whose
+        values have the wrong types (ROW_SCHEMA) is a RunFolderError naming its line: the runner never
+        writes one, and skipping it would solve its task again without a word."""
         self.skipped = []
         if not self.path.exists():
             return []
         rows = []
-        with self.path.open("r", encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:  # the last line of a killed run may be partial
-                    self.skipped.append(f"line {number}: not JSON ({line[:40]!r})")
-                    continue
-                if not isinstance(row, dict) or not isinstance(row.get("task_key"), str) or not row["task_key"]:
-                    self.skipped.append(f"line {number}: not a row ({line[:40]})")
-                    continue
-                rows.append(row)
+        try:
+            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+                lines = list(fh)
+        except OSError as exc:
+            raise RunFolderError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        for number, line in enumerate(lines, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a killed run may be partial
+                self.skipped.append(f"line {number}: not JSON ({line[:40]!r})")
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("task_key"), str) or not row["task_key"]:
+                self.skipped.append(f"line {number}: not a row ({line[:40]})")
+                continue
+            problem = schema_problem(row, ROW_SCHEMA)
+            if problem:
+                raise RunFolderError(f"{self.path}, line {number}: column {problem}; the runner writes no such row: "
+                                     f"correct or delete that line, then run again with --resume")
+            rows.append(row)
         return rows
 
     def done_keys(self, retry_failed: bool = False) -> set[str]:
@@ -102,9 +142,12 @@ class Journal:
         return keys
 
     def append(self, row: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """One row at the end (a failed write may leave part of a line: the reader skips it, the next row starts
+        on a line of its own)."""
         line = json.dumps(row, default=_jsonable)
-        with self.path.open("a+b") as fh:
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with writing(self.path), self.path.open("a+b") as fh:
             # A run killed mid-write may have left a partial line: start on a fresh one.
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
@@ -139,18 +182,27 @@ def frame(rows: list[dict]) -> pd.DataFrame:
             df[col] = pd.NA
     extra = sorted(c for c in df.columns if c not in COLUMNS)
     df = df[COLUMNS + extra]
-    for col in ("w", "alpha", "raw_w", "error", "message", "verdict", "b_rule", "log", "label_map", "fault",
-                "alpha_source", "kernel_form", "raw_status", "backend_version", "method", "certificate"):
+    for col in (c for c in TEXT_COLUMNS if c in df.columns):  # solve_method, method_used: not in every old row
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
-    df["separable"] = df["separable"].map(_as_bool).astype("boolean")
-    for col in ("n", "d", "n_sv", "n_free_sv", "n_bound_sv", "nnz_w", "order", "degree"):
+    for col in BOOLEAN_COLUMNS:
+        df[col] = df[col].map(_as_bool).astype("boolean")
+    for col in INTEGER_COLUMNS:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
-    for col in ("C", "gamma", "coef0", "objective", "primal_objective", "dual_objective", "duality_gap",
-                "rel_duality_gap", "b", "b_multiplier", "margin", "kkt_stationarity", "kkt_balance",
-                "kkt_primal_feasibility", "kkt_dual_feasibility", "kkt_complementarity", "train_accuracy",
-                "iterations", "build_s", "solve_s", "wall_s", "raw_objective", "raw_b"):
+    for col in NUMBER_COLUMNS:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    for col in (c for c in extra if c not in TEXT_COLUMNS):  # a column the runner does not name: text where
+        kinds = {_kind(v) for v in df[col] if not _blank(v)}  # its rows disagree (pyarrow takes one type a column)
+        if len(kinds) > 1:
+            df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     return df.sort_values(["order", "task_key"], kind="stable").reset_index(drop=True)
+
+
+def _kind(value) -> str:
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def _blank(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _as_bool(value):
@@ -166,8 +218,8 @@ def consolidate(out_dir: str | Path) -> pd.DataFrame:
     """Journal -> results.parquet + results.csv; returns the table."""
     out = Path(out_dir)
     df = frame(Journal(out).rows())
-    df.to_parquet(out / PARQUET, index=False)
-    df.to_csv(out / CSV, index=False)
+    write_whole(out / PARQUET, lambda tmp: df.to_parquet(tmp, index=False))
+    write_whole(out / CSV, lambda tmp: df.to_csv(tmp, index=False))
     return df
 
 
