@@ -18,7 +18,7 @@ import numpy as np
 
 import formulations
 from formulations import kernels, penalty, scaling, validation
-from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.model import DUAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
