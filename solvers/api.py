@@ -28,7 +28,7 @@ from solvers.closing import close_model, mark_indefinite, resolve_C, to_original
 from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
-from solvers.profiles import PROFILES, backend_options, get_profile
+from solvers.profiles import PROFILES, get_profile, native_options
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
@@ -270,7 +270,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     if formulation == KERNEL_DUAL:  # the form used, and a factor's rank and ||K - L L'|| / ||K||
         extras.update(formulations.kernel_dual.model_info(model))
 
-    opts = {**backend_options(backend, prof), **(options or {})}
+    opts = native_options(backend, prof, options)
     closing = dict(formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, K=K, profile=prof,
                    deadline=deadline, standardizer=standardizer, backend_version=adapter.version(), extras=extras)
     if deadline.passed():  # the Gram matrix and the model took the time: no backend starts past the limit

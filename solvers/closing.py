@@ -201,7 +201,7 @@ def close_model(raw, model, *, formulation: str, layer: str, backend: str, X, y,
     hard margin's certificate where there is no optimum (certificate_candidate), and close."""
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
                    deadline=deadline, given=given, **fields)
-    returned = not isinstance(raw, (Ended, BaseException))
+    returned = model is not None and not isinstance(raw, (Ended, BaseException))  # None: no backend was called
     values = read_model(model, layer, formulation, raw.has_duals) if returned and raw.status in HAS_POINT else None
     candidate = None
     if returned and (formulation == HARD_PRIMAL or penalty.is_hard(C)):  # a Farkas certificate or ray

@@ -123,20 +123,23 @@ def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
     words; "" when it ran in the server, or here because there is no limit or a parent kills this process)."""
     if deadline.limit is None or not ISOLATE:
         return work(), ""
-    request, why = _request(work)
-    if request is None:
-        return work(), IN_CALLER.format(why=why)
-    with _LOCK:  # one solve at a time through the server
+    why = ""
+    with _LOCK:  # one solve at a time through the server (work that runs here runs after it: it may call run)
         for _ in range(2):  # a server found dead before it took the request: once more with a new one
             server, start_s = _Server.running()
             if server is None:
-                return work(), IN_CALLER.format(why=f"the solve server did not start in {SERVER_START_LIMIT_S:g} s")
+                why = f"the solve server did not start in {SERVER_START_LIMIT_S:g} s"
+                break
             if start_s:
-                deadline.leave_out(start_s)
+                deadline.leave_out(start_s)  # before the request is made: the child's copy leaves it out too
+            request, why = _request(work)
+            if request is None:
+                break
             answer = server.solve(request, kill_after(deadline))
             if answer is not _NOT_TAKEN:
                 return answer, ""
-    return work(), IN_CALLER.format(why="the solve server died before it took the solve, twice")
+            why = "the solve server died before it took the solve, twice"
+    return work(), IN_CALLER.format(why=why)
 
 
 def _request(work: Callable[[], Any]) -> tuple[bytes | None, str]:
@@ -445,8 +448,9 @@ def _forward_warning(message, category, filename, lineno, file=None, line=None) 
 
 
 def _child(payload: bytes, answer_fd: int) -> None:
-    global _answer_fd
+    global _answer_fd, ISOLATE
     _answer_fd = answer_fd
+    ISOLATE = False  # this process is the one killed at the limit: an entry point called in it runs here
     warnings.simplefilter("always")  # every warning to the caller, whose own filters apply there
     warnings.showwarning = _forward_warning
     code = 0

@@ -248,3 +248,79 @@ def test_a_registration_that_cannot_be_sent_runs_in_the_caller_and_says_so(clara
     assert sol.status == st.OPTIMAL
     assert sol.extras["isolation"].startswith("ran in the calling process, stopped by the time limit's own checks only")
     assert "the backends registered here could not be sent to the solve server (TypeError" in sol.extras["isolation"]
+
+
+# ------------------------------------------------------------------ one time limit for every entry point
+
+from solvers.adapters.cvxpy_layer import CvxpyBackend  # noqa: E402
+
+
+class _StuckAdapter(CvxpyBackend):
+    """A backend that never returns and has no time limit of its own: only the kill stops it."""
+
+    def solve(self, model, options, time_limit=None):
+        threading.Event().wait()
+
+
+@pytest.fixture
+def stuck():
+    import dataclasses
+
+    from solvers import registry
+    from solvers.backends import RECORDS
+
+    record = dataclasses.replace(RECORDS["clarabel"], name="stuck", time_limit_option=None,
+                                 preference={**RECORDS["clarabel"].preference, "lp": 99})
+    registry.register(record, {"cvxpy": _StuckAdapter(record)})
+    yield record.name
+    registry.unregister(record.name)
+
+
+def _entry_points():
+    from solvers.algorithms import direct, primal_working_set, working_set
+    from solvers.lp import solve_lp
+
+    ds = example_5_1()
+    X, y = ds.X, ds.y
+    return {
+        "solve": lambda limit: api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0,
+                                         method="full", time_limit=limit),
+        "solve_lp": lambda limit: solve_lp("l1_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0,
+                                           time_limit=limit),
+        "direct": lambda limit: direct.solve("soft_primal", X, y, backend="piqp", C=1.0, time_limit=limit),
+        "working_set": lambda limit: working_set.solve(X @ X.T, y, 1.0, backend="piqp", layer="direct",
+                                                       time_limit=limit),
+        "primal_working_set": lambda limit: primal_working_set.solve(X, y, 1.0, backend="piqp", time_limit=limit),
+    }
+
+
+@pytest.mark.parametrize("entry", ["solve", "solve_lp", "direct", "working_set", "primal_working_set"])
+def test_every_entry_point_runs_a_limited_call_in_the_server_and_says_where_it_was_killed(monkeypatch, entry):
+    """solve_lp gave the backend the whole limit and never killed; the solver alone ignored it for PIQP and ProxQP;
+    the working sets called on their own had no kill: each now runs a limited call as solve() does."""
+    call = _entry_points()[entry]
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
+        killed=True, stage="the call to the backend"), ""))
+    sol = call(2.0)
+    assert (sol.status, sol.solver_status, sol.raw_status) == (st.TIME_LIMIT, st.TIME_LIMIT, "killed")
+    assert sol.message.startswith("stopped at the time limit (2 s) in the call to the backend, a step that does "
+                                  "not stop by itself: the solve's process was killed, ")
+    assert sol.w is None and sol.extras["labels"]
+    monkeypatch.undo()
+    assert call(None).status == st.OPTIMAL  # without a limit, the same call in this process
+
+
+@pytest.mark.parametrize("entry", ["solve", "solve_lp"])
+def test_a_backend_without_a_time_limit_of_its_own_is_stopped_by_the_kill(stuck, entry):
+    """solve_lp refused a time limit for such a backend (and gave the others the whole limit, never killed)."""
+    from solvers.lp import solve_lp
+
+    ds = example_5_1()
+    if entry == "solve":
+        sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, method="full",
+                        time_limit=2.0)
+    else:
+        sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, time_limit=2.0)
+    assert (sol.status, sol.raw_status) == (st.TIME_LIMIT, "killed")
+    assert sol.message.startswith(f"stopped at the time limit (2 s) in the call to cvxpy/{stuck}")
+    assert "the solve's process was killed" in sol.message

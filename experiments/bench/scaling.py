@@ -54,7 +54,7 @@ from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
-from solvers import api
+from solvers import api, isolation
 from solvers.algorithms import direct, primal_working_set, working_set
 from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
@@ -461,6 +461,7 @@ def measure(task: Task) -> Row:
 
 
 def _worker(task: Task, conn) -> None:
+    isolation.ISOLATE = False  # this process is the one killed at --kill-after: no solve server of its own
     conn.send(asdict(measure(task)))
     conn.close()
 
