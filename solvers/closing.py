@@ -6,7 +6,8 @@ path of solvers.algorithms.direct, a working set, a benchmark or a C path), it b
 
     answered     the one constructor of a Solution from a backend's answer (its result, its exception, or a
                  solve process that gave none: solvers.isolation), with the time limit's words
-    close_model  answered + the model's point, multipliers and certificate read back + close
+    settle       answered + close, for a raw result and the point read from it
+    close_model  the model's point, multipliers and certificate read back (model_values) + settle
     read_model   the variables and the named constraints' multipliers of a solved model
     recover      w*, b*, xi*, alpha* and the decision values (formulations.recovery)
     close        compute_checks -> verified_status -> review (false claims refuted)
@@ -194,20 +195,33 @@ def unanswered(ended: Ended, *, formulation: str, layer: str, backend: str, X, y
     return close(sol, None, X=X, y=y, C=C, profile=profile)
 
 
-def close_model(raw, model, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
-                K=None, deadline: Deadline = NEVER, given: float | None = None, standardizer=None,
-                **fields) -> st.Solution:
-    """A solved model of either layer closed: answered(raw), then its point and multipliers (read_model), a
-    hard margin's certificate where there is no optimum (certificate_candidate), and close."""
+def settle(raw, values: dict | None, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
+           K=None, Ku=None, deadline: Deadline = NEVER, given: float | None = None, candidate=None,
+           standardizer=None, **fields) -> st.Solution:
+    """A backend's answer and the point read from it (`values`, the formulation's names) closed: answered + close.
+    What every path that has a raw result calls (solvers.api, the solver alone, the benchmarks)."""
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
                    deadline=deadline, given=given, **fields)
+    return close(sol, values, X=X, y=y, C=C, K=K, Ku=Ku, profile=profile, candidate=candidate,
+                 standardizer=standardizer, deadline=deadline)
+
+
+def model_values(raw, model, layer: str, formulation: str, C) -> tuple[dict | None, np.ndarray | None]:
+    """What a model solved by `raw` holds for the closing step: its point and multipliers (read_model; None without
+    a point) and a hard margin's certificate where there is no optimum (certificate_candidate)."""
     returned = model is not None and not isinstance(raw, (Ended, BaseException))  # None: no backend was called
     values = read_model(model, layer, formulation, raw.has_duals) if returned and raw.status in HAS_POINT else None
     candidate = None
     if returned and (formulation == HARD_PRIMAL or penalty.is_hard(C)):  # a Farkas certificate or ray
         candidate = certificate_candidate(model, layer, formulation)
-    return close(sol, values, X=X, y=y, C=C, K=K, profile=profile, candidate=candidate, standardizer=standardizer,
-                 deadline=deadline)
+    return values, candidate
+
+
+def close_model(raw, model, *, formulation: str, layer: str, backend: str, C, **closing) -> st.Solution:
+    """A solved model of either layer closed: model_values, then settle."""
+    values, candidate = model_values(raw, model, layer, formulation, C)
+    return settle(raw, values, formulation=formulation, layer=layer, backend=backend, C=C, candidate=candidate,
+                  **closing)
 
 
 def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
