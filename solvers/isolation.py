@@ -142,9 +142,9 @@ def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
     return work(), IN_CALLER.format(why=why)
 
 
-def _request(work: Callable[[], Any]) -> tuple[bytes | None, str]:
-    """The request for the server: the backends registered in this process (solvers.registry.register), which the
-    child registers before it runs `work`, and `work`; or None and why it cannot be sent."""
+def _request(work: Callable[[], Any]) -> tuple[tuple[bytes, bytes] | None, str]:
+    """The request for the server, two frames: the backends registered in this process (solvers.registry.register),
+    which the child registers before it runs `work`, and `work` pickled; or None and why it cannot be sent."""
     from solvers import registry
 
     try:
@@ -158,7 +158,7 @@ def _request(work: Callable[[], Any]) -> tuple[bytes | None, str]:
     if b"__main__" in payload:
         return None, ("the solve refers to the running script (__main__, e.g. a kernel defined there), which the "
                       "solve server cannot import")
-    return pickle.dumps((added, payload), protocol=pickle.HIGHEST_PROTOCOL), ""
+    return (added, payload), ""
 
 
 _LOCK = threading.Lock()
@@ -206,10 +206,11 @@ class _Server:
         atexit.register(server.close)  # else Python warns at exit that the server is still running
         return server, time.perf_counter() - began
 
-    def solve(self, payload: bytes, wait: float) -> Any:
+    def solve(self, request: tuple[bytes, bytes], wait: float) -> Any:
         try:
-            os.write(self.request, _HEADER.pack(len(payload)))
-            _write_all(self.request, payload)
+            for frame in request:  # each as it is: the data are not copied into one buffer (80 MB at 20,000 x 500)
+                os.write(self.request, _HEADER.pack(len(frame)))
+                _write_all(self.request, frame)
         except OSError:  # BrokenPipeError: the server died since the last solve
             self.close()
             return _NOT_TAKEN
@@ -407,18 +408,15 @@ def _serve(request_fd: int, answer_fd: int) -> None:
     prepare_to_fork()
     _send(answer_fd, ("ready",))
     while True:
-        header = _read_exactly(request_fd, _HEADER.size)
-        if header is None:
-            return
-        payload = _read_exactly(request_fd, _HEADER.unpack(header)[0])
-        if payload is None:
+        request = [_read_frame(request_fd), _read_frame(request_fd)]  # the registered backends, the work
+        if None in request:
             return
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
             _die_with_parent(server)
             os.close(request_fd)
-            _child(payload, answer_fd)
+            _child(*request, answer_fd)
         _, status = os.waitpid(pid, 0)
         how = _signal_or_exit(os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
                               os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
@@ -447,7 +445,13 @@ def _forward_warning(message, category, filename, lineno, file=None, line=None) 
         _send(_answer_fd, ("warning", (str(message), UserWarning, filename, lineno)))
 
 
-def _child(payload: bytes, answer_fd: int) -> None:
+def _read_frame(fd: int) -> bytes | None:
+    """One frame of a request (its size, then its bytes); None if the caller closed the pipe."""
+    header = _read_exactly(fd, _HEADER.size)
+    return None if header is None else _read_exactly(fd, _HEADER.unpack(header)[0])
+
+
+def _child(added: bytes, work: bytes, answer_fd: int) -> None:
     global _answer_fd, ISOLATE
     _answer_fd = answer_fd
     ISOLATE = False  # this process is the one killed at the limit: an entry point called in it runs here
@@ -457,7 +461,6 @@ def _child(payload: bytes, answer_fd: int) -> None:
     try:
         _send(answer_fd, ("pid", os.getpid()))
         try:
-            added, work = pickle.loads(payload)
             from solvers import registry
 
             registry.adopt(added)  # the backends the caller registered, before the work that may use them
