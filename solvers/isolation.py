@@ -52,6 +52,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from solvers import registry
 from solvers.backends import RECORDS
 from solvers.deadline import Deadline
 
@@ -145,8 +146,6 @@ def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
 def _request(work: Callable[[], Any]) -> tuple[tuple[bytes, bytes] | None, str]:
     """The request for the server, two frames: the backends registered in this process (solvers.registry.register),
     which the child registers before it runs `work`, and `work` pickled; or None and why it cannot be sent."""
-    from solvers import registry
-
     try:
         added = registry.added_payload()
     except Exception as exc:  # noqa: BLE001 - a registration that does not pickle, even by value
@@ -461,8 +460,6 @@ def _child(added: bytes, work: bytes, answer_fd: int) -> None:
     try:
         _send(answer_fd, ("pid", os.getpid()))
         try:
-            from solvers import registry
-
             registry.adopt(added)  # the backends the caller registered, before the work that may use them
             answer = ("returned", pickle.loads(work)())
         except Exception as exc:  # raised in the caller, as if the work had run there

@@ -55,7 +55,7 @@ from experiments.runner.suites import L1_FORMULATIONS, L1_PRIMAL, LINEAR, SEPARA
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
-from solvers import isolation
+from solvers import isolation, registry
 from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
@@ -568,8 +568,6 @@ def _child(task: Task, conn, log_path: str | None, parent_pid: int, registered: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     isolation.ISOLATE = False  # this process is the one killed at --timeout: no solve server of its own
     if registered:  # the backends the sweep's process registered (solvers.registry.register): the fork server has not
-        from solvers import registry
-
         registry.adopt(registered)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     if log_path:
@@ -683,8 +681,6 @@ def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None =
             log_path = str(Path(log_dir) / f"{task.id}.log")
         except OSError:
             log_path = None
-    from solvers import registry
-
     try:
         registered = registry.added_payload()
     except Exception as exc:  # noqa: BLE001 - a registration that does not pickle, even by value: solved here
@@ -790,8 +786,6 @@ SCHEDULER_CONNECT_TIMEOUT = 5.0
 
 def run_registered(registered: bytes, task: Task, log_dir: str | None = None) -> dict:
     """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too."""
-    from solvers import registry
-
     registry.adopt(registered)
     return run_isolated(task, log_dir)
 
@@ -815,8 +809,6 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
                                    dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
     futures = []
-    from solvers import registry
-
     registered = registry.added_payload()  # the backends registered here, for each worker (run_registered)
     try:
         futures = [client.submit(run_registered, registered, task, log_dir, key=f"svm-solve-{task.id}", pure=False)
