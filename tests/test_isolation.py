@@ -163,6 +163,24 @@ def _say_pid_then_wait(fifo: str):
     threading.Event().wait()
 
 
+def _pid_from(fifo, caller: threading.Thread, answer: dict) -> int:
+    """The pid a child says through `fifo`; a failure naming the caller's answer if the caller ended first (a bound
+    for a broken build, not a duration: the child says it as soon as it is in its work)."""
+    import select
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        said = b""
+        while not said.endswith(b"\n"):
+            if not select.select([reader], [], [], 1.0)[0]:
+                assert caller.is_alive(), f"the call ended before its child said it was in its work: {answer}"
+                continue
+            said += os.read(reader, 64)
+        return int(said)
+    finally:
+        os.close(reader)
+
+
 def _ended(pid: int) -> bool:
     import psutil
 
@@ -185,8 +203,7 @@ def test_a_server_killed_during_a_solve_is_said_at_once_and_leaves_nothing_behin
     waiting = threading.Thread(target=lambda: answer.update(ended=isolation.run(
         Deadline(60.0), partial(_say_pid_then_wait, str(fifo)))), daemon=True)
     waiting.start()
-    with open(fifo) as said:  # the child is in its work
-        child = int(said.readline())
+    child = _pid_from(fifo, waiting, answer)  # the child is in its work
     os.kill(server, signal.SIGKILL)
     waiting.join(30.0)  # a bound for a broken build only: the answer comes with the server's death
     assert not waiting.is_alive(), "the caller still waits for the orphaned child"
@@ -256,9 +273,15 @@ from solvers.adapters.cvxpy_layer import CvxpyBackend  # noqa: E402
 
 
 class _StuckAdapter(CvxpyBackend):
-    """A backend that never returns and has no time limit of its own: only the kill stops it."""
+    """A backend that never returns and has no time limit of its own: only the kill stops it. With a `fifo`, it says
+    its pid there once it is called."""
+
+    fifo = ""
 
     def solve(self, model, options, time_limit=None):
+        if self.fifo:
+            with open(self.fifo, "w") as out:
+                out.write(f"{os.getpid()}\n")
         threading.Event().wait()
 
 
@@ -324,3 +347,38 @@ def test_a_backend_without_a_time_limit_of_its_own_is_stopped_by_the_kill(stuck,
     assert (sol.status, sol.raw_status) == (st.TIME_LIMIT, "killed")
     assert sol.message.startswith(f"stopped at the time limit (2 s) in the call to cvxpy/{stuck}")
     assert "the solve's process was killed" in sol.message
+
+
+def test_a_solve_whose_server_is_killed_in_the_backend_is_an_error_row_and_the_next_solve_works(stuck, tmp_path):
+    """End to end through solve(): the server killed while the backend runs (60 s limit)."""
+    import psutil
+
+    from solvers import registry
+
+    fifo = tmp_path / "backend"
+    os.mkfifo(fifo)
+    registry.BACKENDS[("cvxpy", stuck)].fifo = str(fifo)  # sent with the request: the registered adapter as it is
+    ds = example_5_1()
+    answer = {}
+
+    def solving_call():
+        try:
+            answer["sol"] = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, method="full",
+                                      time_limit=60.0)
+        except Exception as exc:  # noqa: BLE001 - named by _pid_from's failure
+            answer["raised"] = exc
+
+    solving = threading.Thread(target=solving_call, daemon=True)
+    solving.start()
+    child = _pid_from(fifo, solving, answer)  # the backend is called
+    server = psutil.Process(child).ppid()
+    os.kill(server, signal.SIGKILL)
+    solving.join(30.0)  # a bound for a broken build only
+    assert not solving.is_alive()
+    sol = answer["sol"]
+    assert (sol.status, sol.raw_status) == (st.ERROR, "server died")
+    assert sol.message.startswith(f"the solve server (pid {server}) died during the solve (SIGKILL) in the call to "
+                                  f"cvxpy/{stuck} (")
+    assert not psutil.pid_exists(server) and _ended(child)
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
+    assert sol.status == st.OPTIMAL and sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4)
