@@ -18,18 +18,17 @@ import numpy as np
 
 import formulations
 from formulations import kernels, penalty, scaling, validation
-from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.model import DUAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
-from solvers.closing import (HAS_POINT, certificate_candidate, close, mark_indefinite, read_model, resolve_C,
-                             to_original_units)
+from solvers.closing import close_model, mark_indefinite, resolve_C, to_original_units, unanswered
 from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
-from solvers.profiles import PROFILES, backend_options, get_profile
+from solvers.profiles import PROFILES, get_profile, native_options
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
 
 
@@ -187,12 +186,9 @@ def solve(
                        K=K, kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
                        deadline=deadline, options=options, standardize=standardize, memory_budget=memory_budget)
     # with a limit, in a process killed past it: a model's build or a backend's setup does not stop by itself
-    sol = isolation.run(deadline, work)
-    if isinstance(sol, isolation.Ended):
-        sol = _unanswered(sol, formulation, X, y, labels, layer=layer, backend=backend, C=C, method=method,
-                          profile=profile, deadline=deadline)
-    if deadline.left_out:
-        sol.extras["solve_server_start_s"] = deadline.left_out
+    sol = isolation.run_solve(deadline, work, partial(
+        unanswered, formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, profile=get_profile(profile),
+        deadline=deadline, extras={"labels": labels.as_dict(), "method": method}))
     # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
     # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
     elapsed = time.perf_counter() - began
@@ -275,16 +271,14 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     if formulation == KERNEL_DUAL:  # the form used, and a factor's rank and ||K - L L'|| / ||K||
         extras.update(formulations.kernel_dual.model_info(model))
 
-    sol = st.Solution(
-        formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
-        raw_status="", backend_version=adapter.version(), profile=prof.name, extras=extras,  # build_s: solve()
-    )
-    opts = {**backend_options(backend, prof), **(options or {})}
+    opts = native_options(backend, prof, options)
+    closing = dict(formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, K=K, profile=prof,
+                   deadline=deadline, standardizer=standardizer, backend_version=adapter.version(), extras=extras,
+                   kernel=made_by)
     if deadline.passed():  # the Gram matrix and the model took the time: no backend starts past the limit
-        sol.status = sol.solver_status = st.TIME_LIMIT
-        sol.raw_status = "not started"
-        sol.message = deadline.stopped("before the backend was called (building the model)")
-        return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
+        raw = st.RawResult(st.TIME_LIMIT, "not started",
+                           message=deadline.stopped("before the backend was called (building the model)"))
+        return close_model(raw, None, **closing)
     given = deadline.for_backend()
     share = f", given the {given:.3g} s left" if given is not None else ""
     isolation.stage(f"the call to {layer}/{backend} (the layer's compilation or load of the model, then the solver)"
@@ -292,47 +286,9 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
     try:
         raw = adapter.solve(model, opts, given)
     except (BackendError, UnsupportedModelError) as exc:
-        sol.message = str(exc)
-        sol.raw_status = type(exc).__name__
-        return close(sol, None, X=X, y=y, C=C, K=K, profile=prof)
-    sol.solver_status = sol.status = raw.status
-    sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
-    if raw.status == st.TIME_LIMIT and given is not None:
-        sol.message = _backend_stop(deadline, given, raw.message)
-    sol.objective = raw.objective
-    values = read_model(model, layer, formulation, raw.has_duals) if raw.status in HAS_POINT else None
-    candidate = None
-    if formulation == HARD_PRIMAL or penalty.is_hard(C):  # a Farkas certificate or ray, if there is no optimum
-        candidate = certificate_candidate(model, layer, formulation)
+        raw = exc
     isolation.stage("the closing checks")
-    return close(sol, values, X=X, y=y, C=C, K=K, profile=prof, candidate=candidate, standardizer=standardizer,
-                 deadline=deadline, kernel=made_by)
-
-
-def _unanswered(ended: isolation.Ended, formulation, X, y, labels, *, layer, backend, C, method, profile,
-                deadline: Deadline) -> st.Solution:
-    """The row of a solve whose process gave no answer (solvers.isolation): killed past the time limit in a step
-    that does not stop by itself, which the message names, or dead (a backend that aborts its process)."""
-    where = f"in {ended.stage}" if ended.stage else "before any model was built"
-    if ended.killed:
-        status = st.TIME_LIMIT
-        message = deadline.stopped(f"{where}, a step that does not stop by itself: the solve's process was killed")
-    else:
-        status = st.ERROR
-        message = f"the solve's process died ({ended.how}) {where}"
-    sol = st.Solution(formulation=formulation, layer=layer, backend=backend, status=status, solver_status=status,
-                      raw_status="killed" if ended.killed else ended.how,
-                      backend_version=RECORDS[backend].version(), profile=profile, message=message,
-                      extras={"labels": labels.as_dict(), "method": method})
-    return close(sol, None, X=X, y=y, C=C, profile=get_profile(profile))
-
-
-def _backend_stop(deadline: Deadline, given: float, message: str) -> str:
-    """What a whole QP stopped at the time limit says: the call's limit, and the share of it the backend was given
-    (the cvxpy adapter's own "stopped at the time limit (<given> s)" named only that share: 9.93219 s of 10)."""
-    own = f"stopped at the time limit ({given:g} s)"
-    rest = [part for part in message.split("; ") if part and part != own]
-    return "; ".join([deadline.stopped(f"in the backend, given the {given:.3g} s left")] + rest)
+    return close_model(raw, model, given=given, **closing)
 
 
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,

@@ -114,6 +114,17 @@ class BackendRecord:
         """Its own option for a time limit (empty when none is asked or it has none)."""
         return {self.time_limit_option: float(seconds)} if seconds is not None and self.takes_time_limit else {}
 
+    def with_time_limit(self, options: Mapping[str, Any], seconds: float | None) -> dict:
+        """What the backend is handed, by every adapter, the solver alone and the working sets' subproblems:
+        `options` (the user's on top of the project's: solvers.profiles.native_options) and `seconds` of the call's
+        time limit under its own option; where `options` set that option too, the smaller (a user may give the
+        backend less time than the call's limit, never more: the call's limit is a promise)."""
+        out = dict(options)
+        if seconds is not None and self.takes_time_limit:
+            own = out.get(self.time_limit_option)
+            out[self.time_limit_option] = float(seconds) if own is None else min(float(own), float(seconds))
+        return out
+
     def wants_dense(self, dense_form: bool) -> bool:
         """Whether to hand it dense matrices, given whether the quadratic form is dense."""
         return self.matrices == DENSE or (self.matrices == DENSE_IF_DENSE and dense_form)

@@ -53,7 +53,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, classify
 from solvers import solution as st
 from solvers.deadline import NEVER, Deadline
 from solvers.kernel_audit import kernel_error

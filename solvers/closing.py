@@ -4,6 +4,10 @@ Whatever produced the point (a Pyomo or cvxpy model through any backend, the sol
 path of solvers.algorithms.direct, a working set, a benchmark or a C path), it becomes a
 `Solution` here and only here, so every path gets the same verification:
 
+    answered     the one constructor of a Solution from a backend's answer (its result, its exception, or a
+                 solve process that gave none: solvers.isolation), with the time limit's words
+    settle       answered + close, for a raw result and the point read from it
+    close_model  the model's point, multipliers and certificate read back (model_values) + settle
     read_model   the variables and the named constraints' multipliers of a solved model
     recover      w*, b*, xi*, alpha* and the decision values (formulations.recovery)
     close        compute_checks -> verified_status -> review (false claims refuted)
@@ -20,9 +24,10 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations import recovery, validation
+from formulations import penalty, recovery, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
 from solvers import solution as st
+from solvers.isolation import Ended
 from solvers.checks import compute_checks, impossible_claim, review, verified_status, withhold_unverified
 from solvers.deadline import NEVER, Deadline
 from solvers.profiles import Profile
@@ -129,6 +134,94 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
 
 
 HAS_POINT = (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT)
+
+
+def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, deadline: Deadline = NEVER,
+             given: float | None = None, backend_version: str | None = None, **fields) -> st.Solution:
+    """The Solution of a backend's answer, before the closing checks (close, close_lp): the one place where a raw
+    result becomes a row, for every path (solve, solve_lp, the solver alone, the working sets' rows, the benchmarks).
+
+    raw: the backend's result (a RawResult, or solvers.algorithms.direct's DirectResult), the exception it raised
+    (an `error` row naming it), or a solvers.isolation.Ended (its process gave no answer: _unanswered_words).
+    `given`: the seconds of `deadline` the backend was given; a backend stopped at its own limit then says the
+    call's limit. `fields`: the Solution's other fields (extras, build_s, ...)."""
+    from solvers.backends import RECORDS  # the version from the record: "direct" has no adapter in the registry
+
+    if backend_version is None:
+        backend_version = RECORDS[backend].version() if backend in RECORDS else ""
+    sol = st.Solution(formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
+                      raw_status="", backend_version=backend_version, profile=profile, **fields)
+    if isinstance(raw, Ended):
+        sol.status = sol.solver_status = st.TIME_LIMIT if raw.killed else st.ERROR
+        sol.raw_status = "killed" if raw.killed else "server died" if raw.server_pid else raw.how
+        sol.message = _unanswered_words(raw, deadline)
+    elif isinstance(raw, BaseException):
+        sol.raw_status, sol.message = type(raw).__name__, str(raw)
+    else:
+        sol.status = sol.solver_status = raw.status
+        sol.raw_status, sol.iterations, sol.solve_s = raw.raw_status, raw.iterations, raw.solve_s
+        sol.objective, sol.message = raw.objective, raw.message
+        if raw.status == st.TIME_LIMIT and given is not None:
+            sol.message = _backend_stop(deadline, given, raw.message)
+    return sol
+
+
+def _unanswered_words(ended: Ended, deadline: Deadline) -> str:
+    """What a solve whose process gave no answer says: killed past the time limit in a step that does not stop by
+    itself, dead by itself (a backend that aborts its process), or ended with the solve server that died."""
+    where = f"in {ended.stage}" if ended.stage else "before any model was built"
+    if ended.killed:
+        return deadline.stopped(f"{where}, a step that does not stop by itself: the solve's process was killed")
+    if ended.server_pid:
+        return (f"the solve server (pid {ended.server_pid}) died during the solve ({ended.how}) {where}; the "
+                "solve's process was ended with it, and the next call starts a new server")
+    return f"the solve's process died ({ended.how}) {where}"
+
+
+def _backend_stop(deadline: Deadline, given: float, message: str) -> str:
+    """What a solve stopped at its backend's share of the limit says: the call's limit, and the share of it the
+    backend was given (the cvxpy adapter's own "stopped at the time limit (<given> s)" named only that share:
+    9.93219 s of 10)."""
+    own = f"stopped at the time limit ({given:g} s)"
+    rest = [part for part in message.split("; ") if part and part != own]
+    return "; ".join([deadline.stopped(f"in the backend, given the {given:.3g} s left")] + rest)
+
+
+def unanswered(ended: Ended, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
+               deadline: Deadline = NEVER, **fields) -> st.Solution:
+    """The closed row of a solve whose process gave no answer (solvers.isolation.run_solve): no point."""
+    sol = answered(ended, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
+                   deadline=deadline, **fields)
+    return close(sol, None, X=X, y=y, C=C, profile=profile)
+
+
+def settle(raw, values: dict | None, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
+           K=None, Ku=None, deadline: Deadline = NEVER, given: float | None = None, candidate=None,
+           standardizer=None, kernel=None, **fields) -> st.Solution:
+    """A backend's answer and the point read from it (`values`, the formulation's names) closed: answered + close.
+    What every path that has a raw result calls (solvers.api, the solver alone, the benchmarks)."""
+    sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
+                   deadline=deadline, given=given, **fields)
+    return close(sol, values, X=X, y=y, C=C, K=K, Ku=Ku, profile=profile, candidate=candidate,
+                 standardizer=standardizer, deadline=deadline, kernel=kernel)
+
+
+def model_values(raw, model, layer: str, formulation: str, C) -> tuple[dict | None, np.ndarray | None]:
+    """What a model solved by `raw` holds for the closing step: its point and multipliers (read_model; None without
+    a point) and a hard margin's certificate where there is no optimum (certificate_candidate)."""
+    returned = model is not None and not isinstance(raw, (Ended, BaseException))  # None: no backend was called
+    values = read_model(model, layer, formulation, raw.has_duals) if returned and raw.status in HAS_POINT else None
+    candidate = None
+    if returned and (formulation == HARD_PRIMAL or penalty.is_hard(C)):  # a Farkas certificate or ray
+        candidate = certificate_candidate(model, layer, formulation)
+    return values, candidate
+
+
+def close_model(raw, model, *, formulation: str, layer: str, backend: str, C, **closing) -> st.Solution:
+    """A solved model of either layer closed: model_values, then settle."""
+    values, candidate = model_values(raw, model, layer, formulation, C)
+    return settle(raw, values, formulation=formulation, layer=layer, backend=backend, C=C, candidate=candidate,
+                  **closing)
 
 
 def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,

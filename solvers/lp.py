@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 import pyomo.environ as pyo
@@ -41,11 +42,13 @@ from formulations import recovery, separability, validation
 from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
+from solvers import isolation
 from solvers import solution as st
 from solvers.backends import RECORDS, get_record, ranked
-from solvers.closing import HAS_POINT, close_lp
+from solvers.closing import HAS_POINT, answered, close_lp
+from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
-from solvers.profiles import backend_options, get_profile
+from solvers.profiles import get_profile, native_options
 from solvers.registry import LAYERS, availability, check_time_limit, get_backend
 
 # Named LP methods by backend, from the records (today HiGHS's simplex and ipm).
@@ -324,7 +327,13 @@ def solve_lp(
     LPs (whichever of them came as multipliers); for `hull_intersection`,
     extras hold `lam`, `mu` and the common `point`. All multipliers, by
     constraint name, are in `extras["multipliers"]`.
+
+    time_limit: seconds from this call's start to its return, as in solvers.api.solve: the backend is given what
+    remains after the model's build, and the call runs in a process of the solve server (solvers.isolation) killed
+    shortly past the limit, so that a backend without a time limit of its own (PIQP, ProxQP) or a step that does
+    not stop by itself (the model's load) ends there too; the row is then `time_limit` and says where it stopped.
     """
+    began = time.perf_counter()
     if formulation not in LP_FORMULATIONS:
         raise SVMInputError(f"unknown LP formulation {formulation!r}; choose one of {list(LP_FORMULATIONS)}")
     X, y, labels = validation.check_data(X, y)
@@ -332,40 +341,55 @@ def solve_lp(
         if C is None:
             raise SVMInputError(f"formulation {formulation!r} needs C (C > 0)")
         C = validation.check_C(C)
-    check_time_limit(layer, backend, time_limit)
+    time_limit = validation.check_time_limit(time_limit)
+    if not isolation.ISOLATE:  # no solve server to kill a backend that cannot stop itself
+        check_time_limit(layer, backend, time_limit)
     prof = get_profile(profile)
-    opts = {**backend_options(backend, prof), **method_options(layer, backend, method), **(options or {})}
-    adapter = get_backend(layer, backend)
+    opts = native_options(backend, prof, options, method_options(layer, backend, method))
+    get_backend(layer, backend)  # BackendUnavailableError naming the available ones, before any work
+    deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start
+    extras = {"labels": labels.as_dict(), "method": method or "default", "setting": setting_label(backend, method),
+              "C": C, "n": X.shape[0], "d": X.shape[1]}
+    if formulation == L1_PRIMAL:
+        extras["abs_form"] = abs_form
+    if formulation == L1_DUAL:
+        extras["corr_form"] = corr_form
+    row = dict(formulation=formulation, layer=layer, backend=backend, profile=prof.name, deadline=deadline)
+    work = partial(_solve_lp, X, y, C, row=row, extras=extras, opts=opts, abs_form=abs_form, corr_form=corr_form,
+                   tol=prof.check_tol, nz_rel_tol=nz_rel_tol)
+    # with a limit, in a process of the solve server killed past it, as solvers.api.solve
+    sol = isolation.run_solve(deadline, work, lambda ended: close_lp(answered(ended, **row, extras=extras), None,
+                                                                     C=None))
+    return sol
 
+
+def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, corr_form: str, tol: float,
+              nz_rel_tol: float) -> st.Solution:
+    """solve_lp's model, backend call and closing, in the time that remains of row["deadline"]."""
+    formulation, layer, backend, deadline = row["formulation"], row["layer"], row["backend"], row["deadline"]
+    l1 = formulation in (L1_PRIMAL, L1_DUAL)
+    isolation.stage(f"the {layer} model's build")
     start = time.perf_counter()
     model = build_lp(formulation, layer, X, y, C, abs_form=abs_form, corr_form=corr_form)
-    build_s = time.perf_counter() - start
-
-    sol = st.Solution(
-        formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
-        raw_status="", build_s=build_s, backend_version=adapter.version(), profile=prof.name,
-        extras={"labels": labels.as_dict(), "method": method or "default", "setting": setting_label(backend, method),
-                "C": C, "n": X.shape[0], "d": X.shape[1]},
-    )
-    if formulation == L1_PRIMAL:
-        sol.extras["abs_form"] = abs_form
-    if formulation == L1_DUAL:
-        sol.extras["corr_form"] = corr_form
+    row = {**row, "build_s": time.perf_counter() - start}
+    if deadline.passed():  # the model took the time: no backend starts past the limit
+        raw = st.RawResult(st.TIME_LIMIT, "not started",
+                           message=deadline.stopped("before the backend was called (building the model)"))
+        return close_lp(answered(raw, **row, extras=extras), None, C=None)
+    given = deadline.for_backend()
+    isolation.stage(f"the call to {layer}/{backend}" + (f", given the {given:.3g} s left" if given is not None else ""))
     try:
-        raw = adapter.solve(model, opts, time_limit)
+        raw = get_backend(layer, backend).solve(model, opts, given)
     except (BackendError, UnsupportedModelError) as exc:
-        sol.message, sol.raw_status = str(exc), type(exc).__name__
-        return close_lp(sol, None, C=None)
-    sol.solver_status = sol.status = raw.status
-    sol.raw_status, sol.iterations, sol.solve_s, sol.message = raw.raw_status, raw.iterations, raw.solve_s, raw.message
-    sol.objective = raw.objective
+        return close_lp(answered(exc, **row, extras=extras), None, C=None)
+    sol = answered(raw, **row, given=given, extras=extras)
     if raw.status not in HAS_POINT:
         # the 1-norm LPs are feasible and bounded for any data and C > 0 (w = 0, b = 0, xi = 1 and
         # alpha = 0 are feasible; the objectives lie between 0 and C l): close_lp refutes such claims
-        return close_lp(sol, None, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
-
-    checks = _read_and_check(sol, model, formulation, layer, X, y, C, prof.check_tol, raw.has_duals, nz_rel_tol)
-    return close_lp(sol, checks, C=C if formulation in (L1_PRIMAL, L1_DUAL) else None)
+        return close_lp(sol, None, C=C if l1 else None)
+    isolation.stage("the closing checks")
+    checks = _read_and_check(sol, model, formulation, layer, X, y, C, tol, raw.has_duals, nz_rel_tol)
+    return close_lp(sol, checks, C=C if l1 else None)
 
 
 def _read_and_check(sol: st.Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:

@@ -54,6 +54,13 @@ def backend_options(backend: str, profile: str | Profile = "default") -> dict:
     return options
 
 
+def native_options(backend: str, profile: str | Profile, options: dict | None = None, project: dict | None = None) -> dict:
+    """The one rule for a backend's native options, in every entry point: the user's `options` override the
+    project's (the profile's tolerances, then `project`: an LP method's); the time limit is added by the adapter
+    (BackendRecord.with_time_limit)."""
+    return {**backend_options(backend, profile), **(project or {}), **(options or {})}
+
+
 def tolerance_options(backend: str, tol: float) -> dict:
     """A backend's native options for tolerance `tol` (empty for a backend without a record)."""
     record = get_record(backend)

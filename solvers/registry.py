@@ -42,6 +42,9 @@ BACKENDS: dict[tuple[str, str], Backend] = {
 }
 # The project's backend names (what `backend=` accepts); `register` extends it.
 BACKEND_NAMES: list[str] = list(RECORDS)
+# What `register` added in this process, by name: (record, adapters), sent with each solve to the processes that
+# run it (solvers.isolation's solve server, the runner's solve processes), which start from the project's records.
+_ADDED: dict[str, tuple[BackendRecord, dict[str, Backend]]] = {}
 
 
 def register(record: BackendRecord, adapters: dict[str, Backend] | None = None) -> None:
@@ -59,11 +62,31 @@ def register(record: BackendRecord, adapters: dict[str, Backend] | None = None) 
     RECORDS[record.name] = record
     BACKEND_NAMES.append(record.name)
     BACKENDS.update({(layer, record.name): adapter for layer, adapter in adapters.items()})
+    _ADDED[record.name] = (record, dict(adapters))
     availability.cache_clear()
+
+
+def added_payload() -> bytes:
+    """The backends `register` added in this process, pickled for another process's `adopt`. By value where
+    need be (cloudpickle): a record's tolerances may be a lambda, an adapter a class of the user's script."""
+    import cloudpickle
+
+    return cloudpickle.dumps(tuple(_ADDED.values()))
+
+
+def adopt(payload: bytes) -> None:
+    """Register here the backends another process registered (added_payload): in a process that runs a solve
+    for it, before the solve, so that a backend added with `register` is found there too."""
+    import pickle
+
+    for record, adapters in pickle.loads(payload):
+        if record.name not in RECORDS:
+            register(record, adapters)
 
 
 def unregister(name: str) -> None:
     """Remove a backend `register` added (its record and its adapters)."""
+    _ADDED.pop(name, None)
     RECORDS.pop(name, None)
     if name in BACKEND_NAMES:
         BACKEND_NAMES.remove(name)

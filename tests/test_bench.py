@@ -17,6 +17,7 @@ import pytest
 from experiments.datasets import load_dataset, overlapping
 from formulations.kernels import Kernel, gram
 from solvers import api
+from solvers.deadline import Deadline
 from solvers.algorithms import direct, working_set
 from solvers.bridge.pyomo_standard_form import from_pyomo
 
@@ -362,3 +363,50 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
     calls.clear()
     df = scaling.run(quick=True, budget=60, out_dir=tmp_path, only=only, progress=False, rounds=3)
     assert sum(1 for label, _ in calls if label == labels[0]) == 1 and df["total_s"].iloc[0] == 70.0
+
+
+# ----------------------------------------------------------------------------- one closing step for every path
+
+
+def test_closing_kernel_forms_reports_the_checked_status_not_the_solvers_claim(monkeypatch):
+    """kernel_forms reported the solver's own status: a point it called optimal was `optimal` unchecked. Here the
+    backend's point is halved after its solve (feasible, not optimal) and its claim kept."""
+    from experiments.bench import kernel_forms
+
+    real = kernel_forms.get_backend
+
+    class Halved:
+        def __init__(self, adapter):
+            self.adapter = adapter
+
+        def solve(self, model, options, time_limit=None):
+            raw = self.adapter.solve(model, options, time_limit)
+            alpha = model.variables["alpha"]
+            alpha.value = 0.5 * alpha.value
+            return raw
+
+    table = kernel_forms.time_forms([40], [1.0], solvers=(("cvxpy", "clarabel"),), profile="high")
+    assert (table["status"] == "optimal").all()  # checked: the true points are verified
+    monkeypatch.setattr(kernel_forms, "get_backend", lambda layer, backend: Halved(real(layer, backend)))
+    table = kernel_forms.time_forms([40], [1.0], solvers=(("cvxpy", "clarabel"),), profile="high")
+    assert len(table) == 2 and not (table["status"] == "optimal").any(), table[["form", "status"]]
+
+
+def test_closing_the_benchmarks_rows_stop_their_proof_at_the_budget(monkeypatch):
+    """The benchmark closed its rows by hand, without the deadline: a claimed optimum whose proof the budget cut was
+    `optimal`. Through solvers.closing.settle the row is `time_limit`, as solve()'s."""
+    from experiments.bench import scaling
+
+    task = scaling.Task(scaling.Path_("kernel", "kernel_dual", "cvxpy", "clarabel", form="dense"), n=60, budget=60.0)
+    X, y = scaling.bench_data(task.n, task.path.d)
+    K = gram(Kernel("rbf", gamma=scaling.GAMMA), X)
+    row = task.path.row(task.n)
+    row.build_s = 0.0
+    scaling._run_layer(task, row, None, y, K, None)
+    assert row.status == "optimal"
+    monkeypatch.setattr(scaling, "Deadline", lambda budget, began: Deadline(budget, clock=lambda: began + 2 * budget,
+                                                                           began=began))  # passed at once
+    row = task.path.row(task.n)
+    row.build_s = 0.0
+    scaling._run_layer(task, row, None, y, K, None)
+    assert row.status == "time_limit" and "60 s" in row.message

@@ -7,6 +7,7 @@ KILL_GRACE after the limit)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from functools import partial
@@ -80,8 +81,8 @@ def test_work_the_server_cannot_import_runs_here(monkeypatch):
 
 def test_a_solve_whose_child_was_killed_is_a_time_limit_row_that_names_the_step(monkeypatch):
     ds = example_5_1()
-    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(
-        killed=True, stage="the call to pyomo/osqp (the layer's compilation or load of the model, then the solver)"))
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
+        killed=True, stage="the call to pyomo/osqp (the layer's compilation or load of the model, then the solver)"), ""))
     sol = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="osqp", C=1.0, time_limit=2.0)
     assert sol.status == sol.solver_status == st.TIME_LIMIT and sol.raw_status == "killed"
     assert sol.message.startswith("stopped at the time limit (2 s) in the call to pyomo/osqp (")
@@ -92,8 +93,8 @@ def test_a_solve_whose_child_was_killed_is_a_time_limit_row_that_names_the_step(
 
 def test_a_solve_whose_child_died_is_an_error_row(monkeypatch):
     ds = example_5_1()
-    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(
-        killed=False, stage="the call to cvxpy/highs", how="SIGABRT"))
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
+        killed=False, stage="the call to cvxpy/highs", how="SIGABRT"), ""))
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, time_limit=2.0)
     assert sol.status == st.ERROR and sol.raw_status == "SIGABRT"
     assert sol.message == "the solve's process died (SIGABRT) in the call to cvxpy/highs"
@@ -124,7 +125,7 @@ def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch)
     """layer "direct" (the solver alone, working sets only) has no adapter in the registry: the row still names the
     backend's version from its record (CI found _unanswered asking the registry for it)."""
     ds = example_5_1()
-    monkeypatch.setattr(isolation, "run", lambda deadline, work: isolation.Ended(killed=True, stage="the split start"))
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(killed=True, stage="the split start"), ""))
     sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf", time_limit=2.0)
     assert sol.status == st.TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
     assert sol.extras["method"] == "working_set" and sol.backend_version
@@ -152,3 +153,232 @@ def test_a_childs_warnings_reach_the_callers_filters():
             isolation.run(Deadline(600.0), partial(_warn_then, 3))
     # the child raised into was ended, and its answer dropped: the next call gets its own
     assert isolation.run(Deadline(600.0), partial(_pid_and, 5))[1] == 5
+
+
+def _say_pid_then_wait(fifo: str):
+    """A child that says its pid through `fifo` once it is in its work, then waits for a kill."""
+    isolation.stage("waiting for its kill")
+    with open(fifo, "w") as out:
+        out.write(f"{os.getpid()}\n")
+    threading.Event().wait()
+
+
+def _pid_from(fifo, caller: threading.Thread, answer: dict) -> int:
+    """The pid a child says through `fifo`; a failure naming the caller's answer if the caller ended first (a bound
+    for a broken build, not a duration: the child says it as soon as it is in its work)."""
+    import select
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        said = b""
+        while not said.endswith(b"\n"):
+            if not select.select([reader], [], [], 1.0)[0]:
+                assert caller.is_alive(), f"the call ended before its child said it was in its work: {answer}"
+                continue
+            said += os.read(reader, 64)
+        return int(said)
+    finally:
+        os.close(reader)
+
+
+def _ended(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # exited; its new parent (init) reaps it
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_server_killed_during_a_solve_is_said_at_once_and_leaves_nothing_behind(tmp_path):
+    """Killed during a solve of a 60 s limit, the server left the caller waiting for its orphaned child (23.8 s)
+    and then said the solve was stopped at the time limit; the server stayed a zombie. Now the caller sees the
+    server's death, says it, the child dies with the server, and the next call starts a new server."""
+    import psutil
+
+    server = isolation.run(Deadline(600.0), os.getppid)  # a running server (the child's parent)
+    fifo = tmp_path / "child"
+    os.mkfifo(fifo)
+    answer = {}
+    waiting = threading.Thread(target=lambda: answer.update(ended=isolation.run(
+        Deadline(60.0), partial(_say_pid_then_wait, str(fifo)))), daemon=True)
+    waiting.start()
+    child = _pid_from(fifo, waiting, answer)  # the child is in its work
+    os.kill(server, signal.SIGKILL)
+    waiting.join(30.0)  # a bound for a broken build only: the answer comes with the server's death
+    assert not waiting.is_alive(), "the caller still waits for the orphaned child"
+    assert answer["ended"] == isolation.Ended(killed=False, stage="waiting for its kill", how="SIGKILL",
+                                              server_pid=server)
+    assert not psutil.pid_exists(server), "the dead server was not reaped"
+    assert _ended(child)
+    assert {p.pid for p in psutil.Process().children(recursive=True)}.isdisjoint({server, child})
+    assert isolation.run(Deadline(600.0), partial(_pid_and, 9))[1] == 9  # the next call: a new server
+    assert isolation.run(Deadline(600.0), os.getppid) not in (server, os.getpid())
+
+
+def test_a_solve_whose_server_died_is_an_error_row_that_says_so(monkeypatch):
+    ds = example_5_1()
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
+        killed=False, stage="the call to cvxpy/clarabel", how="SIGKILL", server_pid=4321), ""))
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
+    assert (sol.status, sol.solver_status, sol.raw_status) == (st.ERROR, st.ERROR, "server died")
+    assert sol.message == ("the solve server (pid 4321) died during the solve (SIGKILL) in the call to cvxpy/clarabel; "
+                           "the solve's process was ended with it, and the next call starts a new server")
+    assert "time limit" not in sol.message and sol.w is None
+
+
+@pytest.fixture
+def clarabel_copy():
+    """A backend added with registry.register in this process only: Clarabel's record under another name, with a
+    lambda for its tolerances (records are not picklable by name)."""
+    import dataclasses
+
+    from solvers import registry
+    from solvers.backends import RECORDS
+
+    record = dataclasses.replace(RECORDS["clarabel"], name="clarabel_copy", tolerances=lambda tol: {"tol_gap_abs": tol})
+    registry.register(record)
+    yield record.name
+    registry.unregister(record.name)
+
+
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
+def test_a_backend_registered_in_the_caller_solves_in_the_server(clarabel_copy, layer):
+    """With a time limit the solve runs in a child of the server, which imported the project's records only: a
+    backend added with register() raised BackendUnavailableError there."""
+    ds = example_5_1()
+    sol = api.solve("soft_primal", ds.X, ds.y, layer=layer, backend=clarabel_copy, C=1.0, time_limit=600.0)
+    assert sol.status == st.OPTIMAL, sol.message
+    assert "isolation" not in sol.extras  # it ran in the server
+    assert sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4) and sol.b == pytest.approx(1.1976, abs=5e-4)
+
+
+def test_a_registration_that_cannot_be_sent_runs_in_the_caller_and_says_so(clarabel_copy, monkeypatch):
+    from solvers import registry
+
+    def unsendable():
+        raise TypeError("cannot pickle 'generator' object")
+
+    monkeypatch.setattr(registry, "added_payload", unsendable)
+    ds = example_5_1()
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=clarabel_copy, C=1.0, time_limit=600.0)
+    assert sol.status == st.OPTIMAL
+    assert sol.extras["isolation"].startswith("ran in the calling process, stopped by the time limit's own checks only")
+    assert "the backends registered here could not be sent to the solve server (TypeError" in sol.extras["isolation"]
+
+
+# ------------------------------------------------------------------ one time limit for every entry point
+
+from solvers.adapters.cvxpy_layer import CvxpyBackend  # noqa: E402
+
+
+class _StuckAdapter(CvxpyBackend):
+    """A backend that never returns and has no time limit of its own: only the kill stops it. With a `fifo`, it says
+    its pid there once it is called."""
+
+    fifo = ""
+
+    def solve(self, model, options, time_limit=None):
+        if self.fifo:
+            with open(self.fifo, "w") as out:
+                out.write(f"{os.getpid()}\n")
+        threading.Event().wait()
+
+
+@pytest.fixture
+def stuck():
+    import dataclasses
+
+    from solvers import registry
+    from solvers.backends import RECORDS
+
+    record = dataclasses.replace(RECORDS["clarabel"], name="stuck", time_limit_option=None,
+                                 preference={**RECORDS["clarabel"].preference, "lp": 99})
+    registry.register(record, {"cvxpy": _StuckAdapter(record)})
+    yield record.name
+    registry.unregister(record.name)
+
+
+def _entry_points():
+    from solvers.algorithms import direct, primal_working_set, working_set
+    from solvers.lp import solve_lp
+
+    ds = example_5_1()
+    X, y = ds.X, ds.y
+    return {
+        "solve": lambda limit: api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0,
+                                         method="full", time_limit=limit),
+        "solve_lp": lambda limit: solve_lp("l1_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0,
+                                           time_limit=limit),
+        "direct": lambda limit: direct.solve("soft_primal", X, y, backend="piqp", C=1.0, time_limit=limit),
+        "working_set": lambda limit: working_set.solve(X @ X.T, y, 1.0, backend="piqp", layer="direct",
+                                                       time_limit=limit),
+        "primal_working_set": lambda limit: primal_working_set.solve(X, y, 1.0, backend="piqp", time_limit=limit),
+    }
+
+
+@pytest.mark.parametrize("entry", ["solve", "solve_lp", "direct", "working_set", "primal_working_set"])
+def test_every_entry_point_runs_a_limited_call_in_the_server_and_says_where_it_was_killed(monkeypatch, entry):
+    """solve_lp gave the backend the whole limit and never killed; the solver alone ignored it for PIQP and ProxQP;
+    the working sets called on their own had no kill: each now runs a limited call as solve() does."""
+    call = _entry_points()[entry]
+    monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
+        killed=True, stage="the call to the backend"), ""))
+    sol = call(2.0)
+    assert (sol.status, sol.solver_status, sol.raw_status) == (st.TIME_LIMIT, st.TIME_LIMIT, "killed")
+    assert sol.message.startswith("stopped at the time limit (2 s) in the call to the backend, a step that does "
+                                  "not stop by itself: the solve's process was killed, ")
+    assert sol.w is None and sol.extras["labels"]
+    monkeypatch.undo()
+    assert call(None).status == st.OPTIMAL  # without a limit, the same call in this process
+
+
+@pytest.mark.parametrize("entry", ["solve", "solve_lp"])
+def test_a_backend_without_a_time_limit_of_its_own_is_stopped_by_the_kill(stuck, entry):
+    """solve_lp refused a time limit for such a backend (and gave the others the whole limit, never killed)."""
+    from solvers.lp import solve_lp
+
+    ds = example_5_1()
+    if entry == "solve":
+        sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, method="full",
+                        time_limit=2.0)
+    else:
+        sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, time_limit=2.0)
+    assert (sol.status, sol.raw_status) == (st.TIME_LIMIT, "killed")
+    assert sol.message.startswith(f"stopped at the time limit (2 s) in the call to cvxpy/{stuck}")
+    assert "the solve's process was killed" in sol.message
+
+
+def test_a_solve_whose_server_is_killed_in_the_backend_is_an_error_row_and_the_next_solve_works(stuck, tmp_path):
+    """End to end through solve(): the server killed while the backend runs (60 s limit)."""
+    import psutil
+
+    from solvers import registry
+
+    fifo = tmp_path / "backend"
+    os.mkfifo(fifo)
+    registry.BACKENDS[("cvxpy", stuck)].fifo = str(fifo)  # sent with the request: the registered adapter as it is
+    ds = example_5_1()
+    answer = {}
+
+    def solving_call():
+        try:
+            answer["sol"] = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, method="full",
+                                      time_limit=60.0)
+        except Exception as exc:  # noqa: BLE001 - named by _pid_from's failure
+            answer["raised"] = exc
+
+    solving = threading.Thread(target=solving_call, daemon=True)
+    solving.start()
+    child = _pid_from(fifo, solving, answer)  # the backend is called
+    server = psutil.Process(child).ppid()
+    os.kill(server, signal.SIGKILL)
+    solving.join(30.0)  # a bound for a broken build only
+    assert not solving.is_alive()
+    sol = answer["sol"]
+    assert (sol.status, sol.raw_status) == (st.ERROR, "server died")
+    assert sol.message.startswith(f"the solve server (pid {server}) died during the solve (SIGKILL) in the call to "
+                                  f"cvxpy/{stuck} (")
+    assert not psutil.pid_exists(server) and _ended(child)
+    sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
+    assert sol.status == st.OPTIMAL and sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4)

@@ -295,3 +295,64 @@ def test_the_smoothed_start_and_the_settling_step_stop_at_the_deadline(wide, mon
     sol = pws.solve(X, y, 1.0, layer="direct", time_limit=Deadline(100.0, clock=clock))
     assert sol.status == st.TIME_LIMIT and sol.w is None
     assert "restricted QPs, in the settling step, at a consistent split" in sol.message
+
+
+def test_solve_lp_gives_its_backend_the_time_left_and_none_past_the_limit(monkeypatch):
+    """solve_lp handed the backend the whole limit, from wherever the call was by then."""
+    from experiments.datasets import example_5_1
+    from solvers.lp import solve_lp
+
+    ds = example_5_1()
+    adapter = registry.get_backend("cvxpy", "clarabel")
+    given, real = [], adapter.solve
+
+    def spy(model, options, time_limit=None):
+        given.append(time_limit)
+        return real(model, options, time_limit)
+
+    monkeypatch.setattr(adapter, "solve", spy)
+    sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e4)
+    assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
+    sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e-9)
+    assert len(given) == 1  # not called: the limit had passed by the time the model was built
+    assert sol.status == st.TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
+        "stopped at the time limit (1e-09 s) before the backend was called (building the model), ")
+
+
+def _handed(monkeypatch, module, name: str) -> list:
+    """The options each call of module.name (a solver's entry) was handed."""
+    handed, real = [], getattr(module, name)
+
+    def spy(qp, record, options):
+        handed.append(dict(options))
+        return real(qp, record, options)
+
+    monkeypatch.setattr(module, name, spy)
+    return handed
+
+
+@pytest.mark.parametrize("share, expected", [(2.0, 2.0), (50.0, 5.0)])
+def test_one_rule_for_native_options_in_every_path(monkeypatch, share, expected):
+    """The user's native options override the project's (the profile's tolerances) in every path, and a time-limit
+    option of the user's is kept only where it is the smaller: the cvxpy layer and the Pyomo/qpsolvers adapter let
+    the call's share override it, the solver alone and Ipopt let the user's override the share."""
+    from solvers.adapters.cvxpy_layer import solve_kwargs
+    from solvers.algorithms import direct
+    from solvers.backends import RECORDS
+
+    user = {"time_limit": 5.0, "eps_abs": 1e-3}  # OSQP's names
+    project = profiles.native_options("osqp", "high", user)
+    assert project["eps_abs"] == 1e-3 and project["eps_rel"] == profiles.backend_options("osqp", "high")["eps_rel"]
+    assert solve_kwargs(RECORDS["osqp"], dense=False, options=project, time_limit=share)["time_limit"] == expected
+
+    ds = overlapping(40, d=3, seed=0)
+    asm = direct.assemble("soft_primal", ds.X, ds.y.astype(float), 1.0)
+    handed = _handed(monkeypatch, direct, "solve_standard_qp")
+    direct.solve_assembled(asm, "osqp", project, share)
+    handed_pyomo = _handed(monkeypatch, pyomo_qp, "solve_standard_qp")
+    import formulations
+
+    model = formulations.build("soft_primal", "pyomo", X=ds.X, y=ds.y.astype(float), C=1.0)
+    registry.get_backend("pyomo", "osqp").solve(model, project, share)
+    for options in (handed[0], handed_pyomo[0]):
+        assert options["time_limit"] == expected and options["eps_abs"] == 1e-3

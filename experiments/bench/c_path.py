@@ -40,9 +40,8 @@ import numpy as np
 import formulations
 from experiments.bench.scaling import GAMMA, KERNEL_D, LINEAR_D, bench_data
 from formulations.kernels import Kernel, gram
-from solvers import solution as st
 from solvers.algorithms import working_set as ws
-from solvers.closing import HAS_POINT, close, read_cvxpy
+from solvers.closing import close_model
 from solvers.profiles import Profile, backend_options, get_profile
 from solvers.registry import get_backend
 
@@ -107,12 +106,11 @@ def kernel_path(K: np.ndarray, y: np.ndarray, Cs, layer: str, backend: str = "pi
 # ----------------------------------------------------------------------------- cvxpy
 
 
-def _checked(model, formulation: str, raw, X, y, C: float, check_tol: float) -> tuple[float, str, float]:
-    """(the project's objective at the point, verified status, relative gap): solvers.checks."""
-    sol = st.Solution(formulation=formulation, layer="cvxpy", backend="", status=raw.status,
-                      solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective)
-    values = read_cvxpy(model, formulation, raw.has_duals) if raw.status in HAS_POINT else {}
-    close(sol, values, X=X, y=y, C=C, profile=Profile("c_path", None, check_tol, "the C path's check"))
+def _checked(model, formulation: str, backend: str, raw, X, y, C: float, check_tol: float) -> tuple[float, str, float]:
+    """(the project's objective at the point, verified status, relative gap): solvers.closing.close_model, as every
+    solve path."""
+    sol = close_model(raw, model, formulation=formulation, layer="cvxpy", backend=backend, X=X, y=y, C=C,
+                      profile=Profile("c_path", None, check_tol, "the C path's check"))
     kind = "primal_objective" if formulation == "soft_primal" else "dual_objective"
     return float(sol.checks[kind]), sol.status, float(sol.checks["rel_duality_gap"])
 
@@ -144,7 +142,7 @@ def cvxpy_path(X: np.ndarray, y: np.ndarray, Cs, formulation: str, backend: str,
                 options = {**base, "warm_start": mode == "warm"}
             raw = adapter.solve(model, options)
             elapsed = time.perf_counter() - start
-            objective, status, gap = _checked(model, formulation, raw, X, y, C, prof.check_tol)
+            objective, status, gap = _checked(model, formulation, backend, raw, X, y, C, prof.check_tol)
             stats = model.problem.solver_stats
             rows.append(_row(path=label, problem="linear", formulation=formulation, layer="cvxpy", backend=backend,
                              profile=prof.name, mode=mode, C=C, n=len(y), time_s=elapsed,

@@ -34,21 +34,28 @@ from formulations.kernels import Kernel, factorize, gram
 from formulations.model import KERNEL_DUAL
 from formulations.validation import check_labels
 from solvers.api import solve
-from solvers.closing import read_model
+from solvers.closing import close_model, read_model
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
 
 def _solve_form(K, y, C, layer: str, backend: str, profile: str, form: str = "factor", L=None):
-    """(alpha*, build seconds, solve seconds, status) of the kernel dual in `form` (a factor: the given L)."""
+    """(alpha*, build seconds, solve seconds, status) of the kernel dual in `form` (a factor: the given L). The
+    status is the project's checked one (solvers.closing.close_model, as every solve path), on the Gram matrix of
+    the problem solved: K, or L L' (a truncated factor's point is checked as the optimum of the truncated problem;
+    low_rank_effect measures how far that is from K's)."""
     start = time.perf_counter()
     model = formulations.build(KERNEL_DUAL, layer, y=y, C=C, K=K, kernel_form=form, L=L)
     build_s = time.perf_counter() - start
+    prof = get_profile(profile)
     start = time.perf_counter()
-    raw = get_backend(layer, backend).solve(model, backend_options(backend, get_profile(profile)))
+    raw = get_backend(layer, backend).solve(model, backend_options(backend, prof))
     seconds = time.perf_counter() - start
     alpha = read_model(model, layer, KERNEL_DUAL, has_duals=False).get("alpha", np.full(len(y), np.nan))
-    return alpha, build_s, seconds, raw.status
+    solved_K = K if form == "dense" else L @ L.T
+    sol = close_model(raw, model, formulation=KERNEL_DUAL, layer=layer, backend=backend, X=np.zeros((len(y), 0)),
+                      y=y, C=C, K=solved_K, profile=prof)
+    return alpha, build_s, seconds, sol.status
 
 
 def low_rank_effect(X, y, kernel: Kernel, C: float, ranks, *, layer: str = "cvxpy", backend: str = "clarabel",

@@ -54,12 +54,13 @@ from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
-from solvers import api
+from solvers import api, isolation
 from solvers.algorithms import direct, primal_working_set, working_set
 from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
 from solvers import solution as st
-from solvers.closing import HAS_POINT, close, read_model
+from solvers.closing import model_values, settle
+from solvers.deadline import Deadline
 from solvers.profiles import backend_options, get_profile
 from solvers.registry import get_backend
 
@@ -323,13 +324,14 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     adapter = get_backend(p.layer, p.backend)
     row.version = adapter.version()
     start = time.perf_counter()
+    deadline = Deadline(task.budget, began=start)  # the closing checks' proof stops at the budget too
     model = formulations.build(p.formulation, p.layer, X=X, y=y, C=problem_C(p.problem), K=K,
                                kernel_form=p.form or "dense", L=L)
     built = time.perf_counter()
     # the adapter passes the budget as the solver's own time limit where it has one (PIQP and
     # ProxQP have none: the benchmark's worker is killed at --kill-after)
     raw = adapter.solve(model, backend_options(p.backend, prof), task.budget)
-    values = read_model(model, p.layer, p.formulation, raw.has_duals) if raw.status in HAS_POINT else {}
+    values, candidate = model_values(raw, model, p.layer, p.formulation, problem_C(p.problem))
     read = time.perf_counter()
     row.build_s += built - start
     row.solve_s = read - built  # the adapter's whole call: compile, solver, read-back
@@ -342,7 +344,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
             row.solver_s = float(stats.solve_time)
         elif math.isfinite(compile_s):  # the solver did not report its time: the call minus the compile
             row.solver_s = raw.solve_s - compile_s
-    _verify_into(row, task, p.layer, raw, values, X, y, K)
+    _verify_into(row, task, p.layer, raw, values, X, y, K, deadline=deadline, candidate=candidate)
 
 
 def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
@@ -350,23 +352,25 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
     prof = get_profile(p.profile)
     form = "factor" if p.form == "lowrank" else (p.form or "dense")
     start = time.perf_counter()
+    deadline = Deadline(task.budget, began=start)
     asm = direct.assemble(p.formulation, X, y, problem_C(p.problem), K=K, L=L, kernel_form=form)
     row.build_s += time.perf_counter() - start
     res = direct.solve_assembled(asm, p.backend, backend_options(p.backend, prof), task.budget)
     row.solve_s = row.solver_s = res.solve_s
     # A low-rank factor's point is checked against the exact K: its effect on the optimum shows.
-    _verify_into(row, task, "direct", res, direct.named_values(asm, res) if res.x is not None else {}, X, y, K)
+    _verify_into(row, task, "direct", res, direct.named_values(asm, res) if res.x is not None else {}, X, y, K,
+                 deadline=deadline)
 
 
-def _verify_into(row: Row, task: Task, layer: str, raw, values: dict, X, y, K) -> None:
-    """Recover w*, b* from a returned point, run the project's checks on it and fill the row."""
+def _verify_into(row: Row, task: Task, layer: str, raw, values: dict | None, X, y, K, *, deadline: Deadline,
+                 candidate=None) -> None:
+    """Recover w*, b* from a returned point, run the project's checks on it (solvers.closing.settle, as every
+    solve path) and fill the row."""
     p = task.path
-    prof = get_profile(p.profile)
-    sol = st.Solution(formulation=p.formulation, layer=layer, backend=p.backend, status=raw.status,
-                      solver_status=raw.status, raw_status=raw.raw_status, objective=raw.objective,
-                      iterations=raw.iterations, profile=prof.name, message=raw.message)
     Xd = X if X is not None else np.zeros((len(y), 0))
-    close(sol, values, X=Xd, y=y, C=problem_C(p.problem), K=K, profile=prof)
+    sol = settle(raw, values, formulation=p.formulation, layer=layer, backend=p.backend, X=Xd, y=y,
+                 C=problem_C(p.problem), K=K, profile=get_profile(p.profile), deadline=deadline, given=task.budget,
+                 candidate=candidate)
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
@@ -461,6 +465,7 @@ def measure(task: Task) -> Row:
 
 
 def _worker(task: Task, conn) -> None:
+    isolation.ISOLATE = False  # this process is the one killed at --kill-after: no solve server of its own
     conn.send(asdict(measure(task)))
     conn.close()
 

@@ -56,7 +56,7 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, exact_number
 from formulations.names import KERNEL_DUAL
 from formulations.scaling import Standardizer
-from solvers import isolation
+from solvers import isolation, registry
 from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
@@ -583,9 +583,11 @@ def _watch_parent(parent_pid: int) -> None:
             pass
 
 
-def _child(task: Task, conn, log_path: str | None, parent_pid: int) -> None:
+def _child(task: Task, conn, log_path: str | None, parent_pid: int, registered: bytes = b"") -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     isolation.ISOLATE = False  # this process is the one killed at --timeout: no solve server of its own
+    if registered:  # the backends the sweep's process registered (solvers.registry.register): the fork server has not
+        registry.adopt(registered)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -698,9 +700,16 @@ def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None =
             log_path = str(Path(log_dir) / f"{task.id}.log")
         except OSError:
             log_path = None
+    try:
+        registered = registry.added_payload()
+    except Exception as exc:  # noqa: BLE001 - a registration that does not pickle, even by value: solved here
+        row = execute_task(task)
+        row["message"] = (f"{row.get('message') or ''} [in-process: the backends registered here cannot be sent to "
+                          f"a solve process ({type(exc).__name__}: {exc}), so --timeout cannot kill it]").strip()
+        return row
     ctx = _context()
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(task, send, log_path, os.getpid()), daemon=True)
+    proc = ctx.Process(target=_child, args=(task, send, log_path, os.getpid(), registered), daemon=True)
     proc.start()
     send.close()
     with _LIVE_LOCK:
@@ -794,6 +803,12 @@ def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int
 SCHEDULER_CONNECT_TIMEOUT = 5.0
 
 
+def run_registered(registered: bytes, task: Task, log_dir: str | None = None) -> dict:
+    """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too."""
+    registry.adopt(registered)
+    return run_isolated(task, log_dir)
+
+
 def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
              workers: int = 1, log_dir: str | None = None) -> None:
     """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None)."""
@@ -813,8 +828,9 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
                                    dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
     futures = []
+    registered = registry.added_payload()  # the backends registered here, for each worker (run_registered)
     try:
-        futures = [client.submit(run_isolated, task, log_dir, key=f"svm-solve-{task.id}", pure=False)
+        futures = [client.submit(run_registered, registered, task, log_dir, key=f"svm-solve-{task.id}", pure=False)
                    for task in tasks]
         by_key = {fut.key: task for fut, task in zip(futures, tasks)}
         for fut in dask_completed(futures):

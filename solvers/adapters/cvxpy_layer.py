@@ -69,7 +69,7 @@ def solve_kwargs(record, *, dense: bool, options: dict, time_limit: float | None
     its time-limit option, and Ipopt through cvxpy's NLP path (`record.cvxpy_options`: nlp=True, the
     only way cvxpy reaches it, which takes no canon_backend). The adapter and the working set's
     subproblems both solve with these."""
-    kwargs = {**record.cvxpy_matrix_backend(dense_form=dense), **options, **record.time_limit(time_limit),
+    kwargs = {**record.cvxpy_matrix_backend(dense_form=dense), **record.with_time_limit(options, time_limit),
               **record.cvxpy_options}
     if not record.cvxpy_options.get("nlp"):
         kwargs.setdefault("canon_backend", CANON_BACKEND)

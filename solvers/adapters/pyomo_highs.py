@@ -45,6 +45,8 @@ class PyomoHighsBackend(RecordAdapter):
         from pyomo.contrib.solver.common.factory import SolverFactory
 
         solver = SolverFactory(self.record.name)  # Pyomo registers it under the same name
+        options = self.record.with_time_limit(options, time_limit)
+        time_limit = options.pop(self.record.time_limit_option, None)  # Pyomo's own keyword for it
         start = time.perf_counter()
         try:
             results = solver.solve(

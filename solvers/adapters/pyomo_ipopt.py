@@ -88,8 +88,9 @@ class _QPCallbacks:
         return True
 
 
-def solve_qp_with_ipopt(qp: StandardQP, options: dict, time_limit: float | None = None):
-    """Solve a StandardQP with cyipopt; returns (x, lambda_eq, lambda_ineq, info, iterations)."""
+def solve_qp_with_ipopt(qp: StandardQP, options: dict):
+    """Solve a StandardQP with cyipopt, `options` with the time limit in them (BackendRecord.with_time_limit);
+    returns (x, lambda_eq, lambda_ineq, info, iterations)."""
     import cyipopt
 
     callbacks = _QPCallbacks(qp)
@@ -103,8 +104,6 @@ def solve_qp_with_ipopt(qp: StandardQP, options: dict, time_limit: float | None 
     problem.add_option("hessian_constant", "yes")
     problem.add_option("jac_c_constant", "yes")
     problem.add_option("jac_d_constant", "yes")
-    if time_limit is not None:
-        problem.add_option("max_wall_time", float(time_limit))
     for key, value in options.items():
         problem.add_option(key, value)
     x0 = np.clip(np.zeros(qp.n), qp.lb, qp.ub)
@@ -130,7 +129,7 @@ class PyomoIpoptBackend(RecordAdapter):
         qp = from_pyomo(model)
         start = time.perf_counter()
         try:
-            x, lam_eq, lam_in, info, iterations = solve_qp_with_ipopt(qp, options, time_limit)
+            x, lam_eq, lam_in, info, iterations = solve_qp_with_ipopt(qp, self.record.with_time_limit(options, time_limit))
         except Exception as exc:
             raise BackendError(f"pyomo/ipopt raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start

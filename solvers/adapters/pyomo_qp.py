@@ -151,9 +151,8 @@ class PyomoQPBackend(RecordAdapter):
         from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
 
         qp = from_pyomo(model)
-        # the solver's own limit; solvers.api refuses a limit for a backend without one, while the
-        # working sets call adapters directly and check the clock between their (small) subproblems
-        options = {**options, **self.record.time_limit(time_limit)}
+        # the solver's own limit; one without it is stopped by the solve server's kill (solvers.isolation)
+        options = self.record.with_time_limit(options, time_limit)
         start = time.perf_counter()
         try:
             sol = solve_standard_qp(qp, self.record, options)

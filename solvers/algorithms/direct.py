@@ -31,21 +31,24 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 
 from formulations import kernel_dual, penalty, soft_primal, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
+from solvers import isolation
 from solvers import solution as st
 from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
 from solvers.adapters.pyomo_qp import (has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp,
                                       solver_message)
 from solvers.backends import PYOMO_IPOPT_BRIDGE, RECORDS, ranked
 from solvers.bridge.pyomo_standard_form import StandardQP
-from solvers.closing import close, resolve_C
+from solvers.closing import answered, close, resolve_C, unanswered
 from solvers.deadline import Deadline
-from solvers.profiles import backend_options, get_profile
+from solvers.profiles import get_profile, native_options
+from solvers.registry import check_time_limit
 
 # Backends that can take the matrices directly (their records say `direct`): through qpsolvers,
 # or Ipopt through the project's cyipopt bridge.
@@ -169,11 +172,11 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
         if record.pyomo_route == PYOMO_IPOPT_BRIDGE:  # Ipopt: the project's cyipopt bridge
             qp_sparse = StandardQP(**{**qp.__dict__, "P": sp.csc_matrix(qp.P), "A": sp.csc_matrix(qp.A),
                                       "G": sp.csc_matrix(qp.G)})
-            x, y_eq, z_in, info, iters = solve_qp_with_ipopt(qp_sparse, options, time_limit)
+            x, y_eq, z_in, info, iters = solve_qp_with_ipopt(qp_sparse, record.with_time_limit(options, time_limit))
             elapsed = time.perf_counter() - start
             status, raw = ipopt_status(info)
         else:
-            options = {**record.time_limit(time_limit), **options}
+            options = record.with_time_limit(options, time_limit)
             sol = solve_standard_qp(qp, record, options)
             elapsed = time.perf_counter() - start
             status, raw = qpsolvers_status(sol)
@@ -219,27 +222,43 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
     """Assemble, solve with the solver alone, recover and check: a `Solution` with layer "direct".
 
     build_s is the assembly from numpy arrays, solve_s the solver call alone. time_limit: seconds from this
-    call's start (solvers.deadline): the solver is given what remains after the assembly, and the closing
-    checks' proof stops at it.
+    call's start (solvers.deadline), as in solvers.api.solve: the solver is given what remains after the assembly,
+    the closing checks' proof stops at it, and the call runs in a process of the solve server (solvers.isolation)
+    killed shortly past it, which stops a solver without a time limit of its own (PIQP, ProxQP) too.
     """
-    deadline = Deadline(time_limit)
+    began = time.perf_counter()
+    time_limit = validation.check_time_limit(time_limit)
     if K is not None and X is None:
         X = np.zeros((len(y), 0))
         y, labels = validation.check_labels(y)
     else:
         X, y, labels = validation.check_data(X, y)
     C = resolve_C(formulation, C, n=len(y))
+    if not isolation.ISOLATE:  # no solve server to kill a backend that cannot stop itself
+        check_time_limit("direct", backend, time_limit)
     prof = get_profile(profile)
+    deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start
+    row = dict(formulation=formulation, layer="direct", backend=backend, deadline=deadline,
+               extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
+               else {"labels": labels.as_dict()})
+    work = partial(_solve, X, y, C, K, L, kernel_form, row=row, prof=prof,
+                   opts=native_options(backend, prof, options))
+    # with a limit, in a process of the solve server killed past it, as solvers.api.solve (PIQP and ProxQP have no
+    # time limit of their own: the kill stops them)
+    return isolation.run_solve(deadline, work, partial(unanswered, X=X, y=y, C=C, profile=prof, **row))
+
+
+def _solve(X, y, C, K, L, kernel_form, *, row: dict, prof, opts: dict) -> st.Solution:
+    """solve's assembly, solver call and closing, in the time that remains of row["deadline"]."""
+    deadline = row["deadline"]
+    isolation.stage("the assembly of the matrices")
     start = time.perf_counter()
-    asm = assemble(formulation, X, y, C, K=K, L=L, kernel_form=kernel_form)
+    asm = assemble(row["formulation"], X, y, C, K=K, L=L, kernel_form=kernel_form)
     build_s = time.perf_counter() - start
-    opts = {**backend_options(backend, prof), **(options or {})}
-    res = solve_assembled(asm, backend, opts, deadline.for_backend())
-    sol = st.Solution(
-        formulation=formulation, layer="direct", backend=backend, status=res.status, solver_status=res.status,
-        raw_status=res.raw_status, objective=res.objective, build_s=build_s, solve_s=res.solve_s,
-        iterations=res.iterations, profile=prof.name, message=res.message,
-        extras={"labels": labels.as_dict(), "kernel_form": kernel_form} if formulation == KERNEL_DUAL
-        else {"labels": labels.as_dict()},
-    )
+    given = deadline.for_backend()
+    isolation.stage(f"the call to {row['backend']} (the solver alone)"
+                    + (f", given the {given:.3g} s left" if given is not None else ""))
+    res = solve_assembled(asm, row["backend"], opts, given)
+    sol = answered(res, profile=prof.name, given=given, build_s=build_s, **row)
+    isolation.stage("the closing checks")
     return close(sol, named_values(asm, res), X=X, y=y, C=C, K=K, profile=prof, deadline=deadline)

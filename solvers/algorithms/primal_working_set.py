@@ -64,9 +64,9 @@ from formulations.recovery import primal_objective
 from solvers import blas, isolation
 from solvers import solution as st
 from solvers.algorithms import direct
-from solvers.closing import close, read_cvxpy, read_pyomo
+from solvers.closing import close, read_cvxpy, read_pyomo, unanswered
 from solvers.deadline import NEVER, Deadline
-from solvers.profiles import backend_options, get_profile, tolerance_options
+from solvers.profiles import get_profile, native_options, tolerance_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend, subproblem_stop
 
@@ -363,7 +363,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
     y = np.asarray(y, dtype=float)
     n, d = X.shape
     deadline = Deadline.of(time_limit)
-    restricted = _RestrictedQPs(X, y, layer, backend, {**backend_options(backend, profile), **(options or {})},
+    restricted = _RestrictedQPs(X, y, layer, backend, native_options(backend, profile, options),
                                 deadline)
 
     stopped = partial(_stopped, X, y, C, restricted)
@@ -461,7 +461,27 @@ def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int 
 
     build_s is the time outside the layer's calls (margins, selection, line searches),
     solve_s the time inside them (the restricted models' build, solve and read-back).
+
+    As in solvers.api.solve, a call with a limit runs in a process of the solve server killed shortly past it
+    (solvers.isolation): a restricted QP's setup or a backend without a time limit of its own ends there too.
     """
+    deadline = Deadline.of(time_limit)
+    work = partial(_solve, X, y, C, backend=backend, layer=layer, sample=sample, profile=profile, options=options,
+                   time_limit=deadline, seed=seed)
+    return isolation.run_solve(deadline, work, partial(_unanswered, X, y, C, backend=backend, layer=layer,
+                                                       profile=profile, deadline=deadline))
+
+
+def _unanswered(X, y, C, ended, *, backend, layer, profile, deadline) -> st.Solution:
+    """solve's row when its process gave no answer (solvers.isolation.run_solve)."""
+    X, y, labels = validation.check_data(X, y)
+    return unanswered(ended, formulation=SOFT_PRIMAL, layer=layer, backend=backend, X=X, y=y,
+                      C=validation.check_sample_C(C, len(y)), profile=get_profile(profile), deadline=deadline,
+                      extras={"labels": labels.as_dict(), "method": "primal_working_set"})
+
+
+def _solve(X, y, C, *, backend, layer, sample, profile, options, time_limit, seed) -> st.Solution:
+    """solve, in this process."""
     X, y, labels = validation.check_data(X, y)
     C = validation.check_sample_C(C, len(y))
     prof = get_profile(profile)

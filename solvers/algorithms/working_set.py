@@ -64,6 +64,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.linalg
@@ -89,9 +90,9 @@ from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
-from solvers.closing import close
+from solvers.closing import close, unanswered
 from solvers.deadline import NEVER, Deadline
-from solvers.profiles import backend_options, get_profile
+from solvers.profiles import get_profile, native_options
 from solvers.reference import Gram, polish
 from solvers.registry import get_backend, subproblem_stop
 
@@ -189,7 +190,7 @@ def _subproblem_direct(Q_BB, p, y_B, rhs, C, backend, options, time_limit=None):
     qp = standard_qp(Q_BB, p, y_B[None, :], [rhs], None, None, np.zeros(nb), penalty.upper_bounds(C, nb), sense=1)
     start = time.perf_counter()
     record = get_record(backend)
-    sol = solve_standard_qp(qp, record, {**options, **record.time_limit(time_limit)})
+    sol = solve_standard_qp(qp, record, record.with_time_limit(options, time_limit))
     return sol.x, time.perf_counter() - start
 
 
@@ -1046,7 +1047,7 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
         raise ValueError(f"the working-set method needs a finite C > 0 (got {penalty.describe(C)})")
     src = as_rows(K)
     y = np.asarray(y, dtype=float)
-    opts = {**backend_options(backend, profile), **(options or {})}
+    opts = native_options(backend, profile, options)
     subsolve = SUBSOLVERS[layer]
     deadline = Deadline.of(time_limit)
     loop = _start(src, y, C, layer, backend, opts, alpha0, settings, deadline)
@@ -1125,8 +1126,31 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     linear_X: the data of a linear kernel K = X X'; the result is then the linear dual's (w from alpha),
     closed once with X.
     time_limit: seconds, or a running solvers.deadline.Deadline (_decompose); the closing checks stop at it
-    too (solvers.closing.close), so a point they could not finish verifying is a `time_limit` row.
+    too (solvers.closing.close), so a point they could not finish verifying is a `time_limit` row. As in
+    solvers.api.solve, a call with a limit runs in a process of the solve server killed shortly past it
+    (solvers.isolation): a block's kernel rows or a subproblem's setup do not stop by themselves.
     """
+    deadline = Deadline.of(time_limit)
+    work = partial(_solve, K, y, C, backend=backend, layer=layer, q=q, tol=tol, profile=profile, options=options,
+                   time_limit=deadline, validate=validate, alpha0=alpha0, stall_floor=stall_floor,
+                   split_from=split_from, selection=selection, shrinking=shrinking, linear_X=linear_X)
+    return isolation.run_solve(deadline, work, partial(_unanswered, y, C, backend=backend, layer=layer,
+                                                       profile=profile, deadline=deadline, linear_X=linear_X))
+
+
+def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> st.Solution:
+    """solve's row when its process gave no answer (solvers.isolation.run_solve)."""
+    y, labels = validation.check_labels(y)
+    linear = linear_X is not None
+    return unanswered(ended, formulation=DUAL if linear else KERNEL_DUAL, layer=layer, backend=backend,
+                      X=linear_X if linear else np.zeros((len(y), 0)), y=y, C=validation.check_sample_C(C, len(y)),
+                      profile=get_profile(profile), deadline=deadline,
+                      extras={"labels": labels.as_dict(), "method": "working_set"})
+
+
+def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, validate, alpha0, stall_floor,
+           split_from, selection, shrinking, linear_X) -> st.Solution:
+    """solve, in this process."""
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
     if validate and not isinstance(K, (FullGram, KernelRows)):
