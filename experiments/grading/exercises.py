@@ -155,7 +155,7 @@ def write(kind: str, seed: int, out: Path, key: Path) -> None:
 
 def solution_key(spec: dict, X, y) -> dict:
     """The optimum by a tight solve (profile high), verified by the project's checks, as an answer file."""
-    from solvers.api import solve  # deferred: the solver stack only once the command line is checked
+    from solvers.api import solve  # deferred on purpose: --help and a bad argument answer before the solver stack
 
     sol = solve(spec["formulation"], X, y, layer="cvxpy", backend="clarabel", C=spec["C"], kernel=spec["kernel"],
                 profile="high")
