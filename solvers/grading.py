@@ -300,6 +300,9 @@ def _stationarity(sol: st.Solution, X, y, given: dict, tol) -> Condition:
     estimated = sol.formulation in PRIMAL_FORMULATIONS and "alpha" not in given
     source = " (alpha estimated from w, b: the points on their margin to the tolerance)" if estimated else ""
     holds = bool(value <= tol)
+    if estimated and not np.any(sol.alpha):
+        return Condition("stationarity", float(value), holds, None, f"no point is on its margin (|y f - 1| <= {tol:g}) "
+                         "nor inside it: no multipliers give w = sum_i alpha_i y_i x_i")
     why = (f"w_{k + 1} = {sol.w[k]:.6g} but sum_i alpha_i y_i x_i{k + 1} = {w_alpha[k]:.6g}{source}"
            if not holds else f"||w - sum_i alpha_i y_i x_i|| = {value:.1e} of ||w||{source}")
     return Condition("stationarity", float(value), holds, None, why)
