@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
 
 from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5
 from experiments.grading import rubric as rubric_module
@@ -307,3 +309,23 @@ def test_an_exercise_is_the_same_for_the_same_seed_and_its_key_grades_optimal(tm
     assert grade_main(["--data", str(tmp_path / "a" / "data.csv"), "--answer", str(tmp_path / "a-key" / "key.json"),
                        "--out", str(out), "--rubric", str(rubric), "-q"]) == 0
     assert (out / "key.md").read_text().startswith("# key.json: optimal")
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(log_scale=hs.floats(-3, 3), shift=hs.floats(-1e3, 1e3), flip=hs.booleans(), seed=hs.integers(0, 2**16))
+def test_verdicts_are_invariant_under_rescaling_shift_permutation_and_label_flip(ex51, log_scale, shift, flip, seed):
+    """The exact optimum, carried through X -> s X + t, a permutation of the points and y -> -y (w, b -> -w, -b),
+    stays optimal at 1e-6; b moved by 1% of max |f| fails primal feasibility at the moved point's new row."""
+    ds, primal, _ = ex51
+    scale, sign = 10.0 ** log_scale, -1.0 if flip else 1.0
+    order = np.random.default_rng(seed).permutation(ds.n)
+    X, y = scale * ds.X[order] + shift, sign * ds.y[order]
+    w = sign * primal.w / scale
+    b = sign * primal.b - float(w @ np.full(2, shift))
+    exact = check_point("hard_primal", X, y, w=w, b=b, tol=TIGHT)
+    assert exact.optimal, exact.summary()
+    f_scale = float(np.max(np.abs(X @ w + b)))
+    moved = check_point("hard_primal", X, y, w=w, b=b - sign * 0.01 * f_scale, tol=FOUR_DECIMALS)
+    cond = _failed(moved)["primal feasibility"]
+    assert sign * y[cond.point - 1] > 0  # a point of the class b moved against
