@@ -64,6 +64,8 @@ class PointCheck:
     checks: dict  # the closing checks' own record (solvers.checks.Checks.as_dict)
     message: str = ""
     optimum: dict = field(default_factory=dict)  # the tight solve's w*, b*, alpha*, objective
+    # each pointwise condition's residual at every point (solvers.checks.kkt_by_point; "slacks" if xi was given)
+    by_point: dict = field(default_factory=dict)
 
     @property
     def optimal(self) -> bool:
@@ -103,6 +105,7 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
           K=K, kernel=kern if formulation == KERNEL_DUAL else None)
     _derived_after(sol, X, y, derived)
     conditions = _conditions(sol, X, y, C, given, tol, claimed_objective=objective is not None)
+    by_point = _by_point(sol, y, C, given)
     distance, optimum = _distance(formulation, X, y, C, kern, sol, given) if reference else ({}, {})
     if reference:
         d_max = max((v for v in distance.values() if math.isfinite(v)), default=math.nan)
@@ -117,7 +120,7 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
     if verdict == st.OPTIMAL and any(not c.holds for c in conditions):  # a handed-in xi, or far from the optimum
         verdict = st.OPTIMAL_INACCURATE
     return PointCheck(formulation, "optimal" if verdict == st.OPTIMAL else "not optimal", tol, conditions,
-                      derived, distance, sol.checks, sol.checks.get("verdict", ""), optimum)
+                      derived, distance, sol.checks, sol.checks.get("verdict", ""), optimum, by_point)
 
 
 # ------------------------------------------------------------------ the problem and the answer's fields
@@ -275,6 +278,17 @@ def _conditions(sol: st.Solution, X, y, C, given: dict, tol: float, claimed_obje
         reason = checks.get("objective_claim", "consistent")
         out.append(Condition("objective", math.nan, reason == "consistent", None,
                              "the claimed objective is the point's own" if reason == "consistent" else reason))
+    return out
+
+
+def _by_point(sol: st.Solution, y, C, given: dict) -> dict:
+    """The pointwise conditions' residuals at every point, for a page that shows them point by point."""
+    if sol.decision is None or sol.alpha is None:
+        return {}
+    hard = sol.formulation == HARD_PRIMAL or penalty.is_hard(C)
+    out = {k: v.tolist() for k, v in kkt_by_point(sol.alpha, y, sol.decision, C, hard).items()}
+    if "xi" in given:
+        out["slacks"] = np.abs(given["xi"] - np.maximum(0.0, 1.0 - y * sol.decision)).tolist()
     return out
 
 

@@ -40,21 +40,28 @@ def read_answer(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise AnswerError(f"{path.name}: not UTF-8 text") from None
-    raw = _from_json(path.name, text) if path.suffix.lower() == ".json" else _from_csv(path.name, text)
+    return parse_answer(path.name, text)
+
+
+def parse_answer(name: str, text: str) -> dict:
+    """The fields of an answer's text; `name` (a file name) says JSON or CSV by its suffix, and names errors."""
+    if not name.lower().endswith(SUFFIXES):
+        raise AnswerError(f"{name}: an answer is a .json or .csv file")
+    raw = _from_json(name, text) if name.lower().endswith(".json") else _from_csv(name, text)
     unknown = sorted(set(raw) - set(FIELDS))
     if unknown:
-        raise AnswerError(f"{path.name}: unknown field {unknown[0]!r}; fields: {', '.join(FIELDS)}")
+        raise AnswerError(f"{name}: unknown field {unknown[0]!r}; fields: {', '.join(FIELDS)}")
     out = {}
-    for name, value in raw.items():
-        if name in VECTORS:
-            out[name] = _numbers(path.name, name, value if isinstance(value, list) else [value])
-        elif name in NUMBERS:
+    for field, value in raw.items():
+        if field in VECTORS:
+            out[field] = _numbers(name, field, value if isinstance(value, list) else [value])
+        elif field in NUMBERS:
             values = value if isinstance(value, list) else [value]
             if len(values) != 1:
-                raise AnswerError(f"{path.name}: {name} must be one number, got {len(values)} values")
-            out[name] = _numbers(path.name, name, values)[0]
+                raise AnswerError(f"{name}: {field} must be one number, got {len(values)} values")
+            out[field] = _numbers(name, field, values)[0]
         else:
-            out[name] = value[0] if isinstance(value, list) and len(value) == 1 else value
+            out[field] = value[0] if isinstance(value, list) and len(value) == 1 else value
     return out
 
 
