@@ -102,7 +102,8 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
     """Fill w, b, xi, alpha and the decision values from what the solver returned.
 
     For the kernel dual, f(x_i) - b = (K u)_i with u = y * alpha; `Ku` is that
-    vector if the caller has it already (else it is computed here). Returns K u
+    vector if the caller has it already (else it is computed here). A dual point handed in for grading may carry
+    its own b and w (values "claimed_b", "claimed_w"): they stand in place of the recovered ones. Returns K u
     (None for the other formulations or without a point), for compute_checks(Ku=...).
     """
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
@@ -128,6 +129,10 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
     bias = recovery.recover_bias(alpha, y, g, C)
     sol.b, sol.b_rule = bias.b, bias.rule
     sol.extras.update(b_lower=bias.lower, b_upper=bias.upper, n_free_sv=bias.n_free)
+    if "claimed_b" in values:  # a b handed in with alpha (solvers.grading): judged where it is, not recovered
+        sol.b, sol.b_rule = float(values["claimed_b"]), "claimed"
+    if "claimed_w" in values and formulation == DUAL:  # a w handed in with alpha: stationarity compares the two
+        sol.w = values["claimed_w"]
     sol.decision = g + sol.b
     sol.xi = recovery.slacks(y, sol.decision)
     return g if formulation == KERNEL_DUAL else None

@@ -332,3 +332,29 @@ def test_a_click_fades_no_point_and_every_legend_entry_has_its_glyph():
     assert {"convex hulls", "common point of both hulls"} <= shown()
     for item in page.legend.items:
         assert item.visible == any(len(next(iter(r.data_source.data.values()))) > 0 for r in item.renderers)
+
+
+# ---------------------------------------------------------------- a loaded answer, point by point
+
+
+def test_a_loaded_answer_is_marked_where_it_breaks_a_condition():
+    import json
+
+    from experiments.explore.page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")
+    page.hard.value = True
+    answer = {"formulation": "hard_primal", "w": [-0.9229, 0.7627], "b": 1.25}  # b off by 0.05
+    page.answer_file.filename = "bo.json"
+    page.answer_file.value = json.dumps(answer).encode()
+    assert "bo.json: not optimal" in page.answer_report.object
+    assert page.breaks.data["point"] == [34, 48, 52]  # the three points of B pushed inside their margin
+    assert set(page.breaks.data["breaks"]) == {"primal feasibility"}
+    page.answer_file.value = json.dumps(dict(answer, b=1.1976)).encode()  # as the notes print it
+    assert "not optimal" not in page.answer_report.object and page.breaks.data["point"] == []
+    page.answer_file.value = json.dumps(dict(answer, w=[1.0])).encode()
+    assert "w has 1 entries but needs 2" in page.answer_report.object
+    page.answer_file.value = json.dumps(dict(answer, b=1.25)).encode()
+    moved = dict(page.points.data, x=[page.points.data["x"][0] + 0.1, *page.points.data["x"][1:]])
+    page.points.data = moved  # a point moved: the answer was judged on the old points, its marks go
+    assert not page.answer_report.visible and page.breaks.data["point"] == []

@@ -12,6 +12,7 @@ common point of both convex hulls).
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import time
@@ -21,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from experiments.datasets import example_5_1, exercise_5_4, gendata, overlapping
+from experiments.grading.answers import parse_answer
+from experiments.grading.rubric import DEFAULT_TOLERANCE
 from experiments.separability import is_separable
 from formulations import recovery
 from formulations.errors import SVMInputError
@@ -30,6 +33,7 @@ from formulations.validation import check_C, parse_number
 from solvers import isolation
 from solvers import solution as st
 from solvers.api import METHODS, solve
+from solvers.grading import PointCheck, check_point
 from solvers.profiles import PROFILES
 from solvers.registry import BACKEND_NAMES, LAYERS, availability, takes_time_limit
 
@@ -325,3 +329,49 @@ def start_points(name: str) -> tuple[np.ndarray, np.ndarray]:
     ds = factory()
     return np.array(ds.X), np.array(ds.y)
 
+
+
+# ------------------------------------------------------------------ a loaded answer, point by point
+
+#: The conditions that hold or fail at a point (solvers.grading's by_point), as the page names them.
+POINTWISE = ("primal feasibility", "dual feasibility", "complementarity", "slacks")
+
+
+@dataclass
+class AnswerView:
+    """A student's answer judged on the page's points (solvers.grading.check_point) and laid out per point."""
+
+    name: str
+    result: PointCheck
+    table: pd.DataFrame  # one row a point: point (from 1), x1, x2, each pointwise residual, "breaks"
+
+
+def check_answer(name: str, text: str, X, y, settings: Settings, tol: float = DEFAULT_TOLERANCE) -> AnswerView:
+    """The answer file `name` with content `text` judged on the plane's points with the page's C and kernel; the
+    formulation is the answer's, else the page's. SVMInputError names a bad field (grading.answers)."""
+    X, y = check_points(X, y)
+    answer = parse_answer(name, text)
+    formulation = answer.get("formulation") or settings.solved_formulation()
+    kernel = settings.kernel_object() if formulation == KERNEL_DUAL else None
+    result = check_point(formulation, X, y, C=None if settings.hard else settings.C, kernel=kernel,
+                         w=answer.get("w"), b=answer.get("b"), xi=answer.get("xi"), alpha=answer.get("alpha"),
+                         objective=answer.get("objective"), tol=tol)
+    table = pd.DataFrame({"point": np.arange(1, len(y) + 1), "x1": X[:, 0], "x2": X[:, 1]})
+    for cond in POINTWISE:
+        if cond in result.by_point:
+            table[cond] = result.by_point[cond]
+    names = [c for c in POINTWISE if c in table]
+    table["breaks"] = [", ".join(c for c in names if row[c] > tol) for _, row in table.iterrows()]
+    return AnswerView(name, result, table)
+
+
+def answer_html(view: AnswerView) -> str:
+    """The verdict and each condition (holds or not, the residual, where and why) as the page's HTML."""
+    r = view.result
+    rows = "".join(
+        f"<tr><td>{c.name}</td><td style='color:{'green' if c.holds else '#d62728'}'>{'holds' if c.holds else 'FAILS'}"
+        f"</td><td>{'' if math.isnan(c.value) else f'{c.value:.2e}'}</td><td>{c.point or ''}</td>"
+        f"<td>{html.escape(c.why)}</td></tr>" for c in r.conditions)
+    return (f"<b>{html.escape(view.name)}: {r.verdict}</b> (tolerance {r.tol:g}; "
+            f"{int((view.table.breaks != '').sum())} points break a condition, marked x on the plane)"
+            f"<table><tr><th>condition</th><th></th><th>residual</th><th>worst point</th><th>why</th></tr>{rows}</table>")

@@ -133,10 +133,13 @@ class ExplorerPage:
         self.numbers = pn.pane.HTML("", width=520)
         self.layers = pn.pane.DataFrame(None, visible=False, index=False, float_format=lambda v: f"{v:.6g}")
         self.certificate = pn.pane.Markdown("", visible=False, width=520)
+        self.answer_file = w.FileInput(accept=".json,.csv", multiple=False, width=220)
+        self.answer_report = pn.pane.HTML("", visible=False, width=520)
 
         self.load.on_click(lambda _event: self._load_start())
         self.start.param.watch(lambda _event: self._load_start(), "value")
         self.point_class.param.watch(self._class_changed, "value")
+        self.answer_file.param.watch(lambda _event: self._load_answer(), "value")
         self.log_C.param.watch(self._slider_moved, "value")
         self.C_text.param.watch(self._C_typed, "value")
         self.kernel.param.watch(self._kernel_changed, "value")
@@ -176,12 +179,17 @@ class ExplorerPage:
         # every solved point, invisible, for the hover: its alpha, slack and y f(x)
         self.info = ColumnDataSource(dict(x=[], y=[], role=[], alpha=[], slack=[], y_f=[], index=[]))
         hoverable = plane.scatter("x", "y", source=self.info, size=12, fill_alpha=0, line_alpha=0)
+        # where a loaded answer breaks a condition (ec.check_answer): an x on each such point
+        self.breaks = ColumnDataSource(dict(x=[], y=[], point=[], breaks=[]))
+        broken = plane.scatter("x", "y", source=self.breaks, marker="x", size=18, line_color="#d62728", line_width=3,
+                               legend_label="answer breaks a condition")
         self.draw_tool = PointDrawTool(renderers=[drawn], add=True, drag=True, default_overrides={"cls": "+1"})
         hover = HoverTool(renderers=[hoverable], tooltips=[("point", "@index"), ("alpha", "@alpha{0.0000e}"),
                                                         ("slack", "@slack{0.0000}"), ("y f(x)", "@y_f{0.0000}"),
                                                         ("role", "@role")])
         # a filename: the save tool downloads at once instead of asking for a name
-        plane.add_tools(self.draw_tool, hover, PanTool(), WheelZoomTool(), ResetTool(),
+        broken_hover = HoverTool(renderers=[broken], tooltips=[("point", "@point"), ("the answer breaks", "@breaks")])
+        plane.add_tools(self.draw_tool, hover, broken_hover, PanTool(), WheelZoomTool(), ResetTool(),
                         SaveTool(filename="explorer_plane"))
         # The class of the next click changes in the browser at once (no round trip to the server
         # between choosing -1 and clicking); the Python watcher keeps the server's copy in step.
@@ -219,9 +227,11 @@ class ExplorerPage:
             pn.Row(self.layer, self.backend), pn.Row(self.profile, self.method), self.compare,
             self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300),
             pn.pane.Markdown(f"Each request stops at {ec.SOLVE_TIME_LIMIT_S:g} s; the page solves up to "
-                             f"{ec.MAX_POINTS:,} points.", width=300), width=350)
-        results = pn.Column(pn.Row(self.busy, self.state), self.message, self.numbers, self.layers,
-                            self.certificate)
+                             f"{ec.MAX_POINTS:,} points.", width=300),
+            pn.pane.Markdown("**Check an answer** (w, b, xi or alpha; .json or .csv, docs/grading.md) on these "
+                             "points, with this C and kernel:", width=300), self.answer_file, width=350)
+        results = pn.Column(pn.Row(self.busy, self.state), self.message, self.answer_report, self.numbers,
+                            self.layers, self.certificate)
         self.layout = pn.Column(
             pn.pane.Markdown("## SVM duality explorer: primal and dual, point by point"),
             pn.Row(controls, pn.Column(pn.pane.Bokeh(self.plane), pn.pane.Bokeh(self.bars)), results))
@@ -239,7 +249,38 @@ class ExplorerPage:
         # Bokeh selects a point just added, and the next click on empty space would only clear
         # that selection instead of adding a point: clear it here so every click adds one.
         self.points.selected.indices = []
+        self._clear_answer()  # it was judged on the points as they were
         self.request()
+
+    def _load_answer(self) -> None:
+        """The uploaded answer judged on the plane's points (ec.check_answer); the points where it breaks a
+        condition marked, each condition listed with its worst point and why."""
+        self._clear_answer()
+        if not self.answer_file.value:
+            return
+        name = self.answer_file.filename or "answer.json"
+        try:
+            text = self.answer_file.value.decode("utf-8")
+            view = ec.check_answer(name, text, *self.current_points(), self.settings())
+        except UnicodeDecodeError:
+            self._show_answer_error(f"{name}: not UTF-8 text")
+            return
+        except SVMInputError as exc:
+            self._show_answer_error(str(exc))
+            return
+        broken = view.table[view.table.breaks != ""]
+        self.breaks.data = dict(x=broken.x1.tolist(), y=broken.x2.tolist(), point=broken.point.tolist(),
+                                breaks=broken.breaks.tolist())
+        self.answer_report.object = ec.answer_html(view)
+        self.answer_report.visible = True
+
+    def _show_answer_error(self, message: str) -> None:
+        self.answer_report.object = f"<span data-key='answer-error' style='color:#d62728'>{html.escape(message)}</span>"
+        self.answer_report.visible = True
+
+    def _clear_answer(self) -> None:
+        self.breaks.data = {key: [] for key in self.breaks.data}
+        self.answer_report.object, self.answer_report.visible = "", False
 
     def _class_changed(self, event) -> None:
         self.draw_tool.default_overrides = {"cls": event.new}

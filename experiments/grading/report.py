@@ -1,0 +1,93 @@
+"""The grader's reports: one Markdown page per answer, and the class's table (summary.csv, summary.md).
+
+Tables render through the runner's `md` (experiments.runner.report), so a grade reads like a run's report.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from experiments.runner.report import escape_cell, md
+from experiments.grading.rubric import Rubric
+
+SUMMARY_COLUMNS = ["answer", "student", "formulation", "verdict", "credit", "points", "failed", "first failure",
+                   "duality gap", "distance to optimum", "error"]
+
+
+def answer_page(name: str, answer: dict, result, rubric: Rubric, problem: str) -> str:
+    """The report of one answer: the verdict, each condition (holds or not, within what tolerance), the
+    credit, what the fields determine, and the distance to the proved optimum."""
+    credit = rubric.credit(result.conditions)
+    lines = [f"# {name}: {result.verdict}", "",
+             f"- student: {answer.get('student', '(not given)')}",
+             f"- problem: {problem}; formulation {result.formulation}; fields handed in: "
+             f"{', '.join(k for k in ('w', 'b', 'xi', 'alpha', 'objective') if k in answer)}",
+             f"- tolerance: {rubric.tolerance:g} (rubric: {rubric.source}); every residual on its own scale "
+             "(docs/grading.md)",
+             f"- credit: {credit:.4g} / {rubric.points:g}",
+             f"- the closing checks' verdict: {result.message or '(none)'}", "",
+             "## Conditions", ""]
+    rows = pd.DataFrame([{"condition": c.name, "holds": "yes" if c.holds else "NO",
+                          "residual": c.value, "tolerance": rubric.tolerance,
+                          "weight": rubric.weights.get(c.name, 1.0), "worst point": c.point or "",
+                          "why": c.why} for c in result.conditions])
+    lines += [md(rows, spec=".2e", index=False, specs={"weight": "g", "tolerance": "g"}), ""]
+    lines += ["## Derived from what was handed in", ""]
+    for key, value in result.derived.items():
+        lines.append(f"- {key}: {_short(value)}")
+    lines += ["", "## Distance to the proved optimum", ""]
+    if result.distance:
+        dist = pd.DataFrame([{"quantity": k, "relative distance": v} for k, v in result.distance.items()])
+        lines += [md(dist, spec=".2e", index=False), "",
+                  "Relative to the optimum's size: w to ||w*||, b (to the interval of optimal b's) and the decision "
+                  "values to max_i |f*(x_i)|, the objective to the optimal value."]
+    else:
+        lines.append("No optimum was proved for this problem: the distance is not measured.")
+    return "\n".join(lines) + "\n"
+
+
+def _short(value) -> str:
+    if isinstance(value, list):
+        shown = ", ".join(_short(v) for v in value[:8])
+        return f"[{shown}{', ...' if len(value) > 8 else ''}] ({len(value)} values)" if len(value) > 8 else f"[{shown}]"
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:.6g}"
+    return str(value)
+
+
+def summary_row(name: str, answer: dict, result, rubric: Rubric) -> dict:
+    failed = result.failed
+    return {"answer": name, "student": answer.get("student", ""), "formulation": result.formulation,
+            "verdict": result.verdict, "credit": rubric.credit(result.conditions), "points": rubric.points,
+            "failed": ", ".join(c.name for c in failed), "first failure": failed[0].why if failed else "",
+            "duality gap": next((c.value for c in result.conditions if c.name == "duality gap"), math.nan),
+            "distance to optimum": next((c.value for c in result.conditions if c.name == "optimum"), math.nan),
+            "error": ""}
+
+
+def error_row(name: str, message: str, rubric: Rubric) -> dict:
+    """An answer that could not be graded: its row says why, and it gets no credit."""
+    return {"answer": name, "student": "", "formulation": "", "verdict": "not graded", "credit": 0.0,
+            "points": rubric.points, "failed": "", "first failure": "", "duality gap": math.nan,
+            "distance to optimum": math.nan, "error": message}
+
+
+def summary_page(table: pd.DataFrame, problem: str, rubric: Rubric) -> str:
+    graded = table[table.error == ""]
+    lines = ["# Grades", "",
+             f"- problem: {problem}", f"- answers: {len(table)} ({len(graded)} graded, "
+             f"{int((graded.verdict == 'optimal').sum())} optimal, {len(table) - len(graded)} not graded)",
+             f"- tolerance: {rubric.tolerance:g}; points: {rubric.points:g} (rubric: {rubric.source})", ""]
+    shown = table.drop(columns=["points"])
+    lines += [md(shown, spec=".3g", index=False), ""]
+    if len(graded):
+        counts = {}
+        for failed in graded.failed:
+            for name in filter(None, failed.split(", ")):
+                counts[name] = counts.get(name, 0) + 1
+        if counts:
+            lines += ["## Conditions most often failed", ""]
+            lines += [f"- {escape_cell(k)}: {v} of {len(graded)}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines) + "\n"
