@@ -49,6 +49,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
@@ -225,7 +226,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self.kernel != "precomputed"  # as SVC: CSR/CSC fits, predicts
         tags.input_tags.pairwise = self.kernel == "precomputed"  # X is a Gram matrix (cross_val_score slices it)
         return tags
 
@@ -270,7 +271,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         gamma = self.gamma
         if isinstance(gamma, str):
             if gamma == "scale":
-                var = float(X.var())
+                var = float(X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
                 gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
             elif gamma == "auto":
                 gamma = 1.0 / X.shape[1]
@@ -337,7 +338,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Solve one SVM per pair of classes on (X, y) and keep the verified optima."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        if sp.issparse(X) and self.kernel == "precomputed":  # SVC's error
+            raise TypeError("Sparse precomputed kernels are not supported.")
+        # a sparse X as CSR, passed to solve() as it is (no dense copy for the linear formulations)
+        X, y = validate_data(self, X, y, dtype=np.float64, accept_sparse="csr", accept_large_sparse=False)
+        self._sparse = sp.issparse(X) and not callable(self.kernel)
         check_classification_targets(y)
         formulation = self._resolved_formulation()
         C = self._resolved_C(formulation)
@@ -423,14 +428,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.solutions_ = [fit.solution for fit in fits]
         self.solution_ = self.solutions_[0]
         self.support_ = support.astype(np.int32)
-        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else X[support]
-        self.dual_coef_ = dual_coef
+        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else X[support]  # sparse as X
+        self.dual_coef_ = sp.csr_matrix(dual_coef) if self._sparse else dual_coef  # SVC's: sparse after a sparse fit
         self.n_support_ = np.bincount(y_index[support], minlength=n_classes).astype(np.int32)
         self.intercept_ = np.array([flip * fit.b for fit in fits])
         if hasattr(self, "coef_"):
             del self.coef_  # a refit with a non-linear kernel must not keep a stale w
         if self.kernel_.name == "linear":
             self.coef_ = np.vstack([flip * np.asarray(fit.w, dtype=float) for fit in fits])
+            if self._sparse:
+                self.coef_ = sp.csr_matrix(self.coef_)
 
     def _accept(self, sol: st.Solution, formulation: str) -> None:
         """Raise SVMFitError unless `sol` holds a usable optimum."""
@@ -464,14 +471,17 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     def _pair_values(self, X) -> np.ndarray:
         """The pairs' decision values, shape (n_samples, n_pairs), in the fitted sign convention."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr", accept_large_sparse=False)
+        if sp.issparse(X) and not getattr(self, "_sparse", False) and not callable(self.kernel):  # SVC's rule
+            raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
         # the kernel values of X against the support vectors: small products, one BLAS thread as in fit
         with _blas_threads_for(max(X.shape[0], self.support_.size)):
             return self._pair_values_of(X)
 
     def _pair_values_of(self, X: np.ndarray) -> np.ndarray:
+        coef, dual_coef = (A.toarray() if sp.issparse(A) else A for A in (getattr(self, "coef_", None), self.dual_coef_))
         if self.kernel_.name == "linear":
-            return X @ self.coef_.T + self.intercept_
+            return X @ coef.T + self.intercept_
         if self.kernel == "precomputed":  # validate_data checked: one column per training sample
             G = X[:, self.support_]
         elif callable(self.kernel):
@@ -483,7 +493,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         for k, (i, j) in enumerate(_class_pairs(self.classes_.size)):
             Si, Sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
             # class i's coefficients for the pair (i, j) are in row j - 1, class j's in row i
-            values[:, k] = G[:, Si] @ self.dual_coef_[j - 1, Si] + G[:, Sj] @ self.dual_coef_[i, Sj]
+            values[:, k] = G[:, Si] @ dual_coef[j - 1, Si] + G[:, Sj] @ dual_coef[i, Sj]
         return values + self.intercept_
 
     def decision_function(self, X) -> np.ndarray:
