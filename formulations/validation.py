@@ -252,6 +252,9 @@ def _first_non_numeric(arr: np.ndarray) -> str:
 
 def check_array_numeric(A, name: str) -> np.ndarray:
     """A as a float64 array of any shape, or an error naming the first non-number."""
+    if sp.issparse(A):  # X alone is taken sparse (check_X); a Gram matrix or the C_i are dense by nature
+        raise SVMInputError(f"{name} must be a dense array, got a scipy.sparse matrix (sparse input is taken "
+                            f"for X only; SVC refuses a sparse precomputed kernel too): pass {name}.toarray()")
     try:
         arr = np.asarray(A)
     except ValueError as exc:
