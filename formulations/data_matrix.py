@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.extmath import row_norms
-from sklearn.utils.sparsefuncs import mean_variance_axis
 
 issparse = sp.issparse
 
@@ -36,8 +34,10 @@ def signed(y: np.ndarray, F):
 
 
 def squared_row_norms(X) -> np.ndarray:
-    """||x_i||^2 for every row (scikit-learn's row_norms: einsum for a dense X, the CSR rows for a sparse one)."""
-    return row_norms(X, squared=True)
+    """||x_i||^2 for every row (a sparse X's through its nonzeros)."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=float).ravel()
+    return np.einsum("ij,ij->i", X, X)
 
 
 def absolute(X):
@@ -48,6 +48,9 @@ def absolute(X):
 def column_moments(X) -> tuple[np.ndarray, np.ndarray]:
     """(mean, variance) of every column; a sparse X's through its nonzeros (scikit-learn's mean_variance_axis)."""
     if sp.issparse(X):
+        # deferred: scikit-learn loads only where sparse data come (formulations import fast without it)
+        from sklearn.utils.sparsefuncs import mean_variance_axis  # its variance avoids E[x^2] - E[x]^2's cancellation
+
         return mean_variance_axis(sp.csr_matrix(X, dtype=np.float64), axis=0)
     return X.mean(axis=0), X.var(axis=0)
 

@@ -258,7 +258,7 @@ def _sparse_gram(kernel: Kernel, X, Z=None) -> np.ndarray:
     """gram() where X or Z is scipy.sparse: scikit-learn's pairwise_kernels on the sparse rows (same formulas and
     parameters), the data never densified; the result is the dense len(X) x len(Z) matrix. With Z=None it is made
     exactly symmetric with the rbf's exact 1 on the diagonal, as gram() has it."""
-    from sklearn.metrics.pairwise import pairwise_kernels
+    from sklearn.metrics.pairwise import pairwise_kernels  # deferred: loaded only where sparse data come
 
     symmetric = Z is None
     X = scipy.sparse.csr_matrix(X, dtype=float)

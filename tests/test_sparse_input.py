@@ -89,6 +89,14 @@ def test_kernel_dual_of_sparse_X(kernel, method):
                          rtol=RTOL, w=False)
 
 
+def test_kernel_rows_on_demand_of_sparse_X():
+    """Past the memory budget the kernel working set computes its rows from the sparse rows (KernelRows)."""
+    X, y = sparse_problem(n=60, d=15, density=0.3, seed=11)
+    kw = dict(layer="direct", backend="piqp", method="working_set", C=1.0, kernel="rbf", profile="high")
+    sparse_sol = solve("kernel_dual", X, y, memory_budget=5e4, **kw)  # 3 n^2 doubles = 86 kB: no Gram matrix
+    assert_same_solution(sparse_sol, solve("kernel_dual", X.toarray(), y, **kw), w=False)
+
+
 @pytest.mark.parametrize("formulation", ["l1_primal", "l1_dual"])
 @pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
 def test_solve_lp_sparse_equals_dense(formulation, layer):
