@@ -21,6 +21,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.api import solve
+
 
 def text_like(n: int, d: int, density: float, seed: int = 0):
     """(X CSR n x d, y in {-1, +1}) with density * n * d random nonzeros and labels from a planted w."""
@@ -83,8 +85,6 @@ def measure(n: int, d: int, density: float, *, C: float = 1.0, layer: str = "cvx
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
-
-    from solvers.api import solve
 
     X, y = text_like(n, d, density, seed)
     rows = []
