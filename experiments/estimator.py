@@ -316,7 +316,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = callable(self.kernel)  # a callable kernel takes X as it is (SVC)
+        tags.input_tags.sparse = self.kernel != "precomputed"  # as SVC: CSR/CSC fits, predicts
         tags.input_tags.pairwise = self.kernel == "precomputed"  # X is a Gram matrix (cross_val_score slices it)
         return tags
 
@@ -395,7 +395,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         gamma = self.gamma
         if isinstance(gamma, str):
             if gamma == "scale":
-                var = float(X.var())
+                var = float(X.multiply(X).mean() - X.mean() ** 2) if sparse.issparse(X) else float(X.var())
                 gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
             elif gamma == "auto":
                 gamma = 1.0 / X.shape[1]
@@ -474,8 +474,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if self._raw_X:  # X goes to the callable as given (SVC: strings too)
             check_consistent_length(X, y)
             y = column_or_1d(y, warn=True)
-        else:  # a callable kernel takes sparse X as it is, as SVC's
-            X, y = validate_data(self, X, y, dtype=np.float64, **self._sparse_for_callable())
+        else:  # sparse X kept as CSR, as SVC's (no dense copy for the linear formulations)
+            X, y = validate_data(self, X, y, dtype=np.float64, **self._sparse_options())
+        self._sparse = sparse.issparse(X) and not callable(self.kernel)
         check_classification_targets(y)
         formulation = self._resolved_formulation()
         C = self._resolved_C(formulation)
@@ -516,9 +517,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self._store(X, y_index, fits)
         return self
 
-    def _sparse_for_callable(self) -> dict:
-        """validate_data's sparse options: a callable kernel takes sparse X (CSR, 32-bit indices, as SVC)."""
-        return {"accept_sparse": "csr", "accept_large_sparse": False} if callable(self.kernel) else {}
+    def _sparse_options(self) -> dict:
+        """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
+        return {"accept_sparse": "csr", "accept_large_sparse": False} if self.kernel != "precomputed" else {}
 
     def _solve_kwargs(self) -> dict:
         kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
@@ -604,6 +605,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self._dual_coef_ = dual_coef
         self._intercept_ = np.array([-fit.b for fit in fits])
         self.dual_coef_ = -dual_coef if n_classes == 2 else dual_coef
+        if self._sparse:
+            self.dual_coef_ = sparse.csr_matrix(self.dual_coef_)  # SVC's: sparse after a sparse fit
         self.intercept_ = -self._intercept_ if n_classes == 2 else self._intercept_.copy()
         self.n_iter_ = np.array([fit.solution.iterations or 0 for fit in fits], dtype=np.int32)
         self.fit_status_ = int(any(fit.stopped_early for fit in fits))
@@ -656,7 +659,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """w* of each pair (linear kernel only): from dual_coef_ and support_vectors_, read-only (as SVC)."""
         if self.kernel != "linear":
             raise AttributeError("coef_ is only available when using a linear kernel")
-        coef = self._pair_weights(self.dual_coef_)
+        coef = self._pair_weights(self._dual_coef_)
+        if self.classes_.size == 2:
+            coef = -coef  # the public sign: positive for classes_[1], as dual_coef_ and intercept_
+        if self._sparse:
+            return sparse.csr_matrix(coef)  # SVC's: sparse after a sparse fit
         coef.flags.writeable = False
         return coef
 
@@ -669,7 +676,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         for i, j in _class_pairs(n_classes):
             Si, Sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
             # class i's coefficients for the pair (i, j) are in row j - 1, class j's in row i
-            rows.append(dual_coef[j - 1, Si] @ sv[Si] + dual_coef[i, Sj] @ sv[Sj])
+            rows.append(sv[Si].T @ dual_coef[j - 1, Si] + sv[Sj].T @ dual_coef[i, Sj])  # sv dense or sparse
         return np.vstack(rows)
 
     @deprecated("Attribute `probA_` was deprecated in version 1.9 (SVC) and SVMClassifier has no Platt scaling: "
@@ -694,9 +701,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         refuse_masked(X, "X")
         if not self._raw_X:
-            if sparse.issparse(X) and not callable(self.kernel):
+            if sparse.issparse(X) and not self._sparse and not callable(self.kernel):  # SVC's rule
                 raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
-            X = validate_data(self, X, dtype=np.float64, reset=False, **self._sparse_for_callable())
+            X = validate_data(self, X, dtype=np.float64, reset=False, **self._sparse_options())
             if self.kernel == "precomputed" and X.shape[1] != self.shape_fit_[0]:
                 raise SVMInputError(f"X.shape[1] = {X.shape[1]} should be equal to {self.shape_fit_[0]}, "
                                     "the number of samples at training time")

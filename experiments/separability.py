@@ -24,8 +24,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from formulations import validation
+from formulations.data_matrix import dense
 from formulations.errors import SVMInputError
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY, split_classes
 from solvers import solution as st
@@ -90,10 +92,10 @@ def hull_violation(points: np.ndarray, p: np.ndarray) -> float:
     from scipy.spatial import ConvexHull, QhullError
 
     d = points.shape[1]
-    if d < 2 or d > 6 or len(points) < d + 1:
+    if d < 2 or d > 6 or points.shape[0] < d + 1:
         return math.nan
     try:
-        eq = ConvexHull(points).equations
+        eq = ConvexHull(dense(points)).equations  # d <= 6: a sparse X's few columns
     except QhullError:
         return math.nan
     return float((eq[:, :-1] @ p + eq[:, -1]).max())
@@ -113,7 +115,8 @@ def verify_common_point(XA: np.ndarray, XB: np.ndarray, lam, mu, tol: float = CE
     """
     lam = np.asarray(lam, dtype=float)
     mu = np.asarray(mu, dtype=float)
-    verdict = separability_verdict(np.vstack([XA, XB]), np.r_[np.ones(len(XA)), -np.ones(len(XB))],
+    stack = sp.vstack if sp.issparse(XA) else np.vstack
+    verdict = separability_verdict(stack([XA, XB]), np.r_[np.ones(XA.shape[0]), -np.ones(XB.shape[0])],
                                    lam=np.r_[lam, mu], tol=tol)
     out = {
         "sum_lambda_error": abs(float(lam.sum()) - 1.0),

@@ -25,7 +25,7 @@ def build_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
     # Rows [y_i x_i', y_i] (w, b) >= 1, kept as one sparse matrix (no expression per term).
-    rows = sp.hstack([sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None])], format="csr")
+    rows = sp.hstack([sp.csr_matrix(signed(y, X)), sp.csr_matrix(y[:, None])], format="csr")
     m.margin = matrix_rows(rows, [*m.w.values(), m.b], lower=1.0)
     m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.J), sense=pyo.minimize)
     return m

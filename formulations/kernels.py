@@ -214,6 +214,8 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
             "kernel 'precomputed' has no formula: pass the Gram matrix K itself "
             "instead of calling gram()"
         )
+    if scipy.sparse.issparse(X) or scipy.sparse.issparse(Z):
+        return _sparse_gram(kernel, X, Z)
     X = np.ascontiguousarray(_as_data(X, "X"))
     symmetric = Z is None
     Z = X if symmetric else _as_data(Z, "Z")
@@ -239,6 +241,34 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
             np.power(block, kernel.degree, out=block)
         else:  # sigmoid
             np.tanh(block, out=block)
+    return G
+
+
+def _sparse_gram(kernel: Kernel, X, Z=None) -> np.ndarray:
+    """gram() where X or Z is scipy.sparse: scikit-learn's pairwise_kernels on the sparse rows (same formulas and
+    parameters), the data never densified; the result is the dense len(X) x len(Z) matrix. With Z=None it is made
+    exactly symmetric with the rbf's exact 1 on the diagonal, as gram() has it."""
+    from sklearn.metrics.pairwise import pairwise_kernels  # deferred: loaded only where sparse data come
+
+    symmetric = Z is None
+    X = scipy.sparse.csr_matrix(X, dtype=float)
+    Z = X if symmetric else (scipy.sparse.csr_matrix(Z, dtype=float) if scipy.sparse.issparse(Z)
+                             else _as_data(Z, "Z"))
+    for A, what in ((X, "X"), (Z, "Z")):
+        if not np.all(np.isfinite(A.data if scipy.sparse.issparse(A) else A)):
+            raise SVMInputError(f"{what} has a non-finite entry (NaN or infinity)")
+    if Z.shape[1] != X.shape[1]:
+        raise SVMInputError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}; they must match")
+    params = {"gamma": kernel.resolved_gamma(X.shape[1])} if kernel.name != "linear" else {}
+    if kernel.name in ("poly", "sigmoid"):
+        params["coef0"] = kernel.coef0
+    if kernel.name == "poly":
+        params["degree"] = kernel.degree
+    G = np.asarray(pairwise_kernels(X, None if symmetric else Z, metric=kernel.name, **params), dtype=float)
+    if symmetric:
+        G = 0.5 * (G + G.T)
+        if kernel.name == "rbf":
+            np.fill_diagonal(G, 1.0)
     return G
 
 

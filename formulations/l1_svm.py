@@ -52,6 +52,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
 from formulations.errors import SVMInputError
 from formulations.model import CvxpyModel, linear_rows, linear_sum, new_pyomo_model, signed
@@ -87,7 +88,7 @@ def build_primal_pyomo(X: np.ndarray, y: np.ndarray, C: float, abs_form: str = "
     m.abs_form = abs_form
     m.b = pyo.Var()
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
-    yX = y[:, None] * X
+    yX = signed(y, X)
     if abs_form == "bound":
         m.w = pyo.Var(m.J)
         m.t = pyo.Var(m.J, domain=pyo.NonNegativeReals)
@@ -99,7 +100,7 @@ def build_primal_pyomo(X: np.ndarray, y: np.ndarray, C: float, abs_form: str = "
         m.w_plus = pyo.Var(m.J, domain=pyo.NonNegativeReals)
         m.w_minus = pyo.Var(m.J, domain=pyo.NonNegativeReals)
         m.w = pyo.Expression(m.J, rule=lambda m, j: m.w_plus[j] - m.w_minus[j])
-        scores = linear_rows(np.hstack([yX, -yX]), [*m.w_plus.values(), *m.w_minus.values()])
+        scores = linear_rows(sp.hstack([yX, -yX], format="csr") if sp.issparse(yX) else np.hstack([yX, -yX]), [*m.w_plus.values(), *m.w_minus.values()])
         norm1 = pyo.quicksum(m.w_plus.values()) + pyo.quicksum(m.w_minus.values())
     m.margin = pyo.Constraint(m.I, rule=lambda m, i: scores[i] + float(y[i]) * m.b + m.xi[i] >= 1)
     m.obj = pyo.Objective(expr=norm1 + float(C) * pyo.quicksum(m.xi.values()), sense=pyo.minimize)
@@ -144,7 +145,7 @@ def build_dual_pyomo(X: np.ndarray, y: np.ndarray, C: float, corr_form: str = "l
     m.C = float(C)
     m.corr_form = corr_form
     m.alpha = pyo.Var(m.I, domain=pyo.NonNegativeReals)
-    combos = linear_rows((y[:, None] * X).T, m.alpha)  # sum_i alpha_i y_i x_ij
+    combos = linear_rows(signed(y, X).T, m.alpha)  # sum_i alpha_i y_i x_ij
     if corr_form == "lift":
         m.corr = pyo.Var(m.J, bounds=(-1.0, 1.0))
         m.lift = pyo.Constraint(m.J, rule=lambda m, j: combos[j] - m.corr[j] == 0)
@@ -161,7 +162,7 @@ def build_dual_cvxpy(X: np.ndarray, y: np.ndarray, C: float, corr_form: str = "l
     n, d = X.shape
     _check_corr_form(corr_form)
     alpha = cp.Variable(n, name="alpha", nonneg=True)
-    G = (y[:, None] * X).T  # d x l: row j is (y_i x_ij)_i
+    G = signed(y, X).T  # d x l: row j is (y_i x_ij)_i
     variables = {"alpha": alpha}
     if corr_form == "lift":
         corr = cp.Variable(d, name="corr", bounds=[-1.0, 1.0])

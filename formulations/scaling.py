@@ -16,7 +16,8 @@ which is how w*, b* are reported in the original units.
 What standardization changes: the SVM minimises ||w_z||^2 = sum_j s_j^2 w_j^2
 instead of ||w||^2, a different norm, so the boundary found differs from the
 unscaled solve unless all s_j are equal. Centring alone (all s_j = 1) changes
-nothing: the bias absorbs the shift. With all s_j = s, the hard-margin answer
+nothing: the bias absorbs the shift. So a sparse X is scaled without centring (m_j = 0: centring would
+make it dense), which gives the same w*, b* in the original units. With all s_j = s, the hard-margin answer
 is the same classifier; the soft margin's C acts as C s^2 in the original units.
 """
 
@@ -26,6 +27,9 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+
+from formulations.data_matrix import as_data, column_max_abs, column_moments
 
 #: Ratio of the largest to the smallest feature scale above which a warning is given.
 SCALE_RATIO_WARN = 1e4
@@ -44,14 +48,14 @@ CONSTANT_RTOL = 1e-12
 
 def _spread(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(standard deviation, largest |x_j|, whether the feature is constant: CONSTANT_RTOL) of every feature."""
-    std = X.std(axis=0)
-    size = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    std = np.sqrt(column_moments(X)[1]) if X.shape[0] else np.zeros(X.shape[1])
+    size = column_max_abs(X)
     return std, size, std <= CONSTANT_RTOL * size
 
 
 def feature_scales(X: np.ndarray) -> np.ndarray:
     """Per-feature scale: the standard deviation, or max |x_j| where a feature is constant (_spread)."""
-    scales, size, constant = _spread(np.asarray(X, dtype=float))
+    scales, size, constant = _spread(as_data(X))
     scales[constant] = size[constant]
     return scales
 
@@ -83,19 +87,22 @@ def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: b
 
 @dataclass(frozen=True)
 class Standardizer:
-    """z = (x - mean) / scale, feature by feature; constant features keep scale 1."""
+    """z = (x - mean) / scale, feature by feature; constant features keep scale 1. A sparse X keeps mean 0
+    (scaled, not centred: the module docstring) and stays sparse."""
 
     mean: np.ndarray
     scale: np.ndarray
 
     @classmethod
     def fit(cls, X: np.ndarray) -> "Standardizer":
-        X = np.asarray(X, dtype=float)
+        X = as_data(X)
         scale, _, constant = _spread(X)
         scale[constant] = 1.0  # a constant feature: centring makes it 0 (to rounding), nothing to divide
-        return cls(mean=X.mean(axis=0), scale=scale)
+        return cls(mean=np.zeros(X.shape[1]) if sp.issparse(X) else X.mean(axis=0), scale=scale)
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
+    def transform(self, X):
+        if sp.issparse(X):
+            return sp.csr_matrix(as_data(X) @ sp.diags(1.0 / self.scale))
         return (np.asarray(X, dtype=float) - self.mean) / self.scale
 
     def weights_to_original(self, w_z: np.ndarray, b_z: float) -> tuple[np.ndarray, float]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 import pyomo.environ as pyo
 
 from formulations import hard_primal
@@ -84,7 +85,8 @@ def build_hull_pyomo(X: np.ndarray, y: np.ndarray) -> pyo.ConcreteModel:
     m.lam = pyo.Var(m.IA, domain=pyo.NonNegativeReals)
     m.mu = pyo.Var(m.IB, domain=pyo.NonNegativeReals)
     # sum_A lambda_i x_ij - sum_B mu_k x_kj, one row per feature j
-    gap = linear_rows(np.hstack([XA.T, -XB.T]), [*m.lam.values(), *m.mu.values()])
+    stack = sp.hstack if sp.issparse(X) else np.hstack  # a sparse X's columns as CSR rows (linear_rows reads them)
+    gap = linear_rows(stack([XA.T, -XB.T]), [*m.lam.values(), *m.mu.values()])
     m.meet = pyo.Constraint(m.J, rule=lambda m, j: gap[j] == 0)
     m.sum_lambda = pyo.Constraint(expr=pyo.quicksum(m.lam.values()) == 1)
     m.sum_mu = pyo.Constraint(expr=pyo.quicksum(m.mu.values()) == 1)

@@ -65,7 +65,7 @@ def build_pyomo(X: np.ndarray, y: np.ndarray, C: float, inside=None) -> pyo.Conc
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
     # Rows [y_i x_i', y_i, e_i'] (w, b, xi) >= 1 as one sparse matrix (no expression per term).
     rows = sp.hstack(
-        [sp.csr_matrix(y[:, None] * X), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
+        [sp.csr_matrix(signed(y, X)), sp.csr_matrix(y[:, None]), sp.identity(n, format="csr")], format="csr"
     )
     m.margin = matrix_rows(rows, [*m.w.values(), m.b, *m.xi.values()], lower=1.0)
     hinge = linear_sum(penalty.as_float(C), m.xi)  # sum_i C_i xi_i

@@ -4,9 +4,9 @@ Every public entry point (the Python API, the estimator, the CLI) passes its inp
 through these functions, so a bad input is refused with the same clear message
 wherever it comes in, and no solver ever sees it.
 
-    data         check_X, check_labels, check_data (X two-dimensional, numeric, finite;
-                 exactly two labels of any type, mapped to -1/+1 with the LabelMap kept;
-                 masked arrays with masked entries refused: refuse_masked)
+    data         check_X, check_labels, check_data (X two-dimensional, numeric, finite, dense or
+                 scipy.sparse, kept sparse as CSR; exactly two labels of any type, mapped to -1/+1
+                 with the LabelMap kept; masked arrays with masked entries refused: refuse_masked)
     parameters   check_C, check_sample_C (one C or one per sample), check_kernel, check_choice, check_time_limit, check_options
     kernels      check_gram (square, finite, symmetric, matching y)
     memory       check_memory: an O(n^2) estimate against a budget, before allocation
@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from formulations.errors import MemoryBudgetError, SVMInputError
 from formulations.kernels import Kernel
@@ -54,10 +55,15 @@ def refuse_masked(A, name: str) -> None:
                                 "fill or drop them first (numpy would use the hidden values as data)")
 
 
-def check_X(X, name: str = "X") -> np.ndarray:
-    """Return X as a finite float64 (n, d) array, or raise naming the first bad entry."""
+def check_X(X, name: str = "X") -> np.ndarray | sp.csr_matrix:
+    """Return X as a finite float64 (n, d) array, or raise naming the first bad entry.
+
+    A scipy.sparse X (matrix or array, any format) comes back as a float64 CSR matrix, never densified
+    (check_sparse_X)."""
     if X is None:
         raise SVMInputError(f"{name} is missing (None): pass an n x d array of numbers")
+    if sp.issparse(X):
+        return check_sparse_X(X, name)
     refuse_masked(X, name)
     try:
         arr = np.asarray(X)
@@ -88,6 +94,29 @@ def check_X(X, name: str = "X") -> np.ndarray:
             f"({int(bad.sum())} non-finite entries in all)"
         )
     return arr
+
+
+def check_sparse_X(X, name: str = "X") -> sp.csr_matrix:
+    """A scipy.sparse X as a finite float64 CSR matrix (scipy.sparse.csr_matrix, whatever the input's
+    format or matrix/array kind), its stored entries checked; stored zeros are allowed."""
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise SVMInputError(f"{name} must be real-valued, got complex numbers")
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise SVMInputError(f"{name} must be numeric: a sparse matrix of dtype {X.dtype}")
+    if X.ndim != 2:
+        raise SVMInputError(f"{name} must be two-dimensional (n samples x d features), got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise SVMInputError(f"{name} is empty (shape {X.shape}): an SVM needs samples and features")
+    csr = sp.csr_matrix(X, dtype=np.float64)  # a copy only where the format or dtype differs
+    csr.sum_duplicates()  # duplicates would be summed by any product anyway; the checks see the sums
+    bad = ~np.isfinite(csr.data)
+    if bad.any():
+        k = int(np.argmax(bad))
+        row = int(np.searchsorted(csr.indptr, k, side="right") - 1)
+        kind = "NaN" if np.isnan(csr.data[k]) else "infinity"
+        raise SVMInputError(f"{name} contains {kind} at row {row}, column {int(csr.indices[k])} "
+                            f"({int(bad.sum())} non-finite entries in all)")
+    return csr
 
 
 def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
@@ -252,6 +281,9 @@ def _first_non_numeric(arr: np.ndarray) -> str:
 
 def check_array_numeric(A, name: str) -> np.ndarray:
     """A as a float64 array of any shape, or an error naming the first non-number."""
+    if sp.issparse(A):  # X alone is taken sparse (check_X); a Gram matrix or the C_i are dense by nature
+        raise SVMInputError(f"{name} must be a dense array, got a scipy.sparse matrix (sparse input is taken "
+                            f"for X only; SVC refuses a sparse precomputed kernel too): pass {name}.toarray()")
     refuse_masked(A, name)
     try:
         arr = np.asarray(A)

@@ -129,7 +129,8 @@ def solve(
 ) -> st.Solution:
     """Solve one SVM formulation with one (layer, backend) and return a `Solution`.
 
-    X (n x d) and y (any two labels) are checked first; `C` is one number or one bound
+    X (n x d: an array, or a scipy.sparse matrix, taken as CSR and never densified; standardize=True then scales
+    it without centring) and y (any two labels) are checked first; `C` is one number or one bound
     per sample (a length-n array: 0 <= alpha_i <= C_i, the weighted hinge sum_i C_i xi_i,
     formulations.penalty); `kernel` (a
     formulations.kernels.Kernel or a kernel name) or a precomputed Gram matrix

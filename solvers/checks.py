@@ -49,9 +49,11 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
+from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify
 from solvers import solution as st
@@ -126,7 +128,8 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
     if not on.any():
         return alpha
     fixed = X[inside].T @ (y[inside] * alpha[inside]) if inside.any() else np.zeros(X.shape[1])
-    M = np.vstack([(X[on] * y[on, None]).T, y[on][None, :]])
+    rows = signed(y[on], X[on]).T  # sparse where X is: lsq_linear then solves by LSMR
+    M = sp.vstack([rows, y[on][None, :]], format="csr") if sp.issparse(rows) else np.vstack([rows, y[on][None, :]])
     target = np.concatenate([w - fixed, [-float(np.sum(y[inside] * alpha[inside]))]])
     upper = np.inf if penalty.is_hard(C) else penalty.at(C, on)
     alpha[on] = lsq_linear(M, target, bounds=(0.0, upper)).x
@@ -276,7 +279,7 @@ def decision_terms(gram: Gram, alpha: np.ndarray, b: float, w: np.ndarray | None
     Per point, not through ||w|| ||x_i||: with one feature 1e8 times another that bound was 1e8 times too big."""
     if gram.X is None:
         return decision_size(gram.max_diagonal(), alpha, b)
-    X = np.abs(gram.X)
+    X = absolute(gram.X)
     return _plus_b(X @ (np.abs(w) if w is not None else X.T @ np.abs(alpha)), b)
 
 
@@ -311,7 +314,7 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     """What an error in w is measured against: ||w*||, or, when w* is (nearly) 0, the size of a w that
     moves the decision values by f_scale (f_scale / max_i ||x_i||): w* = 0 happens at a tiny C with
     the class means together, and then only w's effect on f has a scale."""
-    reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X)))) if X.size else 0.0
+    reach = float(np.sqrt(np.max(squared_row_norms(X)))) if X.shape[0] * X.shape[1] else 0.0
     return max(float(np.linalg.norm(w_ref)), f_scale / reach if reach > 0 else 0.0, _TINY)
 
 
@@ -458,7 +461,7 @@ def farkas_check(X: np.ndarray, y: np.ndarray, lam, tol: float = 1e-6, source: s
         cert.note = "sum of lambda is not positive"
         return cert
     lam = lam / total
-    scale = max(float(np.sqrt((X * X).sum(axis=1)).max()), _TINY)
+    scale = max(float(np.sqrt(squared_row_norms(X)).max()), _TINY)
     cert.lam = lam
     cert.stationarity = float(np.linalg.norm(X.T @ (lam * y))) / scale
     cert.balance = float(abs(y @ lam))
@@ -481,7 +484,8 @@ def separability_certificate(X: np.ndarray, y: np.ndarray, tol: float = 1e-7) ->
     from scipy.optimize import linprog
 
     n = len(y)
-    A_eq = np.vstack([(X * y[:, None]).T, y[None, :], np.ones((1, n))])
+    stack = sp.vstack if sp.issparse(X) else np.vstack  # HiGHS takes a sparse A_eq as it is
+    A_eq = stack([signed(y, X).T, y[None, :], np.ones((1, n))])
     b_eq = np.concatenate([np.zeros(X.shape[1] + 1), [1.0]])
     res = linprog(np.zeros(n), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
     if res.status == 2:  # infeasible: no certificate exists, the classes are separable

@@ -38,6 +38,7 @@ from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
+from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
 from solvers.deadline import NEVER, Deadline
 
@@ -66,17 +67,17 @@ class _NotTried(Exception):
 
 
 class Gram:
-    """K through what the formulation has: the data X (K = X X') or a kernel matrix K."""
+    """K through what the formulation has: the data X (K = X X', X dense or sparse) or a kernel matrix K."""
 
     def __init__(self, X: np.ndarray | None, K: np.ndarray | None):
         self.X, self.K = X, K
 
     def columns(self, J: np.ndarray) -> np.ndarray:
-        return self.K[:, J] if self.K is not None else self.X @ self.X[J].T
+        return self.K[:, J] if self.K is not None else dense(self.X @ self.X[J].T)
 
     def submatrix(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
         """K[I][:, J] (a working set's block, the free points' system) without the columns' other rows."""
-        return self.K[np.ix_(I, J)] if self.K is not None else self.X[I] @ self.X[J].T
+        return self.K[np.ix_(I, J)] if self.K is not None else dense(self.X[I] @ self.X[J].T)
 
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u, touching only the columns where u is nonzero."""
@@ -88,7 +89,7 @@ class Gram:
     def max_diagonal(self) -> float:
         if self.K is not None:
             return float(np.max(np.diag(self.K)))
-        return float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
+        return float(np.max(squared_row_norms(self.X)))
 
 
 @dataclass
@@ -320,14 +321,15 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
     d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns for 41 s (over 240 s on a
     busy machine) where the thin form needs an m x (d + 1) SVD."""
     d, m = X.shape[1], free.size
-    XF, yF = X[free], y[free]
+    XF, yF = X[free], y[free]  # a sparse X's free rows stay sparse (d may be 50,000) unless a dense system needs them
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
-    solved = _thin_solve(XF, yF, w_bound, balance_rhs) if thin else _wide_solve(XF, yF, w_bound, balance_rhs)
+    solved = _thin_solve(dense(XF), yF, w_bound, balance_rhs) if thin else _wide_solve(XF, yF, w_bound, balance_rhs)
     if solved is not None:
         w, b, a_free = solved
     elif not whole:
         return None
     else:
+        XF = dense(XF)  # d + m < MAX_FREE here
         M = np.zeros((d + m + 1, d + 1 + m))
         M[:d, :d] = np.eye(d)
         M[:d, d + 1:] = -(XF * yF[:, None]).T
@@ -341,7 +343,9 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
     if not _in_bounds(a_free, C_free):
         # more free points than d + 1 (w* near 0 at a tiny C, say): w and b are pinned, alpha_F is
         # not; one inside [0, C] from the stationarity and balance rows, by bounded least squares
-        A = np.vstack([(XF * yF[:, None]).T, yF[None, :]])
+        if (d + 1) * m > BVLS_MAX_ENTRIES:
+            raise _NotTried(f"the free alphas leave [0, C] and their bounded fit ({d + 1} x {m}) is too large to try")
+        A = np.vstack([dense(signed(yF, XF)).T, yF[None, :]])
         a_free = _bounded_fit(A, np.concatenate([w - w_bound, [balance_rhs]]), 0.0, C_free)
         # w from the bounded alpha_F: where the fit has a residual (the sets are wrong, not degenerate), the
         # margins show it and the sets move. Kept as the system's w, it passed the KKT test while 1.2e-4 off
@@ -367,13 +371,13 @@ def _wide_solve(XF, yF, w_bound, balance_rhs):
     m, d = XF.shape
     if d < WIDE_RATIO * (m + 1):
         return None
-    size = np.max(np.abs(XF), axis=0)
+    size = column_max_abs(XF)
     size = size[size > 0]
     if size.size == 0 or size.max() > WIDE_SCALE_RATIO * size.min():
         return None
-    A = XF * yF[:, None]
+    A = signed(yF, XF)  # sparse where X is: only the m x m inner products are dense
     M = np.zeros((m + 1, m + 1))
-    M[:m, :m] = A @ A.T
+    M[:m, :m] = dense(A @ A.T)
     M[:m, m] = yF
     M[m, :m] = yF
     z, _ = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]))

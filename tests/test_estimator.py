@@ -42,6 +42,7 @@ _HARD_MARGIN_FAILS = (
     "check_n_features_in_after_fitting", "check_supervised_y_2d", "check_positive_only_tag_during_fit",
     "check_sample_weights_pandas_series", "check_sample_weights_not_an_array", "check_sample_weights_list",
     "check_class_weight_classifiers", "check_non_transformer_estimators_n_iter",
+    "check_estimator_sparse_tag", "check_estimator_sparse_array", "check_estimator_sparse_matrix",  # sparse X too
 )
 # As for SVC (scikit-learn's own list of expected failures): gamma="scale" is 1 / (d Var(X)), and
 # Var(X) of the repeated samples is not that of the weighted ones, so the kernels differ.
@@ -66,6 +67,7 @@ def _expected_failed_checks(est) -> dict[str, str]:
     failed = {}
     if est.kernel not in ("linear", "precomputed") and not callable(est.kernel):
         failed["check_sample_weight_equivalence_on_dense_data"] = _SCALE_GAMMA_REASON
+        failed["check_sample_weight_equivalence_on_sparse_data"] = _SCALE_GAMMA_REASON  # sparse X: the same Var(X)
     if est.backend == "highs":
         failed["check_class_weight_classifiers"] = _HIGHS_CLASS_WEIGHT_REASON
     return failed

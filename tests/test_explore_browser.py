@@ -6,9 +6,7 @@ the test's tmp dir (and to $EXPLORER_SCREENSHOT, which made the README's results
 Skipped, with the way to install it, when Chromium or Playwright is missing.
 """
 
-import io
 import logging
-import math
 import os
 import re
 import shutil

@@ -11,8 +11,6 @@ Left out, each with its reason:
   * xfail, "probability": tests that call predict_proba (scikit-learn 1.9 deprecates SVC's
     probability; SVMClassifier has none: wrap it in CalibratedClassifierCV, tested below);
   * xfail, "regex names SVC": tests whose expected error message names the class SVC;
-  * xfail, "sparse input: branch sparse-input": test_sparse.py's tests that need sparse input,
-    when they fail with the dense-only estimator's TypeError;
   * xfail, INDEFINITE: the sigmoid cases of test_sparse.py's test_svc, whose Gram matrices are truly
     indefinite (most negative eigenvalue -0.036 against a largest of 3.4 on the toy data): the project
     refuses a non-convex dual (IndefiniteKernelError) where LIBSVM returns a local point.
@@ -42,11 +40,9 @@ SOURCES = ("test_svm", "test_sparse")
 OTHER_CLASSES = ("NuSVC", "SVR", "NuSVR", "OneClassSVM", "LinearSVC", "LinearSVR", "_libsvm", "_libsvm_sparse")
 PROBABILITY = "probability: scikit-learn 1.9 deprecates SVC(probability=True); use CalibratedClassifierCV"
 REGEX_NAMES_SVC = "regex names SVC"
-SPARSE = "sparse input: branch sparse-input"
 INDEFINITE = "sigmoid kernel: its Gram matrix is indefinite and fit refuses a non-convex dual (IndefiniteKernelError)"
 #: tests whose expected message is a regex naming the class SVC (SVMClassifier's messages name SVMClassifier)
 SVC_REGEX_TESTS = {"test_svm": ("test_unfitted", "test_svc_raises_error_internal_representation")}
-SPARSE_NAMES = ("csr_container", "lil_container", "sparse_container", "dok_container", "X_sp", "iris_data_sp")
 
 pytestmark = pytest.mark.sklearn_suite
 
@@ -74,19 +70,6 @@ def _names_in(node: ast.AST) -> set[str]:
         elif isinstance(sub, ast.Attribute):
             found.add(sub.attr)
     return found
-
-
-def _takes_sparse_input(func: ast.FunctionDef) -> bool:
-    """A test of sparse input to SVMClassifier itself: it names a sparse container and constructs an
-    SVMClassifier whose kernel is not a callable (a callable kernel takes any X, sparse too, as in SVC)."""
-    if not _names_in(func) & set(SPARSE_NAMES):
-        return False
-    for call in ast.walk(func):
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "SVMClassifier":
-            kernel = next((kw.value for kw in call.keywords if kw.arg == "kernel"), None)
-            if not isinstance(kernel, ast.Lambda) and not (isinstance(kernel, ast.Name) and kernel.id != "kernel"):
-                return True
-    return False
 
 
 def _generated(stem: str) -> tuple[types.ModuleType, dict[str, ast.FunctionDef]]:
@@ -130,15 +113,9 @@ def _collect() -> None:
                 marks.append(pytest.mark.xfail(reason=PROBABILITY))
             elif name in SVC_REGEX_TESTS.get(stem, ()):
                 marks.append(pytest.mark.xfail(reason=REGEX_NAMES_SVC))
-            elif stem == "test_sparse" and _takes_sparse_input(node):
-                SPARSE_TESTS.add(f"test_{stem[5:]}__{name[5:]}")  # marked per case: _mark_cases
             for mark in marks:
                 func = mark(func)
             globals()[f"test_{stem[5:]}__{name[5:]}"] = func
-
-
-#: the generated tests of sparse input (_takes_sparse_input)
-SPARSE_TESTS: set[str] = set()
 
 
 _collect()
@@ -165,8 +142,7 @@ def _indefinite_sigmoid(X) -> bool:
 @pytest.fixture(autouse=True)
 def _mark_cases(request):
     """A parametrized case whose parameter is NuSVC, SVR, ... (or an instance of one) is not SVMClassifier's:
-    skipped. The sigmoid cases and the tests of sparse input: xfail, each only for its own exception (any other
-    failure fails). Marked here, per case, as pytest evaluates an xfail added during setup."""
+    skipped. The sigmoid cases: xfail, only for their own exception (any other failure fails). Marked here, per case, as pytest evaluates an xfail added during setup."""
     callspec = getattr(request.node, "callspec", None)
     for value in (callspec.params.values() if callspec else ()):
         other = _out_of_scope(value)
@@ -175,5 +151,3 @@ def _mark_cases(request):
     if callspec and callspec.params.get("kernel") == "sigmoid" and _indefinite_sigmoid(callspec.params.get("X_train")):
         # raises: only the refusal is expected; any other failure of these cases fails
         request.node.add_marker(pytest.mark.xfail(reason=INDEFINITE, raises=IndefiniteKernelError, strict=False))
-    elif request.node.originalname in SPARSE_TESTS:
-        request.node.add_marker(pytest.mark.xfail(reason=SPARSE, raises=TypeError, strict=False))

@@ -26,7 +26,6 @@ from experiments.datasets import example_5_1
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import B_INTERVAL
-from formulations.scaling import BadScalingWarning
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import decision_scale

@@ -82,7 +82,7 @@ def compare_l1_l2(
         X_test = validation.check_X(X_test, "X_test")
         if X_test.shape[1] != X.shape[1]:
             raise SVMInputError(f"X_test has {X_test.shape[1]} features but X has {X.shape[1]}")
-        y_test = _test_signs(y_test, labels, len(X_test))
+        y_test = _test_signs(y_test, labels, X_test.shape[0])
     n, d = X.shape
     rows = []
     l1 = solve_lp(l1_formulation, X, y, layer=layer, backend=l1_backend, C=C, method=method, profile=profile,

@@ -37,7 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from formulations import kernel_dual, penalty, soft_primal, validation
-from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows
+from formulations.data_matrix import as_data
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows, signed
 from solvers import isolation
 from solvers import solution as st
 from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
@@ -107,10 +108,10 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
     y = np.asarray(y, dtype=float)
     n = len(y)
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL):
-        X = np.asarray(X, dtype=float)
+        X = as_data(X)  # a sparse X stays sparse: its rows enter G and A as they are
         d = X.shape[1]
     if formulation in (HARD_PRIMAL, SOFT_PRIMAL):
-        YX = sp.csr_matrix(y[:, None] * X)
+        YX = sp.csr_matrix(signed(y, X))
     if formulation == SOFT_PRIMAL:
         P = sp.diags(np.r_[np.ones(d), np.zeros(1 + n)], format="csc")
         s, t, constant = soft_primal.held_terms(inside, d, C)  # the held points' linear term

@@ -29,6 +29,7 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from formulations import validation
+from formulations.data_matrix import as_data, issparse, squared_row_norms
 from formulations.kernels import Points, gram, rbf_values
 from solvers.reference import Gram
 
@@ -94,16 +95,19 @@ class KernelRows(Gram):
 
     def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES):
         super().__init__(None, None)
-        self.kernel, self.data = kernel, np.ascontiguousarray(X, dtype=float)
-        self.n = len(self.data)
+        # a sparse X stays sparse (CSR): its rows are computed by gram's sparse branch
+        self.kernel = kernel
+        self.data = as_data(X) if issparse(X) else np.ascontiguousarray(X, dtype=float)
+        self.n = self.data.shape[0]
         self.capacity = max(2, int(cache_bytes // (8 * max(self.n, 1))))
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self.rows_computed = 0
         self.max_held = 0
         self._diagonal = None
         self._products: deque = deque(maxlen=KEPT_PRODUCTS)  # (u, K u) of the last times() calls
-        # the rbf's points centered once (formulations.kernels.rbf_values), not at every call
-        self._points = Points.of(self.data) if kernel.name == "rbf" else None
+        # the rbf's points centered once (formulations.kernels.rbf_values), not at every call; a sparse X's rows
+        # come from gram's sparse branch (centering would densify it)
+        self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
 
     def _values(self, I, J=None) -> np.ndarray:
         """k(x_i, x_j) for the points I against J (None: all), as formulations.kernels.gram gives them."""
@@ -239,7 +243,7 @@ class LinearRows(KernelRows):
         return LinearRows(X, cache_bytes)
 
     def combination(self, I, coef) -> np.ndarray:
-        return self.data @ (np.asarray(coef, dtype=float) @ self.data[I])
+        return self.data @ np.asarray(np.asarray(coef, dtype=float) @ self.data[I]).ravel()
 
     def times(self, u: np.ndarray) -> np.ndarray:
         nz = np.flatnonzero(u)
@@ -249,10 +253,10 @@ class LinearRows(KernelRows):
 def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
     """k(x_i, x_i) for every i, one point at a time in chunks (exactly the Gram matrix's diagonal)."""
     if kernel.name == "rbf":
-        return np.ones(len(X))  # the Gram matrix sets ||x - x|| = 0 exactly
+        return np.ones(X.shape[0])  # the Gram matrix sets ||x - x|| = 0 exactly
     if kernel.name == "linear":  # ||x_i||^2 at once (point by point: 20,000 calls of gram at n = 20,000)
-        return np.einsum("ij,ij->i", X, X)
-    return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(len(X))])
+        return squared_row_norms(X)
+    return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(X.shape[0])])
 
 
 #: From this n the working set's rows are computed on demand even when the Gram matrix fits: the
@@ -281,7 +285,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """
-    n = len(X)
+    n = X.shape[0]
     allowed = validation.memory_budget(budget)
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))

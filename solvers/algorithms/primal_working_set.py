@@ -59,6 +59,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
 from formulations import penalty, soft_primal, validation
+from formulations.data_matrix import as_data
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import blas, isolation
@@ -359,7 +360,7 @@ def decompose(X: np.ndarray, y: np.ndarray, C, *, backend: str = "piqp", layer: 
     timed_out, its message saying where.
     """
     _check_settings(layer, C, start, sample, delta, min_delta)
-    X = np.asarray(X, dtype=float)
+    X = as_data(X)  # a sparse X stays sparse: its rows are the restricted QPs' rows
     y = np.asarray(y, dtype=float)
     n, d = X.shape
     deadline = Deadline.of(time_limit)
