@@ -33,6 +33,10 @@ Where each data set comes from:
 * ``separable``, ``overlapping``, ``nonlinear``, ``sparse_features``: seeded synthetic
   generators of any size, written for this project.
 
+* ``hard``: scikit-learn's ``make_classification`` as a user's data come: several clusters per class,
+  redundant features (X of lower rank than d), flipped labels, unbalanced classes, weak separation,
+  standardized. Many points end on or inside the margin (about 58% bound support vectors at C = 1).
+
 * ``breast_cancer``: the Wisconsin Diagnostic Breast Cancer data shipped inside
   scikit-learn (``sklearn.datasets.load_breast_cancer``, no download), standardized.
 
@@ -65,6 +69,7 @@ __all__ = [
     "exercise_5_4",
     "exercise_5_5",
     "gendata",
+    "hard",
     "load_dataset",
     "nonlinear",
     "overlapping",
@@ -600,6 +605,49 @@ def sparse_features(n: int, d: int = 50, n_informative: int = 3, seed: int = 0) 
     )
 
 
+def hard(n: int, d: int = 20, seed: int = 0, clusters: int = 2, flip: float = 0.1, separation: float = 0.8,
+         positive: float = 0.55) -> Dataset:
+    """Noisy, clustered, unbalanced data of rank below d: ``sklearn.datasets.make_classification`` with
+    max(1, 2d/5) informative features, d/5 redundant ones (linear combinations of those), ``clusters``
+    clusters per class, a fraction ``flip`` of the labels drawn at random, class_sep ``separation`` and a
+    share ``positive`` of the +1 class, then each feature standardized (mean 0, std 1). The defaults at
+    n = 1e6 are the set where the proof of the optimum once failed (random_state 7: 579,928 bound and
+    17 free support vectors at C = 1, X of rank 16). Rows come in make_classification's order."""
+    from sklearn.datasets import make_classification  # heavy import, only when asked
+
+    n = _check_int("n", n, 2)
+    d = _check_int("d", d, 2)
+    seed = _check_int("seed", seed, 0)
+    clusters = _check_int("clusters", clusters, 1)
+    if not 0.0 <= flip < 1.0:
+        raise SVMInputError(f"flip must be in [0, 1), got {flip!r}")
+    separation = _check_nonneg("separation", separation, strict=True)
+    if not 0.0 < positive < 1.0:
+        raise SVMInputError(f"positive must be in (0, 1), got {positive!r}")
+    informative = max(1, 2 * d // 5)
+    redundant = min(d // 5, d - informative)
+    if 2 * clusters > 2 ** informative:
+        raise SVMInputError(f"{clusters} clusters per class need more than {informative} informative features "
+                            f"(2 x clusters <= 2^informative); raise d")
+    X, label = make_classification(n_samples=n, n_features=d, n_informative=informative, n_redundant=redundant,
+                                   n_clusters_per_class=clusters, flip_y=flip, class_sep=separation,
+                                   weights=[1.0 - positive, positive], random_state=seed)
+    X = X - X.mean(axis=0)
+    spread = X.std(axis=0)
+    X = X / np.where(spread > 0, spread, 1.0)
+    y = np.where(label == 1, 1.0, -1.0)
+    return Dataset(
+        name=f"hard(n={n},d={d},seed={seed},clusters={clusters},flip={flip},separation={separation},"
+             f"positive={positive})",
+        X=X,
+        y=y,
+        description=f"{n} points in R^{d} from make_classification: {informative} informative and {redundant} "
+        f"redundant features, {clusters} clusters per class, {flip:.0%} of the labels at random, class_sep "
+        f"{separation}, {positive:.0%} of the +1 class; standardized.",
+        source="synthetic: sklearn.datasets.make_classification via experiments/datasets.py hard()",
+    )
+
+
 def breast_cancer() -> Dataset:
     """Wisconsin Diagnostic Breast Cancer: 569 points, 30 features, standardized.
 
@@ -640,6 +688,7 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "overlapping": overlapping,
     "nonlinear": nonlinear,
     "sparse_features": sparse_features,
+    "hard": hard,
     "breast_cancer": breast_cancer,
 }
 
