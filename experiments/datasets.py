@@ -37,6 +37,9 @@ Where each data set comes from:
   redundant features (X of lower rank than d), flipped labels, unbalanced classes, weak separation,
   standardized. Many points end on or inside the margin (about 58% bound support vectors at C = 1).
 
+* ``digits_parity``, ``wine_one_vs_rest``, ``iris_one_vs_rest``: scikit-learn's bundled digits (even
+  against odd), wine and iris (one class against the others), standardized, as two-class problems.
+
 * ``breast_cancer``: the Wisconsin Diagnostic Breast Cancer data shipped inside
   scikit-learn (``sklearn.datasets.load_breast_cancer``, no download), standardized.
 
@@ -69,13 +72,16 @@ __all__ = [
     "exercise_5_4",
     "exercise_5_5",
     "gendata",
+    "digits_parity",
     "hard",
+    "iris_one_vs_rest",
     "load_dataset",
     "nonlinear",
     "overlapping",
     "perceptron_slides",
     "separable",
     "sparse_features",
+    "wine_one_vs_rest",
 ]
 
 _PISA_NOTES = "001_e078ff43bd63a81d.txt"
@@ -674,6 +680,54 @@ def breast_cancer() -> Dataset:
     )
 
 
+def _standardized(X: np.ndarray) -> np.ndarray:
+    """Each feature centred and scaled to unit standard deviation (ddof=0); a constant one only centred."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    spread = X.std(axis=0)
+    return X / np.where(spread > 0, spread, 1.0)
+
+
+def digits_parity() -> Dataset:
+    """scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels) as even (+1) against odd (-1),
+    the pixels standardized (the always-blank ones only centred)."""
+    from sklearn.datasets import load_digits  # heavy import, only when asked
+
+    raw = load_digits()
+    y = np.where(raw.target % 2 == 0, 1.0, -1.0)
+    return Dataset(name="digits_parity", X=_standardized(raw.data), y=y,
+                   description="handwritten digits 0-9 (1,797 images, 64 pixels), even = +1 "
+                   f"({int((y > 0).sum())}), odd = -1 ({int((y < 0).sum())}); pixels standardized.",
+                   source="sklearn.datasets.load_digits (UCI optical recognition of handwritten digits, "
+                   "bundled with scikit-learn)")
+
+
+def _one_vs_rest(name: str, loader: str, target: int, about: str) -> Dataset:
+    import sklearn.datasets  # heavy import, only when asked
+
+    raw = getattr(sklearn.datasets, loader)()
+    if target not in set(raw.target.tolist()):
+        raise SVMInputError(f"{name}: no class {target!r}; classes {sorted(set(raw.target.tolist()))}")
+    y = np.where(raw.target == target, 1.0, -1.0)
+    return Dataset(name=f"{name}(target={target})", X=_standardized(raw.data), y=y,
+                   description=f"{about}: class {raw.target_names[target]} = +1 ({int((y > 0).sum())}) against the "
+                   f"others = -1 ({int((y < 0).sum())}); features standardized.",
+                   source=f"sklearn.datasets.{loader} (bundled with scikit-learn)")
+
+
+def wine_one_vs_rest(target: int = 1) -> Dataset:
+    """scikit-learn's wine data (178 wines, 13 measurements, 3 cultivars): one cultivar against the others."""
+    target = _check_int("target", target, 0)
+    return _one_vs_rest("wine_one_vs_rest", "load_wine", target, "wine (178 wines, 13 measurements)")
+
+
+def iris_one_vs_rest(target: int = 1) -> Dataset:
+    """scikit-learn's iris (150 flowers, 4 measurements): one species against the others (versicolor, the
+    default, is not linearly separable from the other two)."""
+    target = _check_int("target", target, 0)
+    return _one_vs_rest("iris_one_vs_rest", "load_iris", target, "iris (150 flowers, 4 measurements)")
+
+
 # ---------------------------------------------------------------------------------
 # Registry
 # ---------------------------------------------------------------------------------
@@ -690,6 +744,9 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "sparse_features": sparse_features,
     "hard": hard,
     "breast_cancer": breast_cancer,
+    "digits_parity": digits_parity,
+    "wine_one_vs_rest": wine_one_vs_rest,
+    "iris_one_vs_rest": iris_one_vs_rest,
 }
 
 
