@@ -11,8 +11,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from scipy.optimize import approx_fprime
 
 from experiments.bench.scaling import bench_data
@@ -422,3 +426,26 @@ def test_the_hard_family_ends_verified_in_every_layer(layer, seed):
     assert sol.status == st.OPTIMAL, sol.checks["verdict"]
     assert sol.checks["reference"] == "proved optimum"
     assert sol.checks["n_bound_sv"] > 0.3 * len(ds.y) and sol.checks["n_free_sv"] <= 17
+
+
+@functools.lru_cache(maxsize=1)
+def _ambiguous_case():
+    ds = hard(20_000, seed=5)
+    return ds, *_ambiguous_guess(ds, extra=3)
+
+
+@settings(max_examples=12, deadline=None)
+@given(order=hs.integers(0, 2**32 - 1), flip=hs.booleans(), scale=hs.sampled_from([1e-3, 1.0, 1e3]))
+def test_the_ambiguous_proof_is_the_same_under_permutation_label_flip_and_rescaling(order, flip, scale):
+    """The rows in any order, the labels flipped (w* and b* change sign) and X in other units with C to match
+    (X s and C / s^2: w* / s, alpha* / s^2, b* and f* unchanged): the same optimum is proved from the same
+    ambiguous point."""
+    ds, opt, alpha, f = _ambiguous_case()
+    perm = np.random.default_rng(order).permutation(len(ds.y))
+    sign = -1.0 if flip else 1.0
+    X, y = ds.X[perm] * scale, sign * ds.y[perm]
+    got = reference.polish(reference.Gram(X, None), y, 1.0 / scale**2, alpha[perm] / scale**2, sign * f[perm])
+    assert got.ok, got.reason
+    np.testing.assert_allclose(got.w * scale, sign * opt.w, rtol=0, atol=1e-9 * np.linalg.norm(opt.w))
+    assert abs(got.b - sign * opt.b) <= 1e-9 * np.max(np.abs(f))
+    np.testing.assert_allclose(got.alpha * scale**2, opt.alpha[perm], rtol=0, atol=1e-9)
