@@ -215,6 +215,7 @@ def test_a_user_csv_leaves_out_the_backends_that_stall_at_its_size(tmp_path, cap
     err = capsys.readouterr().err
     note = [line for line in err.splitlines() if line.startswith("note: left out cvxpy/highs")]
     assert len(note) == 1 and "n = 1,500" in note[0] and "--backends highs" in note[0], err
+    assert "1 pair(s) left out (the notes above)" in err
     df = results_table.load(out)
     assert "highs" not in set(df.backend) and {"clarabel", "piqp"} <= set(df.backend)
     assert set(df.status[df.backend.isin(["clarabel", "piqp"])]) == {"optimal"}

@@ -893,6 +893,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     if not args.quiet:
         print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
               f"their LP settings)"
+              + (f", {len(stalls)} pair(s) left out (the notes above)" if stalls else "")
               + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
               file=sys.stderr)
         if busy:
