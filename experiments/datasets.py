@@ -33,6 +33,13 @@ Where each data set comes from:
 * ``separable``, ``overlapping``, ``nonlinear``, ``sparse_features``: seeded synthetic
   generators of any size, written for this project.
 
+* ``hard``: scikit-learn's ``make_classification`` as a user's data come: several clusters per class,
+  redundant features (X of lower rank than d), flipped labels, unbalanced classes, weak separation,
+  standardized. Many points end on or inside the margin (about 58% bound support vectors at C = 1).
+
+* ``digits_parity``, ``wine_one_vs_rest``, ``iris_one_vs_rest``: scikit-learn's bundled digits (even
+  against odd), wine and iris (one class against the others), standardized, as two-class problems.
+
 * ``breast_cancer``: the Wisconsin Diagnostic Breast Cancer data shipped inside
   scikit-learn (``sklearn.datasets.load_breast_cancer``, no download), standardized.
 
@@ -67,12 +74,16 @@ __all__ = [
     "exercise_5_4",
     "exercise_5_5",
     "gendata",
+    "digits_parity",
+    "hard",
+    "iris_one_vs_rest",
     "load_dataset",
     "nonlinear",
     "overlapping",
     "perceptron_slides",
     "separable",
     "sparse_features",
+    "wine_one_vs_rest",
 ]
 
 _PISA_NOTES = "001_e078ff43bd63a81d.txt"
@@ -602,6 +613,49 @@ def sparse_features(n: int, d: int = 50, n_informative: int = 3, seed: int = 0) 
     )
 
 
+def hard(n: int, d: int = 20, seed: int = 0, clusters: int = 2, flip: float = 0.1, separation: float = 0.8,
+         positive: float = 0.55) -> Dataset:
+    """Noisy, clustered, unbalanced data of rank below d: ``sklearn.datasets.make_classification`` with
+    max(1, 2d/5) informative features, d/5 redundant ones (linear combinations of those), ``clusters``
+    clusters per class, a fraction ``flip`` of the labels drawn at random, class_sep ``separation`` and a
+    share ``positive`` of the +1 class, then each feature standardized (mean 0, std 1). The defaults at
+    n = 1e6 are the set where the proof of the optimum once failed (random_state 7: 579,928 bound and
+    17 free support vectors at C = 1, X of rank 16). Rows come in make_classification's order."""
+    from sklearn.datasets import make_classification  # heavy import, only when asked
+
+    n = _check_int("n", n, 2)
+    d = _check_int("d", d, 2)
+    seed = _check_int("seed", seed, 0)
+    clusters = _check_int("clusters", clusters, 1)
+    if not 0.0 <= flip < 1.0:
+        raise SVMInputError(f"flip must be in [0, 1), got {flip!r}")
+    separation = _check_nonneg("separation", separation, strict=True)
+    if not 0.0 < positive < 1.0:
+        raise SVMInputError(f"positive must be in (0, 1), got {positive!r}")
+    informative = max(1, 2 * d // 5)
+    redundant = min(d // 5, d - informative)
+    if 2 * clusters > 2 ** informative:
+        raise SVMInputError(f"{clusters} clusters per class need more than {informative} informative features "
+                            f"(2 x clusters <= 2^informative); raise d")
+    X, label = make_classification(n_samples=n, n_features=d, n_informative=informative, n_redundant=redundant,
+                                   n_clusters_per_class=clusters, flip_y=flip, class_sep=separation,
+                                   weights=[1.0 - positive, positive], random_state=seed)
+    X = X - X.mean(axis=0)
+    spread = X.std(axis=0)
+    X = X / np.where(spread > 0, spread, 1.0)
+    y = np.where(label == 1, 1.0, -1.0)
+    return Dataset(
+        name=f"hard(n={n},d={d},seed={seed},clusters={clusters},flip={flip},separation={separation},"
+             f"positive={positive})",
+        X=X,
+        y=y,
+        description=f"{n} points in R^{d} from make_classification: {informative} informative and {redundant} "
+        f"redundant features, {clusters} clusters per class, {flip:.0%} of the labels at random, class_sep "
+        f"{separation}, {positive:.0%} of the +1 class; standardized.",
+        source="synthetic: sklearn.datasets.make_classification via experiments/datasets.py hard()",
+    )
+
+
 def breast_cancer() -> Dataset:
     """Wisconsin Diagnostic Breast Cancer: 569 points, 30 features, standardized.
 
@@ -628,6 +682,54 @@ def breast_cancer() -> Dataset:
     )
 
 
+def _standardized(X: np.ndarray) -> np.ndarray:
+    """Each feature centred and scaled to unit standard deviation (ddof=0); a constant one only centred."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    spread = X.std(axis=0)
+    return X / np.where(spread > 0, spread, 1.0)
+
+
+def digits_parity() -> Dataset:
+    """scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels) as even (+1) against odd (-1),
+    the pixels standardized (the always-blank ones only centred)."""
+    from sklearn.datasets import load_digits  # heavy import, only when asked
+
+    raw = load_digits()
+    y = np.where(raw.target % 2 == 0, 1.0, -1.0)
+    return Dataset(name="digits_parity", X=_standardized(raw.data), y=y,
+                   description="handwritten digits 0-9 (1,797 images, 64 pixels), even = +1 "
+                   f"({int((y > 0).sum())}), odd = -1 ({int((y < 0).sum())}); pixels standardized.",
+                   source="sklearn.datasets.load_digits (UCI optical recognition of handwritten digits, "
+                   "bundled with scikit-learn)")
+
+
+def _one_vs_rest(name: str, loader: str, target: int, about: str) -> Dataset:
+    import sklearn.datasets  # heavy import, only when asked
+
+    raw = getattr(sklearn.datasets, loader)()
+    if target not in set(raw.target.tolist()):
+        raise SVMInputError(f"{name}: no class {target!r}; classes {sorted(set(raw.target.tolist()))}")
+    y = np.where(raw.target == target, 1.0, -1.0)
+    return Dataset(name=f"{name}(target={target})", X=_standardized(raw.data), y=y,
+                   description=f"{about}: class {raw.target_names[target]} = +1 ({int((y > 0).sum())}) against the "
+                   f"others = -1 ({int((y < 0).sum())}); features standardized.",
+                   source=f"sklearn.datasets.{loader} (bundled with scikit-learn)")
+
+
+def wine_one_vs_rest(target: int = 1) -> Dataset:
+    """scikit-learn's wine data (178 wines, 13 measurements, 3 cultivars): one cultivar against the others."""
+    target = _check_int("target", target, 0)
+    return _one_vs_rest("wine_one_vs_rest", "load_wine", target, "wine (178 wines, 13 measurements)")
+
+
+def iris_one_vs_rest(target: int = 1) -> Dataset:
+    """scikit-learn's iris (150 flowers, 4 measurements): one species against the others (versicolor, the
+    default, is not linearly separable from the other two)."""
+    target = _check_int("target", target, 0)
+    return _one_vs_rest("iris_one_vs_rest", "load_iris", target, "iris (150 flowers, 4 measurements)")
+
+
 # ---------------------------------------------------------------------------------
 # Registry
 # ---------------------------------------------------------------------------------
@@ -642,7 +744,11 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "overlapping": overlapping,
     "nonlinear": nonlinear,
     "sparse_features": sparse_features,
+    "hard": hard,
     "breast_cancer": breast_cancer,
+    "digits_parity": digits_parity,
+    "wine_one_vs_rest": wine_one_vs_rest,
+    "iris_one_vs_rest": iris_one_vs_rest,
 }
 
 

@@ -124,6 +124,11 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     STOPPED): a round is one dense solve for the free points (0.2-0.3 s at 2,000 unknowns: SWAP_MAX_UNKNOWNS).
     """
     codes = classify(alpha, y, decision, C)
+    basis = _independent_free(gram, y, C, alpha, decision, codes)
+    if basis is not None:  # more free points than their margin rows' rank: the sets are ambiguous
+        proved = _polish_from(gram, y, C, alpha, basis, least_squares, deadline)
+        if proved.ok or deadline.passed():
+            return proved
     first = _polish_from(gram, y, C, alpha, codes, least_squares, deadline)
     if first.ok or penalty.is_hard(C) or deadline.passed():
         return first
@@ -134,6 +139,51 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
 
 #: The reason of a proof the deadline stopped.
 STOPPED = "stopped at the time limit"
+
+#: A free point's margin row [y_i x_i, y_i] (columns scaled to unit size) whose part outside the span of the rows
+#: kept before it is below this fraction of its length depends on them (_independent_free).
+DEPENDENT_ROW = 1e-9
+
+
+def _independent_free(gram: Gram, y, C, alpha, decision, codes):
+    """The sets with the free points' margin rows made independent, or None where they are already (or the data
+    are a kernel's). Linear data: at most rank([Y X_F, y_F]) points can be free at a nondegenerate optimum, yet
+    a solver's point leaves more near their margins: make_classification with redundant features (n = 1e6,
+    d = 20, rank 16) left 20 free points, 3 of them 3e-7 to 2e-6 off their margins against 1e-11 to 2e-9 for the
+    17 others. Their margin rows, met in least squares, missed on free alphas inside (0, C), which no move of the
+    rounds changes, and one of them at a time at a bound (_one_to_a_bound) left two too many: no proof after 86 s,
+    the point refused. Here the rows are kept in the order of their points' margin residuals at the given point
+    (nearest first, Gram-Schmidt); a point whose row depends on nearer ones goes to the bound its residual points
+    to (above the margin: 0, below: C). The rounds then prove the optimum from these sets or correct them; the
+    proof accepts only what satisfies every KKT condition, as from any guess."""
+    free = np.flatnonzero(codes == FREE)
+    if gram.X is None or free.size < 2:
+        return None
+    r = y[free] * decision[free] - 1.0
+    order = free[np.argsort(np.abs(r), kind="stable")]
+    rows = np.column_stack([gram.X[order] * y[order, None], y[order]])
+    size = np.max(np.abs(rows), axis=0)
+    size[size == 0] = 1.0
+    rows = rows / size
+    basis = np.zeros((0, rows.shape[1]))
+    dependent = np.zeros(order.size, dtype=bool)
+    for k, row in enumerate(rows):
+        length = float(np.linalg.norm(row))
+        rest = row - basis.T @ (basis @ row)
+        rest -= basis.T @ (basis @ rest)  # twice: the classical Gram-Schmidt step loses orthogonality once
+        left = float(np.linalg.norm(rest))
+        if left <= DEPENDENT_ROW * length or basis.shape[0] == rows.shape[1]:
+            dependent[k] = True
+        else:
+            basis = np.vstack([basis, rest / left])
+    if not dependent.any():
+        return None
+    moved = order[dependent]
+    side = y[moved] * decision[moved] - 1.0
+    upper = not penalty.is_hard(C) and (side < 0) | ((side == 0) & (alpha[moved] >= 0.5 * penalty.at(C, moved)))
+    new = codes.copy()
+    new[moved] = np.where(upper, AT_BOUND, ZERO)
+    return new.astype(codes.dtype)
 
 
 def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True, deadline: Deadline = NEVER) -> Reference:

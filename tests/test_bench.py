@@ -410,3 +410,34 @@ def test_closing_the_benchmarks_rows_stop_their_proof_at_the_budget(monkeypatch)
     row.build_s = 0.0
     scaling._run_layer(task, row, None, y, K, None)
     assert row.status == "time_limit" and "60 s" in row.message
+
+
+@pytest.mark.slow  # two minutes: 84 measurements, each in its own worker
+def test_quick_bench_measures_the_hard_and_bundled_families(tmp_path):
+    """--family hard,bundled: the hard family over its quick seeds and scikit-learn's bundled sets, each with
+    its peers and the fast paths; the report gives each family its section, and the blobs' sections stay empty
+    of them."""
+    from experiments.bench import scaling as bench
+
+    assert bench.main(["--quick", "--family", "hard,bundled", "--out", str(tmp_path), "--no-progress",
+                       "--budget", "20"]) == 0
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert set(df["family"]) == {"hard", "bundled"}
+    hard = df[df["family"] == "hard"]
+    assert set(hard["problem"]) == {f"{kind}_hard_seed{s}" for kind in ("linear", "kernel") for s in (0, 1)}
+    bundled = df[df["family"] == "bundled"]
+    sizes = bundled.groupby("problem")[["n", "d"]].first()
+    assert sizes.loc["linear_breast_cancer"].tolist() == [569, 30]
+    assert sizes.loc["kernel_digits_parity"].tolist() == [1797, 64]
+    assert {"linear_wine", "kernel_iris"} <= set(bundled["problem"])
+    for problem, g in df.groupby("problem"):
+        peers = g[g["layer"] == "sklearn"]
+        assert set(peers["form"]) == {"default", "tight"}, problem
+        fast = g[(g["layer"] != "sklearn") & (g["form"] == "working_set")]
+        assert set(fast["layer"]) == {"direct", "cvxpy", "pyomo"}, problem
+        assert (fast["status"] == "optimal").all(), (problem, fast[["label", "status"]])
+    text = (tmp_path / "report.md").read_text()
+    assert "## Data family `hard`" in text and "## Data family `bundled`" in text
+    assert "### kernel_digits_parity" in text
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--family", "easy", "--out", str(tmp_path)])

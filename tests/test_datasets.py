@@ -260,7 +260,11 @@ def test_registry_names():
         "overlapping",
         "nonlinear",
         "sparse_features",
+        "hard",
         "breast_cancer",
+        "digits_parity",
+        "wine_one_vs_rest",
+        "iris_one_vs_rest",
     ]
 
 
@@ -295,3 +299,24 @@ def test_dataset_validates_its_fields():
         Dataset("bad", np.zeros((3, 1)), np.array([1.0, -1.0]), "", "")
     with pytest.raises(SVMInputError, match="NaN"):
         Dataset("bad", np.array([[np.nan], [0.0]]), np.array([1.0, -1.0]), "", "")
+
+
+def test_the_hard_family_and_the_bundled_sets():
+    from experiments.datasets import digits_parity, hard, iris_one_vs_rest, wine_one_vs_rest
+
+    ds = hard(2_000, seed=3)
+    assert ds.X.shape == (2_000, 20) and np.linalg.matrix_rank(ds.X) == 16  # 4 redundant features
+    np.testing.assert_allclose(ds.X.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(ds.X.std(axis=0), 1, rtol=1e-12)
+    assert 0.5 < np.mean(ds.y > 0) < 0.6
+    np.testing.assert_array_equal(hard(2_000, seed=3).X, ds.X)
+    assert not np.array_equal(hard(2_000, seed=4).X, ds.X)
+    with pytest.raises(SVMInputError, match="flip"):
+        hard(100, flip=1.5)
+    digits = digits_parity()
+    assert digits.X.shape == (1797, 64) and set(np.unique(digits.y)) == {-1.0, 1.0}
+    assert wine_one_vs_rest().X.shape == (178, 13) and int((wine_one_vs_rest().y > 0).sum()) == 71
+    iris = iris_one_vs_rest()
+    assert iris.X.shape == (150, 4) and int((iris.y > 0).sum()) == 50
+    with pytest.raises(SVMInputError, match="no class 5"):
+        iris_one_vs_rest(5)

@@ -11,16 +11,23 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from scipy.optimize import approx_fprime
 
 from experiments.bench.scaling import bench_data
-from experiments.datasets import overlapping
+from experiments.datasets import Dataset, hard, overlapping
+from formulations.recovery import FREE, classify, primal_objective
 from formulations.scaling import BadScalingWarning
 from solvers import api
 from solvers import solution as st
+from solvers import reference
 from solvers.algorithms import primal_working_set as pws
+from solvers.checks import compute_checks
 
 
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
@@ -290,11 +297,12 @@ def test_a_bounded_fit_too_large_to_try_ends_the_proof_at_once(monkeypatch):
     monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", A.size - 1)
     with pytest.raises(reference._NotTried, match="too large to try"):
         reference._bounded_fit(A, rhs, 0.0, 0.1)
-    # the integer ties' proof fits 7 x 333 alphas (measured): with the cap below that, no fit is tried
+    # the integer ties' proof fits 7 x 333 alphas (measured): with the cap below that, no such fit is tried (those
+    # of the free points' independent rows, 7 x 7, are)
     X, y = _ties("integers")
     monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", 100)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
-    assert fits == []
+    assert all(rows * columns <= 100 for rows, columns in fits), fits
     assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 
 
@@ -346,3 +354,98 @@ def test_a_cvxpy_backend_without_duals_keeps_the_soft_primal_whole():
     ds = overlapping(n, d=5, seed=3)
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="ipopt", C=1.0)
     assert sol.extras["method"] == "full" and sol.status == "optimal", sol.message
+
+
+def _ambiguous_guess(ds, extra: int):
+    """The proved optimum of `ds` (C = 1) and a solver's point at it whose `extra` bound points nearest their
+    margins (1e-5 to 4e-4 off) carry alphas 1e-3 inside their bounds, so that `classify` calls them free:
+    more free points than the rank of their margin rows, as PIQP's point left at n = 1e6 (hard(seed=7))."""
+    sol = pws.solve(ds.X, ds.y, 1.0, layer="direct", backend="piqp")
+    opt = reference.polish(reference.Gram(ds.X, None), ds.y, 1.0, np.asarray(sol.alpha), sol.decision)
+    assert opt.ok
+    f = opt.g + opt.b
+    r = ds.y * f - 1.0
+    alpha = opt.alpha.copy()
+    free = (alpha > 0) & (alpha < 1)
+    bound = np.flatnonzero(~free & (np.abs(r) > 1e-8))
+    picked = bound[np.argsort(np.abs(r[bound]))[:extra]]
+    alpha[picked] = np.where(alpha[picked] > 0.5, 1 - 1e-3, 1e-3)
+    assert np.count_nonzero(classify(alpha, ds.y, f, 1.0) == FREE) == np.count_nonzero(free) + extra
+    return opt, alpha, f
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("d, rank", [(20, 16), (20, 20)])
+def test_free_points_beyond_their_rows_rank_still_prove_the_optimum(seed, d, rank):
+    """17 (rank 16: redundant features) or 21 free points at the optimum and 3 more near their margins in the
+    solver's point: the margins cannot all be met, and before the free rows were made independent no one of
+    them at a bound settled the sets (5-35 s a seed, then the weaker gap bound refused the optimum)."""
+    ds = hard(20_000, d=d, seed=seed) if rank < d else full_rank_hard(20_000, d, seed)
+    assert np.linalg.matrix_rank(ds.X) == rank
+    opt, alpha, f = _ambiguous_guess(ds, extra=3)
+    got = reference.polish(reference.Gram(ds.X, None), ds.y, 1.0, alpha, f)
+    assert got.ok, got.reason
+    assert np.linalg.norm(got.w - opt.w) <= 1e-9 * np.linalg.norm(opt.w)
+    assert abs(got.b - opt.b) <= 1e-9 * np.max(np.abs(f))
+
+
+def full_rank_hard(n, d, seed):
+    """hard() with no redundant feature (X of full rank d): its make_classification, every feature informative."""
+    from sklearn.datasets import make_classification
+    X, label = make_classification(n_samples=n, n_features=d, n_informative=d, n_redundant=0, flip_y=0.1,
+                                   class_sep=0.8, weights=[0.45, 0.55], random_state=seed)
+    return Dataset("full rank", (X - X.mean(axis=0)) / X.std(axis=0), np.where(label == 1, 1.0, -1.0), "", "")
+
+
+@pytest.mark.parametrize("move", ["w", "b"])
+def test_an_ambiguous_point_moved_off_the_optimum_is_refused(move):
+    """The independent rows only choose the sets the proof starts from: the proof of a point 1e-5 off the
+    optimum (w relative, or b relative to max |f|) with those ambiguous sets is the optimum's, 1e-5 away, and
+    the checks refuse the point."""
+    ds = hard(20_000, seed=3)
+    opt, alpha, f = _ambiguous_guess(ds, extra=3)
+    w, b = opt.w.copy(), opt.b
+    if move == "w":
+        w = w * (1 + 1e-5)
+    else:
+        b = b + 1e-5 * float(np.max(np.abs(f)))
+    point = st.Solution(formulation="soft_primal", layer="direct", backend="piqp", status=st.OPTIMAL,
+                        solver_status=st.OPTIMAL, raw_status="", w=w, b=b, alpha=alpha, decision=ds.X @ w + b,
+                        objective=primal_objective(ds.X, ds.y, w, b, 1.0))
+    out = compute_checks(point, ds.X, ds.y, 1.0, tol=1e-6)
+    assert not out.verified, out.verdict
+    assert out.reference != "proved optimum" or out.err_decision >= 5e-6
+
+
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_the_hard_family_ends_verified_in_every_layer(layer, seed):
+    """The fast path on the hard family (n = 1e5, 36-58% of the points bound support vectors, X of rank 16), through solve()."""
+    ds = hard(100_000, seed=seed)
+    sol = api.solve("soft_primal", ds.X, ds.y, C=1.0, layer=layer, backend="piqp", method="auto")
+    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.checks["reference"] == "proved optimum"
+    assert sol.checks["n_bound_sv"] > 0.3 * len(ds.y) and sol.checks["n_free_sv"] <= 17
+
+
+@functools.lru_cache(maxsize=1)
+def _ambiguous_case():
+    ds = hard(20_000, seed=5)
+    return ds, *_ambiguous_guess(ds, extra=3)
+
+
+@settings(max_examples=12, deadline=None)
+@given(order=hs.integers(0, 2**32 - 1), flip=hs.booleans(), scale=hs.sampled_from([1e-3, 1.0, 1e3]))
+def test_the_ambiguous_proof_is_the_same_under_permutation_label_flip_and_rescaling(order, flip, scale):
+    """The rows in any order, the labels flipped (w* and b* change sign) and X in other units with C to match
+    (X s and C / s^2: w* / s, alpha* / s^2, b* and f* unchanged): the same optimum is proved from the same
+    ambiguous point."""
+    ds, opt, alpha, f = _ambiguous_case()
+    perm = np.random.default_rng(order).permutation(len(ds.y))
+    sign = -1.0 if flip else 1.0
+    X, y = ds.X[perm] * scale, sign * ds.y[perm]
+    got = reference.polish(reference.Gram(X, None), y, 1.0 / scale**2, alpha[perm] / scale**2, sign * f[perm])
+    assert got.ok, got.reason
+    np.testing.assert_allclose(got.w * scale, sign * opt.w, rtol=0, atol=1e-9 * np.linalg.norm(opt.w))
+    assert abs(got.b - sign * opt.b) <= 1e-9 * np.max(np.abs(f))
+    np.testing.assert_allclose(got.alpha * scale**2, opt.alpha[perm], rtol=0, atol=1e-9)

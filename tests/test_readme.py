@@ -39,8 +39,8 @@ NOT_RUN = {
     "python -m pytest": "the test suite itself",
     "python -m experiments.explore": "a server that runs until stopped; tests/test_explore_browser.py starts it "
                                      "and drives the page in headless Chromium",
-    "python -m experiments.explore --port 8000 --no-browser --host 0.0.0.0": "a server that runs until stopped "
-                                                                             "(the same as above, on all interfaces)",
+    "python -m experiments.explore --address 0.0.0.0 --allow-host lecture-pc.example --no-browser":
+        "a server that runs until stopped (the same as above, on all interfaces)",
 }
 
 

@@ -190,3 +190,51 @@ def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     sweep.warm_up(2)
     assert sweep.os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in sweep.os.environ
+
+
+def test_a_user_csv_leaves_out_the_backends_that_stall_at_its_size(tmp_path, capsys):
+    """A CSV of 1,500 points: HiGHS's QP solver stalls on SVM QPs from n = 1,000 (its record's
+    qp_stalls_from_n), so its QP rows are left out with a note that says how to include them; the other
+    pairs run. The pairs that HiGHS's record does not name stay."""
+    import json
+
+    import pandas as pd
+
+    from experiments.datasets import hard
+    from experiments.runner import results_table
+    from solvers.backends import RECORDS
+
+    assert RECORDS["highs"].qp_stalls_from_n == 1_000
+    ds = hard(1_500, d=5, seed=1)
+    path = tmp_path / "user.csv"
+    pd.DataFrame(ds.X, columns=[f"x{k}" for k in range(5)]).assign(label=ds.y).to_csv(path, index=False)
+    out = tmp_path / "run"
+    assert main(["--data", str(path), "--label-column", "label", "--formulations", "soft_primal", "--layers", "cvxpy",
+                 "--out", str(out), "--no-progress", "--no-figures",
+                 "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    note = [line for line in err.splitlines() if line.startswith("note: left out cvxpy/highs")]
+    assert len(note) == 1 and "n = 1,500" in note[0] and "--backends highs" in note[0], err
+    assert "1 pair(s) left out (the notes above)" in err
+    df = results_table.load(out)
+    assert "highs" not in set(df.backend) and {"clarabel", "piqp"} <= set(df.backend)
+    assert set(df.status[df.backend.isin(["clarabel", "piqp"])]) == {"optimal"}
+    assert json.loads((out / "run.json").read_text())["left_out"] == note
+
+
+def test_a_stalling_backend_named_on_the_command_line_is_kept_and_the_lecture_sweep_keeps_every_pair():
+    """--backends highs keeps HiGHS's tasks at any n; the default suite (the notes' data, n <= 100) loses no
+    pair; LP tasks (HiGHS's simplex and ipm) are never left out."""
+    pairs = [("cvxpy", "highs"), ("pyomo", "highs"), ("cvxpy", "piqp")]
+    big = _tasks(["--datasets", "overlapping(n=1200,d=3)", "--C", "1", "--formulations", "soft_primal,l1_primal"],
+                 pairs=pairs)
+    kept, notes = sweep.leave_out_stalls(big, None)
+    assert {(t.layer, t.backend) for t in kept if t.formulation == "soft_primal"} == {("cvxpy", "piqp")}
+    assert {t.backend for t in kept if t.formulation == "l1_primal"} >= {"highs"}
+    assert len(notes) == 2 and all("include it with --backends highs" in note for note in notes)
+    assert sweep.leave_out_stalls(big, ["highs", "piqp"]) == (big, [])
+    args = build_parser().parse_args([])
+    _, problems = problems_from(args)
+    datasets, maps = build_datasets(problems, args)
+    lecture = sweep.make_tasks(problems, datasets, pairs, suite="default", label_maps=maps)
+    assert sweep.leave_out_stalls(lecture, None) == (lecture, [])

@@ -440,6 +440,53 @@ def peer_ratios(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: What each family other than the blobs is, for its section of the report.
+FAMILY_TITLES = {
+    "hard": "Hard data: experiments.datasets.hard (make_classification: clusters, 10% flipped labels, 45/55 "
+            "classes, class_sep 0.8, 4 redundant of 20 features; standardized), one problem per seed",
+    "bundled": "scikit-learn's bundled sets (standardized): breast cancer, digits even/odd, wine and iris "
+               "(one class against the rest); rbf gamma = 1/d",
+}
+
+
+def family_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kind (linear, kernel), layer and peer: the median and the worst of the fast paths' ratios to the peer
+    over the family's data sets (each at its largest n), and how many data sets had a verified path."""
+    ratios = peer_ratios(df)
+    if ratios.empty:
+        return ratios
+    ratios = ratios[ratios["ratio"] != "-"].copy()
+    ratios["kind"] = ratios["problem"].map(lambda p: "linear" if is_linear(p) else "kernel")
+    largest = ratios.groupby("problem")["n"].transform("max")
+    ratios = ratios[ratios["n"] == largest]
+    ratios["ratio"] = ratios["ratio"].astype(float)
+    rows = []
+    for (kind, peer, layer), g in ratios.groupby(["kind", "peer", "layer"]):
+        rows.append({"kind": kind, "peer": peer, "layer": layer, "data sets": len(g),
+                     "median ratio": _fmt(g["ratio"].median()), "worst ratio": _fmt(g["ratio"].max()),
+                     "worst on": g.loc[g["ratio"].idxmax(), "problem"]})
+    return pd.DataFrame(rows)
+
+
+def family_sections(df: pd.DataFrame) -> list[str]:
+    """A section per data family other than the blobs that the table holds: its ratios to the peers at matched
+    accuracy, summarised over its data sets, then per data set and n, then every time."""
+    lines = []
+    for family, title in FAMILY_TITLES.items():
+        sub = df[df["family"] == family]
+        if sub.empty:
+            continue
+        lines += [f"## Data family `{family}`", "", title + ".", "",
+                  "Ratios to the peers (the fastest verified path of each layer at the peer's accuracy or better), "
+                  "over the family's data sets at their largest n:", "", _table(family_summary(sub)),
+                  "Per data set and n:", "", _table(peer_ratios(sub)),
+                  "Every time (total s; status in brackets when not verified optimal):", ""]
+        for problem in sorted(sub["problem"].unique()):
+            lines += [f"### {problem}", "", _table(pivot(sub, problem, "total_s"))]
+        lines += [""]
+    return lines
+
+
 def _gap_note(r) -> str:
     gap = r.get("rel_gap", math.nan)
     return f"(checked rel. gap {gap:.1e}, error {r.get('rel_obj_error', math.nan):.1e})" if math.isfinite(gap) else ""
@@ -640,6 +687,9 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
     df["form"] = df["form"].fillna("")
     df["label"] = [path_label(*r) for r in df[["problem", "formulation", "layer", "backend", "form", "rank"]]
                    .itertuples(index=False)]
+    df["family"] = df["family"].fillna("blobs") if "family" in df else "blobs"
+    families = df
+    df = df[df["family"] == "blobs"]  # the sections below are the blobs'; each other family has its own
     made = figures(df, out)
     tg, target_notes = targets(df)
     ov = overhead(df)
@@ -701,6 +751,7 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "pivoted Cholesky, its point checked against the exact K; working_set = solvers.algorithms.working_set)",
         "",
         _table(pivot(df, "kernel", "total_s")),
+        *family_sections(families),
         "## What was tried (closing note)",
         "",
         *WHAT_WAS_TRIED,

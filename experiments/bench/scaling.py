@@ -17,6 +17,14 @@ Problems (one optimum each, shared by all paths):
   is measured against the exact one), the working-set decomposition (solvers.algorithms.working_set)
   in each layer, and SVC(kernel='rbf') (LIBSVM).
 
+Data families (``--family``, comma list; default ``blobs``): ``blobs``, the problems above (overlapping
+Gaussian blobs: easy, few bound support vectors); ``hard``, experiments.datasets.hard (make_classification
+with clusters, 10% flipped labels, 45/55 classes, class_sep 0.8, redundant features; standardized) over
+several seeds, as problems ``linear_hard_seed<S>`` and ``kernel_hard_seed<S>``; ``bundled``, scikit-learn's
+own sets (breast cancer, digits even/odd, wine and iris one class against the rest; standardized) at their
+size, as ``linear_<set>`` and ``kernel_<set>`` (gamma = 1/d). Each has the peers and the fast paths (the
+working sets, solve(method="auto")) through PIQP; the report gives each family its section.
+
 Each measurement runs in a fresh worker process (forked from a fork server that has
 the libraries imported): its peak memory (ru_maxrss) is its
 own, and a stuck solver is killed. A path whose solve exceeded the per-solve --budget at one
@@ -39,6 +47,7 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,7 +58,8 @@ import formulations
 from experiments.bench import report as bench_report
 from experiments.bench.report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
-from experiments.datasets import overlapping
+from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
+                                  wine_one_vs_rest)
 from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
@@ -91,8 +101,55 @@ LINEAR_SIZES = {"linear": (LINEAR_N, QUICK_LINEAR_N), "linear_1e6": (BIG_N, QUIC
                 "linear_wide": (WIDE_N, QUICK_WIDE_N)}
 
 
+@dataclass(frozen=True)
+class FamilyData:
+    """One data set of a family other than the blobs: where it comes from and at which n it is measured."""
+
+    family: str
+    data: Callable  # n -> Dataset
+    full: tuple[int, ...]
+    quick: tuple[int, ...]
+    d: int
+
+
+FAMILIES = ("blobs", "hard", "bundled")
+HARD_SEEDS = (0, 1, 2)
+QUICK_HARD_SEEDS = (0, 1)
+HARD_LINEAR_N = (10_000, 100_000)
+HARD_KERNEL_N = (2_000, 5_000)
+QUICK_HARD_N = (300,)
+#: scikit-learn's bundled sets: (loader, n, d); measured at their own n in both modes.
+BUNDLED = {"breast_cancer": (breast_cancer, 569, 30), "digits_parity": (digits_parity, 1797, 64),
+           "wine": (wine_one_vs_rest, 178, 13), "iris": (iris_one_vs_rest, 150, 4)}
+
+
+def _family_problems() -> dict[str, FamilyData]:
+    problems = {}
+    for kind, full in (("linear", HARD_LINEAR_N), ("kernel", HARD_KERNEL_N)):
+        d = LINEAR_D if kind == "linear" else KERNEL_D
+        for seed in HARD_SEEDS:
+            problems[f"{kind}_hard_seed{seed}"] = FamilyData(
+                "hard", lambda n, d=d, seed=seed: hard(n, d=d, seed=seed), full,
+                QUICK_HARD_N if seed in QUICK_HARD_SEEDS else (), d)
+        for name, (loader, n, d_set) in BUNDLED.items():
+            problems[f"{kind}_{name}"] = FamilyData("bundled", lambda n, loader=loader: loader(), (n,), (n,), d_set)
+    return problems
+
+
+#: The problems of the families other than the blobs, by name (linear_hard_seed0, kernel_breast_cancer, ...).
+FAMILY_PROBLEMS = _family_problems()
+
 #: Every problem of the benchmark.
-PROBLEMS = ("kernel", *LINEAR_SIZES, *LARGE_C_PROBLEMS)
+PROBLEMS = ("kernel", *LINEAR_SIZES, *LARGE_C_PROBLEMS, *FAMILY_PROBLEMS)
+
+
+def family_of(problem: str) -> str:
+    return FAMILY_PROBLEMS[problem].family if problem in FAMILY_PROBLEMS else "blobs"
+
+
+def problem_gamma(problem: str) -> float:
+    """The rbf kernel's gamma: GAMMA for the blobs (1/d there too), 1/d for a family's data set."""
+    return 1.0 / FAMILY_PROBLEMS[problem].d if problem in FAMILY_PROBLEMS else GAMMA
 
 
 def problem_C(problem: str) -> float:
@@ -101,6 +158,8 @@ def problem_C(problem: str) -> float:
 
 
 def sizes(problem: str, quick: bool) -> tuple[int, ...]:
+    if problem in FAMILY_PROBLEMS:
+        return FAMILY_PROBLEMS[problem].quick if quick else FAMILY_PROBLEMS[problem].full
     if is_linear(problem):
         full, small = LINEAR_SIZES[problem]
         return small if quick else full
@@ -130,12 +189,14 @@ class Path_:
     @property
     def d(self) -> int:
         """The features of the problem's data."""
+        if self.problem in FAMILY_PROBLEMS:
+            return FAMILY_PROBLEMS[self.problem].d
         return WIDE_D if self.problem == "linear_wide" else LINEAR_D if is_linear(self.problem) else KERNEL_D
 
     def row(self, n: int, **fields) -> "Row":
         """An empty row of this path at size n."""
         return Row(self.problem, self.formulation, self.layer, self.backend, self.form, self.rank, self.profile,
-                   self.label, n, self.d, **fields)
+                   self.label, n, self.d, **fields, family=family_of(self.problem))
 
 
 @dataclass
@@ -177,13 +238,36 @@ class Row:
     version: str = ""
     message: str = ""
     extras: dict = field(default_factory=dict)
+    family: str = "blobs"
 
 
 # ----------------------------------------------------------------------------- plan
 
 
-def plan(quick: bool, backends=ALL_BACKENDS) -> list[Path_]:
-    """Every path of the benchmark, in the order they run."""
+def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[Path_]:
+    """Every path of the benchmark's data families, in the order they run."""
+    paths = _blobs_plan(quick, backends) if "blobs" in families else []
+    for problem, data in FAMILY_PROBLEMS.items():
+        if data.family in families and sizes(problem, quick):
+            paths += _family_plan(problem, backends)
+    return paths
+
+
+def _family_plan(problem: str, backends) -> list[Path_]:
+    """A family's data set: its peers at both tolerances and the fast paths through PIQP (the working sets in
+    each layer, solve(method="auto") in the modeling layers)."""
+    linear = is_linear(problem)
+    peer = "liblinear" if linear else "libsvm"
+    formulation = "soft_primal" if linear else "kernel_dual"
+    paths = [Path_(problem, peer, "sklearn", peer, form) for form in ("default", "tight")]
+    if "piqp" in backends:
+        paths += [Path_(problem, formulation, layer, "piqp", "working_set") for layer in ("direct", "cvxpy", "pyomo")]
+        paths += [Path_(problem, formulation, layer, "piqp", "auto") for layer in ("cvxpy", "pyomo")]
+    return paths
+
+
+def _blobs_plan(quick: bool, backends) -> list[Path_]:
+    """The paths of the blobs (the benchmark's own generators)."""
     paths: list[Path_] = []
     for form in ("default", "tight"):
         paths.append(Path_("linear", "liblinear", "sklearn", "liblinear", form))
@@ -250,6 +334,14 @@ def bench_data(n: int, d: int):
     return ds.X, ds.y
 
 
+def problem_data(problem: str, n: int, d: int):
+    """(X, y) of a problem at size n: its family's data set, or the blobs."""
+    if problem in FAMILY_PROBLEMS:
+        ds = FAMILY_PROBLEMS[problem].data(n)
+        return ds.X, ds.y
+    return bench_data(n, d)
+
+
 def dual_objective_kernel(K_sv_sv, coef) -> float:
     """D(alpha) = sum_i alpha_i - 1/2 u' K u with u_i = alpha_i y_i (sklearn's dual_coef_)."""
     return float(np.abs(coef).sum() - 0.5 * coef @ (K_sv_sv @ coef))
@@ -294,7 +386,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     elif is_linear(p.problem):
         model = SVC(kernel="linear", C=C_VALUE, tol=1e-6 if tight else 1e-3, cache_size=2000)
     else:
-        model = SVC(kernel="rbf", gamma=GAMMA, C=problem_C(p.problem), tol=1e-6 if tight else 1e-3, cache_size=2000)
+        model = SVC(kernel="rbf", gamma=problem_gamma(p.problem), C=problem_C(p.problem), tol=1e-6 if tight else 1e-3, cache_size=2000)
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -311,7 +403,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     else:
         sv = model.support_
         coef = np.ravel(model.dual_coef_)
-        row.dual_objective = row.objective = dual_objective_kernel(gram(Kernel("rbf", gamma=GAMMA), X[sv]), coef)
+        row.dual_objective = row.objective = dual_objective_kernel(gram(Kernel("rbf", gamma=problem_gamma(p.problem)), X[sv]), coef)
         row.objective_kind = "dual"
     row.n_sv = float(len(model.support_)) if hasattr(model, "support_") else math.nan
     row.iterations = float(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else math.nan
@@ -400,7 +492,7 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
 def _run_auto(task: Task, row: Row, X, y) -> None:
     """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
     p = task.path
-    kernel = {"kernel": {"name": "rbf", "gamma": GAMMA}} if not is_linear(p.problem) else {}
+    kernel = {"kernel": {"name": "rbf", "gamma": problem_gamma(p.problem)}} if not is_linear(p.problem) else {}
     start = time.perf_counter()
     sol = api.solve(p.formulation, X, y, layer=p.layer, backend=p.backend, C=problem_C(p.problem),
                     profile=p.profile, **kernel)
@@ -421,19 +513,19 @@ def measure(task: Task) -> Row:
     p = task.path
     row = p.row(task.n)
     try:
-        X, y = bench_data(task.n, p.d)
+        X, y = problem_data(p.problem, task.n, p.d)
         K = L = None
         row.build_s = 0.0
         # solve(method="auto") starts from the data: its Gram matrix or kernel rows are in its own time
         if not is_linear(p.problem) and p.layer != "sklearn" and p.form != "auto":
             start = time.perf_counter()
             if p.form == "working_set":  # the Gram matrix where it fits the memory budget, else rows on demand
-                K = row_source(Kernel("rbf", gamma=GAMMA), X)
+                K = row_source(Kernel("rbf", gamma=problem_gamma(p.problem)), X)
             elif not gram_fits(task.n, validation.memory_budget()):
                 raise MemoryError(f"not run: the n x n Gram matrix ({8.0 * task.n ** 2 / 2**30:.1f} GiB) does not "
                                   "fit the memory budget")
             else:
-                K = gram(Kernel("rbf", gamma=GAMMA), X)  # one n x n array, filled in place
+                K = gram(Kernel("rbf", gamma=problem_gamma(p.problem)), X)  # one n x n array, filled in place
             if p.form in ("factor", "lowrank"):
                 fac = factorize(K, max_rank=p.rank or None)
                 L = fac.L
@@ -548,7 +640,8 @@ def _matches(path: Path_, patterns: str) -> bool:
 
 def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: str | None = None,
         progress: bool = True, exclude: str | None = None, done: "pandas.DataFrame | None" = None,  # noqa: F821
-        kill_after: float | None = None, rounds: int = 1) -> "pandas.DataFrame":  # noqa: F821
+        kill_after: float | None = None, rounds: int = 1,
+        families=("blobs",)) -> "pandas.DataFrame":  # noqa: F821
     """Run the plan; rows of `done` (an earlier run's) are kept and their (path, n) not measured again.
 
     rounds > 1: each (path, n) is measured that many times, the paths' order at each n turned by one
@@ -557,7 +650,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     import pandas as pd
     from tqdm import tqdm
 
-    paths = plan(quick, backends)
+    paths = plan(quick, backends, families)
     if only:
         paths = [p for p in paths if _matches(p, only)]
     if exclude:
@@ -714,8 +807,14 @@ def main(argv=None) -> int:
                         "<out>/lp.csv and <out>/lp.md")
     parser.add_argument("--rounds", type=int, default=1, help="measure each (path, n) this many times, the "
                         "paths' order turned by one each round, and keep the fastest finished round (default 1)")
+    parser.add_argument("--family", default="blobs", help=f"comma list of data families, of {', '.join(FAMILIES)} "
+                        "(default blobs: the generators above; hard: experiments.datasets.hard over several seeds; "
+                        "bundled: scikit-learn's breast cancer, digits even/odd, wine, iris)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    families = tuple(f.strip() for f in args.family.split(",") if f.strip())
+    if not families or set(families) - set(FAMILIES):
+        parser.error(f"--family: choose from {', '.join(FAMILIES)} (got {args.family!r})")
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
     if args.lp:
@@ -746,7 +845,8 @@ def main(argv=None) -> int:
             source = out / "results.partial.csv" if (out / "results.partial.csv").exists() else out / "results.csv"
             done = pd.read_csv(source) if source.exists() else None
         df = run(args.quick, budget, out, backends, args.only, progress=not args.no_progress,
-                 exclude=args.exclude, done=done, kill_after=args.kill_after, rounds=args.rounds)
+                 exclude=args.exclude, done=done, kill_after=args.kill_after, rounds=args.rounds,
+                 families=families)
         if args.only and not args.resume and (out / "results.csv").exists():
             # A partial re-run replaces its own paths' rows and keeps the others.
             old = pd.read_csv(out / "results.csv")
@@ -764,7 +864,8 @@ def main(argv=None) -> int:
         runs = (runs if args.only or args.resume else []) + [invocation]
         runs_file.write_text(json.dumps(runs, indent=1) + "\n")
     last = runs[-1] if runs else {}
-    command = "python -m experiments.bench" + (" --quick" if args.quick else "") + f" --budget {budget:g}"
+    command = ("python -m experiments.bench" + (" --quick" if args.quick else "") + f" --budget {budget:g}"
+               + (f" --family {','.join(families)}" if families != ("blobs",) else ""))
     bench_report.write_report(df, out, command=command, budget=budget, quick=args.quick,
                               kill_after=last.get("kill_after"), runs=runs)
     print(f"report -> {out / 'report.md'}")

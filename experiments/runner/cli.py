@@ -773,13 +773,16 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
 
     from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
     # lazy: pandas; --help and --list stay fast
-    from experiments.runner.sweep import STOP_SLOW_FACTOR, SlowStop, make_tasks, run_dask, run_local
+    from experiments.runner.sweep import STOP_SLOW_FACTOR, SlowStop, leave_out_stalls, make_tasks, run_dask, run_local
 
     run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     separable = check_separability(problems, datasets, out, args, run_id, suite_name)
     tasks = make_tasks(problems, datasets, backends, suite=suite_name, timeout=args.timeout,
                        faults=parse_faults(args.inject_fault), run_id=run_id, label_maps=maps, separable=separable,
                        standardize=args.standardize)
+    tasks, stalls = leave_out_stalls(tasks, parse_names(args.backends, BACKEND_NAMES, "backend"))
+    for note in stalls:
+        print(note, file=sys.stderr)
     journal = results_table.Journal(out)
     done = journal.done_keys(retry_failed=args.retry_failed) if args.resume else set()
     if journal.skipped:
@@ -788,11 +791,15 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     todo = [t for t in tasks if t.key not in done]
 
     meta = write_run_meta(out, args, argv, suite_name, len(tasks), datasets, maps, run_id)
+    if stalls:
+        meta["left_out"] = stalls
+        write_json(out / RUN_FILE, meta)
     write_json(out / "environment.json", environment())
 
     if not args.quiet:
         print(f"{len(tasks)} solves ({len(problems)} problems x {len(backends)} layer/backend pairs, LP problems x "
               f"their LP settings)"
+              + (f", {len(stalls)} pair(s) left out (the notes above)" if stalls else "")
               + (f", {len(done & {t.key for t in tasks})} already done" if args.resume else "") + f" -> {out}",
               file=sys.stderr)
         if busy and todo:

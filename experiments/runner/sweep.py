@@ -208,6 +208,28 @@ def make_tasks(
     return tasks
 
 
+def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[list[Task], list[str]]:
+    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS' measured
+    qp_stalls_from_n: HiGHS from 1,000 points, minutes a solve), unless the backend is `named` (--backends);
+    and one line per left-out (layer, backend, formulation) saying why and how to include it. LP tasks stay
+    (the stall is the QP solver's)."""
+    named = set(named or ())
+    kept, left = [], {}
+    for task in tasks:
+        stalls_from = RECORDS[task.backend].qp_stalls_from_n
+        if (task.method is not None or task.backend in named or stalls_from is None
+                or len(task.y) < stalls_from):
+            kept.append(task)
+            continue
+        group = left.setdefault((task.layer, task.backend, task.formulation), [stalls_from, set()])
+        group[1].add(len(task.y))
+    notes = [f"note: left out {layer}/{backend} on {formulation} (n = {', '.join(f'{n:,}' for n in sorted(sizes))}): "
+             f"{RECORDS[backend].title}'s QP solver stalls on SVM problems from n = {stalls_from:,} (solvers/backends.py); "
+             f"include it with --backends {backend},..."
+             for (layer, backend, formulation), (stalls_from, sizes) in left.items()]
+    return kept, notes
+
+
 def separability_task(ds, *, profile: str = "default", timeout: float | None = None, run_id: str = "",
                       suite: str = "") -> Task:
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
