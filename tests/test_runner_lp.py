@@ -191,3 +191,16 @@ def test_lp_formulations_in_a_grid_of_your_own(tmp_path, capsys):
     np.testing.assert_allclose(df[df.formulation != "separability"].objective, L1_OPTIMA["example_5_1"], rtol=1e-9)
     assert main(["--datasets", "example_5_1", "--C", "inf", "--formulations", "l1_primal"]) == 2
     assert "no problem to solve" in capsys.readouterr().err
+
+
+def test_separability_through_a_backend_without_its_own_time_limit(tmp_path):
+    """The separability LPs through PIQP (no time limit of its own) in the runner's solve process, which its parent
+    kills at --timeout: the LP is not refused for want of a solve server (it was an `error` row, 'has no time limit
+    of its own ... no solve server'), and its verdict is the one HiGHS proves."""
+    out = tmp_path / "run"
+    assert main(["--suite", "lp", "--datasets", "example_5_1", "--formulations", "separability",
+                 "--backends", "piqp,highs", "--timeout", "120", "--out", str(out), "--no-progress", "-q"]) == 0
+    df = results_table.load(out)
+    piqp = df[df.backend == "piqp"]
+    assert len(piqp) == 2 and not piqp.error.fillna("").str.contains("time limit of its own").any(), piqp.error
+    assert set(piqp.status) == {"optimal"}

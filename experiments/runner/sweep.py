@@ -446,7 +446,7 @@ def execute_task(task: Task) -> dict:
             from experiments.separability import is_separable  # heavy: imported where the solve runs
 
             res = is_separable(task.X, task.y, task.layer, task.backend, task.method, profile=task.profile,
-                               time_limit=task.timeout)
+                               time_limit=_own_time_limit(task))
             row.update(separability_row(res, task))
         elif task.formulation in L1_FORMULATIONS:
             from solvers.lp import solve_lp  # heavy: imported where the solve runs
