@@ -83,7 +83,7 @@ from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
 from solvers.reference import Gram, polish
 
-__all__ = ["FORMULATION_CHOICES", "KERNEL_CHOICES", "SVMClassifier", "SVMFitError"]
+__all__ = ["FORMULATION_CHOICES", "KERNEL_CHOICES", "IndefiniteKernelWarning", "SVMClassifier", "SVMFitError"]
 
 FORMULATION_CHOICES = ("auto", "soft_primal", "dual", "kernel_dual", "hard_primal")
 KERNEL_CHOICES = ("linear", "poly", "rbf", "sigmoid", "precomputed")
@@ -158,6 +158,24 @@ def _warn_bad_scaling(X) -> None:
                       BadScalingWarning, stacklevel=3)
 
 
+#: The backend of a sigmoid pair whose non-convex dual the chosen QP solver could not solve (_solve_features).
+NONCONVEX_BACKEND = "ipopt"
+
+
+class IndefiniteKernelWarning(UserWarning):
+    """A pair's kernel matrix was not positive semidefinite: its dual is non-convex (the sigmoid kernel)."""
+
+
+def _warn_indefinite(fits) -> None:
+    """One warning for the pairs whose dual was non-convex (solvers.closing.mark_indefinite flags them)."""
+    pairs = [fit.solution for fit in fits if fit.solution.extras.get("indefinite_kernel")]
+    if pairs:
+        warnings.warn(f"the kernel matrix of {len(pairs)} of {len(fits)} class pair(s) is not positive semidefinite "
+                      f"(sigmoid): each such dual is non-convex, and its point meets the KKT conditions but is not "
+                      f"proved to be the global optimum (SVC returns such a point too)", IndefiniteKernelWarning,
+                      stacklevel=3)
+
+
 class SVMClassifier(ClassifierMixin, BaseEstimator):
     """SVM classifier solved by the project's formulations and backends (SVC's interface and defaults).
 
@@ -170,9 +188,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         k(x, x'), with scikit-learn's formulas and parameter names. "precomputed": X is the
         Gram matrix (n x n at fit, n_test x n_train at predict). A callable k(X, Z) returns
         the matrix of kernel values, shape (len(X), len(Z)); X is handed to it as given (strings too).
-        A Gram matrix that is not positive semidefinite beyond rounding (sigmoid, usually) makes the
-        dual non-convex: fit refuses it (IndefiniteKernelError, a ValueError) rather than solve a
-        non-convex QP; one indefinite only by rounding (formulations.kernels.mercer_check) is solved.
+        A Gram matrix that is not positive semidefinite beyond rounding makes the dual non-convex: for
+        a precomputed or callable kernel fit refuses it (IndefiniteKernelError, a ValueError); one
+        indefinite only by rounding (formulations.kernels.mercer_check) is solved. The sigmoid kernel,
+        indefinite for most data, is fitted as SVC fits it: the pair's dual is solved as it is, and
+        where its Gram matrix is indefinite an IndefiniteKernelWarning says that the point meets the
+        KKT conditions (checked as any other) but is not proved to be the global optimum.
     degree : int, default=3
         Degree Q of the poly kernel (coef0 + gamma x'x')^Q.
     gamma : {"scale", "auto"} or float, default="scale"
@@ -515,6 +536,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                           f"via {self.layer}/{self.backend}, {sol.iterations} iterations, "
                           f"{time.perf_counter() - began:.3g} s")
         self._store(X, y_index, fits)
+        _warn_indefinite(fits)
         return self
 
     def _sparse_options(self) -> dict:
@@ -531,6 +553,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             kwargs["options"] = {option: int(self.max_iter)}
         return kwargs
 
+    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C) -> st.Solution:
+        """The pair's solve from its features. The sigmoid kernel is solved where its Gram matrix is indefinite, as
+        SVC solves it (fit warns: _warn_indefinite); a convex QP solver that returns no usable point on such a
+        non-convex dual (PIQP stops at its iteration limit, OSQP refuses the factorization) hands it to Ipopt,
+        a method for non-convex programs, through Pyomo."""
+        kernel = self.kernel_ if formulation == "kernel_dual" else None
+        sigmoid = self.kernel == "sigmoid"
+        sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(), kernel=kernel, allow_indefinite=sigmoid)
+        if sigmoid and sol.extras.get("indefinite_kernel") and sol.status not in _ACCEPTED:
+            nonconvex = {**self._solve_kwargs(), "layer": "pyomo", "backend": NONCONVEX_BACKEND, "method": "full"}
+            nonconvex.pop("options", None)  # max_iter's option names the first backend's
+            sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
+        return sol
+
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class)."""
         X_pair = None if K is not None else X[rows]  # the pair's samples, copied once
@@ -538,8 +574,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             if K is not None:  # precomputed or callable kernel: the pair's block of K
                 sol = solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs())
             else:
-                sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(),
-                            kernel=self.kernel_ if formulation == "kernel_dual" else None)
+                sol = self._solve_features(formulation, X_pair, signs, C)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
                 _prove_from_point(sol, self._pair_gram(formulation, X_pair, K, rows), signs, C_eff)

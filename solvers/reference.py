@@ -157,11 +157,11 @@ def _independent_free(gram: Gram, y, C, alpha, decision, codes):
     to (above the margin: 0, below: C). The rounds then prove the optimum from these sets or correct them; the
     proof accepts only what satisfies every KKT condition, as from any guess."""
     free = np.flatnonzero(codes == FREE)
-    if gram.X is None or free.size < 2:
+    if gram.X is None or free.size < 2 or free.size * gram.X.shape[1] > MAX_FREE**2:  # rows made dense below
         return None
     r = y[free] * decision[free] - 1.0
     order = free[np.argsort(np.abs(r), kind="stable")]
-    rows = np.column_stack([gram.X[order] * y[order, None], y[order]])
+    rows = np.column_stack([dense(signed(y[order], gram.X[order])), y[order]])
     size = np.max(np.abs(rows), axis=0)
     size[size == 0] = 1.0
     rows = rows / size

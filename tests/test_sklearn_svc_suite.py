@@ -11,9 +11,6 @@ Left out, each with its reason:
   * xfail, "probability": tests that call predict_proba (scikit-learn 1.9 deprecates SVC's
     probability; SVMClassifier has none: wrap it in CalibratedClassifierCV, tested below);
   * xfail, "regex names SVC": tests whose expected error message names the class SVC;
-  * xfail, INDEFINITE: the sigmoid cases of test_sparse.py's test_svc, whose Gram matrices are truly
-    indefinite (most negative eigenvalue -0.036 against a largest of 3.4 on the toy data): the project
-    refuses a non-convex dual (IndefiniteKernelError) where LIBSVM returns a local point.
 
 Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"`` leaves it out).
 """
@@ -25,14 +22,11 @@ import sys
 import types
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sklearn
 from sklearn import svm as sklearn_svm
 
 from experiments.estimator import SVMClassifier
-from formulations.errors import IndefiniteKernelError
-from formulations.kernels import Kernel, gram, mercer_check
 
 SOURCE_DIR = Path(sklearn.__file__).parent / "svm" / "tests"
 SOURCES = ("test_svm", "test_sparse")
@@ -40,7 +34,6 @@ SOURCES = ("test_svm", "test_sparse")
 OTHER_CLASSES = ("NuSVC", "SVR", "NuSVR", "OneClassSVM", "LinearSVC", "LinearSVR", "_libsvm", "_libsvm_sparse")
 PROBABILITY = "probability: scikit-learn 1.9 deprecates SVC(probability=True); use CalibratedClassifierCV"
 REGEX_NAMES_SVC = "regex names SVC"
-INDEFINITE = "sigmoid kernel: its Gram matrix is indefinite and fit refuses a non-convex dual (IndefiniteKernelError)"
 #: tests whose expected message is a regex naming the class SVC (SVMClassifier's messages name SVMClassifier)
 SVC_REGEX_TESTS = {"test_svm": ("test_unfitted", "test_svc_raises_error_internal_representation")}
 
@@ -127,27 +120,12 @@ def global_random_seed():
     return 42
 
 
-def _indefinite_sigmoid(X) -> bool:
-    """Whether test_svc's sigmoid kernel (gamma=1) on X_train fails Mercer's condition (fit refuses it)."""
-    if X is None:
-        return False
-    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=float)
-    try:
-        mercer_check(gram(Kernel("sigmoid", gamma=1.0), X), "sigmoid")
-    except IndefiniteKernelError:
-        return True
-    return False
-
-
 @pytest.fixture(autouse=True)
 def _mark_cases(request):
     """A parametrized case whose parameter is NuSVC, SVR, ... (or an instance of one) is not SVMClassifier's:
-    skipped. The sigmoid cases: xfail, only for their own exception (any other failure fails). Marked here, per case, as pytest evaluates an xfail added during setup."""
+    skipped (pytest evaluates a mark added during setup)."""
     callspec = getattr(request.node, "callspec", None)
     for value in (callspec.params.values() if callspec else ()):
         other = _out_of_scope(value)
         if other:
             pytest.skip(f"the case of {other}, not SVC")
-    if callspec and callspec.params.get("kernel") == "sigmoid" and _indefinite_sigmoid(callspec.params.get("X_train")):
-        # raises: only the refusal is expected; any other failure of these cases fails
-        request.node.add_marker(pytest.mark.xfail(reason=INDEFINITE, raises=IndefiniteKernelError, strict=False))
