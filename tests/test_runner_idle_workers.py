@@ -65,15 +65,20 @@ def test_workers_given_are_kept_without_measuring(monkeypatch, tmp_path, capsys)
 
 
 def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
-    """The runner's kernel_dual row at n = ROWS_FROM_N (the smallest n with kernel rows on demand): every
-    kernel block it computes (the loop's rows, K u in the checks) has fewer than n rows, the row is
+    """The runner's kernel_dual row at n = ROWS_FROM_N (the smallest n with kernel rows on demand): no kernel
+    block it computes (the loop's rows, K u in the checks, the kernel audit's sample) is n x n, the row is
     verified optimal by the working set, and the full Gram matrix's builder in solvers.api is not called."""
     n = kernel_rows.ROWS_FROM_N
     blocks = []
-    real_gram = kernel_rows.gram
+    real_gram, real_rbf = kernel_rows.gram, kernel_rows.rbf_values
 
     def counted_gram(kernel, X, Z=None):
         block = real_gram(kernel, X, Z)
+        blocks.append(block.shape)
+        return block
+
+    def counted_rbf(gamma, X, Z):  # the rbf's rows: from the points centered once (formulations.kernels.Points)
+        block = real_rbf(gamma, X, Z)
         blocks.append(block.shape)
         return block
 
@@ -83,6 +88,7 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
     from solvers import api
 
     monkeypatch.setattr(kernel_rows, "gram", counted_gram)
+    monkeypatch.setattr(kernel_rows, "rbf_values", counted_rbf)
     monkeypatch.setattr(api, "_gram", no_full_gram)
     args = cli.build_parser().parse_args(["--datasets", f"nonlinear(n={n})", "--formulations", "kernel_dual",
                                           "--kernel", "rbf", "--gamma", "1"])
@@ -91,7 +97,8 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
     (task,) = sweep.make_tasks(problems, datasets, [("cvxpy", "piqp")], suite="custom", label_maps=maps)
     row = sweep.execute_task(task)  # in this process, so that the patches see the solve
     assert (row["status"], row["method_used"], row["n"]) == (OPTIMAL, "working_set", n), row.get("error")
-    assert blocks and max(rows for rows, _ in blocks) < n
+    # never n x n: rows of the loop, and the checks' kernel audit (every row against the support vectors' columns)
+    assert blocks and all(min(shape) < n for shape in blocks), blocks
     assert np.isfinite(row["objective"])
 
 
