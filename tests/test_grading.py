@@ -245,6 +245,10 @@ def test_a_batch_with_a_malformed_answer_grades_the_rest(classroom, tmp_path, ca
     page = (out / "cy.md").read_text()
     assert "| primal feasibility | NO" in page and "tolerance: 0.001" in page
     assert "dee.json" in (out / "summary.md").read_text()
+    parquet = pd.read_parquet(out / "summary.parquet").set_index("answer")
+    assert list(parquet.verdict) == list(table.verdict) and parquet.loc["cy.json", "duality gap"] == 1.0
+    html = (out / "summary.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<table>" in html and "dee.json" in html
 
 
 @pytest.mark.parametrize("answer, words", [

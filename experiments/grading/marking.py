@@ -12,6 +12,7 @@ import pandas as pd
 from experiments.grading.answers import AnswerError, read_answer
 from experiments.grading.report import answer_page, error_row, summary_page, summary_row
 from experiments.runner.cli import UsageError as DataError, read_csv_dataset
+from experiments.typeset import write_html
 from formulations.errors import SVMInputError
 from formulations.names import QP_FORMULATIONS
 from solvers.grading import check_point
@@ -44,12 +45,14 @@ def grade_all(args, files: list[Path], settings: dict, rubric, out: Path, batch:
     out.mkdir(parents=True, exist_ok=True)
     for stem, page in pages.items():
         (out / f"{stem}.md").write_text(page)
-    if batch:
+    if batch:  # the class's table as the runner writes its own: CSV and Parquet, Markdown and a self-contained HTML
         table = pd.DataFrame(rows, columns=list(rows[0]))
         table.to_csv(out / "summary.csv", index=False)
+        table.to_parquet(out / "summary.parquet", index=False)
         (out / "summary.md").write_text(summary_page(table, problem, rubric))
+        write_html(out / "summary.md")
     if not args.quiet:
-        print(f"reports in {out}/" + (" (summary.md, summary.csv)" if batch else ""))
+        print(f"reports in {out}/" + (" (summary.md, summary.html, summary.csv, summary.parquet)" if batch else ""))
 
 
 def describe(settings: dict) -> str:

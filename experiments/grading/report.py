@@ -1,4 +1,5 @@
-"""The grader's reports: one Markdown page per answer, and the class's table (summary.csv, summary.md).
+"""The grader's reports: one Markdown page per answer, and the class's table (summary.csv and .parquet, summary.md
+and .html).
 
 Tables render through the runner's `md` (experiments.runner.report), so a grade reads like a run's report.
 """
