@@ -24,7 +24,7 @@ from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
-from solvers.closing import close_model, mark_indefinite, resolve_C, to_original_units, unanswered
+from solvers.closing import close_model, linear_kernel_w, mark_indefinite, resolve_C, to_original_units, unanswered
 from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
@@ -332,7 +332,9 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
                                 linear_X=X if formulation == DUAL else None)
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
-    if standardizer is not None and sol.w is not None:  # the working sets closed it on the standardized data
+    if formulation == KERNEL_DUAL and K is None:
+        linear_kernel_w(sol, X, y, kernel)
+    if standardizer is not None:  # the working sets closed it on the standardized data
         to_original_units(sol, standardizer)
         sol.extras["standardized"] = standardizer.as_dict()
     return sol

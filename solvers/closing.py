@@ -254,10 +254,19 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time
         sol.status = st.TIME_LIMIT
     review(sol, checks, X, y, C, K if kernel_dual else None, tol=profile.check_tol, candidate=candidate)
+    linear_kernel_w(sol, X, y, kernel)
     to_original_units(sol, standardizer)
     withhold_unverified(sol)
     mark_indefinite(sol)
     return sol
+
+
+def linear_kernel_w(sol: st.Solution, X, y, kernel) -> None:
+    """w* = sum_i alpha_i y_i x_i of a kernel dual whose kernel is linear (its model has alpha, not w), on the solved
+    data, so that to_original_units maps w* and b* back as the linear dual's."""
+    if (sol.formulation == KERNEL_DUAL and sol.w is None and sol.alpha is not None and kernel is not None
+            and kernel.name == "linear" and X is not None and X.shape[1] > 0):
+        sol.w = np.asarray(X.T @ (y * np.asarray(sol.alpha, dtype=float)), dtype=float).ravel()
 
 
 def to_original_units(sol: st.Solution, standardizer) -> None:

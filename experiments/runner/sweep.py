@@ -278,17 +278,10 @@ def _inject(fault: str) -> None:
     raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S, hang:PATH")
 
 
-def _linear_w(task: Task, alpha) -> np.ndarray | None:
-    """w* = sum_i alpha_i y_i x_i for a kernel dual whose kernel is linear (empty for a nonlinear kernel)."""
-    if task.formulation == KERNEL_DUAL and task.kernel.name == "linear" and alpha is not None:
-        return task.X.T @ (task.y * np.asarray(alpha))
-    return None
-
-
 def solution_row(sol, task: Task) -> dict:
     """The table's columns from a `Solution` (results blank unless verified optimal)."""
     optimal = sol.status == OPTIMAL
-    w = sol.w if sol.w is not None else _linear_w(task, sol.alpha)
+    w = sol.w  # a linear kernel's too (solvers.closing.linear_kernel_w), in the data's units
     checks = dict(sol.checks)
     row = {
         "status": sol.status, "solver_status": sol.solver_status, "raw_status": str(sol.raw_status),
