@@ -163,3 +163,18 @@ def test_estimator_bench_refuses_bad_arguments(argv, message, capsys):
         estimator_bench.main(argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_estimator_bench_small_and_hard_rows():
+    """--small: one row each for SVC and the estimator per case, the ratio run by run (1.0 for SVC itself), and the
+    estimator's decision values SVC's at tol 1e-6 to the default profile's accuracy (digits, iris, the hard family)."""
+    rows = estimator_bench.small_and_hard(repeat=1, n_hard=300)
+    cases = ["digits", "iris", "hard family n = 300", "grid search 4 x 3 x 5 folds, breast cancer"]
+    assert [row["what"] for row in rows] == [f"{case}, {name}" for case in cases for name in ("SVC", "SVMClassifier")]
+    for svc, ours in zip(rows[::2], rows[1::2]):
+        assert svc["x SVC"] == 1.0 and svc["seconds"] > 0
+        assert ours["x SVC"] == pytest.approx(ours["seconds"] / svc["seconds"], rel=1e-12)
+    for ours in rows[1:6:2]:
+        assert ours["max |f - f_SVC 1e-6| / max |f|"] <= 1e-4
+    X, y = estimator_bench.hard_family(500)
+    assert X.shape == (500, 10) and abs(np.mean(y) - 0.4) < 0.06 and np.allclose(X.mean(axis=0), 0, atol=1e-12)
