@@ -17,7 +17,7 @@ Points are numbered from 1 in the messages, as the notes number them (i = 1..l, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,7 +31,12 @@ from solvers.checks import estimate_multipliers, kkt_by_point
 from solvers.closing import close, resolve_C
 from solvers.profiles import Profile
 
-#: The tolerance a point is judged to when none is given: the `high` profile's (solvers.profiles).
+#: The tolerance a point is judged to when none is given: a hand-computed answer printed to 4 decimals moves each
+#: f(x_i) by up to 5e-5 (|x_i| + 1) (9.3e-4 on Example 5.1), so its bar is 1e-3; pass tol=TIGHT (the `high`
+#: profile's) to ask for a solver's precision. experiments.grading.rubric.DEFAULT_TOLERANCE is the same.
+HAND_ROUNDED = 1e-3
+#: How a condition on multipliers the checks estimated from a w, b answer says so.
+ESTIMATED = " (alpha estimated from w, b: the points on their margin to the tolerance)"
 TIGHT = 1e-6
 #: The tight solve that gives the optimum a point is measured against.
 REFERENCE = {"layer": "cvxpy", "backend": "clarabel", "profile": "high"}
@@ -49,6 +54,7 @@ class Condition:
     holds: bool
     point: int | None = None  # where it is worst (1-based), or None for a condition of the whole point
     why: str = ""
+    estimated: bool = False  # judged on multipliers estimated from the given w, b (not handed in)
 
 
 @dataclass
@@ -76,20 +82,21 @@ class PointCheck:
         return [c for c in self.conditions if not c.holds]
 
     def summary(self) -> str:
-        """One line: the verdict, and the first failed condition's reason."""
-        failed = self.failed
+        """One line: the verdict, and the first failed condition's reason, one on what was handed in first (a w, b
+        answer's margins, gap or distance before the multipliers the checks estimated from it)."""
+        failed = sorted(self.failed, key=lambda c: c.estimated)
         return self.verdict if not failed else f"{self.verdict}: {failed[0].why}"
 
 
 def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, xi=None, alpha=None,
-                objective=None, tol: float = TIGHT, reference: bool = True) -> PointCheck:
+                objective=None, tol: float = HAND_ROUNDED, reference: bool = True) -> PointCheck:
     """Judge a claimed solution of `formulation` on (X, y) with the project's closing checks.
 
     Give what the formulation determines: w and b for a primal (alpha, xi optional; alpha alone also
     determines them), alpha for a dual (b, w optional: judged as handed in, not recovered). `objective`:
     the value the answer claims, checked like a solver's claim (default: the point's own). `tol`: the bar of
-    every residual (1e-6, the `high` profile's; an answer printed to 4 decimals deserves about 1e-3, see
-    docs/grading.md). `reference`: also solve the problem tightly and measure the distance to its optimum.
+    every residual (HAND_ROUNDED, 1e-3: what an answer printed to 4 decimals deserves, docs/grading.md; TIGHT,
+    1e-6, the `high` profile's, for a solver's output). `reference`: also solve the problem tightly and measure the distance to its optimum.
     A bad field raises SVMInputError naming it (length, NaN, text, a w for the kernel dual).
     """
     X, y, C, kern, K = _problem(formulation, X, y, C, kernel)
@@ -234,6 +241,7 @@ def _derived_after(sol: st.Solution, X, y, derived: dict) -> None:
 def _conditions(sol: st.Solution, X, y, C, given: dict, tol: float, claimed_objective: bool) -> list[Condition]:
     """The closing checks' residuals as named conditions, each with its worst point and the reason."""
     checks, alpha, f = sol.checks, sol.alpha, sol.decision
+    estimated = sol.formulation in PRIMAL_FORMULATIONS and "alpha" not in given  # alpha from the given w, b
     if f is None or alpha is None:
         return [Condition("closing checks", math.nan, False, None, checks.get("verdict", "no point"))]
     hard = sol.formulation == HARD_PRIMAL or penalty.is_hard(C)
@@ -262,6 +270,11 @@ def _conditions(sol: st.Solution, X, y, C, given: dict, tol: float, claimed_obje
     why = (f"alpha = {alpha[i]:.6g} but its margin is {margin[i]:.6g} (> 1, outside: alpha must be 0)"
            if margin[i] > 1 else f"xi = {xi_i:.6g} (inside the margin) but alpha = {alpha[i]:.6g} < C = {bound:.6g}")
     out.append(_pointwise("complementarity", checks["kkt_complementarity"], tol, i, why))
+    if estimated:  # the multipliers' conditions: on the alpha the checks estimated, not on what was handed in
+        for k, c in enumerate(out):
+            if c.name in ("dual feasibility", "balance", "stationarity", "complementarity"):
+                said = ESTIMATED in c.why or c.holds
+                out[k] = replace(c, estimated=True, why=c.why if said else c.why + ESTIMATED)
 
     primal = sol.formulation in PRIMAL_FORMULATIONS
     gap = checks["rel_duality_gap"] if primal else max(0.0, checks["rel_duality_gap"] - checks["gap_rounding"])
@@ -312,7 +325,7 @@ def _stationarity(sol: st.Solution, X, y, given: dict, tol) -> Condition:
     w_alpha = X.T @ (y * sol.alpha)
     k = int(np.argmax(np.abs(sol.w - w_alpha)))
     estimated = sol.formulation in PRIMAL_FORMULATIONS and "alpha" not in given
-    source = " (alpha estimated from w, b: the points on their margin to the tolerance)" if estimated else ""
+    source = ESTIMATED if estimated else ""
     holds = bool(value <= tol)
     if estimated and not np.any(sol.alpha):
         return Condition("stationarity", float(value), holds, None, f"no point is on its margin (|y f - 1| <= {tol:g}) "

@@ -333,3 +333,20 @@ def test_verdicts_are_invariant_under_rescaling_shift_permutation_and_label_flip
     moved = check_point("hard_primal", X, y, w=w, b=b - sign * 0.01 * f_scale, tol=FOUR_DECIMALS)
     cond = _failed(moved)["primal feasibility"]
     assert sign * y[cond.point - 1] > 0  # a point of the class b moved against
+
+
+def test_the_default_tolerance_passes_the_notes_printed_answer_and_a_w_b_answer_is_told_of_its_margins():
+    """check_point's default is the bar of a hand answer printed to 4 decimals (the rubric's too): the notes'
+    Example 5.1 as printed is optimal without a tol. A w, b answer that misses is told first about what it handed
+    in (its margins, the gap, the distance), not about the multipliers the checks estimated from it."""
+    from experiments.grading.rubric import DEFAULT_TOLERANCE
+    from solvers.grading import HAND_ROUNDED
+
+    assert HAND_ROUNDED == DEFAULT_TOLERANCE
+    ds = example_5_1()
+    assert check_point("hard_primal", ds.X, ds.y, **PRINTED).optimal
+    scaled = check_point("hard_primal", ds.X, ds.y, w=[-0.9229 * 1.05, 0.7627 * 1.05], b=1.1976)
+    assert not scaled.optimal
+    first = sorted(scaled.failed, key=lambda c: c.estimated)[0]
+    assert not first.estimated and first.why in scaled.summary()
+    assert all(c.estimated for c in scaled.conditions if c.name in ("balance", "dual feasibility", "complementarity"))

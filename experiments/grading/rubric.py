@@ -27,7 +27,7 @@ from formulations.errors import SVMInputError
 #: solvers.grading.CONDITIONS (named here too so that --help and a rubric's check import no solver)
 CONDITIONS = ("primal feasibility", "dual feasibility", "balance", "stationarity", "complementarity",
               "duality gap", "slacks", "objective", "optimum", "closing checks")
-DEFAULT_TOLERANCE = 1e-3
+DEFAULT_TOLERANCE = 1e-3  # solvers.grading.HAND_ROUNDED (named here too: no solver imported for a rubric)
 DEFAULT_WEIGHTS = {name: 1.0 for name in CONDITIONS} | {"optimum": 2.0}
 
 
