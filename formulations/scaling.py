@@ -85,6 +85,21 @@ def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: b
     return ratio
 
 
+#: A dense X whose largest |mean_j| is this many times its largest spread (std) sits far from the origin: the solvers
+#: meet columns of [X, 1] that are nearly parallel (make_classification + 1e4: PIQP called the soft primal dual
+#: infeasible, cvxpy/PIQP unbounded), so a translation-invariant problem is solved on X centered.
+FAR_FROM_ORIGIN = 100.0
+
+
+def far_from_origin(X) -> bool:
+    """Whether a dense X's mean is FAR_FROM_ORIGIN times its spread or more (a sparse X is never centered)."""
+    if sp.issparse(X) or X.shape[0] < 2 or X.shape[1] == 0:
+        return False
+    spread = float(np.max(X.std(axis=0)))
+    offset = float(np.max(np.abs(X.mean(axis=0))))
+    return offset > FAR_FROM_ORIGIN * spread if spread > 0 else offset > 0
+
+
 @dataclass(frozen=True)
 class Standardizer:
     """z = (x - mean) / scale, feature by feature; constant features keep scale 1. A sparse X keeps mean 0
@@ -99,6 +114,12 @@ class Standardizer:
         scale, _, constant = _spread(X)
         scale[constant] = 1.0  # a constant feature: centring makes it 0 (to rounding), nothing to divide
         return cls(mean=np.zeros(X.shape[1]) if sp.issparse(X) else X.mean(axis=0), scale=scale)
+
+    @classmethod
+    def centering(cls, X: np.ndarray) -> "Standardizer":
+        """x - mean, each feature's unit kept (a dense X far from the origin: far_from_origin)."""
+        X = np.asarray(X, dtype=float)
+        return cls(mean=X.mean(axis=0), scale=np.ones(X.shape[1]))
 
     def transform(self, X):
         if sp.issparse(X):

@@ -18,7 +18,7 @@ import numpy as np
 
 import formulations
 from formulations import kernels, penalty, scaling, validation
-from formulations.model import DUAL, KERNEL_DUAL, SOFT_PRIMAL
+from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
 from solvers import solution as st
 from solvers.algorithms import primal_working_set, working_set
@@ -252,10 +252,8 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
                                 kernel_form="dense" if kernel_form == "auto" else kernel_form, budget=memory_budget)
     prof = get_profile(profile)
     adapter = get_backend(layer, backend)
-    X, standardizer, scale_extras = _scaled(X, standardize)
+    X, standardizer, scale_extras = _scaled(X, standardize, _translation_invariant(formulation, kernel, K))
     extras: dict = {"labels": labels.as_dict(), "method": "full", **scale_extras}
-    if standardizer is not None:
-        extras["standardized"] = standardizer.as_dict()
     factor_L = None
     made_by = kernel if formulation == KERNEL_DUAL and K is None else None  # K from X: the checks recompute some
     if formulation == KERNEL_DUAL:
@@ -297,7 +295,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     """solve(method="working_set"): the data are checked; the working sets close their own Solution (each
     takes `deadline` as its time_limit: the clock that started with the call)."""
     _check_working_set_backend(layer, backend)
-    X, standardizer, extras = _scaled(X, standardize)
+    X, standardizer, extras = _scaled(X, standardize, _translation_invariant(formulation, kernel, K))
     if formulation == SOFT_PRIMAL:
         sol = primal_working_set.solve(X, y, C, backend=backend, layer=layer, profile=profile, options=options,
                                        time_limit=deadline)
@@ -334,20 +332,34 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
     if formulation == KERNEL_DUAL and K is None:
         linear_kernel_w(sol, X, y, kernel)
-    if standardizer is not None:  # the working sets closed it on the standardized data
+    if standardizer is not None:  # the working sets closed it on the standardized (or centered) data
         to_original_units(sol, standardizer)
-        sol.extras["standardized"] = standardizer.as_dict()
     return sol
 
 
-def _scaled(X, standardize: bool):
-    """The features a solve runs on (X, or X standardized), the Standardizer (None without), and the
+def _scaled(X, standardize: bool, invariant: bool):
+    """The features a solve runs on (X; X standardized; or X centered where it sits far from the origin and the
+    problem does not depend on the origin), the Standardizer that maps w*, b* back (None without), and the
     extras saying how X is scaled (scaling.check_scaling warns unless it is standardized)."""
     extras: dict = {"scale_ratio": scaling.check_scaling(X, warn=not standardize)} if X.shape[1] else {}
-    if not standardize:
+    if standardize:
+        standardizer = scaling.Standardizer.fit(X)
+        extras["standardized"] = standardizer.as_dict()
+    elif invariant and scaling.far_from_origin(X):
+        standardizer = scaling.Standardizer.centering(X)
+        extras["centered"] = standardizer.mean.tolist()
+    else:
         return X, None, extras
-    standardizer = scaling.Standardizer.fit(X)
     return standardizer.transform(X), standardizer, extras
+
+
+def _translation_invariant(formulation: str, kernel, K) -> bool:
+    """Whether moving every x_i by the same vector changes only b (w*, alpha*, xi* and the objective stay): the
+    linear SVMs (b absorbs w'm; the dual's x_i'x_j terms in m cancel on sum_i alpha_i y_i = 0), and the kernel
+    dual with the linear kernel. Not poly or sigmoid (functions of x'z); the rbf's rows center themselves."""
+    if formulation == KERNEL_DUAL:
+        return K is None and kernel is not None and validation.check_kernel(kernel).name == "linear"
+    return formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL)
 
 
 def _mercer_extras(K, label, allow_indefinite) -> dict:

@@ -443,3 +443,26 @@ def test_balance_classes_makes_a_solver_point_exactly_feasible():
     alpha = balance_classes(alpha.copy(), y)
     assert abs(float(y @ alpha)) <= 1e-15 * alpha.sum()
     check_alpha0(alpha, y, 1e-5)
+
+
+# ----------------------------------------------------------------------------- far from the origin
+
+
+@pytest.mark.parametrize("shift", [1e4, 1e6])
+@pytest.mark.parametrize("formulation, layer", [("soft_primal", "pyomo"), ("soft_primal", "cvxpy"), ("dual", "cvxpy"),
+                                                ("kernel_dual", "pyomo")])
+def test_data_far_from_the_origin_give_the_same_classifier(formulation, layer, shift):
+    """A translation moves b only (w*, alpha*, xi* and the objective stay): clustered, noisy, unbalanced data moved
+    by 1e4 were an `error` row (PIQP: dual infeasible through Pyomo, unbounded through cvxpy); they are solved
+    centered and w*, b* mapped back, verified, with the unmoved data's decision values."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=300, n_features=8, n_informative=5, n_clusters_per_class=3, flip_y=0.1,
+                               weights=[0.85, 0.15], random_state=4)
+    kernel = Kernel("linear") if formulation == "kernel_dual" else None
+    near = solve(formulation, X, y, layer=layer, backend="piqp", C=1.0, kernel=kernel, profile="high")
+    far = solve(formulation, X + shift, y, layer=layer, backend="piqp", C=1.0, kernel=kernel, profile="high")
+    assert near.status == far.status == st.OPTIMAL, far.message
+    f_near, f_far = X @ near.w + near.b, (X + shift) @ far.w + far.b
+    assert np.max(np.abs(f_far - f_near)) <= 1e-5 * np.max(np.abs(f_near))
+    assert far.objective == pytest.approx(near.objective, rel=1e-6) and "centered" in far.extras
