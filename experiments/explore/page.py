@@ -78,6 +78,11 @@ def summary_html(result: ec.Exploration) -> str:
     return "<table class='explorer-summary'>" + "".join(rows) + "</table>"
 
 
+#: Pixels below the plane for its axis and its legend, whose entries come and go with what is drawn: room for all of
+#: them, so that the plane's frame (and every point on it) keeps its place on the screen as they do.
+LEGEND_ROOM = 150
+
+
 class ExplorerPage:
     """Widgets, figures and the request loop of one session."""
 
@@ -152,7 +157,8 @@ class ExplorerPage:
         lo, hi = EMPTY_WINDOW
         plane = figure(width=620, height=560, x_range=Range1d(lo[0], hi[0]), y_range=Range1d(lo[1], hi[1]),
                        tools=[], title="Click: add a point of the selected class; drag: move it",
-                       x_axis_label="x1", y_axis_label="x2", match_aspect=True)
+                       x_axis_label="x1", y_axis_label="x2", match_aspect=True,
+                       min_border_bottom=LEGEND_ROOM)
         self.contours = plane.contour(x=[0, 1], y=[0, 1], z=np.zeros((2, 2)), levels=[-1, 0, 1],
                                       fill_color=["#fbe3e1", "#dfeaf6"], fill_alpha=0.6,
                                       line_color=["#d62728", "black", "#1f77b4"], line_dash=["dashed", "solid", "dashed"],
