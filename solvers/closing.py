@@ -270,11 +270,23 @@ def linear_kernel_w(sol: st.Solution, X, y, kernel) -> None:
 
 
 def to_original_units(sol: st.Solution, standardizer) -> None:
-    """The classifier found on standardized data (w*, b* kept in extras), expressed in the original
-    units; nothing without a standardizer or a w*."""
-    if standardizer is not None and sol.w is not None:
-        sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b)
-        sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    """The classifier found on standardized (or centered) data (w*, b* kept in extras), expressed in the original
+    units, and with it every b the checks report (b's interval at the optimum, the proved b, the alpha's interval):
+    they all move by the same b - b_standardized. Nothing without a standardizer or a w*."""
+    if standardizer is None or sol.w is None:
+        return
+    sol.extras.update(w_standardized=sol.w.tolist(), b_standardized=sol.b)
+    b_solved = sol.b
+    sol.w, sol.b = standardizer.weights_to_original(sol.w, sol.b)
+    shift = sol.b - b_solved
+    if not math.isfinite(shift):
+        return
+    for record in (sol.checks, sol.extras):
+        for key in ("b_lower", "b_upper"):
+            if isinstance(record.get(key), float) and math.isfinite(record[key]):
+                record[key] += shift
+    if math.isfinite(sol.proved_b):
+        sol.proved_b += shift
 
 
 def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:

@@ -466,3 +466,6 @@ def test_data_far_from_the_origin_give_the_same_classifier(formulation, layer, s
     f_near, f_far = X @ near.w + near.b, (X + shift) @ far.w + far.b
     assert np.max(np.abs(f_far - f_near)) <= 1e-5 * np.max(np.abs(f_near))
     assert far.objective == pytest.approx(near.objective, rel=1e-6) and "centered" in far.extras
+    # every b the checks report is in the data's units too (b's optimal interval was left in the centered ones)
+    slack = 1e-9 * max(abs(far.b), 1e-300)
+    assert far.checks["b_lower"] - slack <= far.b <= far.checks["b_upper"] + slack

@@ -25,6 +25,7 @@ import argparse
 import time
 
 from experiments.bench.scaling import C_VALUE, GAMMA, KERNEL_D, bench_data
+from experiments.datasets import hard
 from experiments.estimator import SVMClassifier
 
 PARAM_GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.01, 0.1]}
@@ -119,8 +120,6 @@ def hard_family(n: int = 5000, seed: int = 1):
     """The hard family as the kernel targets read it (experiments.datasets.hard): 3 clusters per class, 8% flipped
     labels, 60/40 classes, class_sep 0.85, d = 10, standardized; (X, y) with y in {-1, +1} (gamma = 1/d: the
     caller's)."""
-    from experiments.datasets import hard
-
     ds = hard(n, d=10, seed=seed, clusters=3, flip=0.08, separation=0.85, positive=0.4)
     return ds.X, ds.y
 
