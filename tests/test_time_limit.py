@@ -225,9 +225,9 @@ def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monke
     assert sol.checks["timed_out"]
 
 
-def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit(data, monkeypatch):
-    X, y, _ = data
-    adapter = registry.get_backend("cvxpy", "clarabel")
+def _spy_on_the_time_given(monkeypatch, layer: str, backend: str) -> list:
+    """The time limits the backend's adapter is handed from now on, in a list that fills as it is called."""
+    adapter = registry.get_backend(layer, backend)
     given, real = [], adapter.solve
 
     def spy(model, options, time_limit=None):
@@ -235,6 +235,12 @@ def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit
         return real(model, options, time_limit)
 
     monkeypatch.setattr(adapter, "solve", spy)
+    return given
+
+
+def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit(data, monkeypatch):
+    X, y, _ = data
+    given = _spy_on_the_time_given(monkeypatch, "cvxpy", "clarabel")
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e4)
     assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e-9)
@@ -303,14 +309,7 @@ def test_solve_lp_gives_its_backend_the_time_left_and_none_past_the_limit(monkey
     from solvers.lp import solve_lp
 
     ds = example_5_1()
-    adapter = registry.get_backend("cvxpy", "clarabel")
-    given, real = [], adapter.solve
-
-    def spy(model, options, time_limit=None):
-        given.append(time_limit)
-        return real(model, options, time_limit)
-
-    monkeypatch.setattr(adapter, "solve", spy)
+    given = _spy_on_the_time_given(monkeypatch, "cvxpy", "clarabel")
     sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e4)
     assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
     sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e-9)
