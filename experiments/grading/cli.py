@@ -22,14 +22,11 @@ from pathlib import Path
 # answer at once.
 from experiments.grading.answers import answer_files
 from experiments.grading.rubric import load_rubric
+from experiments.runner.options import UsageError  # the command lines' one bad-input error
 from formulations.errors import SVMInputError
 from formulations.names import QP_FORMULATIONS
 
 PROBLEM_FILE = "problem.json"
-
-
-class UsageError(Exception):
-    """A bad command line: printed as one clear line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

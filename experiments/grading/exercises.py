@@ -21,6 +21,8 @@ import math
 import sys
 from pathlib import Path
 
+from experiments.runner.options import UsageError  # the command lines' one bad-input error
+
 KINDS = {
     "hard": {"formulation": "hard_primal", "C": None, "kernel": None, "per_class": 10,
              "task": "Find the separating hyperplane with maximum margin for the data set (hard-margin primal): "
@@ -36,10 +38,6 @@ KINDS = {
                        "C = 1 and gamma = 1: hand in alpha and b."},
 }
 DIGITS = 12  # the key's significant digits
-
-
-class UsageError(Exception):
-    """A bad command line: printed as one clear line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
