@@ -10,11 +10,7 @@ import logging
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +19,7 @@ import pytest
 
 from experiments.explore.compute import LABEL_COLUMN
 from solvers.api import solve
+from tests.explorer_server import running_explorer, tail
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -41,47 +38,13 @@ if not Path(CHROMIUM).exists():
                 allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The explorer on a free port. Its output goes to a file, not a pipe: nobody reads a pipe while the
-    tests run (a full 64 KB buffer would block the server on its next log line), and a page that fails
-    to show a result says what the server logged."""
-    port = _free_port()
+    """The explorer on a free port (tests.explorer_server): its URL, and its log, which a page that fails to show a
+    result quotes."""
     log_path = tmp_path_factory.mktemp("explorer") / "server.log"
-    with open(log_path, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "experiments.explore", "--port", str(port), "--no-browser"],
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "MPLBACKEND": "Agg"})
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the explorer did not start: {_tail(log_path)}")
-            time.sleep(0.3)
-    yield url, log_path
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    assert proc.returncode is not None
-    # bad input is a message in the page, never an exception on the server (typed C = "abc" raised one)
-    assert "Traceback" not in log_path.read_text(errors="replace"), _tail(log_path, 60)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    with running_explorer(log_path) as port:
+        yield f"http://127.0.0.1:{port}/", log_path
 
 
 @pytest.fixture()
@@ -100,7 +63,7 @@ def page(server, tmp_path):
             _wait_shown(tab)
         except pytest.fail.Exception as exc:  # say what the server and the page said
             pytest.fail(f"{exc}\npage state: {_text(tab, 'state')!r}; console errors: {tab.console_errors}\n"
-                        f"server log (last lines):\n{_tail(log_path)}")
+                        f"server log (last lines):\n{tail(log_path)}")
         yield tab
         tab.screenshot(path=str(tmp_path / "explorer_last.png"))
         browser.close()

@@ -10,47 +10,23 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from experiments.explore.door import Door, parse_host
+from tests.explorer_server import running_explorer
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = "lecture.example"  # served under this name on purpose (--allow-host)
 PROXY = "proxy.example:8443"  # a reverse proxy's name and port (--allow-host HOST:PORT)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    port = _free_port()
     log = tmp_path_factory.mktemp("door") / "server.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "experiments.explore", "--port", str(port), "--no-browser",
-                                 "--allow-host", ALLOWED, "--allow-host", PROXY], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, "MPLBACKEND": "Agg"})
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if _get(port, f"127.0.0.1:{port}")[0] == 200:
-                break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the explorer did not start: {log.read_text()}")
-        time.sleep(0.3)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
-    assert "Traceback" not in log.read_text()
+    with running_explorer(log, "--allow-host", ALLOWED, "--allow-host", PROXY) as port:
+        yield port
 
 
 def _get(port: int, host: str, path: str = "/", origin: str | None = None) -> tuple[int, str]:
