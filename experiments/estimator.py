@@ -74,7 +74,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
-from formulations.scaling import SCALE_RATIO_WARN, BadScalingWarning, scale_ratio
+from formulations.scaling import BadScalingWarning, check_scaling
 from formulations.validation import refuse_masked
 from solvers import blas
 from solvers import solution as st
@@ -147,15 +147,10 @@ class _PairFit:
     stopped_early: bool  # max_iter stopped the solver before a verified optimum
 
 
-def _warn_bad_scaling(X) -> None:
-    """The BadScalingWarning with scikit-learn's advice (an estimator takes no standardize option: a Pipeline
-    scales the features, and applies the same scaling to the data it predicts on)."""
-    ratio, hi, lo = scale_ratio(X)
-    if ratio > SCALE_RATIO_WARN:
-        warnings.warn(f"badly scaled features: feature {hi} has a scale {ratio:.3g} times that of feature {lo}; "
-                      f"solvers may lose accuracy or return w = 0. Scale them the scikit-learn way: "
-                      f"make_pipeline(StandardScaler(), SVMClassifier(...)) (sklearn.pipeline, sklearn.preprocessing)",
-                      BadScalingWarning, stacklevel=3)
+#: The estimator's advice for badly scaled features: it takes no standardize option; a Pipeline scales the features,
+#: and applies the same scaling to the data it predicts on.
+PIPELINE_ADVICE = ("Scale them the scikit-learn way: make_pipeline(StandardScaler(), SVMClassifier(...)) "
+                   "(sklearn.pipeline, sklearn.preprocessing)")
 
 
 #: The backend of a sigmoid pair whose non-convex dual the chosen QP solver could not solve (_solve_features).
@@ -520,7 +515,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
         fits = []
         if K is None:  # features, not a precomputed or callable kernel's Gram matrix
-            _warn_bad_scaling(X)
+            check_scaling(X, advice=PIPELINE_ADVICE)  # warned at the caller of fit
         with warnings.catch_warnings():  # said once above, with the estimator's advice, not once per pair
             warnings.simplefilter("ignore", BadScalingWarning)
             for i, j in _class_pairs(self.classes_.size):

@@ -71,16 +71,22 @@ def scale_ratio(X: np.ndarray) -> tuple[float, int, int]:
     return float(scales[hi] / scales[lo]), hi, lo
 
 
-def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: bool = True) -> float:
-    """Warn (BadScalingWarning) when feature scales differ by more than `threshold`; return the ratio."""
+#: What the BadScalingWarning advises by default (solve's own option; the estimator advises scikit-learn's Pipeline).
+STANDARDIZE_ADVICE = "Consider standardize=True (w*, b* are mapped back to the original units)."
+
+
+def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: bool = True,
+                  advice: str = STANDARDIZE_ADVICE, stacklevel: int = 3) -> float:
+    """Warn (BadScalingWarning, ending with `advice`) when feature scales differ by more than `threshold`; return
+    the ratio."""
     ratio, hi, lo = scale_ratio(X)
     if ratio > threshold and warn:
         warnings.warn(
             f"badly scaled features: feature {hi} has a scale {ratio:.3g} times that of feature {lo} "
             f"(ratio of feature scales {ratio:.3g} > {threshold:g}); solvers may lose accuracy or "
-            f"return w = 0. Consider standardize=True (w*, b* are mapped back to the original units).",
+            f"return w = 0. {advice}",
             BadScalingWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     return ratio
 
