@@ -1,0 +1,126 @@
+"""The compiled SMO (solvers.algorithms.smo) against the project's tight, proved reference solve of the kernel
+dual: the objective and the decision values, one C and per-sample C_i, a warm start, rows computed from the data
+through a small cache against the whole K, each kernel's rows against formulations.kernels.gram, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments.datasets import hard
+from formulations.kernels import Kernel, gram
+from solvers import api
+from solvers import solution as st
+from solvers.algorithms.smo import RowCache, smo
+from solvers.deadline import Deadline
+
+KERNEL = Kernel("rbf", gamma=0.1)
+N = 200
+#: The SMO's violation tolerance here: tight enough that its objective is the optimum's to OBJECTIVE_RTOL.
+TOL = 1e-9
+OBJECTIVE_RTOL = 1e-9
+#: Decision values (K u + b, b from the free points' margins) against the reference's, relative to their largest.
+DECISION_RTOL = 1e-7
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = hard(N, d=10, seed=4, clusters=2, flip=0.1)
+    return ds.X, ds.y.astype(float), gram(KERNEL, ds.X)
+
+
+def _reference(K, y, C):
+    sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="piqp", C=C, profile="high",
+                    method="full")
+    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    return sol
+
+
+def _objective(K, y, alpha):
+    return float(alpha.sum() - 0.5 * (y * alpha) @ K @ (y * alpha))
+
+
+def _decision(K, y, alpha, C):
+    Ku = K @ (y * alpha)
+    free = (alpha > 0) & (alpha < C)
+    b = float(np.mean(y[free] - Ku[free]))
+    return Ku + b
+
+
+@pytest.mark.parametrize("C", [0.1, 10.0, 1000.0])
+def test_smo_reaches_the_proved_optimum(data, C):
+    X, y, K = data
+    ref = _reference(K, y, C)
+    res = smo(K, y, C, tol=TOL)
+    assert res.converged and res.violation <= TOL
+    assert np.all((res.alpha >= 0) & (res.alpha <= C))
+    assert abs(y @ res.alpha) <= 1e-12 * res.alpha.sum()
+    want = ref.checks["dual_objective"]
+    assert abs(_objective(K, y, res.alpha) - want) <= OBJECTIVE_RTOL * abs(want)
+    decision = _decision(K, y, res.alpha, C)
+    assert np.max(np.abs(decision - ref.decision)) <= DECISION_RTOL * np.max(np.abs(ref.decision))
+    # the gradient it keeps is Q alpha - 1 to rounding
+    G = y * (K @ (y * res.alpha)) - 1.0
+    assert np.max(np.abs(res.grad - G)) <= 1e-12 * np.max(np.abs(K)) * res.alpha.sum()
+
+
+def test_per_sample_bounds(data):
+    X, y, K = data
+    C = np.random.default_rng(0).uniform(0.5, 5.0, len(y))
+    ref = _reference(K, y, C)
+    res = smo(K, y, C, tol=TOL)
+    assert res.converged and np.all((res.alpha >= 0) & (res.alpha <= C))
+    want = ref.checks["dual_objective"]
+    assert abs(_objective(K, y, res.alpha) - want) <= OBJECTIVE_RTOL * abs(want)
+
+
+def test_warm_start_and_its_gradient(data):
+    X, y, K = data
+    cold = smo(K, y, 10.0, tol=TOL)
+    start = smo(K, y, 1.0, tol=TOL)
+    warm = smo(K, y, 10.0, alpha0=start.alpha * 10.0, tol=TOL)
+    given = smo(K, y, 10.0, alpha0=start.alpha * 10.0, grad0=y * (K @ (y * start.alpha * 10.0)) - 1.0, tol=TOL)
+    assert warm.converged and warm.iterations < cold.iterations
+    assert given.iterations == warm.iterations
+    scale = abs(_objective(K, y, cold.alpha))
+    assert abs(_objective(K, y, warm.alpha) - _objective(K, y, cold.alpha)) <= OBJECTIVE_RTOL * scale
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, Kernel("linear"), Kernel("poly", degree=2, gamma=0.1, coef0=1.0),
+                                    Kernel("sigmoid", gamma=0.01, coef0=-1.0)])
+def test_rows_from_the_data_match_the_gram_matrix(data, kernel):
+    X, y, _ = data
+    K = gram(kernel, X)
+    rows = RowCache.from_data(kernel, X, cache_bytes=10 * 8 * N)  # 10 rows: evictions on every step
+    for i in (0, 7, N - 1):
+        assert np.max(np.abs(rows.row(i) - K[i])) <= 1e-13 * max(1e-300, np.max(np.abs(K)))
+    assert np.max(np.abs(rows.diag - np.diag(K))) <= 1e-13 * np.max(np.abs(K))
+
+
+def test_cached_rows_give_the_whole_matrix_answer(data):
+    X, y, K = data
+    whole = smo(K, y, 10.0, tol=TOL)
+    rows = RowCache.from_data(KERNEL, X, cache_bytes=10 * 8 * N)
+    cached = smo(rows, y, 10.0, tol=TOL)
+    assert cached.converged and rows.capacity == 10 and cached.rows_computed > N
+    scale = abs(_objective(K, y, whole.alpha))
+    assert abs(_objective(K, y, cached.alpha) - _objective(K, y, whole.alpha)) <= OBJECTIVE_RTOL * scale
+
+
+def test_a_passed_deadline_takes_no_step(data):
+    X, y, K = data
+    res = smo(K, y, 1.0, deadline=Deadline(0.0))
+    assert res.timed_out and not res.converged and res.iterations == 0 and not res.alpha.any()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"y": np.zeros(N)}, "labels"),
+    ({"upper": -1.0}, "upper bound"),
+    ({"alpha0": np.full(N, 2.0)}, "alpha0"),
+    ({"tol": 0.0}, "tol"),
+])
+def test_bad_input_is_one_clear_error(data, kwargs, message):
+    X, y, K = data
+    args = {"y": y, "upper": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        smo(K, **args)
