@@ -12,17 +12,23 @@ It stops when the maximal violation
 
     m - M = max_{I_up} -y_i G_i - min_{I_low} -y_i G_i  <=  tol
 
-(solvers.algorithms.working_set's module docstring has I_up, I_low). Points at a bound that no
-violating pair can use are shrunk out of the selection (LIBSVM's be_shrunk), every `shrink_every`
-steps; when the violation over the others is within tol, all come back and the search goes on
-unless it holds for all. The gradient is kept exact for every point (the rows are whole), so
-the recheck needs no reconstruction.
+(solvers.algorithms.working_set's module docstring has I_up, I_low).
+
+Shrinking (LIBSVM's be_shrunk): every `shrink_every` steps the points at a bound that no violating
+pair can use are counted; where they are SHRINK_SHARE of the points in play or more, the steps go
+on over the others alone, copied into contiguous arrays with their own rows of K (only those
+columns: a step then reads short rows, the whole point of shrinking on a large K). Before that,
+and when the violation over the points in play is within tol, the gradient of the points left out
+is brought up to date from the alphas that moved since (G_t += sum_j Q_tj (alpha_j - alpha_j at the
+last update), LIBSVM's reconstruct_gradient in another form); at tol every point comes back and the
+search goes on unless it holds for all.
 
 K is given either whole (an n x n array: `RowCache.full`) or as rows computed from the data when
-asked, kept in a least-recently-used cache of a bounded size (`RowCache.from_data`: rbf, linear,
-poly and sigmoid on dense X, in float64: LIBSVM keeps float32 rows, whose rounding its answers
-carry). The loop runs in chunks of steps without the interpreter's lock (nogil): a caller may run
-two solves on two threads (each with its own RowCache), and the deadline is looked at between chunks.
+asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float64: LIBSVM keeps
+float32 rows, whose rounding its answers carry). Rows of the points in play are kept in a
+least-recently-used cache of a bounded size. The loop runs in chunks of steps without the
+interpreter's lock (nogil): a caller may run two solves on two threads (each with its own
+RowCache), and the deadline is looked at between chunks.
 """
 
 from __future__ import annotations
@@ -38,50 +44,60 @@ from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU).
 TAU = 1e-12
-#: Kernel codes of the compiled rows (GIVEN: the whole K is in the cache, no row is computed).
+#: Kernel codes of the compiled rows (GIVEN: the whole K is given, no value is computed).
 GIVEN, RBF, LINEAR, POLY, SIGMOID = -1, 0, 1, 2, 3
 KERNEL_CODES = {"rbf": RBF, "linear": LINEAR, "poly": POLY, "sigmoid": SIGMOID}
 #: Steps between two shrinkings, at most (LIBSVM's min(n, 1000)).
 SHRINK_EVERY = 1000
+#: The share of the points in play that shrinking must leave out before the rest are copied apart.
+SHRINK_SHARE = 0.2
 #: The first chunk of steps between two looks at the deadline; later chunks aim at CHUNK_SECONDS each.
 FIRST_CHUNK = 2000
 CHUNK_SECONDS = 0.1
-#: Bytes of cached rows by default where K is computed from the data (LIBSVM's SVC: 200 MB).
+#: Bytes of cached rows by default (LIBSVM's SVC: 200 MB).
 DEFAULT_CACHE_BYTES = 512 * 2**20
 
 
 @njit(cache=True, nogil=True)
-def _kernel_row(i, X, kind, gamma, coef0, degree, out):
-    """k(x_i, x_j) for every j into out. The rbf from the differences (exact at any translation)."""
-    n, d = X.shape
-    for j in range(n):
-        s = 0.0
-        if kind == RBF:
-            for k in range(d):
-                t = X[i, k] - X[j, k]
-                s += t * t
-            out[j] = math.exp(-gamma * s)
-        else:
-            for k in range(d):
-                s += X[i, k] * X[j, k]
-            if kind == LINEAR:
-                out[j] = s
-            elif kind == POLY:
-                out[j] = (gamma * s + coef0) ** degree
-            else:
-                out[j] = math.tanh(gamma * s + coef0)
+def _kernel_value(A, i, B, j, kind, gamma, coef0, degree):
+    """k(a_i, b_j); the rbf from the differences (exact at any translation, 1 exactly at a_i = b_j)."""
+    s = 0.0
     if kind == RBF:
-        out[i] = 1.0
+        for k in range(A.shape[1]):
+            t = A[i, k] - B[j, k]
+            s += t * t
+        return math.exp(-gamma * s)
+    for k in range(A.shape[1]):
+        s += A[i, k] * B[j, k]
+    if kind == LINEAR:
+        return s
+    if kind == POLY:
+        return (gamma * s + coef0) ** degree
+    return math.tanh(gamma * s + coef0)
 
 
 @njit(cache=True, nogil=True)
-def _row(i, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree):
-    """Row i of K from the cache, computed into the least recently used slot when missing.
-    meta: [clock, slots used, rows computed]."""
+def _source_row(i, K, X, kind, gamma, coef0, degree, out):
+    """Row i of the whole K into out (length n)."""
+    if kind == GIVEN:
+        out[:] = K[i]
+        return
+    for j in range(X.shape[0]):
+        out[j] = _kernel_value(X, i, X, j, kind, gamma, coef0, degree)
+
+
+@njit(cache=True, nogil=True)
+def _row(p, w, work, cache):
+    """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
+    used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
+    S, K, X, XS, kind, gamma, coef0, degree = work
+    buf, slot_of, owner, last, meta = cache
+    if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
+        return K[p]
     meta[0] += 1
-    s = slot_of[i]
+    s = slot_of[p]
     if s < 0:
-        capacity = cache.shape[0]
+        capacity = min(w, buf.shape[0] // w)
         if meta[1] < capacity:
             s = meta[1]
             meta[1] += 1
@@ -93,87 +109,85 @@ def _row(i, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree):
                     oldest = last[k]
                     s = k
             slot_of[owner[s]] = -1
-        owner[s] = i
-        slot_of[i] = s
-        _kernel_row(i, X, kind, gamma, coef0, degree, cache[s])
-        meta[2] += 1
+        owner[s] = p
+        slot_of[p] = s
+        out = buf[s * w:(s + 1) * w]
+        if kind == GIVEN:
+            Ki = K[S[p]]
+            for q in range(w):
+                out[q] = Ki[S[q]]
+        else:
+            for q in range(w):
+                out[q] = _kernel_value(XS, p, XS, q, kind, gamma, coef0, degree)
+            meta[2] += 1
     last[s] = meta[0]
-    return cache[s]
+    return buf[s * w:(s + 1) * w]
 
 
 @njit(cache=True, nogil=True)
-def _extremes(act, na, y, upper, alpha, G):
-    """(m, -M) over the active points act[:na]: LIBSVM's Gmax1 and Gmax2."""
+def _extremes(w, yS, uS, aS, GS):
+    """(m, -M) over the points in play: LIBSVM's Gmax1 and Gmax2."""
     gmax1 = -np.inf
     gmax2 = -np.inf
-    for k in range(na):
-        t = act[k]
-        if y[t] > 0:
-            if alpha[t] < upper[t] and -G[t] > gmax1:
-                gmax1 = -G[t]
-            if alpha[t] > 0.0 and G[t] > gmax2:
-                gmax2 = G[t]
+    for p in range(w):
+        if yS[p] > 0:
+            if aS[p] < uS[p] and -GS[p] > gmax1:
+                gmax1 = -GS[p]
+            if aS[p] > 0.0 and GS[p] > gmax2:
+                gmax2 = GS[p]
         else:
-            if alpha[t] > 0.0 and G[t] > gmax1:
-                gmax1 = G[t]
-            if alpha[t] < upper[t] and -G[t] > gmax2:
-                gmax2 = -G[t]
+            if aS[p] > 0.0 and GS[p] > gmax1:
+                gmax1 = GS[p]
+            if aS[p] < uS[p] and -GS[p] > gmax2:
+                gmax2 = -GS[p]
     return gmax1, gmax2
 
 
 @njit(cache=True, nogil=True)
-def _shrink(act, na, y, upper, alpha, G, gmax1, gmax2):
-    """Drop from act[:na] the points at a bound that no violating pair can use; the new count."""
-    kept = 0
-    for k in range(na):
-        t = act[k]
-        out = False
-        if alpha[t] >= upper[t]:
-            out = -G[t] > gmax1 if y[t] > 0 else -G[t] > gmax2
-        elif alpha[t] <= 0.0:
-            out = G[t] > gmax2 if y[t] > 0 else G[t] > gmax1
-        if not out:
-            act[kept] = t
-            kept += 1
-    return kept
+def _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
+    """Whether the point at position p sits at a bound where no violating pair can use it (LIBSVM's be_shrunk)."""
+    if aS[p] >= uS[p]:
+        return -GS[p] > gmax1 if yS[p] > 0 else -GS[p] > gmax2
+    if aS[p] <= 0.0:
+        return GS[p] > gmax2 if yS[p] > 0 else GS[p] > gmax1
+    return False
 
 
 @njit(cache=True, nogil=True)
-def _select(act, na, y, upper, alpha, G, diag, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree):
-    """LIBSVM's WSS2 over act[:na]: (i, j, m - M); j = -1 where no pair violates."""
+def _select(w, comp, work, cache):
+    """LIBSVM's WSS2 over the points in play: (p, q, m - M) in positions; q = -1 where no pair violates."""
+    yS, uS, aS, GS, dS = comp
     gmax = -np.inf
     i = -1
-    for k in range(na):
-        t = act[k]
-        if y[t] > 0:
-            if alpha[t] < upper[t] and -G[t] >= gmax:
-                gmax = -G[t]
+    for t in range(w):
+        if yS[t] > 0:
+            if aS[t] < uS[t] and -GS[t] >= gmax:
+                gmax = -GS[t]
                 i = t
-        elif alpha[t] > 0.0 and G[t] >= gmax:
-            gmax = G[t]
+        elif aS[t] > 0.0 and GS[t] >= gmax:
+            gmax = GS[t]
             i = t
+    if i < 0:  # I_up is empty: every pair holds
+        return i, -1, 0.0
+    Ki = _row(i, w, work, cache)
     gmax2 = -np.inf
     j = -1
     best = np.inf
-    if i < 0:  # I_up is empty: every pair holds
-        return i, j, 0.0
-    Ki = _row(i, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree)
-    for k in range(na):
-        t = act[k]
-        if y[t] > 0:
-            if alpha[t] <= 0.0:
+    for t in range(w):
+        if yS[t] > 0:
+            if aS[t] <= 0.0:
                 continue
-            grad_diff = gmax + G[t]
-            if G[t] >= gmax2:
-                gmax2 = G[t]
+            grad_diff = gmax + GS[t]
+            if GS[t] >= gmax2:
+                gmax2 = GS[t]
         else:
-            if alpha[t] >= upper[t]:
+            if aS[t] >= uS[t]:
                 continue
-            grad_diff = gmax - G[t]
-            if -G[t] >= gmax2:
-                gmax2 = -G[t]
+            grad_diff = gmax - GS[t]
+            if -GS[t] >= gmax2:
+                gmax2 = -GS[t]
         if grad_diff > 0.0:
-            quad = diag[i] + diag[t] - 2.0 * Ki[t]  # K_ii + K_tt - 2 K_it whatever the labels
+            quad = dS[i] + dS[t] - 2.0 * Ki[t]  # K_ii + K_tt - 2 K_it whatever the labels
             if quad <= 0.0:
                 quad = TAU
             gain = -(grad_diff * grad_diff) / quad
@@ -186,135 +200,214 @@ def _select(act, na, y, upper, alpha, G, diag, cache, slot_of, owner, last, meta
 
 
 @njit(cache=True, nogil=True)
-def _step(i, j, y, upper, alpha, G, diag, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree):
-    """The two-point subproblem in (i, j) solved exactly and clipped (LIBSVM's update), G updated."""
-    Ki = _row(i, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree)
-    Kj = _row(j, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree)
-    C_i, C_j = upper[i], upper[j]
-    old_i, old_j = alpha[i], alpha[j]
-    quad = diag[i] + diag[j] - 2.0 * Ki[j]
+def _step(i, j, w, comp, work, cache):
+    """The two-point subproblem in positions (i, j) solved exactly and clipped (LIBSVM's update), G updated on
+    the points in play."""
+    yS, uS, aS, GS, dS = comp
+    Ki = _row(i, w, work, cache)
+    Kj = _row(j, w, work, cache)
+    C_i, C_j = uS[i], uS[j]
+    old_i, old_j = aS[i], aS[j]
+    quad = dS[i] + dS[j] - 2.0 * Ki[j]
     if quad <= 0.0:
         quad = TAU
-    if y[i] != y[j]:
-        delta = (-G[i] - G[j]) / quad
-        diff = alpha[i] - alpha[j]
-        alpha[i] += delta
-        alpha[j] += delta
+    if yS[i] != yS[j]:
+        delta = (-GS[i] - GS[j]) / quad
+        diff = aS[i] - aS[j]
+        aS[i] += delta
+        aS[j] += delta
         if diff > 0.0:
-            if alpha[j] < 0.0:
-                alpha[j] = 0.0
-                alpha[i] = diff
-        elif alpha[i] < 0.0:
-            alpha[i] = 0.0
-            alpha[j] = -diff
+            if aS[j] < 0.0:
+                aS[j] = 0.0
+                aS[i] = diff
+        elif aS[i] < 0.0:
+            aS[i] = 0.0
+            aS[j] = -diff
         if diff > C_i - C_j:
-            if alpha[i] > C_i:
-                alpha[i] = C_i
-                alpha[j] = C_i - diff
-        elif alpha[j] > C_j:
-            alpha[j] = C_j
-            alpha[i] = C_j + diff
+            if aS[i] > C_i:
+                aS[i] = C_i
+                aS[j] = C_i - diff
+        elif aS[j] > C_j:
+            aS[j] = C_j
+            aS[i] = C_j + diff
     else:
-        delta = (G[i] - G[j]) / quad
-        total = alpha[i] + alpha[j]
-        alpha[i] -= delta
-        alpha[j] += delta
+        delta = (GS[i] - GS[j]) / quad
+        total = aS[i] + aS[j]
+        aS[i] -= delta
+        aS[j] += delta
         if total > C_i:
-            if alpha[i] > C_i:
-                alpha[i] = C_i
-                alpha[j] = total - C_i
-        elif alpha[j] < 0.0:
-            alpha[j] = 0.0
-            alpha[i] = total
+            if aS[i] > C_i:
+                aS[i] = C_i
+                aS[j] = total - C_i
+        elif aS[j] < 0.0:
+            aS[j] = 0.0
+            aS[i] = total
         if total > C_j:
-            if alpha[j] > C_j:
-                alpha[j] = C_j
-                alpha[i] = total - C_j
-        elif alpha[i] < 0.0:
-            alpha[i] = 0.0
-            alpha[j] = total
-    di = y[i] * (alpha[i] - old_i)
-    dj = y[j] * (alpha[j] - old_j)
-    for k in range(G.shape[0]):  # Q_ik = y_i y_k K_ik
-        G[k] += y[k] * (di * Ki[k] + dj * Kj[k])
+            if aS[j] > C_j:
+                aS[j] = C_j
+                aS[i] = total - C_j
+        elif aS[i] < 0.0:
+            aS[i] = 0.0
+            aS[j] = total
+    di = yS[i] * (aS[i] - old_i)
+    dj = yS[j] * (aS[j] - old_j)
+    for t in range(w):  # Q_it = y_i y_t K_it
+        GS[t] += yS[t] * (di * Ki[t] + dj * Kj[t])
 
 
 @njit(cache=True, nogil=True)
-def _run(cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree, diag, y, upper, alpha, G, act,
-         state, tol, max_steps, shrink_every):
-    """Up to max_steps SMO steps. state: [active count, unshrunk once, steps to the next shrinking,
-    converged, steps taken in all]; returns the violation m - M over the active points at the last selection."""
+def _sync(w, full, comp, work):
+    """alpha and G of the points in play written back, and G of the others brought up to date from the alphas
+    that moved since the last sync (snap: alpha then)."""
+    y, upper, alpha, G, snap, diag = full
+    yS, uS, aS, GS, dS = comp
+    S, K, X, XS, kind, gamma, coef0, degree = work
     n = y.shape[0]
+    for p in range(w):
+        alpha[S[p]] = aS[p]
+        G[S[p]] = GS[p]
+    if w < n:
+        out = np.ones(n, dtype=np.bool_)
+        for p in range(w):
+            out[S[p]] = False
+        T = np.flatnonzero(out)
+        for p in range(w):
+            j = S[p]
+            moved = alpha[j] - snap[j]
+            if moved == 0.0:
+                continue
+            c = y[j] * moved
+            for t in T:
+                k_jt = K[j, t] if kind == GIVEN else _kernel_value(X, j, X, t, kind, gamma, coef0, degree)
+                G[t] += y[t] * c * k_jt
+    for p in range(w):
+        snap[S[p]] = alpha[S[p]]
+
+
+@njit(cache=True, nogil=True)
+def _load(w, full, comp, work, cache):
+    """The points S[:w] copied into the arrays of the points in play; the row cache emptied."""
+    y, upper, alpha, G, snap, diag = full
+    yS, uS, aS, GS, dS = comp
+    S, K, X, XS, kind, gamma, coef0, degree = work
+    buf, slot_of, owner, last, meta = cache
+    for p in range(w):
+        i = S[p]
+        yS[p], uS[p], aS[p], GS[p], dS[p] = y[i], upper[i], alpha[i], G[i], diag[i]
+        if kind != GIVEN:
+            XS[p, :] = X[i, :]
+    slot_of[:] = -1
+    meta[1] = 0
+    meta[3] = 1 if kind == GIVEN and w == y.shape[0] else 0
+
+
+@njit(cache=True, nogil=True)
+def _all_in_play(w, full, comp, work, cache):
+    """Every point back in play (after a sync); returns n."""
+    S = work[0]
+    n = S.shape[0]
+    if w < n:
+        _sync(w, full, comp, work)
+        for k in range(n):
+            S[k] = k
+        _load(n, full, comp, work, cache)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _shrink(w, full, comp, work, cache):
+    """Leave out the points no violating pair can use, if they are SHRINK_SHARE of those in play or more
+    (after a sync); the new count in play. The first time the violation is within 10 tol, every point comes
+    back first (LIBSVM's unshrink)."""
+    yS, uS, aS, GS, dS = comp
+    S = work[0]
+    gmax1, gmax2 = _extremes(w, yS, uS, aS, GS)
+    kept = 0
+    for p in range(w):
+        if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
+            kept += 1
+    if kept > (1.0 - SHRINK_SHARE) * w or kept < 2:
+        return w
+    _sync(w, full, comp, work)
+    kept = 0
+    for p in range(w):  # positions kept in order: S stays sorted
+        if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
+            S[kept] = S[p]
+            kept += 1
+    _load(kept, full, comp, work, cache)
+    return kept
+
+
+@njit(cache=True, nogil=True)
+def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
+    """Up to max_steps SMO steps. state: [points in play, unshrunk once, steps to the next shrinking,
+    converged, steps taken in all]; returns the violation m - M over the points in play at the last selection."""
+    n = full[0].shape[0]
+    yS, uS, aS, GS, dS = comp
     violation = np.inf
     for _ in range(max_steps):
-        na = state[0]
+        w = state[0]
         if shrink_every > 0:
             state[2] -= 1
             if state[2] <= 0:
                 state[2] = shrink_every
-                gmax1, gmax2 = _extremes(act, na, y, upper, alpha, G)
-                if state[1] == 0 and gmax1 + gmax2 <= 10.0 * tol:  # near the end: every point once more
-                    state[1] = 1
-                    for k in range(n):
-                        act[k] = k
-                    na = n
-                na = _shrink(act, na, y, upper, alpha, G, gmax1, gmax2)
-                state[0] = na
-        i, j, violation = _select(act, na, y, upper, alpha, G, diag, cache, slot_of, owner, last, meta, X, kind,
-                                  gamma, coef0, degree)
+                if state[1] == 0:
+                    gmax1, gmax2 = _extremes(w, yS, uS, aS, GS)
+                    if gmax1 + gmax2 <= 10.0 * tol:  # near the end: every point once more
+                        state[1] = 1
+                        w = _all_in_play(w, full, comp, work, cache)
+                w = _shrink(w, full, comp, work, cache)
+                state[0] = w
+        i, j, violation = _select(w, comp, work, cache)
         if j < 0 or violation <= tol:
-            if na < n:  # the shrunk points come back; the search goes on unless they hold too
-                for k in range(n):
-                    act[k] = k
-                state[0] = n
+            if w < n:  # the points left out come back; the search goes on unless they hold too
+                state[0] = _all_in_play(w, full, comp, work, cache)
                 state[2] = shrink_every
                 continue
             state[3] = 1
             return violation
-        _step(i, j, y, upper, alpha, G, diag, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree)
+        _step(i, j, w, comp, work, cache)
         state[4] += 1
     return violation
 
 
 @njit(cache=True, nogil=True)
-def _gradient(cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree, y, alpha, G):
-    """G = Q alpha - 1 from the rows of K where alpha != 0."""
+def _gradient(K, X, kind, gamma, coef0, degree, y, alpha, G, row):
+    """G = Q alpha - 1 from the rows of K where alpha != 0 (row: scratch of length n)."""
     n = y.shape[0]
     for k in range(n):
         G[k] = -1.0
     for i in range(n):
         if alpha[i] != 0.0:
-            Ki = _row(i, cache, slot_of, owner, last, meta, X, kind, gamma, coef0, degree)
+            _source_row(i, K, X, kind, gamma, coef0, degree, row)
             c = y[i] * alpha[i]
             for k in range(n):
-                G[k] += y[k] * c * Ki[k]
+                G[k] += y[k] * c * row[k]
 
 
 class RowCache:
-    """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data and kept in a
-    least-recently-used cache of `capacity` rows (`from_data`). Not to be shared by two solves at once."""
+    """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data (`from_data`), and a
+    buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once."""
 
-    def __init__(self, cache, slot_of, X, kind, gamma=0.0, coef0=0.0, degree=1, diag=None):
-        self.cache, self.slot_of, self.X, self.kind = cache, slot_of, X, kind
+    def __init__(self, K, X, kind, gamma, coef0, degree, diag, cache_doubles):
+        self.K, self.X, self.kind = K, X, kind
         self.gamma, self.coef0, self.degree = float(gamma), float(coef0), int(degree)
-        self.n = len(slot_of)
-        self.capacity = cache.shape[0]
-        self.owner = np.full(self.capacity, -1, dtype=np.int64)
-        self.last = np.zeros(self.capacity, dtype=np.int64)
-        self.meta = np.zeros(3, dtype=np.int64)  # clock, slots used, rows computed
-        if kind == GIVEN:
-            self.owner[:] = np.arange(self.n)
-            self.meta[1] = self.n
-        self.diag = np.ascontiguousarray(diag if diag is not None else np.diag(cache), dtype=float)
+        self.n = len(diag)
+        self.diag = np.ascontiguousarray(diag, dtype=float)
+        self.buffer = np.empty(max(2 * self.n, int(cache_doubles)))  # untouched pages cost no memory
+        self.capacity = min(self.n, len(self.buffer) // max(self.n, 1))  # rows held with every point in play
+        self.meta = np.zeros(4, dtype=np.int64)  # clock, slots used, rows computed, whole rows used as they are
 
     @classmethod
-    def full(cls, K: np.ndarray) -> "RowCache":
-        """The whole Gram matrix K (n x n, symmetric): no row is computed."""
+    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
+        """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
+        shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use)."""
         K = np.ascontiguousarray(K, dtype=float)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
         n = K.shape[0]
-        return cls(K, np.arange(n, dtype=np.int64), np.zeros((0, 0)), GIVEN)
+        in_play = (1.0 - SHRINK_SHARE) * n  # the most points in play once some are left out
+        return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, np.diag(K), min(cache_bytes / 8, in_play * in_play))
 
     @classmethod
     def from_data(cls, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
@@ -324,48 +417,72 @@ class RowCache:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
         X = np.ascontiguousarray(X, dtype=float)
         n, d = X.shape
-        capacity = int(min(n, max(2, cache_bytes // (8 * max(n, 1)))))
         kind = KERNEL_CODES[kernel.name]
         gamma = kernel.resolved_gamma(d)
-        if kind == RBF:
-            diag = np.ones(n)
-        else:
-            dots = np.einsum("ij,ij->i", X, X)
-            diag = dots if kind == LINEAR else (gamma * dots + kernel.coef0) ** kernel.degree if kind == POLY \
-                else np.tanh(gamma * dots + kernel.coef0)
-        return cls(np.empty((capacity, n)), np.full(n, -1, dtype=np.int64), X, kind, gamma, kernel.coef0,
-                   kernel.degree, diag)
+        dots = np.einsum("ij,ij->i", X, X)
+        diag = (np.ones(n) if kind == RBF else dots if kind == LINEAR
+                else (gamma * dots + kernel.coef0) ** kernel.degree if kind == POLY
+                else np.tanh(gamma * dots + kernel.coef0))
+        return cls(np.zeros((0, 0)), X, kind, gamma, kernel.coef0, kernel.degree, diag, cache_bytes / 8)
 
     @property
     def rows_computed(self) -> int:
+        """Rows of kernel values computed from the data so far (0 for a whole K)."""
         return int(self.meta[2])
 
-    def _args(self):
-        return (self.cache, self.slot_of, self.owner, self.last, self.meta, self.X, self.kind, self.gamma,
-                self.coef0, self.degree)
+    def _source(self):
+        return self.K, self.X, self.kind, self.gamma, self.coef0, self.degree
 
     def row(self, i: int) -> np.ndarray:
-        """A copy of row i of K."""
+        """Row i of K (a copy)."""
         if not 0 <= i < self.n:
             raise IndexError(f"row {i} of a {self.n}-point kernel")
-        return _row(np.int64(i), *self._args()).copy()
+        out = np.empty(self.n)
+        _source_row(np.int64(i), *self._source(), out)
+        return out
 
     def gradient(self, y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-        """Q alpha - 1 (Q = Y K Y)."""
+        """Q alpha - 1 (Q = Y K Y), from the rows where alpha != 0."""
         G = np.empty(self.n)
-        _gradient(*self._args(), y, alpha, G)
+        _gradient(*self._source(), np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(alpha, dtype=float),
+                  G, np.empty(self.n))
         return G
 
 
 @dataclass
 class SMOResult:
     alpha: np.ndarray
-    grad: np.ndarray  # Q alpha - 1 at alpha, kept exact for every point
+    grad: np.ndarray  # Q alpha - 1 at alpha, for every point
     iterations: int  # two-point steps taken
     converged: bool  # m - M <= tol over every point
-    violation: float  # m - M at the last selection (over the active points; over all of them when converged)
+    violation: float  # m - M at the last selection (over the points in play; over all of them when converged)
     timed_out: bool = False
-    rows_computed: int = 0  # kernel rows computed by this call (0 for a whole K)
+    rows_computed: int = 0  # kernel rows computed from the data by this call (0 for a whole K)
+
+
+def _checked(rows, y, upper, alpha0, grad0, tol):
+    """The arguments of smo as arrays, or a ValueError naming the bad one."""
+    n = rows.n
+    y = np.ascontiguousarray(y, dtype=float)
+    if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
+        raise ValueError(f"y must hold {n} labels, each +1 or -1")
+    upper = np.ascontiguousarray(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
+    if not np.all((upper > 0) & np.isfinite(upper)):
+        raise ValueError("every upper bound C_i must be finite and > 0")
+    if not (tol > 0 and math.isfinite(tol)):
+        raise ValueError(f"tol must be finite and > 0, got {tol!r}")
+    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
+    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > upper):
+        raise ValueError(f"alpha0 must be {n} numbers with 0 <= alpha0_i <= C_i")
+    if abs(float(y @ alpha)) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
+        raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not 0")
+    if grad0 is not None:
+        G = np.array(grad0, dtype=float)
+        if G.shape != (n,) or not np.all(np.isfinite(G)):
+            raise ValueError(f"grad0 must hold {n} finite numbers, got shape {G.shape}")
+    else:
+        G = rows.gradient(y, alpha) if alpha.any() else -np.ones(n)
+    return y, upper, alpha, G
 
 
 def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int = 10**9,
@@ -378,30 +495,18 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     alpha0 and grad0 are not changed. A bad argument is a ValueError naming it.
     """
     rows = K if isinstance(K, RowCache) else RowCache.full(K)
+    y, upper, alpha, G = _checked(rows, y, upper, alpha0, grad0, tol)
     n = rows.n
-    y = np.ascontiguousarray(y, dtype=float)
-    if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
-        raise ValueError(f"y must hold {n} labels, each +1 or -1")
-    upper = np.ascontiguousarray(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
-    if not np.all((upper > 0) & np.isfinite(upper)):
-        raise ValueError("every upper bound C_i must be finite and > 0")
-    if not (tol > 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be finite and > 0, got {tol!r}")
-    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
-    if alpha.shape != (n,) or np.any(alpha < 0) or np.any(alpha > upper) or not np.all(np.isfinite(alpha)):
-        raise ValueError(f"alpha0 must be {n} numbers with 0 <= alpha0_i <= C_i")
-    if abs(float(y @ alpha)) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
-        raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not 0")
-    if grad0 is not None:
-        G = np.array(grad0, dtype=float)
-        if G.shape != (n,):
-            raise ValueError(f"grad0 must hold {n} numbers, got shape {G.shape}")
-    else:
-        G = -np.ones(n) if alpha0 is None else rows.gradient(y, alpha)
     deadline = NEVER if deadline is None else deadline
     computed = rows.rows_computed
+    full = (y, upper, alpha, G, alpha.copy(), rows.diag)
+    comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
+    XS = np.empty_like(rows.X) if rows.kind != GIVEN else rows.X
+    work = (np.arange(n, dtype=np.int64), rows.K, rows.X, XS, rows.kind, rows.gamma, rows.coef0, rows.degree)
+    cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+             rows.meta)
+    _load(n, full, comp, work, cache)
     shrink_every = min(n, SHRINK_EVERY) if shrinking else 0
-    act = np.arange(n, dtype=np.int64)
     state = np.array([n, 0, shrink_every, 0, 0], dtype=np.int64)
     chunk, violation, timed_out = FIRST_CHUNK, math.inf, False
     while not state[3] and state[4] < max_iter:
@@ -409,10 +514,11 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             timed_out = True
             break
         began, before = time.perf_counter(), state[4]
-        violation = _run(*rows._args(), rows.diag, y, upper, alpha, G, act, state, float(tol),
-                         int(min(chunk, max_iter - state[4])), shrink_every)
+        violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
+                         shrink_every)
         spent = time.perf_counter() - began
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
+    _sync(state[0], full, comp, work)  # alpha and G of every point
     return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
                      rows.rows_computed - computed)
