@@ -662,6 +662,9 @@ def nystrom_margins(src, y, C, landmarks: int, seed: int = 0) -> np.ndarray:
 
 SUBSOLVERS = {"direct": _subproblem_direct, "cvxpy": _subproblem_cvxpy, "pyomo": _subproblem_pyomo}
 SELECTIONS = ("second_order", "first_order")
+#: "smo": the compiled SMO with one block through the layer at the end (solvers.algorithms.smo_dual) where the row
+#: source allows it; "blocks": this module's loop of blocks.
+ENGINES = ("smo", "blocks")
 
 
 def select_block(src, y, alpha, g, C, eps, q, candidates, selection="second_order") -> np.ndarray:
@@ -774,8 +777,11 @@ class WorkingSetOptions:
     shrink_every: int = 10
     max_q: int = 2000
     growth: float = 2.0
+    engine: str = "smo"
 
     def __post_init__(self):
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown working-set engine {self.engine!r}; choose one of {ENGINES}")
         if self.q < 2:
             raise ValueError(f"the working set needs q >= 2 points (got {self.q})")
         if self.selection not in SELECTIONS:
@@ -1050,6 +1056,11 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     opts = native_options(backend, profile, options)
     subsolve = SUBSOLVERS[layer]
     deadline = Deadline.of(time_limit)
+    from solvers.algorithms import smo_dual  # it builds on this module's blocks
+
+    if settings.engine == "smo" and smo_dual.applies(src):
+        return smo_dual.decompose(src, y, C, settings=settings, layer=layer, backend=backend, opts=opts,
+                                  deadline=deadline, alpha0=alpha0)
     loop = _start(src, y, C, layer, backend, opts, alpha0, settings, deadline)
     alpha, g = loop.alpha, loop.g  # updated in place by the steps
     tol_now = settings.tol
@@ -1117,7 +1128,7 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
           profile: str = "high", options: dict | None = None, time_limit: Deadline | float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
           split_from: int = 2000, selection: str = "second_order", shrinking: bool = True,
-          linear_X: np.ndarray | None = None) -> st.Solution:
+          linear_X: np.ndarray | None = None, engine: str = "smo") -> st.Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
     K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
@@ -1133,7 +1144,8 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
     deadline = Deadline.of(time_limit)
     work = partial(_solve, K, y, C, backend=backend, layer=layer, q=q, tol=tol, profile=profile, options=options,
                    time_limit=deadline, validate=validate, alpha0=alpha0, stall_floor=stall_floor,
-                   split_from=split_from, selection=selection, shrinking=shrinking, linear_X=linear_X)
+                   split_from=split_from, selection=selection, shrinking=shrinking, linear_X=linear_X,
+                   engine=engine)
     return isolation.run_solve(deadline, work, partial(_unanswered, y, C, backend=backend, layer=layer,
                                                        profile=profile, deadline=deadline, linear_X=linear_X))
 
@@ -1149,7 +1161,7 @@ def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> 
 
 
 def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, validate, alpha0, stall_floor,
-           split_from, selection, shrinking, linear_X) -> st.Solution:
+           split_from, selection, shrinking, linear_X, engine="smo") -> st.Solution:
     """solve, in this process."""
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks cost seconds at n = 5,000).
@@ -1162,7 +1174,7 @@ def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, val
     deadline = Deadline.of(time_limit)
     res = decompose(K, y, C, backend=backend, layer=layer, q=q, tol=tol, options=options, time_limit=deadline,
                     profile=prof.name, alpha0=alpha0, stall_floor=stall_floor, split_from=split_from,
-                    selection=selection, shrinking=shrinking)
+                    selection=selection, shrinking=shrinking, engine=engine)
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify (a stall whose
     # final proof the time limit cut is a time limit: the checks would not have the time either).

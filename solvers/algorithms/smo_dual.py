@@ -1,0 +1,143 @@
+"""The kernel dual by the compiled SMO (solvers.algorithms.smo), made exact by a block through the layer.
+
+SMO, LIBSVM's method, runs from alpha = 0 (or the warm start) to a loose violation (SMO_TOL): most of the work,
+two points a step. Its free points, with the bound points within a band of the margin, then form one block: the
+kernel dual restricted to them with the others fixed, declared and solved through the layer (the solver alone,
+cvxpy or Pyomo) and made exact on its active set by the polish (working_set._solve_block, the block loop's own
+step). Where a point outside the block still violates, SMO goes on from there to the loop's tolerance and
+another block follows (at most ROUNDS). The point is then finished as the block loop's (snapped, proved from
+its active set where its gap is open: working_set._finish) and closed by the same checks.
+
+Where the free points are more than a block holds (max_q), no block is solved: SMO runs to the loop's
+tolerance and the proof from the active set makes the point exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from formulations import penalty
+from solvers import isolation
+from solvers.algorithms import working_set as ws
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
+from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
+from solvers.deadline import Deadline
+from solvers.registry import subproblem_stop
+
+#: SMO's violation before the first block (LIBSVM's default eps): the block makes the rest exact.
+SMO_TOL = 1e-3
+#: Bound points whose -y_i g_i lies within BAND times the violation (and the loop's tol) of the margin join the
+#: block: those the exact answer may free.
+BAND = 10.0
+#: Most SMO runs, each followed by a block.
+ROUNDS = 4
+
+
+def applies(src) -> bool:
+    """Whether the compiled SMO can take this row source: a Gram matrix in memory, or kernel rows of dense data
+    for a kernel it computes (the linear kernel's rows go through X in the block loop: LinearRows)."""
+    if isinstance(src, FullGram):
+        return True
+    return (isinstance(src, KernelRows) and not isinstance(src, LinearRows) and isinstance(src.data, np.ndarray)
+            and src.kernel.name in KERNEL_CODES)
+
+
+def compiled_rows(src) -> RowCache:
+    """The compiled SMO's rows for a row source that `applies`: the same Gram matrix, or the same kernel on the
+    same data with a cache as large as the source's."""
+    if isinstance(src, FullGram):
+        return RowCache.full(src.K)
+    return RowCache.from_data(src.kernel, src.data, cache_bytes=8.0 * src.capacity * src.n)
+
+
+def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline,
+              alpha0=None) -> "ws.WorkingSetResult":
+    """The kernel dual at C (one number or C_i per point) on a row source that `applies` (module docstring);
+    settings: working_set.WorkingSetOptions (tol, gap_tol, bound_tol, max_q)."""
+    n = len(y)
+    upper = penalty.upper_bounds(C, n)
+    rows = compiled_rows(src)
+    loop = ws._Loop(np.zeros(n), -np.ones(n), "smo from zero" if alpha0 is None else "smo from alpha0")
+    loop.deadline, loop.layer, loop.min_active = deadline, layer, n
+    if alpha0 is not None:
+        loop.alpha = ws.check_alpha0(alpha0, y, C)
+        loop.g = rows.gradient(y, loop.alpha)
+    subsolve = ws.SUBSOLVERS[layer]
+    violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
+    for loop.it in range(1, ROUNDS + 1):
+        isolation.stage(f"the SMO steps of round {loop.it}")
+        res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=deadline)
+        loop.alpha, loop.g = res.alpha, res.grad
+        loop.smo_steps += res.iterations
+        if res.timed_out:
+            loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
+            break
+        violation, converged = _converged(src, y, C, loop, settings)
+        if converged:
+            break
+        block = _block(loop.alpha, loop.g, y, upper, res.violation, settings)
+        if not 2 <= block.size <= min(settings.max_q, src.capacity):  # SMO to the loop's tol, then the proof
+            tol = settings.tol
+            continue
+        if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings):
+            break
+        violation, converged = _converged(src, y, C, loop, settings)
+        if converged:
+            break
+        tol = settings.tol
+    result = ws._finish(src, y, C, loop, violation, converged, False, settings)
+    result.rows_computed += rows.rows_computed
+    return result
+
+
+def _converged(src, y, C, loop, settings) -> tuple[float, bool]:
+    """(m - M over every point, whether it is within the loop's tol and the relative gap within gap_tol)."""
+    eps = settings.bound_tol * ws.alpha_scale(loop.alpha, C)
+    violation = ws._max_violation(loop.alpha, loop.g, y, C, eps)
+    if violation > settings.tol:
+        return violation, False
+    loop.gap = ws.relative_gap(loop.alpha, loop.g, y, C, src.max_diagonal())
+    return violation, loop.gap <= settings.gap_tol
+
+
+def _block(alpha, g, y, upper, violation, settings) -> np.ndarray:
+    """The free points, and the bound points within BAND * max(violation, tol) of the margin (-y_i g_i = b, b
+    between M and m)."""
+    free = (alpha > 0) & (alpha < upper)
+    up, low, minus_yg = ws._violation(alpha, g, y, upper)
+    if not up.any() or not low.any():
+        return np.flatnonzero(free)
+    m, M = float(minus_yg[up].max()), float(minus_yg[low].min())
+    band = 0.5 * abs(m - M) + BAND * max(violation, settings.tol)
+    near = np.abs(minus_yg - 0.5 * (m + M)) <= band
+    return np.flatnonzero(free | near)
+
+
+def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
+    """The block B solved through the layer and polished (working_set._solve_block), alpha and g updated; False
+    where it returned no point (loop.failure or loop.timed_out say why)."""
+    alpha, g = loop.alpha, loop.g
+    rhs = float(y[B] @ alpha[B])
+    what = f"the block of round {loop.it} ({B.size:,} points)"
+    isolation.stage(f"{what} or its polish")
+    left = loop.deadline.remaining()
+    new, elapsed, polished = ws._solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
+                                             settings.tol, loop.deadline)
+    loop.sub_s += elapsed
+    loop.polished += polished
+    if new is None:
+        if loop.deadline.passed():
+            loop.timed_out = True
+            loop.stopped_in = subproblem_stop(loop.layer, backend, what, left) if elapsed else f"before {what}"
+        else:
+            loop.failure = f"the subproblem solver returned no point for {what}"
+        return False
+    delta = new - alpha[B]
+    changed = np.flatnonzero(delta != 0)
+    if changed.size:
+        Bc = B[changed]
+        g += y * src.combination(Bc, y[Bc] * delta[changed])
+        alpha[Bc] = new[changed]
+    return True
