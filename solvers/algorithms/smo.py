@@ -315,7 +315,7 @@ def _all_in_play(w, full, comp, work, cache):
 
 
 @njit(cache=True, nogil=True)
-def _shrink(w, full, comp, work, cache):
+def _shrink(w, full, comp, work, cache, share):
     """Leave out the points no violating pair can use, if they are SHRINK_SHARE of those in play or more
     (after a sync); the new count in play. The first time the violation is within 10 tol, every point comes
     back first (LIBSVM's unshrink)."""
@@ -326,7 +326,7 @@ def _shrink(w, full, comp, work, cache):
     for p in range(w):
         if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
             kept += 1
-    if kept > (1.0 - SHRINK_SHARE) * w or kept < 2:
+    if kept > (1.0 - share) * w or kept < 2:
         return w
     _sync(w, full, comp, work)
     kept = 0
@@ -339,7 +339,7 @@ def _shrink(w, full, comp, work, cache):
 
 
 @njit(cache=True, nogil=True)
-def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
+def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
     """Up to max_steps SMO steps. state: [points in play, unshrunk once, steps to the next shrinking,
     converged, steps taken in all]; returns the violation m - M over the points in play at the last selection."""
     n = full[0].shape[0]
@@ -356,7 +356,7 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
                     if gmax1 + gmax2 <= 10.0 * tol:  # near the end: every point once more
                         state[1] = 1
                         w = _all_in_play(w, full, comp, work, cache)
-                w = _shrink(w, full, comp, work, cache)
+                w = _shrink(w, full, comp, work, cache, share)
                 state[0] = w
         i, j, violation = _select(w, comp, work, cache)
         if j < 0 or violation <= tol:
@@ -385,6 +385,84 @@ def _gradient(K, X, kind, gamma, coef0, degree, y, alpha, G, row):
                 G[k] += y[k] * c * row[k]
 
 
+@njit(cache=True, nogil=True)
+def _rbf_exponents(XT, gamma, lo, hi, K):
+    """-gamma ||x_i - x_j||^2 into K[i, :i + 1] for the rows lo..hi-1, from the differences (XT: X transposed,
+    so that the sums run along contiguous rows of K)."""
+    d = XT.shape[0]
+    for i in range(lo, hi):
+        row = K[i, :i + 1]
+        row[:] = 0.0
+        for t in range(d):
+            x = XT[t, i]
+            col = XT[t, :i + 1]
+            for j in range(i + 1):
+                u = x - col[j]
+                row[j] += u * u
+        for j in range(i + 1):
+            row[j] *= -gamma
+
+
+@njit(cache=True, nogil=True)
+def _mirror(K):
+    """The lower triangle copied onto the upper one, a tile at a time; 1 on the diagonal."""
+    n = K.shape[0]
+    tile = 64
+    for lo in range(0, n, tile):
+        for hi in range(lo, n, tile):
+            for i in range(lo, min(n, lo + tile)):
+                for j in range(max(hi, i + 1), min(n, hi + tile)):
+                    K[i, j] = K[j, i]
+        for i in range(lo, min(n, lo + tile)):
+            K[i, i] = 1.0
+
+
+#: Rows of the Gram matrix whose exponents are made before one call of numpy's exp (its vectorized loop, several
+#: times faster than a scalar exp a value).
+GRAM_ROWS = 256
+
+
+def rbf_gram(gamma: float, X: np.ndarray) -> np.ndarray:
+    """The rbf's Gram matrix of dense X, its exponents from the differences (right to rounding at any translation
+    of the data), the lower triangle only, then mirrored: exactly symmetric with 1 on the diagonal. On one core
+    (formulations.kernels.gram's product spun its threads against the other processes of a shared machine)."""
+    X = _compiled_array(X)
+    n = X.shape[0]
+    XT = np.ascontiguousarray(X.T)
+    K = np.empty((n, n))
+    for lo in range(0, n, GRAM_ROWS):
+        hi = min(n, lo + GRAM_ROWS)
+        _rbf_exponents(XT, float(gamma), lo, hi, K)
+        block = K[lo:hi, :hi]  # the rows' lower triangles, and a few entries above it that the mirror overwrites
+        np.exp(block, out=block)
+    _mirror(K)
+    return K
+
+
+@njit(cache=True, nogil=True)
+def _combination(K, I, coef, out):
+    """out += sum_k coef_k K[I_k] (K symmetric: rows, read in place)."""
+    for k in range(I.shape[0]):
+        c = coef[k]
+        row = K[I[k]]
+        for t in range(out.shape[0]):
+            out[t] += c * row[t]
+
+
+def combination(K: np.ndarray, I, coef) -> np.ndarray:
+    """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's 650 rows at
+    n = 5,000: 26 MB copied before the product)."""
+    out = np.zeros(K.shape[0])
+    _combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+    return out
+
+
+def _compiled_array(A) -> np.ndarray:
+    """A as a writable C-ordered float64 array (copied only where it is not): numba compiles its functions once
+    per array type, and a read-only array is another type (another compile, seconds)."""
+    return np.require(A, dtype=np.float64, requirements=["C", "W"])
+
+
 class RowCache:
     """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data (`from_data`), and a
     buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once."""
@@ -402,7 +480,7 @@ class RowCache:
     def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
         """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
         shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use)."""
-        K = np.ascontiguousarray(K, dtype=float)
+        K = _compiled_array(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
         n = K.shape[0]
@@ -415,7 +493,7 @@ class RowCache:
         at most cache_bytes of them kept (never fewer than 2 rows)."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
-        X = np.ascontiguousarray(X, dtype=float)
+        X = _compiled_array(X)
         n, d = X.shape
         kind = KERNEL_CODES[kernel.name]
         gamma = kernel.resolved_gamma(d)
@@ -515,7 +593,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             break
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
-                         shrink_every)
+                         shrink_every, SHRINK_SHARE)
         spent = time.perf_counter() - began
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))

@@ -22,12 +22,12 @@ from formulations import penalty
 from solvers import isolation
 from solvers.algorithms import working_set as ws
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
-from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
+from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
 from solvers.deadline import Deadline
 from solvers.registry import subproblem_stop
 
 #: SMO's violation before the first block (LIBSVM's default eps): the block makes the rest exact.
-SMO_TOL = 1e-3
+SMO_TOL = 1e-2
 #: Bound points whose -y_i g_i lies within BAND times the violation (and the loop's tol) of the margin join the
 #: block: those the exact answer may free.
 BAND = 10.0
@@ -42,6 +42,11 @@ def applies(src) -> bool:
         return True
     return (isinstance(src, KernelRows) and not isinstance(src, LinearRows) and isinstance(src.data, np.ndarray)
             and src.kernel.name in KERNEL_CODES)
+
+
+def _compiled_ok(K) -> bool:
+    """Whether K goes to the compiled functions as it is (a copy would cost more than it saves)."""
+    return K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable
 
 
 def compiled_rows(src) -> RowCache:
@@ -138,6 +143,8 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     changed = np.flatnonzero(delta != 0)
     if changed.size:
         Bc = B[changed]
-        g += y * src.combination(Bc, y[Bc] * delta[changed])
+        coef = y[Bc] * delta[changed]
+        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and _compiled_ok(src.K)
+                  else src.combination(Bc, coef))
         alpha[Bc] = new[changed]
     return True
