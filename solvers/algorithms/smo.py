@@ -59,38 +59,44 @@ DEFAULT_CACHE_BYTES = 512 * 2**20
 
 
 @njit(cache=True, nogil=True)
-def _kernel_value(A, i, B, j, kind, gamma, coef0, degree):
-    """k(a_i, b_j); the rbf from the differences (exact at any translation, 1 exactly at a_i = b_j)."""
-    s = 0.0
-    if kind == RBF:
-        for k in range(A.shape[1]):
-            t = A[i, k] - B[j, k]
-            s += t * t
-        return math.exp(-gamma * s)
-    for k in range(A.shape[1]):
-        s += A[i, k] * B[j, k]
-    if kind == LINEAR:
-        return s
-    if kind == POLY:
-        return (gamma * s + coef0) ** degree
-    return math.tanh(gamma * s + coef0)
+def _fill_row(p, width, XT, kind, gamma, coef0, degree, out):
+    """k(x_p, x_q) for q < width into out, XT holding the points as columns (d x n: the sums run along contiguous
+    rows); the rbf from the differences (exact at any translation, 1 exactly at q = p)."""
+    for q in range(width):
+        out[q] = 0.0
+    for t in range(XT.shape[0]):
+        x = XT[t, p]
+        col = XT[t]
+        if kind == RBF:
+            for q in range(width):
+                u = x - col[q]
+                out[q] += u * u
+        else:
+            for q in range(width):
+                out[q] += x * col[q]
+    for q in range(width):
+        if kind == RBF:
+            out[q] = math.exp(-gamma * out[q])
+        elif kind == POLY:
+            out[q] = (gamma * out[q] + coef0) ** degree
+        elif kind == SIGMOID:
+            out[q] = math.tanh(gamma * out[q] + coef0)
 
 
 @njit(cache=True, nogil=True)
-def _source_row(i, K, X, kind, gamma, coef0, degree, out):
+def _source_row(i, K, XT, kind, gamma, coef0, degree, out):
     """Row i of the whole K into out (length n)."""
     if kind == GIVEN:
         out[:] = K[i]
-        return
-    for j in range(X.shape[0]):
-        out[j] = _kernel_value(X, i, X, j, kind, gamma, coef0, degree)
+    else:
+        _fill_row(i, out.shape[0], XT, kind, gamma, coef0, degree, out)
 
 
 @njit(cache=True, nogil=True)
 def _row(p, w, work, cache):
     """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
     used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     buf, slot_of, owner, last, meta = cache
     if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
         return K[p]
@@ -117,8 +123,7 @@ def _row(p, w, work, cache):
             for q in range(w):
                 out[q] = Ki[S[q]]
         else:
-            for q in range(w):
-                out[q] = _kernel_value(XS, p, XS, q, kind, gamma, coef0, degree)
+            _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
             meta[2] += 1
     last[s] = meta[0]
     return buf[s * w:(s + 1) * w]
@@ -261,7 +266,7 @@ def _sync(w, full, comp, work):
     that moved since the last sync (snap: alpha then)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     n = y.shape[0]
     for p in range(w):
         alpha[S[p]] = aS[p]
@@ -271,34 +276,57 @@ def _sync(w, full, comp, work):
         for p in range(w):
             out[S[p]] = False
         T = np.flatnonzero(out)
+        row = np.empty(n)
         for p in range(w):
             j = S[p]
             moved = alpha[j] - snap[j]
             if moved == 0.0:
                 continue
             c = y[j] * moved
+            _source_row(j, K, XT, kind, gamma, coef0, degree, row)
             for t in T:
-                k_jt = K[j, t] if kind == GIVEN else _kernel_value(X, j, X, t, kind, gamma, coef0, degree)
-                G[t] += y[t] * c * k_jt
+                G[t] += y[t] * c * row[t]
     for p in range(w):
         snap[S[p]] = alpha[S[p]]
 
 
 @njit(cache=True, nogil=True)
-def _load(w, full, comp, work, cache):
-    """The points S[:w] copied into the arrays of the points in play; the row cache emptied."""
+def _load(w, full, comp, work, cache, flush=True):
+    """The points S[:w] copied into the arrays of the points in play; the row cache emptied (flush)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     buf, slot_of, owner, last, meta = cache
     for p in range(w):
         i = S[p]
         yS[p], uS[p], aS[p], GS[p], dS[p] = y[i], upper[i], alpha[i], G[i], diag[i]
         if kind != GIVEN:
-            XS[p, :] = X[i, :]
-    slot_of[:] = -1
-    meta[1] = 0
+            XST[:, p] = XT[:, i]
+    if flush:
+        slot_of[:] = -1
+        meta[1] = 0
     meta[3] = 1 if kind == GIVEN and w == y.shape[0] else 0
+
+
+@njit(cache=True, nogil=True)
+def _keep_rows(w, kept, new_pos, old_pos, cache):
+    """The cached rows of the points still in play, cut to their columns (old_pos: each new position's old one;
+    new_pos: each old position's new one, -1 for those left out) and packed at the new width, in place: a row
+    moves only towards the buffer's start, and each entry to an index no larger than its own."""
+    buf, slot_of, owner, last, meta = cache
+    slot_of[:] = -1
+    used = 0
+    for s in range(meta[1]):
+        q = new_pos[owner[s]]
+        if q < 0:
+            continue
+        src, dst = s * w, used * kept
+        for c in range(kept):
+            buf[dst + c] = buf[src + old_pos[c]]
+        owner[used], last[used] = q, last[s]
+        slot_of[q] = used
+        used += 1
+    meta[1] = used
 
 
 @njit(cache=True, nogil=True)
@@ -329,12 +357,16 @@ def _shrink(w, full, comp, work, cache, share):
     if kept > (1.0 - share) * w or kept < 2:
         return w
     _sync(w, full, comp, work)
+    new_pos = np.full(w, -1, dtype=np.int64)
+    old_pos = np.empty(w, dtype=np.int64)
     kept = 0
     for p in range(w):  # positions kept in order: S stays sorted
         if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
             S[kept] = S[p]
+            new_pos[p], old_pos[kept] = kept, p
             kept += 1
-    _load(kept, full, comp, work, cache)
+    _keep_rows(w, kept, new_pos, old_pos, cache)
+    _load(kept, full, comp, work, cache, False)
     return kept
 
 
@@ -372,14 +404,14 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
 
 
 @njit(cache=True, nogil=True)
-def _gradient(K, X, kind, gamma, coef0, degree, y, alpha, G, row):
+def _gradient(K, XT, kind, gamma, coef0, degree, y, alpha, G, row):
     """G = Q alpha - 1 from the rows of K where alpha != 0 (row: scratch of length n)."""
     n = y.shape[0]
     for k in range(n):
         G[k] = -1.0
     for i in range(n):
         if alpha[i] != 0.0:
-            _source_row(i, K, X, kind, gamma, coef0, degree, row)
+            _source_row(i, K, XT, kind, gamma, coef0, degree, row)
             c = y[i] * alpha[i]
             for k in range(n):
                 G[k] += y[k] * c * row[k]
@@ -467,8 +499,8 @@ class RowCache:
     """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data (`from_data`), and a
     buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once."""
 
-    def __init__(self, K, X, kind, gamma, coef0, degree, diag, cache_doubles):
-        self.K, self.X, self.kind = K, X, kind
+    def __init__(self, K, XT, kind, gamma, coef0, degree, diag, cache_doubles):
+        self.K, self.XT, self.kind = K, XT, kind  # XT: the points as columns (d x n), for rows computed
         self.gamma, self.coef0, self.degree = float(gamma), float(coef0), int(degree)
         self.n = len(diag)
         self.diag = np.ascontiguousarray(diag, dtype=float)
@@ -501,7 +533,8 @@ class RowCache:
         diag = (np.ones(n) if kind == RBF else dots if kind == LINEAR
                 else (gamma * dots + kernel.coef0) ** kernel.degree if kind == POLY
                 else np.tanh(gamma * dots + kernel.coef0))
-        return cls(np.zeros((0, 0)), X, kind, gamma, kernel.coef0, kernel.degree, diag, cache_bytes / 8)
+        return cls(np.zeros((0, 0)), np.ascontiguousarray(X.T), kind, gamma, kernel.coef0, kernel.degree, diag,
+                   cache_bytes / 8)
 
     @property
     def rows_computed(self) -> int:
@@ -509,7 +542,7 @@ class RowCache:
         return int(self.meta[2])
 
     def _source(self):
-        return self.K, self.X, self.kind, self.gamma, self.coef0, self.degree
+        return self.K, self.XT, self.kind, self.gamma, self.coef0, self.degree
 
     def row(self, i: int) -> np.ndarray:
         """Row i of K (a copy)."""
@@ -579,8 +612,8 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     computed = rows.rows_computed
     full = (y, upper, alpha, G, alpha.copy(), rows.diag)
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
-    XS = np.empty_like(rows.X) if rows.kind != GIVEN else rows.X
-    work = (np.arange(n, dtype=np.int64), rows.K, rows.X, XS, rows.kind, rows.gamma, rows.coef0, rows.degree)
+    XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
+    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree)
     cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
              rows.meta)
     _load(n, full, comp, work, cache)
