@@ -433,6 +433,7 @@ def _rbf_exponents(XT, gamma, lo, hi, K):
                 row[j] += u * u
         for j in range(i + 1):
             row[j] *= -gamma
+        K[i, i + 1:hi] = 0.0  # the block's entries above the diagonal: the mirror's, not garbage to overflow exp
 
 
 @njit(cache=True, nogil=True)

@@ -95,7 +95,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
             break
         violation, converged = _converged(src, y, C, loop, settings, kit)
-        if converged:
+        if converged and loop.it > 1:  # the first round's block always runs: the answer is the layer's solve
             break
         block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, kit)
         if not 2 <= block.size <= min(settings.max_q, src.capacity):  # SMO to the loop's tol, then the proof
