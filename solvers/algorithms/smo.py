@@ -634,3 +634,29 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     _sync(state[0], full, comp, work)  # alpha and G of every point
     return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
                      rows.rows_computed - computed)
+
+
+def warm() -> None:
+    """Every compiled function loaded (from numba's cache, or compiled where it has none: the first run on a
+    machine): a server that forks a process per solve calls this once, so that no solve pays the load (0.2 s)."""
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    K = rbf_gram(1.0, X)
+    smo(K, y, 1.0, shrinking=False)
+    smo(K, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
+    rows = RowCache.from_data(_RBF, X)
+    smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
+    combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+
+
+class _RbfKernel:
+    """A stand-in for formulations.kernels.Kernel("rbf", gamma=1) (this module does not import formulations)."""
+
+    name, coef0, degree = "rbf", 0.0, 3
+
+    @staticmethod
+    def resolved_gamma(d: int) -> float:
+        return 1.0
+
+
+_RBF = _RbfKernel()
