@@ -151,10 +151,15 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     src = as_rows(K)
     y = np.asarray(y, dtype=float)
     opts = native_options(backend, profile, options)
-    subsolve = SUBSOLVERS[layer]
-    deadline = Deadline.of(time_limit)
-    loop = _start(src, y, C, layer, backend, opts, alpha0, settings, deadline)
-    alpha, g = loop.alpha, loop.g  # updated in place by the steps
+    loop = _start(src, y, C, layer, backend, opts, alpha0, settings, Deadline.of(time_limit))
+    violation, converged, stall_stop = _iterate(src, y, C, loop, SUBSOLVERS[layer], backend, opts, settings)
+    return _finish(src, y, C, loop, violation, converged, stall_stop, settings)
+
+
+def _iterate(src, y, C, loop: LoopState, subsolve, backend, opts, settings: WorkingSetOptions):
+    """The loop's steps from its start until it converges, stalls, stops at the deadline or its subproblem
+    fails: (violation, converged, stalled). loop.alpha and loop.g change in place."""
+    alpha, g, deadline = loop.alpha, loop.g, loop.deadline
     tol_now = settings.tol
     active = np.ones(len(y), dtype=bool)
     violation, converged = math.inf, False
@@ -213,4 +218,4 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
                                                  tol_now)
         if not moved:
             break
-    return _finish(src, y, C, loop, violation, converged, stall_stop, settings)
+    return violation, converged, stall_stop
