@@ -20,7 +20,7 @@ def smo_steps(src, y, alpha, g, C, eps, tol, max_steps, deadline: Deadline = NEV
     Along u = y_i e_i - y_j e_j (i the most violating in I_up, j in I_low; y'u = 0) f falls
     at the rate m - M; the step t = (m - M) / (K_ii + K_jj - 2 K_ij) is clipped at the first
     bound, which it then hits exactly, and g += t y * (K_i - K_j). Each step is complete: they stop
-    at the deadline between two (two kernel rows each).
+    at the deadline between two (the loop allows 10 q of them, two kernel rows each).
     """
     diag = src.diagonal()
     for step in range(max_steps):
