@@ -169,6 +169,33 @@ def build_cvxpy(
     return CvxpyModel(KERNEL_DUAL, problem, variables, named, info=info)
 
 
+def build_block_pyomo(Q: np.ndarray, p: np.ndarray, y: np.ndarray, rhs: float, C) -> pyo.ConcreteModel:
+    """One block of the kernel dual, the others fixed (the working set's subproblem,
+    solvers.algorithms.working_set), as a Pyomo model:
+
+        min  1/2 alpha' Q alpha + p' alpha    s.t.  y' alpha = rhs,  0 <= alpha <= C
+
+    Q: the block's Y K Y (in whatever scale the caller solves it), p: the gradient's part from the fixed
+    points, rhs: the balance they leave. The components are build_pyomo's: alpha, balance, quad, obj."""
+    m = new_pyomo_model(KERNEL_DUAL, len(p))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
+    m.balance = matrix_rows(y[None, :], m.alpha, lower=rhs, upper=rhs)  # one row, as build_pyomo's
+    m.quad = QuadraticForm(Q, m.alpha)
+    m.obj = pyo.Objective(expr=linear_sum(p, m.alpha) + 0.5 * m.quad)
+    return m
+
+
+def build_block_cvxpy(Q: np.ndarray, p: np.ndarray, y: np.ndarray, rhs: float, C) -> CvxpyModel:
+    """build_block_pyomo's block as a cvxpy problem (variable alpha, constraint balance, as build_cvxpy's).
+
+    0 <= alpha <= C are bounds, which PIQP and ProxQP take natively (faster than two rows of constraints)."""
+    alpha = cp.Variable(len(p), name="alpha", bounds=alpha_bounds(C))
+    balance = y @ alpha == rhs
+    objective = 0.5 * cp.quad_form(alpha, cp.psd_wrap(psd_constant(Q))) + p @ alpha
+    problem = cp.Problem(cp.Minimize(objective), [balance])
+    return CvxpyModel(KERNEL_DUAL, problem, {"alpha": alpha}, {"balance": balance}, info={"form": "dense"})
+
+
 def model_info(model) -> dict:
     """{"kernel_form": form, and for a factor "factor_rank", "factor_residual"
     (||K - L L'||_F / ||K||_F), "factor_method"}, from either layer's model."""

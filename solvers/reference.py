@@ -139,7 +139,7 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     is within 1e-4 of its margin and the free ones cannot be told apart) each alpha rounded to its
     nearer bound. The first that proves an optimum wins.
     least_squares=False: a singular system for the free points ends a guess at once instead of a
-    least-squares solve (the kernel working set's tail, solvers.algorithms.working_set._finished_by_proof).
+    least-squares solve (the kernel working set's tail, solvers.algorithms.working_set.proof.finished_by_proof).
     deadline: a solve's time limit (solvers.deadline); no round starts once it has passed (reason
     STOPPED): a round is one dense solve for the free points (0.2-0.3 s at 2,000 unknowns: SWAP_MAX_UNKNOWNS).
     """
