@@ -486,9 +486,7 @@ def _lanczos_extremes(K: np.ndarray, rtol: float) -> tuple[float, float, str]:
 
 #: How far below 0 rounding alone takes a PSD matrix's smallest eigenvalue, in units of n * eps * its largest:
 #: the eigenvalues of K + E move by at most ||E|| <= n max|E_ij|, and each K_ij is off by a few eps of the
-#: largest. Measured: scikit-learn's checks' X X' of float32 data, -1.4e-8 (n = 20) and -5.5e-9 (n = 200) of
-#: the largest eigenvalue, where float32's n * eps is 2.4e-6 and 2.4e-5; a truly indefinite sigmoid Gram
-#: matrix of 6 points, -1e-2 of it.
+#: largest. Rounded PSD matrices stay far inside it and truly indefinite kernels far outside (docs/kernel_rounding.md).
 ROUNDING_SLACK = 10
 
 

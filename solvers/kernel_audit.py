@@ -28,8 +28,8 @@ from scipy.spatial.distance import cdist
 from formulations.kernels import EXACT_SLACK, Kernel
 from formulations.recovery import AT_BOUND, FREE
 
-#: Entries x features recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows). MEASURED at 2e7
-#: (machine loaded): 0.52 s for the rbf (cdist and the rows' own entries), 2.4 s for poly in extended precision.
+#: Entries x features recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows): a fraction of
+#: a second, where five times more took seconds for poly in extended precision.
 AUDIT_FLOPS = 4e6
 
 _EPS = np.finfo(float).eps

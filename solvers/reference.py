@@ -52,11 +52,8 @@ ON_MARGIN = 1e-6
 ROUNDS = 12
 #: The bounded least-squares fit of the free alphas (scipy's BVLS) is tried on at most BVLS_MAX_ENTRIES
 #: entries of its matrix; above that the proof gives up on the sets it was given. Its step limit does not
-#: bound it: BVLS's first phase is not counted. Measured: one-hot features (51 x 1,582, 80,000 entries)
-#: up to 203 steps, ~40 ms a fit; the tests' fits at most 4 steps, 2 ms. On an rbf kernel of blobs
-#: shifted by 1e4 (n = 3,000, C = 100), the dual form's fits over 2,567, 1,664, 1,326, 986, 829 and 725
-#: free points took 20, 40, 43, 28, 14 and 3 s (the checks ran 150 s past the solve's time limit, then
-#: refused the point all the same); over 679 to 669, 0.1-0.4 s.
+#: bound it (BVLS's first phase is not counted), and a fit over thousands of free points takes tens of
+#: seconds (docs/benchmarks.md).
 BVLS_MAX_ENTRIES = 500 * 500
 
 
@@ -347,8 +344,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
-    # move the points that crossed a bound (_move). The fit alone ended the proof at once on 1,637 free points
-    # of the benchmark's kernel dual at C = 100 (n = 5,000): one round of moves proves the optimum there.
+    # move the points that crossed a bound (_move), which proves what a fit too large to try would give up on.
     if not _in_bounds(x[:m], C_free) and (singular or M.size <= BVLS_MAX_ENTRIES):
         lower = np.append(np.zeros(m), -np.inf)
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)

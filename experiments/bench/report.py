@@ -193,7 +193,7 @@ def _not_measured(label: str, layer: str, peer) -> dict:
 
 
 def targets(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The issue's targets, each with the measured ratio; and the notes that explain a missed one."""
+    """The benchmark's targets, each with this run's ratio; and the notes that explain a missed one."""
     rows, notes = [], []
     lin = df[df["problem"] == "linear"]
     n_lin = int(lin["n"].max()) if not lin.empty else 0
@@ -207,7 +207,7 @@ def targets(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         rows += _kernel_targets(df, ker, n_k)
     rows += _overhead_targets(df, notes)
     rows += _memory_targets(lin, ker)
-    rows += issue15_targets(df)
+    rows += peer_targets(df)
     return pd.DataFrame(rows), notes
 
 
@@ -289,7 +289,7 @@ def _overhead_targets(df: pd.DataFrame, notes: list[str]) -> list[dict]:
     rows = []
     ov = overhead(df)
     if not ov.empty:
-        # The fast QP backends (the ones the issue's figures name); the table below has them all.
+        # The fastest QP backends only; the overhead table below has them all.
         top = ov[(ov["n"] == ov["n"].max()) & ov["backend"].isin(["piqp", "clarabel"])]
         for _, r in top.iterrows():
             for layer in ("pyomo", "cvxpy"):
@@ -335,40 +335,40 @@ def _memory_targets(lin: pd.DataFrame, ker: pd.DataFrame) -> list[dict]:
     return rows
 
 
-#: Issue 15's kernel targets: (problem, n, layer) -> the largest ratio to LIBSVM (tol 1e-6) allowed.
-ISSUE15_TARGETS = {
+#: The kernel dual's targets against LIBSVM: (problem, n, layer) -> the largest ratio to LIBSVM (tol 1e-6) allowed.
+PEER_KERNEL_TARGETS = {
     ("kernel", 5000, "direct"): 1.0, ("kernel", 5000, "pyomo"): 1.0, ("kernel", 5000, "cvxpy"): 1.5,
     **{("kernel_C100", 5000, layer): 2.0 for layer in ("direct", "pyomo", "cvxpy")},
     **{("kernel", 50_000, layer): 2.0 for layer in ("direct", "pyomo", "cvxpy")},
 }
-ISSUE15_PEAK_GIB = 2.0  # at n = 50,000
+PEAK_GIB_AT_50K = 2.0  # the kernel dual's peak memory allowed at n = 50,000
 
 
-#: Issue 15's linear targets: (problem, n, layer) -> (the largest ratio allowed, LIBLINEAR's tolerance
-#: measured against): the soft primal at n = 1e6 against LIBLINEAR tight, wide data against its default.
-ISSUE15_LINEAR_TARGETS = {
+#: The soft primal's targets against LIBLINEAR: (problem, n, layer) -> (the largest ratio allowed, LIBLINEAR's
+#: tolerance compared with): at n = 1e6 against LIBLINEAR tight, wide data against its default.
+PEER_LINEAR_TARGETS = {
     **{("linear_1e6", 1_000_000, layer): (0.5, "tight") for layer in ("pyomo", "cvxpy")},
     **{("linear_wide", 20_000, layer): (1.0, "default") for layer in ("pyomo", "cvxpy")},
 }
 
 
-def issue15_targets(df: pd.DataFrame) -> list[dict]:
+def peer_targets(df: pd.DataFrame) -> list[dict]:
     """The kernel dual exact (objective within MATCH_TOL of the best verified, status optimal) against LIBSVM
     tol 1e-6, at n = 5,000 (C = 1 and 100) and n = 50,000 (where the peak memory counts too); the linear
     soft primal verified against LIBLINEAR at n = 1e6 (exact) and on wide data (any verified optimum)."""
     rows = []
-    for (problem, n, layer), limit in ISSUE15_TARGETS.items():
-        label = f"issue 15: kernel dual C={'100' if problem == 'kernel_C100' else '1'} n={n}, {layer}: exact, " \
-                f"<= {limit:g}x LIBSVM tol 1e-6" + (f", peak <= {ISSUE15_PEAK_GIB:g} GiB" if n >= 50_000 else "")
-        rows += _issue15_row(df, problem, n, layer, limit, ("libsvm", "tight"), label, MATCH_TOL)
-    for (problem, n, layer), (limit, form) in ISSUE15_LINEAR_TARGETS.items():
-        label = f"issue 15: soft primal {problem} n={n:,}, {layer}: verified, <= {limit:g}x LIBLINEAR {form}"
-        rows += _issue15_row(df, problem, n, layer, limit, ("liblinear", form), label,
-                             MATCH_TOL if form == "tight" else None)
+    for (problem, n, layer), limit in PEER_KERNEL_TARGETS.items():
+        label = f"kernel dual C={'100' if problem == 'kernel_C100' else '1'} n={n}, {layer}: exact, " \
+                f"<= {limit:g}x LIBSVM tol 1e-6" + (f", peak <= {PEAK_GIB_AT_50K:g} GiB" if n >= 50_000 else "")
+        rows += _peer_target_row(df, problem, n, layer, limit, ("libsvm", "tight"), label, MATCH_TOL)
+    for (problem, n, layer), (limit, form) in PEER_LINEAR_TARGETS.items():
+        label = f"soft primal {problem} n={n:,}, {layer}: verified, <= {limit:g}x LIBLINEAR {form}"
+        rows += _peer_target_row(df, problem, n, layer, limit, ("liblinear", form), label,
+                                 MATCH_TOL if form == "tight" else None)
     return rows
 
 
-def _issue15_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict]:
+def _peer_target_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict]:
     """One target's row: the fastest verified path of `layer` (within tol of the best) against the peer."""
     peer = _peer(df, problem, n, *peer_of)
     cand = df[(df["problem"] == problem) & (df["n"] == n) & (df["layer"] == layer)]
@@ -383,7 +383,7 @@ def _issue15_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict
                  "peer s": "-" if peer is None else _fmt(peer["total_s"]), "ratio": "-",
                  "met": "no exact verified path" if best is None else "no peer time"}]
     ratio = best["total_s"] / peer["total_s"]
-    peak_ok = n < 50_000 or is_linear(problem) or best["peak_rss_mb"] <= ISSUE15_PEAK_GIB * 1024
+    peak_ok = n < 50_000 or is_linear(problem) or best["peak_rss_mb"] <= PEAK_GIB_AT_50K * 1024
     return [{"target": label, "best path": best["label"], "time s": _fmt(best["total_s"]),
              "peer s": _fmt(peer["total_s"]),
              "ratio": _fmt(ratio) + (f"; peak {best['peak_rss_mb'] / 1024:.2f} GiB" if n >= 50_000 else ""),
@@ -578,7 +578,7 @@ WHAT_WAS_TRIED = (
     "(`formulations.model.matrix_rows`, Pyomo's `MatrixConstraint` with rows that still give `body`/`expr` "
     "to any Pyomo tool) instead of one expression per row; long linear sums are `quicksum`s of the "
     "variables (no term object per variable). Measured at n = 100,000, d = 20 (soft primal): indexed-rule "
-    "construction 32 s (issue) -> about 1 s, most of it Pyomo creating 100,000 `xi` variables.",
+    "construction 32 s (one expression per row) -> about 1 s, most of it Pyomo creating 100,000 `xi` variables.",
     "- The standard-form bridge (`solvers.bridge.pyomo_standard_form.from_pyomo`) reads matrix components as CSR "
     "arrays, splits the objective's sums without a visitor call per term, and reads bounds once per domain: "
     "and loading the point and multipliers back into the model take about 0.25 s together on the lifted dual "

@@ -725,7 +725,7 @@ def run(args, argv: list[str]) -> int:
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
     busy = ""
-    if args.workers is None:  # measured now, before this run's own work keeps the cores busy
+    if args.workers is None:  # read now, before this run's own work keeps the cores busy
         args.workers, busy = choose_workers()
     if args.executor == "local":
         from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast

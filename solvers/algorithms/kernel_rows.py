@@ -254,16 +254,13 @@ def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
     """k(x_i, x_i) for every i, one point at a time in chunks (exactly the Gram matrix's diagonal)."""
     if kernel.name == "rbf":
         return np.ones(X.shape[0])  # the Gram matrix sets ||x - x|| = 0 exactly
-    if kernel.name == "linear":  # ||x_i||^2 at once (point by point: 20,000 calls of gram at n = 20,000)
+    if kernel.name == "linear":  # ||x_i||^2 at once, not n calls of gram
         return squared_row_norms(X)
     return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(X.shape[0])])
 
 
 #: From this n the working set's rows are computed on demand even when the Gram matrix fits: the
-#: loop needs far fewer rows than n (bench data, rbf, C = 1: 1,082 of 5,000), and the 200 MB matrix
-#: cost more than the whole loop. Side by side (solve() in "direct", PIQP, machine shared by 4
-#: agents): n = 2,000: 0.23-0.24 s with rows against 0.28-0.29 s with the matrix; n = 5,000:
-#: 0.54 s against 0.70-1.90 s (C = 1), 3.1 s against 4.5 s (C = 10).
+#: loop needs far fewer rows than n, and the whole matrix costs more than the loop (docs/benchmarks.md).
 ROWS_FROM_N = 2000
 
 
@@ -278,10 +275,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     that the full Gram matrix if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
 
     The linear kernel's Gram matrix is never needed: its products go through X, and the checks' proof solves
-    for (w, b) from X (LinearRows). MEASURED (make_classification, d = 10 and 50, C = 1 and 100, direct/PIQP,
-    best of 3, machine shared): n = 500-1,900, 0.02-1.6 s with rows against 0.02-1.4 s with the Gram
-    matrix, faster in 9 of 12 cases (1,000 x 10 at C = 100: 0.46 s against 0.78 s), slower at d = 50, C = 100
-    (1.58 s against 1.39 s at 1,900).
+    for (w, b) from X (LinearRows); rows through X are as fast as the Gram matrix at the sizes where it fits.
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """
