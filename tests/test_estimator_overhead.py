@@ -1,4 +1,4 @@
-"""What the estimator's speed-ups (issue 15) rest on, checked as numbers, not as timings:
+"""What the estimator's speed-ups rest on, checked as numbers, not as timings:
 
 - solvers.blas: one BLAS thread through a controller made once, restored on exit;
 - the full kernel dual takes Mercer's condition by theorem for linear, rbf and poly (as the
