@@ -72,7 +72,7 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     The kernel dual takes the kernel dual's thresholds whatever its kernel (the linear one too: its whole
     QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d),
     except through a cvxpy `backend` that returns no duals (Ipopt): its restricted QPs' multipliers are the
-    alpha the proof needs (cvxpy/Ipopt at n = 1,500: every check nan, where the full QP was verified in 1.6 s).
+    alpha the proof needs (the checks would read nan where the full QP is verified).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # one C or per-sample bounds C_i (sample or class weights): every working set takes both
@@ -176,8 +176,7 @@ def solve(
     sol = isolation.run_solve(deadline, work, partial(
         unanswered, formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, profile=get_profile(profile),
         deadline=deadline, extras={"labels": labels.as_dict(), "method": method}))
-    # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
-    # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
+    # the whole call less the backend's, so that both methods count the Gram matrix and the closing checks
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol

@@ -39,7 +39,7 @@ PYOMO_QPSOLVERS = "pyomo_qp"
 @functools.cache
 def _installed_version(distribution: str) -> str:
     """The installed version of a distribution ("" if absent), read once: every solve records it, and
-    reading the package metadata took about 8 ms a call."""
+    reading the package metadata costs milliseconds a call."""
     try:
         return version(distribution)
     except PackageNotFoundError:

@@ -5,8 +5,8 @@ lost to cancellation far from the origin, a faulty row source) would be checked 
 Here the entries that matter most are computed again, independently of formulations.kernels.gram:
 
     rbf            exp(-gamma ||x - z||^2) from the differences x - z (scipy's cdist): no expansion
-    linear, poly,  x'z summed by numpy's einsum (its own loops, not BLAS; extended precision cost 2.4 s for
-    sigmoid        2 million entries at d = 10, einsum ...)
+    linear, poly,  x'z summed by numpy's einsum (its own loops, not BLAS; extended precision was far slower
+    sigmoid        for the same entries, einsum ...)
 
 and each is compared with the entry used, less what rounding allows (`exact_values`: the kernels' own bound,
 formulations.kernels.EXACT_SLACK, and the recomputation's). The excess counts by what it moves the decision
