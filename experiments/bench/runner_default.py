@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.bench import scaling
-from experiments.bench.report import MATCH_TOL, _fmt, _table
+from experiments.bench.report import MATCH_TOL, short_number, markdown_table
 from experiments.runner import analysis, results_table
 
 #: The target: the runner's best row of each layer within this factor of the benchmark's best path.
@@ -140,7 +140,7 @@ def compare(problem: Problem, n: int, runner: pd.DataFrame, bench: pd.DataFrame,
 
 def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float) -> str:
     """runner_default.md: the comparison, the target, and every runner row (the slow stop shows there)."""
-    shown = table.assign(**{c: table[c].map(lambda v: _fmt(v, 3)) for c in ("runner_s", "bench_s", "ratio",
+    shown = table.assign(**{c: table[c].map(lambda v: short_number(v, 3)) for c in ("runner_s", "bench_s", "ratio",
                                                                               "rel_obj_diff", "runner_command_s")})
     met = table.dropna(subset=["ratio"])
     verdicts = [f"- {r.problem} n = {r.n:,}, {r.layer}: {r.ratio:.2f}x "
@@ -151,7 +151,7 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
                   "wall_s", "error"]].copy()
     every["error"] = every["error"].fillna("").str.slice(0, 110)
     for c in ("build_s", "solve_s", "total_s", "wall_s"):
-        every[c] = every[c].map(lambda v: _fmt(v, 3))
+        every[c] = every[c].map(lambda v: short_number(v, 3))
     return "\n".join([
         "# The runner's default against the benchmark's best path",
         "",
@@ -165,12 +165,12 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
         "row of R rounds (each side first in turn) and `runner_command_s` the rounds' mean. The machine may be "
         "shared.",
         "",
-        _table(shown),
+        markdown_table(shown),
         *verdicts,
         "",
         "Every runner row (time_limit rows stopped by the slow stop name the fastest solve):",
         "",
-        _table(every),
+        markdown_table(every),
     ]) + "\n"
 
 
