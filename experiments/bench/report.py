@@ -292,10 +292,10 @@ def _kernel_targets(df: pd.DataFrame, ker: pd.DataFrame, n_k: int) -> list[dict]
 def _overhead_targets(df: pd.DataFrame, notes: list[str]) -> list[dict]:
     """What each modelling layer adds to the fast QP solvers' own time, at the largest n (<= 1.3x)."""
     rows = []
-    ov = overhead(df)
-    if not ov.empty:
+    overheads = overhead(df)
+    if not overheads.empty:
         # The fastest QP backends only; the overhead table below has them all.
-        top = ov[(ov["n"] == ov["n"].max()) & ov["backend"].isin(["piqp", "clarabel"])]
+        top = overheads[(overheads["n"] == overheads["n"].max()) & overheads["backend"].isin(["piqp", "clarabel"])]
         for _, r in top.iterrows():
             for layer in ("pyomo", "cvxpy"):
                 ratio = r[f"{layer} / solver alone"]
@@ -331,10 +331,10 @@ def _memory_targets(lin: pd.DataFrame, ker: pd.DataFrame) -> list[dict]:
                               f"log-log slope {slope:.2f}",
                      "met": "yes" if lin_mem.iloc[-1] < 16 * 1024 and slope < 1.5 else "no",
                      "where the time goes": "-"})
-    k20 = ker[(ker["n"] == ker["n"].max()) & ker["status"].isin(["optimal", "optimal_inaccurate"])
-              & (ker["form"] != "lowrank")] if not ker.empty else ker
-    if not k20.empty:
-        r = k20.loc[k20["peak_rss_mb"].idxmin()]
+    largest_n = ker[(ker["n"] == ker["n"].max()) & ker["status"].isin(["optimal", "optimal_inaccurate"])
+                    & (ker["form"] != "lowrank")] if not ker.empty else ker
+    if not largest_n.empty:
+        r = largest_n.loc[largest_n["peak_rss_mb"].idxmin()]
         rows.append({"target": f"kernel dual n={int(r['n'])} within 8 GiB", "best path": r["label"], "time s":
                      short_number(r["total_s"]), "peer s": "-", "ratio": f"peak {r['peak_rss_mb'] / 1024:.2f} GiB",
                      "met": "yes" if r["peak_rss_mb"] <= 8 * 1024 else "no", "where the time goes": _steps(r)})
@@ -697,17 +697,17 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
     families = df
     df = df[df["family"] == "blobs"]  # the sections below are the blobs'; each other family has its own
     made = figures(df, out)
-    tg, target_notes = targets(df)
-    ov = overhead(df)
-    ovf = ov.copy()
-    for col in ovf.columns:
-        if ovf[col].dtype.kind == "f":
-            ovf[col] = ovf[col].map(short_number)
+    target_table, target_notes = targets(df)
+    overheads = overhead(df)
+    overhead_shown = overheads.copy()
+    for col in overhead_shown.columns:
+        if overhead_shown[col].dtype.kind == "f":
+            overhead_shown[col] = overhead_shown[col].map(short_number)
     lines = [
         *_intro_lines(command=command, budget=budget, quick=quick, kill_after=kill_after, runs=runs),
         "## Targets (measured ratios from this run)",
         "",
-        markdown_table(tg),
+        markdown_table(target_table),
         *[f"- {note}" for note in target_notes],
         "",
         *_c_path_section(out),
@@ -731,8 +731,8 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "Pyomo models hold the margin and lift rows as one matrix-based component (formulations.model."
         "matrix_rows, Pyomo's MatrixConstraint) that the standard-form bridge reads as CSR arrays.",
         "",
-        markdown_table(ovf, empty="not measured in this run: it needs the linear problem solved by the same backend "
-                                  "alone and through a layer"),
+        markdown_table(overhead_shown, empty="not measured in this run: it needs the linear problem solved by the "
+                                             "same backend alone and through a layer"),
         "## Memory against n",
         "",
         *[f"![{m}]({m})" for m in made[1:]],
