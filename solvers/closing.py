@@ -185,8 +185,7 @@ def _unanswered_words(ended: Ended, deadline: Deadline) -> str:
 
 def _backend_stop(deadline: Deadline, given: float, message: str) -> str:
     """What a solve stopped at its backend's share of the limit says: the call's limit, and the share of it the
-    backend was given (the cvxpy adapter's own "stopped at the time limit (<given> s)" named only that share:
-    9.93219 s of 10)."""
+    backend was given (the cvxpy adapter's own "stopped at the time limit (<given> s)" names only that share)."""
     own = f"stopped at the time limit ({given:g} s)"
     rest = [part for part in message.split("; ") if part and part != own]
     return "; ".join([deadline.stopped(f"in the backend, given the {given:.3g} s left")] + rest)

@@ -290,7 +290,7 @@ def test_path_patterns_can_name_a_problem():
     picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
     assert {p.problem for p in picked} == {"kernel"}
     assert {p.form for p in picked} == {"working_set", "default", "tight"}
-    # linear, kernel and the kernel at C = 10 and 100 (issue 15), both tolerances
+    # linear, kernel and the kernel at C = 10 and 100, both tolerances
     assert len([p for p in paths if _matches(p, "libsvm")]) == 8
     assert {p.problem for p in paths if _matches(p, "kernel_C100")} == {"kernel_C100"}
     assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))

@@ -1,4 +1,4 @@
-"""Warm starts along a C path (issue 6): solvers.algorithms.working_set's alpha0 and experiments.c_path."""
+"""Warm starts along a C path: solvers.algorithms.working_set's alpha0 and experiments.c_path."""
 
 from __future__ import annotations
 

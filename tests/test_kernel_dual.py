@@ -1,4 +1,4 @@
-"""Issue 4: the kernel dual in both forms and both layers, explicit feature maps, Mercer.
+"""The kernel dual in both forms and both layers, explicit feature maps, Mercer.
 
 References: scikit-learn's SVC (LIBSVM) at tol=1e-12, and the explicit-map soft primal,
 which with a polynomial kernel is the kernel dual's own primal (strong duality).
