@@ -226,3 +226,21 @@ def test_a_stalling_backend_named_on_the_command_line_is_kept_and_the_lecture_sw
     datasets, maps = build_datasets(problems, args)
     lecture = sweep.make_tasks(problems, datasets, pairs, suite="default", label_maps=maps)
     assert sweep.leave_out_stalls(lecture, None) == (lecture, [])
+
+
+def test_the_dask_executor_stops_a_solve_far_slower_than_its_problems_fastest(tmp_path):
+    """The same stop rules as the local executor: the sleeping pair is stopped once the other has answered (a Dask
+    worker's solve ran to --timeout), and both rows are recorded."""
+    from distributed import LocalCluster
+
+    tasks = _tasks(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal"],
+                   faults={("pyomo", "clarabel"): "sleep:600"}, timeout=600.0)
+    rows = {}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        sweep.run_dask(tasks, lambda row: rows.__setitem__((row["layer"], row["backend"]), row),
+                       scheduler=cluster.scheduler_address, log_dir=str(tmp_path / "logs"),
+                       slow=sweep.SlowStop(factor=2, floor_s=1.0))
+    assert rows[("cvxpy", "clarabel")]["status"] == "optimal"
+    stopped = rows[("pyomo", "clarabel")]
+    assert stopped["status"] == "time_limit" and "cvxpy/clarabel" in stopped["error"]
+    assert stopped["error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")

@@ -83,13 +83,13 @@ LINEAR_N = (1_000, 10_000, 100_000)
 KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 QUICK_LINEAR_N = (100, 300)
 QUICK_KERNEL_N = (60, 150)
-#: The kernel dual at a large C (issue 15): the same data and paths' peers at C = 10 and 100.
+#: The kernel dual at a large C: the same data and paths' peers at C = 10 and 100.
 LARGE_C_PROBLEMS = {"kernel_C10": 10.0, "kernel_C100": 100.0}
 LARGE_C_N = (2_000, 5_000)
 QUICK_LARGE_C_N = (150,)
 
 
-#: Issue 15's linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
+#: The large linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
 #: (d = 20), and wide data (the same generator with d = 500, n = 20,000).
 BIG_N = (1_000_000,)
 WIDE_D = 500
@@ -310,7 +310,7 @@ def _blobs_plan(quick: bool, backends) -> list[Path_]:
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
             for layer in ("cvxpy", "pyomo"):
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
-    for problem in ("linear_1e6", "linear_wide"):  # issue 15's linear cases, each with its LIBLINEAR peers
+    for problem in ("linear_1e6", "linear_wide"):  # the large linear cases, each with its LIBLINEAR peers
         for form in ("default", "tight"):
             paths.append(Path_(problem, "liblinear", "sklearn", "liblinear", form))
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
@@ -480,8 +480,7 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
                                 validate=False)
         row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))
     # the outer loop (selection, updates), the subproblems and the closing checks: sol.build_s + sol.solve_s
-    # leave the checks out (issue 15, profiled: close() 0.18 s of 0.94 s at kernel n = 5,000, 0.84 s of 1.62 s
-    # at linear n = 1e5, where the proof of the optimum runs its 12 rounds)
+    # leave the checks out, a large share of the time where the proof of the optimum runs its rounds
     row.solve_s = time.perf_counter() - start
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
@@ -685,9 +684,8 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
 
 def _turned(group: list, r: int) -> list:
     """The paths in round r: the plan's order turned by r. A worker that follows one whose exit gave back
-    much memory is slower whatever it runs: on this project's machines (virtual, with free page reporting)
-    the path after LIBSVM at n = 10,000 took 1.09 s against 0.61-0.66 s for the same path elsewhere in the
-    round, Pyomo's 0.93 s against 0.70; in one fixed order the same path always paid it."""
+    much memory is slower whatever it runs (virtual machines with free page reporting, docs/benchmarks.md):
+    in one fixed order the same path would always pay it."""
     shift = r % len(group) if group else 0
     return group[shift:] + group[:shift]
 

@@ -1,11 +1,12 @@
 """The sweep: problems x (layer, backend) -> tasks -> isolated solves -> rows.
 
-Each task is solved in a process of its own (`run_isolated`), forked from a
-server that has already imported Pyomo, cvxpy and the solvers, so isolation
-costs milliseconds, not an import. The parent waits for the row with the
-per-solve timeout and kills the process when it runs over; an exception, a
-crash (even a segfault inside a solver) or a timeout comes back as a row with
-status ``error`` or ``time_limit`` and its message, and the sweep goes on.
+Each task is solved in a process of its own (`run_isolated`): a child of the
+solve server (solvers.isolation), which has already imported Pyomo, cvxpy and
+the solvers, so isolation costs milliseconds, not an import. The parent waits
+for the row and kills the child at --timeout plus the grace every killed process
+gets (isolation.grace); an exception, a crash (even a segfault inside a solver),
+the server's death or a timeout comes back as a row with status ``error`` or
+``time_limit`` and its message, and the sweep goes on.
 The solver's console output goes to ``logs/<task id>.log``, not the terminal.
 
 A task names its formulation; `execute_task` sends the QPs to `solvers.api.solve`,
@@ -16,17 +17,15 @@ the 1-norm SVM LPs to `solvers.lp.solve_lp` and `separability` to
 the separability verdict of its data (`separable`); when the data are proven not
 separable, no hard-margin row can be `optimal` (the problem has no solution).
 
-Two executors run the same function, `run_isolated`:
+Two executors run the same function, `run_isolated`, with the same stop rules: the kill at
+--timeout, and a solve still running at 20 x the fastest answered solve of its problem (at least
+30 s) stopped, a `time_limit` row saying so (`SlowStop`, ``--stop-slow``), so that a default run
+over every backend does not wait minutes for the few that are slow on a method:
 
-* ``local``: a thread pool of ``workers`` threads, each waiting on its child; a solve still
-  running at 20 x the fastest answered solve of its problem (at least 30 s) is stopped, a
-  `time_limit` row saying so (`SlowStop`, ``--stop-slow``), so that a default run over every
-  backend does not wait minutes for the few that are slow on a method;
-* ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address,
-  or a ``LocalCluster`` when none is given).
-
-As with any multiprocessing code, a script that calls these executors must do so
-under ``if __name__ == "__main__":`` (the fork server imports the main module).
+* ``local``: a thread pool of ``workers`` threads, each waiting on its child;
+* ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address, or a
+  ``LocalCluster`` when none is given); each worker runs its tasks in a solve server of its own,
+  and reads the fastest times that the client publishes (`SharedSlowStop`).
 """
 
 from __future__ import annotations
@@ -201,7 +200,7 @@ def make_tasks(
 
 
 def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[list[Task], list[str]]:
-    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS' measured
+    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS'
     qp_stalls_from_n: HiGHS from 1,000 points, minutes a solve), unless the backend is `named` (--backends);
     and one line per left-out (layer, backend, formulation) saying why and how to include it. LP tasks stay
     (the stall is the QP solver's)."""
@@ -669,8 +668,8 @@ def kill_running() -> int:
 def fastest_first(tasks: list[Task]) -> list[Task]:
     """The order to run tasks in: problem by problem as the grid has them, and within a problem the
     backends that answer first (their records' "speed" rank) first, so that its fastest time is known
-    early and SlowStop can stop the slow ones (with one worker and HiGHS first, HiGHS ran alone to
-    --timeout: the linear runner command took 626 s). The table keeps the grid's order (Task.order)."""
+    early and SlowStop can stop the slow ones (else, with one worker and a slow backend first, it runs alone
+    to --timeout). The table keeps the grid's order (Task.order)."""
     first_of = {}
     for task in tasks:
         first_of.setdefault(task.problem_key, task.order)
