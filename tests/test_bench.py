@@ -338,7 +338,7 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
 
     saved = []  # rows in results.partial.csv when each measurement starts: every one before it is saved
 
-    def fake_worker(task, hard_timeout):
+    def fake_worker(task, limit):
         partial = tmp_path / "results.partial.csv"
         saved.append(len(pd.read_csv(partial)) if partial.exists() else 0)
         calls.append((task.path.label, task.n))
