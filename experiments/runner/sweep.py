@@ -736,10 +736,11 @@ _SHARED_READ_S = 0.5
 
 
 def run_registered(registered: bytes, task: Task, log_dir: str | None = None,
-                   slow: SharedSlowStop | None = None) -> dict:
-    """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too."""
+                   slow: tuple[str, float, float] | None = None) -> dict:
+    """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too;
+    `slow`: SharedSlowStop's (variable, factor, floor_s), the client's slow stop."""
     registry.adopt(registered)
-    return run_isolated(task, log_dir, slow)
+    return run_isolated(task, log_dir, SharedSlowStop(*slow) if slow is not None else None)
 
 
 def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
@@ -764,8 +765,8 @@ def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: st
     try:
         shared = published = None
         if slow is not None:
-            shared = SharedSlowStop(f"svm-fastest-{os.getpid()}-{id(tasks)}", slow.factor, slow.floor_s)
-            published = Variable(shared.variable, client=client)
+            shared = (f"svm-fastest-{os.getpid()}-{id(tasks)}", slow.factor, slow.floor_s)
+            published = Variable(shared[0], client=client)
             published.set({})
         futures = [client.submit(run_registered, registered, task, log_dir, shared, key=f"svm-solve-{task.id}",
                                  pure=False) for task in fastest_first(tasks)]
