@@ -203,8 +203,7 @@ class Server:
         theirs.close()
         self.owner = os.getpid()  # a process forked from this one starts its own: the socket is this one's
         self.watch = _pidfd(self.process.pid)  # readable once the server has exited (None: poll it instead)
-        self.ready = False
-        self.began = time.perf_counter()
+        self.ready = self.closed = False
         self._send_lock = threading.Lock()
 
     @classmethod
@@ -264,8 +263,9 @@ class Server:
             return _Call(self, mine).wait(kill_at)
 
     def close(self) -> None:
-        if self.owner != os.getpid():  # a forked process's copy: the server is its parent's
+        if self.owner != os.getpid() or self.closed:  # a forked process's copy: the server is its parent's
             return
+        self.closed = True
         for key, server in list(Server._running.items()):
             if server is self:
                 del Server._running[key]
@@ -379,7 +379,10 @@ class _Call:
             left = ends - time.monotonic()
             if left <= 0:
                 return None
-            ready = select.select(watched, [], [], left if watch is not None else min(left, _POLL_S))[0]
+            try:
+                ready = select.select(watched, [], [], left if watch is not None else min(left, _POLL_S))[0]
+            except (OSError, ValueError):  # another call closed the dead server's pidfd meanwhile
+                return _GONE
             if self.sock in ready:  # what the child or the server sent first, even from a server now dead
                 chunk = self.sock.recv(1 << 20)
                 if not chunk:

@@ -25,7 +25,9 @@ over every backend does not wait minutes for the few that are slow on a method:
 * ``local``: a thread pool of ``workers`` threads, each waiting on its child;
 * ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address, or a
   ``LocalCluster`` when none is given); each worker runs its tasks in a solve server of its own,
-  and reads the fastest times that the client publishes (`SharedSlowStop`).
+  and reads the fastest times that the client publishes (`SharedSlowStop`). A script that starts it
+  with a LocalCluster must do so under ``if __name__ == "__main__":`` (Dask's worker processes
+  import the main module).
 """
 
 from __future__ import annotations
