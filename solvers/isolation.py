@@ -151,7 +151,7 @@ def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
         if frames is None:
             break
         ends = time.monotonic() + kill_after(deadline)
-        answer = server.call(frames, lambda: ends)
+        answer = server.call(frames, lambda ends=ends: ends)
         if answer is not NOT_TAKEN:
             return answer, ""
         why = "the solve server died before it took the solve, twice"

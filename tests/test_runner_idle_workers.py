@@ -112,8 +112,8 @@ def test_a_solve_server_makes_the_blas_controller_once_for_every_solve(monkeypat
 
     from solvers import blas, isolation
 
-    frozen = subprocess.run([sys.executable, "-c", "import gc, experiments.runner.sweep, experiments.bench.scaling; "
-                             "print(gc.get_freeze_count())"], capture_output=True, text=True, check=True).stdout
+    script = "import gc, experiments.runner.sweep, experiments.bench.scaling; print(gc.get_freeze_count())"
+    frozen = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert frozen.split() == ["0"]  # a caller's process collects as before
     monkeypatch.setattr(blas, "_controller", None)
     gc.unfreeze()
