@@ -492,3 +492,29 @@ def test_a_hanging_solve_becomes_a_time_limit_row(sweep, tmp_path):
         assert rows[task.key]["message"] == rows[task.key]["error"] and "\n" not in rows[task.key]["message"]
     for task in (tasks[0], tasks[2]):
         assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+
+
+def test_a_solve_whose_server_is_killed_is_an_error_row_that_names_it(sweep, tmp_path):
+    """SIGKILL the runner's solve server while a task's child runs: the row is an `error` naming the server's death
+    at once (not a time_limit row at --timeout), the child dies with the server, and the next task gets a new one."""
+    import psutil
+
+    marker = tmp_path / "inside-the-task"
+    hung, after = _task(sweep, 0, fault=f"hang:{marker}", timeout=600.0), _task(sweep, 1)
+    sweep.warm_up(1)
+    server, _ = isolation.Server.running(isolation.PRELOAD + sweep.TASK_MODULES, sweep._SERVER_VARIABLES)
+    rows = {}
+    waiting = threading.Thread(target=lambda: rows.update(hung=sweep.run_isolated(hung)), daemon=True)
+    waiting.start()
+    while not marker.exists() and waiting.is_alive():  # bounded by the task: it hangs once inside
+        time.sleep(0.01)
+    child = isolation.running_children()
+    os.kill(server.process.pid, signal.SIGKILL)
+    waiting.join(30.0)  # a bound for a broken build only: the row comes with the server's death
+    assert not waiting.is_alive(), "the sweep still waits for the orphaned child"
+    row = rows["hung"]
+    assert row["status"] == st.ERROR and row["error"] == (f"the solve server (pid {server.process.pid}) died during "
+                                                         "the solve (SIGKILL)")
+    assert child and not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                             for pid in child)
+    assert sweep.run_isolated(after)["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
