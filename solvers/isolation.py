@@ -327,24 +327,29 @@ class _Call:
         return None
 
     def _end_with(self, ended: Ended | None, kill: bool) -> Ended | None:
-        """Kill the child (once its pid is known) if `kill`, and read on to the server's word that it exited; a
-        server that does not say so in EXIT_WAIT_S is ended too (the next call starts another)."""
-        ends = time.monotonic() + EXIT_WAIT_S
+        """Kill the child (once its pid is known) if `kill`, and read on to the server's word that it exited. A
+        child not gone in EXIT_WAIT_S after its answer is killed; a server that says nothing EXIT_WAIT_S after
+        the kill is ended too (the next call starts another; other calls' children end with it)."""
         if kill and self.pid:
             _kill(self.pid)
-        while True:
-            message = self.message(ends - time.monotonic())
-            if message is None or message is _GONE:
-                self.server.close()
+        for _ in range(2):
+            ends = time.monotonic() + EXIT_WAIT_S
+            while (message := self.message(ends - time.monotonic())) is not None and message is not _GONE:
+                kind, value = message
+                if kind == "pid" and kill:  # killed before it said its pid
+                    _kill(value)
+                elif kind == "warning":  # sent before the kill: the caller's all the same (not raised here)
+                    with contextlib.suppress(Warning):
+                        warnings.warn_explicit(*value, registry=_WARNED)
+                elif kind == "exit":
+                    self._forget()
+                    return ended
+            if message is _GONE or kill:
                 break
-            kind, value = message
-            if kind == "pid" and kill:  # killed before it said its pid
-                _kill(value)
-            elif kind == "warning":  # sent before the kill: the caller's all the same (not raised here)
-                with contextlib.suppress(Warning):
-                    warnings.warn_explicit(*value, registry=_WARNED)
-            elif kind == "exit":
-                break
+            kill = True  # answered, yet still running: it goes
+            if self.pid:
+                _kill(self.pid)
+        self.server.close()
         self._forget()
         return ended
 
