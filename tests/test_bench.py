@@ -309,9 +309,13 @@ def test_a_path_stops_after_a_limit_but_the_peers_go_on():
     assert _exceeded({**row, "layer": "sklearn", "status": "iteration_limit"}, budget=60) == ""
 
 
-def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path):
-    """A worker that returns nothing within --kill-after gives a "killed" row; the path's larger n are not run."""
+def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path, monkeypatch):
+    """A worker that returns nothing within --kill-after (and the grace, none here) gives a "killed" row; the path's
+    larger n are not run."""
     from experiments.bench.scaling import KERNEL_D, QUICK_KERNEL_N, run
+    from solvers import isolation
+
+    monkeypatch.setattr(isolation, "KILL_GRACE_S", 0.0)  # killed at 1 ms: before any measurement can answer
 
     df = run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=False,
              kill_after=1e-3)
@@ -335,7 +339,7 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
 
     saved = []  # rows in results.partial.csv when each measurement starts: every one before it is saved
 
-    def fake_worker(task, hard_timeout):
+    def fake_worker(task, limit):
         partial = tmp_path / "results.partial.csv"
         saved.append(len(pd.read_csv(partial)) if partial.exists() else 0)
         calls.append((task.path.label, task.n))

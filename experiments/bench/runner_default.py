@@ -101,7 +101,7 @@ def run_bench_paths(problem: Problem, n: int, quick: bool, backends, budget: flo
     """The benchmark's working-set / restricted-QP paths of `problem` at n, each in its own worker."""
     paths = [p for p in scaling.plan(quick, backends) if p.problem == problem.name and p.layer in LAYERS
              and p.form in BENCH_FORMS]
-    rows = [scaling.run_in_worker(scaling.Task(p, n, budget), hard_timeout=2 * budget + 60) for p in paths]
+    rows = [scaling.run_in_worker(scaling.Task(p, n, budget), 2 * budget + 60) for p in paths]
     return pd.DataFrame(rows)
 
 

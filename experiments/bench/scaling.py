@@ -25,9 +25,9 @@ own sets (breast cancer, digits even/odd, wine and iris one class against the re
 size, as ``linear_<set>`` and ``kernel_<set>`` (gamma = 1/d). Each has the peers and the fast paths (the
 working sets, solve(method="auto")) through PIQP; the report gives each family its section.
 
-Each measurement runs in a fresh worker process (forked from a fork server that has
-the libraries imported): its peak memory (ru_maxrss) is its
-own, and a stuck solver is killed. A path whose solve exceeded the per-solve --budget at one
+Each measurement runs in a fresh worker process (a child of the solve server, solvers.isolation, which has
+the libraries imported): its peak memory (ru_maxrss) is its own, and a stuck solver is killed at --kill-after
+plus the grace every killed process gets. A path whose solve exceeded the per-solve --budget at one
 n, was killed, or stopped at its time or iteration limit is not run at larger n (the row says so). Times: `build_s` (model construction or matrix
 assembly, plus the Gram matrix for kernel paths), `solve_s` (the backend's call, including
 a layer's compile and read-back), `total_s` = build + solve (what a user waits for),
@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing as mp
 import resource
 import sys
 import time
@@ -50,6 +49,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +60,6 @@ from experiments.bench.report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
                                   wine_one_vs_rest)
-from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
@@ -84,13 +83,13 @@ LINEAR_N = (1_000, 10_000, 100_000)
 KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 QUICK_LINEAR_N = (100, 300)
 QUICK_KERNEL_N = (60, 150)
-#: The kernel dual at a large C (issue 15): the same data and paths' peers at C = 10 and 100.
+#: The kernel dual at a large C: the same data and paths' peers at C = 10 and 100.
 LARGE_C_PROBLEMS = {"kernel_C10": 10.0, "kernel_C100": 100.0}
 LARGE_C_N = (2_000, 5_000)
 QUICK_LARGE_C_N = (150,)
 
 
-#: Issue 15's linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
+#: The large linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
 #: (d = 20), and wide data (the same generator with d = 500, n = 20,000).
 BIG_N = (1_000_000,)
 WIDE_D = 500
@@ -311,7 +310,7 @@ def _blobs_plan(quick: bool, backends) -> list[Path_]:
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
             for layer in ("cvxpy", "pyomo"):
                 paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
-    for problem in ("linear_1e6", "linear_wide"):  # issue 15's linear cases, each with its LIBLINEAR peers
+    for problem in ("linear_1e6", "linear_wide"):  # the large linear cases, each with its LIBLINEAR peers
         for form in ("default", "tight"):
             paths.append(Path_(problem, "liblinear", "sklearn", "liblinear", form))
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
@@ -481,8 +480,7 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
                                 validate=False)
         row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))
     # the outer loop (selection, updates), the subproblems and the closing checks: sol.build_s + sol.solve_s
-    # leave the checks out (issue 15, profiled: close() 0.18 s of 0.94 s at kernel n = 5,000, 0.84 s of 1.62 s
-    # at linear n = 1e5, where the proof of the optimum runs its 12 rounds)
+    # leave the checks out, a large share of the time where the proof of the optimum runs its rounds
     row.solve_s = time.perf_counter() - start
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
@@ -556,56 +554,35 @@ def measure(task: Task) -> Row:
     return row
 
 
-def _worker(task: Task, conn) -> None:
-    isolation.ISOLATE = False  # this process is the one killed at --kill-after: no solve server of its own
-    conn.send(asdict(measure(task)))
-    conn.close()
+def _measured(task: Task) -> dict:
+    """One measurement's row, in a child of the benchmark's solve server."""
+    return asdict(measure(task))
 
 
-# Imported once by the fork server, so that each worker starts in milliseconds with the
-# libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy); last, as in the
-# runner's fork server, experiments.runner.warm makes the BLAS thread controller of the working sets'
-# one-thread sections once (else each worker scans the loaded libraries again: 22-36 ms).
-PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
-           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.algorithms.direct",
-           "solvers.algorithms.working_set", "solvers.registry", "experiments.runner.warm"]
-_CTX = None
+#: The modules a measurement's child uses beyond the solvers' (isolation.PRELOAD), imported once by the server.
+MEASURE_MODULES = ("pandas", "psutil", "sklearn.svm", "solvers.algorithms.direct", "experiments.bench.scaling")
 
 
-def _context():
-    global _CTX
-    if _CTX is None:
-        _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(PRELOAD)
-        sweep.start_fork_server(sweep.SOLVE_PROCESS_VARIABLES)  # the environment of the runner's solve processes
-    return _CTX
-
-
-def run_in_worker(task: Task, hard_timeout: float) -> dict:
-    """Measure in a fresh process (forked from a preloaded server); kill it after hard_timeout seconds."""
-    ctx = _context()
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(task, send), daemon=True)
+def run_in_worker(task: Task, limit: float) -> dict:
+    """Measure in a child of the benchmark's solve server (solvers.isolation), killed `limit` seconds plus the
+    grace after it started: its peak memory is its own, and a stuck solver is stopped."""
+    server, _ = isolation.Server.running(isolation.PRELOAD + MEASURE_MODULES)
+    if server is None:
+        raise RuntimeError(f"the benchmark's solve server did not start in {isolation.SERVER_START_LIMIT_S:g} s")
+    frames, why = isolation.request(partial(_measured, task), forward_warnings=False)
+    if frames is None:
+        raise RuntimeError(why)
     start = time.perf_counter()
-    proc.start()
-    send.close()
-    result = None
-    try:
-        if receive.poll(hard_timeout):
-            result = receive.recv()
-    except EOFError:  # the worker died (e.g. killed by the OOM killer)
-        result = None
+    kill_at = time.monotonic() + limit + isolation.grace(limit)
+    result = server.call(frames, lambda: kill_at)
     wall = time.perf_counter() - start
-    if proc.is_alive():
-        proc.kill()
-    proc.join(5)
-    receive.close()
-    if result is None:
-        why = "killed at the hard timeout" if wall >= hard_timeout else "the worker died"
-        row = task.path.row(task.n, status="killed", total_s=wall,
-                            message=f"no result after {wall:.0f} s (exit code {proc.exitcode}): {why}")
-        result = asdict(row)
-    return result
+    if isinstance(result, dict):
+        return result
+    why = "the solve server died before it took the measurement"
+    if isinstance(result, isolation.Ended):
+        why = ("killed at the limit" if result.killed else "the worker died") + f" ({result.how or 'SIGKILL'})"
+    row = task.path.row(task.n, status="killed", total_s=wall, message=f"no result after {wall:.0f} s: {why}")
+    return asdict(row)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -689,7 +666,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                     continue
                 if r > 0 and (p not in measured or _exceeded(measured[p][0], budget)):
                     continue  # over the budget once is enough
-                measured.setdefault(p, []).append(run_in_worker(Task(p, n, budget), hard_timeout=kill_after))
+                measured.setdefault(p, []).append(run_in_worker(Task(p, n, budget), kill_after))
                 # every measurement saved at once (--resume takes a path's rounds so far as its row)
                 pd.DataFrame(rows + [_fastest(r) for r in measured.values()]).to_csv(
                     out_dir / "results.partial.csv", index=False)
@@ -707,9 +684,8 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
 
 def _turned(group: list, r: int) -> list:
     """The paths in round r: the plan's order turned by r. A worker that follows one whose exit gave back
-    much memory is slower whatever it runs: on this project's machines (virtual, with free page reporting)
-    the path after LIBSVM at n = 10,000 took 1.09 s against 0.61-0.66 s for the same path elsewhere in the
-    round, Pyomo's 0.93 s against 0.70; in one fixed order the same path always paid it."""
+    much memory is slower whatever it runs (virtual machines with free page reporting, docs/benchmarks.md):
+    in one fixed order the same path would always pay it."""
     shift = r % len(group) if group else 0
     return group[shift:] + group[:shift]
 
@@ -788,7 +764,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny n (a minute): the version the tests run")
     parser.add_argument("--budget", type=float, default=None,
                         help="per-solve budget in seconds: a path that exceeds it is not run at larger n "
-                             "(default 60, quick 20); a worker is killed after 2 x budget + 60 s")
+                             "(default 60, quick 20); a worker is killed after --kill-after")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default results/bench, "
                                                                 "quick: results/bench_quick)")
     parser.add_argument("--backends", default=",".join(ALL_BACKENDS), help="comma-separated backends")
@@ -799,8 +775,8 @@ def main(argv=None) -> int:
                         "(comma-separated)")
     parser.add_argument("--resume", action="store_true", help="keep the rows of <out>/results.partial.csv (or "
                         "results.csv) and measure only what they lack; paths they stopped stay stopped")
-    parser.add_argument("--kill-after", type=float, default=None, help="seconds after which a worker is killed "
-                        "(default 2 x budget + 60)")
+    parser.add_argument("--kill-after", type=float, default=None, help="a worker's time limit: it is killed this many "
+                        "seconds plus 0.5 s and 5%% after its start (default 2 x budget + 60)")
     parser.add_argument("--report-only", action="store_true", help="rebuild report.md from <out>/results.csv")
     parser.add_argument("--lp", action="store_true", help="instead: the 1-norm SVM's LPs (l1_primal, l1_dual) "
                         "through HiGHS simplex and ipm in both layers at n = 1e3, 1e4, 1e5 (quick: 1e3): "

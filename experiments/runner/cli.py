@@ -828,12 +828,12 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     log_dir = str((out / "logs").resolve())
     interrupted = False
     try:
+        factor = STOP_SLOW_FACTOR if args.stop_slow is None else args.stop_slow
+        slow = SlowStop(factor) if factor > 0 else None
         if args.executor == "dask":
-            run_dask(todo, on_row, scheduler=args.scheduler, workers=args.workers, log_dir=log_dir)
+            run_dask(todo, on_row, scheduler=args.scheduler, workers=args.workers, log_dir=log_dir, slow=slow)
         else:
-            factor = STOP_SLOW_FACTOR if args.stop_slow is None else args.stop_slow
-            run_local(todo, on_row, workers=args.workers, log_dir=log_dir,
-                      slow=SlowStop(factor) if factor > 0 else None)
+            run_local(todo, on_row, workers=args.workers, log_dir=log_dir, slow=slow)
     except KeyboardInterrupt:
         interrupted = True
     except RunFolderError as exc:  # the journal could not take a row: the sweep stops, the rows before it stay
