@@ -145,7 +145,7 @@ def solve(
     time_limit: seconds from this call's start to its return (solvers.deadline). The backend, or each
     subproblem of a working set, is given what remains; the working sets' own stages and the closing
     checks' proof stop at it; the row is then `time_limit` and its message says where it stopped. The
-    solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE past the limit if
+    solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE_S past the limit if
     it is still in a step that does not stop by itself (a model's build, a backend's setup), which the
     message then names. The solve server's start (once per process) is not counted
     (extras["solve_server_start_s"]).

@@ -240,7 +240,7 @@ def test_quick_bench_records_its_invocations(quick_run):
 def test_targets_of_paths_a_run_left_out_say_so(quick_run):
     """The targets of a results table from `--only kernel...`: no linear target row (it read "n=0, no verified
     path" before), and a layer with no path in the table is "not measured", not "no verified path"."""
-    from experiments.bench.report import targets
+    from experiments.bench.scaling_report import targets
 
     _, df = quick_run
     kernel = df[(df["problem"] == "kernel") & (df["layer"] != "cvxpy")]
@@ -402,7 +402,7 @@ def test_closing_the_benchmarks_rows_stop_their_proof_at_the_budget(monkeypatch)
     `optimal`. Through solvers.closing.settle the row is `time_limit`, as solve()'s."""
     from experiments.bench import scaling
 
-    task = scaling.Task(scaling.Path_("kernel", "kernel_dual", "cvxpy", "clarabel", form="dense"), n=60, budget=60.0)
+    task = scaling.BenchCase(scaling.BenchPath("kernel", "kernel_dual", "cvxpy", "clarabel", form="dense"), n=60, budget=60.0)
     X, y = scaling.bench_data(task.n, task.path.d)
     K = gram(Kernel("rbf", gamma=scaling.GAMMA), X)
     row = task.path.row(task.n)

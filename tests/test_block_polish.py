@@ -1,4 +1,4 @@
-"""Issue 15: the working set's block polish (solvers.algorithms.working_set.polish) on singular
+"""The working set's block polish (solvers.algorithms.working_set.polish) on singular
 kernels. Moons, standardized, rbf with gamma "scale", C = 1,000: K has numerical rank ~100 out of 1,000,
 so the free points' Q_FF is singular; the primal-dual rounds the polish used to run cycled there and
 the loop worked on the solver's unpolished points (n = 2,000: 546 steps against 27 for the same data in

@@ -2,7 +2,7 @@
 answer, its exception, a kill at the limit naming the stage it was in, and a death each come back to the caller.
 
 Nothing here depends on how long a solve takes: a child that must be killed waits forever (the kill comes
-KILL_GRACE after the limit)."""
+KILL_GRACE_S after the limit)."""
 
 from __future__ import annotations
 

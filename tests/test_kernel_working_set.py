@@ -1,4 +1,4 @@
-"""Issue 15: the kernel working set at every C, rows on demand through a bounded cache, shrinking,
+"""The kernel working set at every C, rows on demand through a bounded cache, shrinking,
 and solve(method=...) with its chooser. Small data (a few hundred points): seconds, no timings."""
 
 from __future__ import annotations

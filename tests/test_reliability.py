@@ -426,7 +426,7 @@ def _task(sweep, order: int, formulation="soft_primal", C=10.0, layer="cvxpy", b
     from formulations.kernels import Kernel
 
     ds = ds or exercise_5_4()
-    return sweep.Task(
+    return sweep.SolveTask(
         key=f"{ds.name}|{formulation}|{layer}/{backend}|{order}", order=order, suite="reliability",
         dataset=ds.name, formulation=formulation, layer=layer, backend=backend, C=C, kernel=Kernel("linear"),
         profile="default", kernel_form="dense", X=np.asarray(ds.X), y=np.asarray(ds.y), timeout=timeout,

@@ -132,7 +132,7 @@ def test_the_fastest_backends_run_first_and_the_table_keeps_the_grid_order():
     stop (the linear runner command: 626 s); PIQP, fastest in all four runner_default measurements, goes first."""
     from solvers.backends import ranked
 
-    tasks = [sweep.Task(key=f"p|soft_primal|{layer}/{backend}", order=i, suite="s", dataset="p",
+    tasks = [sweep.SolveTask(key=f"p|soft_primal|{layer}/{backend}", order=i, suite="s", dataset="p",
                         formulation="soft_primal", layer=layer, backend=backend, C=1.0, kernel=None,
                         profile="default", kernel_form="dense", X=np.zeros((2, 1)), y=np.array([-1.0, 1.0]))
              for i, (layer, backend) in enumerate((layer, b) for layer in ("pyomo", "cvxpy") for b in ranked("pyomo"))]

@@ -225,8 +225,8 @@ def test_bench_rows_refute_a_false_claim():
     ds = example_5_1()
     truth = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=bench.C_VALUE, profile="high")
     raw = st.RawResult(status=st.OPTIMAL, raw_status="solved", objective=truth.objective)
-    path = bench.Path_("linear", "soft_primal", "cvxpy", "clarabel")
-    task = bench.Task(path=path, n=len(ds.y), budget=10.0)
+    path = bench.BenchPath("linear", "soft_primal", "cvxpy", "clarabel")
+    task = bench.BenchCase(path=path, n=len(ds.y), budget=10.0)
     row = bench.Row(path.problem, path.formulation, path.layer, path.backend, path.form, path.rank, path.profile,
                     path.label, len(ds.y), ds.X.shape[1])
     values = {"w": truth.w * 1.01, "b": truth.b, "alpha": truth.alpha}

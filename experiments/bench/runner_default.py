@@ -19,7 +19,7 @@ n = 5,000; the soft primal, d = 20, C = 1, n = 100,000):
    two objectives' relative difference ("the same accuracy": <= MATCH_TOL, 1e-7).
 
 Writes <out>/runner_default.csv (the comparison), <out>/runner_default_rows.csv (every runner row)
-and <out>/runner_default.md, which the benchmark's report.md includes (bench.report; rebuilt here when
+and <out>/runner_default.md, which the benchmark's report.md includes (bench.scaling_report; rebuilt here when
 <out> holds the benchmark's results.csv).
 """
 
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.bench import scaling
-from experiments.bench.report import MATCH_TOL, short_number, markdown_table
+from experiments.bench.scaling_report import MATCH_TOL, short_number, markdown_table
 from experiments.runner import analysis, results_table
 
 #: The target: the runner's best row of each layer within this factor of the benchmark's best path.
@@ -101,7 +101,7 @@ def run_bench_paths(problem: Problem, n: int, quick: bool, backends, budget: flo
     """The benchmark's working-set / restricted-QP paths of `problem` at n, each in its own worker."""
     paths = [p for p in scaling.plan(quick, backends) if p.problem == problem.name and p.layer in LAYERS
              and p.form in BENCH_FORMS]
-    rows = [scaling.run_in_worker(scaling.Task(p, n, budget), 2 * budget + 60) for p in paths]
+    rows = [scaling.run_in_worker(scaling.BenchCase(p, n, budget), 2 * budget + 60) for p in paths]
     return pd.DataFrame(rows)
 
 

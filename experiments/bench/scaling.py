@@ -34,7 +34,7 @@ a layer's compile and read-back), `total_s` = build + solve (what a user waits f
 `solver_s` (the solver's own time inside). Accuracy: every point is checked by
 solvers.checks; `rel_obj_error` is (objective - best)/|best| in the worse direction
 (primal above, dual below the best verified optimum).
-Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.report).
+Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.scaling_report).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from pathlib import Path
 import numpy as np
 
 import formulations
-from experiments.bench import report as bench_report
-from experiments.bench.report import is_linear, path_label
+from experiments.bench import scaling_report as bench_report
+from experiments.bench.scaling_report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
                                   wine_one_vs_rest)
@@ -170,7 +170,7 @@ ALL_BACKENDS = tuple(RECORDS)
 
 
 @dataclass(frozen=True)
-class Path_:
+class BenchPath:
     """One way to the optimum: a series of measurements over n."""
 
     problem: str  # "linear" | "kernel"
@@ -199,8 +199,8 @@ class Path_:
 
 
 @dataclass
-class Task:
-    path: Path_
+class BenchCase:
+    path: BenchPath
     n: int
     budget: float
 
@@ -243,7 +243,7 @@ class Row:
 # ----------------------------------------------------------------------------- plan
 
 
-def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[Path_]:
+def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[BenchPath]:
     """Every path of the benchmark's data families, in the order they run."""
     paths = _blobs_plan(quick, backends) if "blobs" in families else []
     for problem, data in FAMILY_PROBLEMS.items():
@@ -252,76 +252,76 @@ def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[Path_]
     return paths
 
 
-def _family_plan(problem: str, backends) -> list[Path_]:
+def _family_plan(problem: str, backends) -> list[BenchPath]:
     """A family's data set: its peers at both tolerances and the fast paths through PIQP (the working sets in
     each layer, solve(method="auto") in the modeling layers)."""
     linear = is_linear(problem)
     peer = "liblinear" if linear else "libsvm"
     formulation = "soft_primal" if linear else "kernel_dual"
-    paths = [Path_(problem, peer, "sklearn", peer, form) for form in ("default", "tight")]
+    paths = [BenchPath(problem, peer, "sklearn", peer, form) for form in ("default", "tight")]
     if "piqp" in backends:
-        paths += [Path_(problem, formulation, layer, "piqp", "working_set") for layer in ("direct", "cvxpy", "pyomo")]
-        paths += [Path_(problem, formulation, layer, "piqp", "auto") for layer in ("cvxpy", "pyomo")]
+        paths += [BenchPath(problem, formulation, layer, "piqp", "working_set") for layer in ("direct", "cvxpy", "pyomo")]
+        paths += [BenchPath(problem, formulation, layer, "piqp", "auto") for layer in ("cvxpy", "pyomo")]
     return paths
 
 
-def _blobs_plan(quick: bool, backends) -> list[Path_]:
+def _blobs_plan(quick: bool, backends) -> list[BenchPath]:
     """The paths of the blobs (the benchmark's own generators)."""
-    paths: list[Path_] = []
+    paths: list[BenchPath] = []
     for form in ("default", "tight"):
-        paths.append(Path_("linear", "liblinear", "sklearn", "liblinear", form))
-        paths.append(Path_("linear", "libsvm", "sklearn", "libsvm", form))
-        paths.append(Path_("kernel", "libsvm", "sklearn", "libsvm", form))
+        paths.append(BenchPath("linear", "liblinear", "sklearn", "liblinear", form))
+        paths.append(BenchPath("linear", "libsvm", "sklearn", "libsvm", form))
+        paths.append(BenchPath("kernel", "libsvm", "sklearn", "libsvm", form))
     for formulation in ("soft_primal", "dual"):
         for backend in backends:
-            paths.append(Path_("linear", formulation, "direct", backend))
-            paths.append(Path_("linear", formulation, "cvxpy", backend))
-            paths.append(Path_("linear", formulation, "pyomo", backend))
+            paths.append(BenchPath("linear", formulation, "direct", backend))
+            paths.append(BenchPath("linear", formulation, "cvxpy", backend))
+            paths.append(BenchPath("linear", formulation, "pyomo", backend))
     for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.algorithms.primal_working_set)
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
-            paths.append(Path_("linear", "soft_primal", layer, backend, "working_set"))
+            paths.append(BenchPath("linear", "soft_primal", layer, backend, "working_set"))
     kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
     for backend in kernel_backends:
-        paths.append(Path_("kernel", "kernel_dual", "direct", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "direct", backend, "dense"))
     for backend in [b for b in ("clarabel", "piqp", "osqp") if b in backends]:
-        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "cvxpy", backend, "dense"))
     for backend in [b for b in ("clarabel", "piqp") if b in backends]:
-        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "factor"))
-        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "factor"))
-        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "cvxpy", backend, "factor"))
+        paths.append(BenchPath("kernel", "kernel_dual", "pyomo", backend, "factor"))
+        paths.append(BenchPath("kernel", "kernel_dual", "pyomo", backend, "dense"))
     ranks = (20, 50) if quick else (100, 400)
     for rank in ranks:
         if "piqp" in backends:
-            paths.append(Path_("kernel", "kernel_dual", "direct", "piqp", "lowrank", rank=rank))
+            paths.append(BenchPath("kernel", "kernel_dual", "direct", "piqp", "lowrank", rank=rank))
     for layer in ("direct", "cvxpy", "pyomo"):
         for backend in [b for b in ("proxqp", "piqp", "clarabel") if b in backends]:
             if layer == "pyomo" and backend == "clarabel":
                 continue
-            paths.append(Path_("kernel", "kernel_dual", layer, backend, "working_set"))
+            paths.append(BenchPath("kernel", "kernel_dual", layer, backend, "working_set"))
     if "piqp" in backends:
         # solvers.api.solve(method="auto"), the default a user gets: data to verified answer in one call
         for layer in ("cvxpy", "pyomo"):
-            paths.append(Path_("linear", "soft_primal", layer, "piqp", "auto"))
-            paths.append(Path_("kernel", "kernel_dual", layer, "piqp", "auto"))
+            paths.append(BenchPath("linear", "soft_primal", layer, "piqp", "auto"))
+            paths.append(BenchPath("kernel", "kernel_dual", layer, "piqp", "auto"))
         for problem in LARGE_C_PROBLEMS:
             for form in ("default", "tight"):
-                paths.append(Path_(problem, "libsvm", "sklearn", "libsvm", form))
+                paths.append(BenchPath(problem, "libsvm", "sklearn", "libsvm", form))
             for layer in ("direct", "cvxpy", "pyomo"):
-                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
+                paths.append(BenchPath(problem, "kernel_dual", layer, "piqp", "working_set"))
             for layer in ("cvxpy", "pyomo"):
-                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
+                paths.append(BenchPath(problem, "kernel_dual", layer, "piqp", "auto"))
     for problem in ("linear_1e6", "linear_wide"):  # the large linear cases, each with its LIBLINEAR peers
         for form in ("default", "tight"):
-            paths.append(Path_(problem, "liblinear", "sklearn", "liblinear", form))
+            paths.append(BenchPath(problem, "liblinear", "sklearn", "liblinear", form))
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
             for layer in ("direct", "cvxpy", "pyomo"):
-                paths.append(Path_(problem, "soft_primal", layer, backend, "working_set"))
+                paths.append(BenchPath(problem, "soft_primal", layer, backend, "working_set"))
                 if problem == "linear_wide":  # the whole QPs, primal and lifted dual
-                    paths.append(Path_(problem, "soft_primal", layer, backend))
-                    paths.append(Path_(problem, "dual", layer, backend))
+                    paths.append(BenchPath(problem, "soft_primal", layer, backend))
+                    paths.append(BenchPath(problem, "dual", layer, backend))
         if "piqp" in backends:
             for layer in ("cvxpy", "pyomo"):
-                paths.append(Path_(problem, "soft_primal", layer, "piqp", "auto"))
+                paths.append(BenchPath(problem, "soft_primal", layer, "piqp", "auto"))
     return paths
 
 
@@ -372,7 +372,7 @@ def _fill_from_solution(row: Row, sol, kind: str) -> None:
     row.message = (row.message + " " + (sol.message or "")).strip()[:300]
 
 
-def _run_sklearn(task: Task, row: Row, X, y) -> None:
+def _run_sklearn(task: BenchCase, row: Row, X, y) -> None:
     from sklearn.svm import SVC, LinearSVC
 
 
@@ -409,7 +409,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     row.status = "converged" if not any("converge" in str(w.message) for w in caught) else "iteration_limit"
 
 
-def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
+def _run_layer(task: BenchCase, row: Row, X, y, K, L) -> None:
     p = task.path
     prof = get_profile(p.profile)
     adapter = get_backend(p.layer, p.backend)
@@ -438,7 +438,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     _verify_into(row, task, p.layer, raw, values, X, y, K, deadline=deadline, candidate=candidate)
 
 
-def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
+def _run_direct(task: BenchCase, row: Row, X, y, K, L) -> None:
     p = task.path
     prof = get_profile(p.profile)
     form = "factor" if p.form == "lowrank" else (p.form or "dense")
@@ -453,7 +453,7 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
                  deadline=deadline)
 
 
-def _verify_into(row: Row, task: Task, layer: str, raw, values: dict | None, X, y, K, *, deadline: Deadline,
+def _verify_into(row: Row, task: BenchCase, layer: str, raw, values: dict | None, X, y, K, *, deadline: Deadline,
                  candidate=None) -> None:
     """Recover w*, b* from a returned point, run the project's checks on it (solvers.closing.settle, as every
     solve path) and fill the row."""
@@ -465,7 +465,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict | None, X, 
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
-def _run_working_set(task: Task, row: Row, X, y, K) -> None:
+def _run_working_set(task: BenchCase, row: Row, X, y, K) -> None:
     p = task.path
     start = time.perf_counter()
     if is_linear(p.problem):
@@ -487,7 +487,7 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
     _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
-def _run_auto(task: Task, row: Row, X, y) -> None:
+def _run_auto(task: BenchCase, row: Row, X, y) -> None:
     """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
     p = task.path
     kernel = {"kernel": {"name": "rbf", "gamma": problem_gamma(p.problem)}} if not is_linear(p.problem) else {}
@@ -503,7 +503,7 @@ def _run_auto(task: Task, row: Row, X, y) -> None:
     _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
-def measure(task: Task) -> Row:
+def measure(task: BenchCase) -> Row:
     """One measurement (in the worker process)."""
     import warnings
 
@@ -554,7 +554,7 @@ def measure(task: Task) -> Row:
     return row
 
 
-def _measured(task: Task) -> dict:
+def _measured(task: BenchCase) -> dict:
     """One measurement's row, in a child of the benchmark's solve server."""
     return asdict(measure(task))
 
@@ -563,7 +563,7 @@ def _measured(task: Task) -> dict:
 MEASURE_MODULES = ("pandas", "psutil", "sklearn.svm", "solvers.algorithms.direct", "experiments.bench.scaling")
 
 
-def run_in_worker(task: Task, limit: float) -> dict:
+def run_in_worker(task: BenchCase, limit: float) -> dict:
     """Measure in a child of the benchmark's solve server (solvers.isolation), killed `limit` seconds plus the
     grace after it started: its peak memory is its own, and a stuck solver is stopped."""
     server, _ = isolation.Server.running(isolation.PRELOAD + MEASURE_MODULES)
@@ -604,7 +604,7 @@ def _exceeded(row: dict, budget: float) -> str:
     return ""
 
 
-def _matches(path: Path_, patterns: str) -> bool:
+def _matches(path: BenchPath, patterns: str) -> bool:
     """Whether any comma-separated pattern matches: a label part, a problem, or problem:label-part."""
     for pat in patterns.split(","):
         problem, _, part = pat.rpartition(":")
@@ -643,12 +643,12 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
             earlier[(record["problem"], record["label"], int(record["n"]))] = record
     rows = []
     jobs = [(p, n) for p in paths for n in sizes(p.problem, quick)]
-    stopped: dict[Path_, str] = {}
+    stopped: dict[BenchPath, str] = {}
     bar = tqdm(total=len(jobs) * rounds, disable=not progress or None, desc="bench", file=sys.stderr)
     # n ascending across all paths: the cheap sizes of every path first.
     for n in sorted({n for _, n in jobs}):
         group = [p for p in paths if n in sizes(p.problem, quick)]
-        measured: dict[Path_, list[dict]] = {}
+        measured: dict[BenchPath, list[dict]] = {}
         for r in range(rounds):
             for p in _turned(group, r):
                 bar.update(1)
@@ -666,7 +666,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                     continue
                 if r > 0 and (p not in measured or _exceeded(measured[p][0], budget)):
                     continue  # over the budget once is enough
-                measured.setdefault(p, []).append(run_in_worker(Task(p, n, budget), kill_after))
+                measured.setdefault(p, []).append(run_in_worker(BenchCase(p, n, budget), kill_after))
                 # every measurement saved at once (--resume takes a path's rounds so far as its row)
                 pd.DataFrame(rows + [_fastest(r) for r in measured.values()]).to_csv(
                     out_dir / "results.partial.csv", index=False)

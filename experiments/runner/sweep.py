@@ -66,7 +66,7 @@ TASK_MODULES = ("psutil", "solvers.lp", "experiments.separability", "experiments
 
 
 @dataclass(frozen=True, eq=False)
-class Task:
+class SolveTask:
     """One solve: a problem, its data, one (layer, backend), and how to run it."""
 
     key: str
@@ -159,7 +159,7 @@ def make_tasks(
     separable: dict[str, bool | None] | None = None,
     highs_methods: Iterable[str] | None = None,
     standardize: bool = False,
-) -> list[Task]:
+) -> list[SolveTask]:
     """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
     (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind; `label_maps`
     records, per dataset name, how the user's labels became -1/+1.
@@ -190,7 +190,7 @@ def make_tasks(
                 continue
             seen.add(key)
             fault = _fault_for(faults or {}, layer, backend)
-            tasks.append(Task(
+            tasks.append(SolveTask(
                 key=key, order=len(tasks), suite=suite, dataset=ds.name, formulation=problem.formulation,
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
@@ -201,7 +201,7 @@ def make_tasks(
     return tasks
 
 
-def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[list[Task], list[str]]:
+def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tuple[list[SolveTask], list[str]]:
     """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS'
     qp_stalls_from_n: HiGHS from 1,000 points, minutes a solve), unless the backend is `named` (--backends);
     and one line per left-out (layer, backend, formulation) saying why and how to include it. LP tasks stay
@@ -224,12 +224,12 @@ def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[li
 
 
 def separability_task(ds, *, profile: str = "default", timeout: float | None = None, run_id: str = "",
-                      suite: str = "") -> Task:
+                      suite: str = "") -> SolveTask:
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
     key = task_key(ds.name, problem, "pyomo", "highs", data=ds.fingerprint) + "|check"
-    return Task(key=key, order=-1, suite=suite,
+    return SolveTask(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
                 timeout=timeout, run_id=run_id)
@@ -271,7 +271,7 @@ def _inject(fault: str) -> None:
     raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S, hang:PATH")
 
 
-def solution_row(sol, task: Task) -> dict:
+def solution_row(sol, task: SolveTask) -> dict:
     """The table's columns from a `Solution` (results blank unless verified optimal)."""
     optimal = sol.status == OPTIMAL
     w = sol.w  # a linear kernel's too (solvers.closing.linear_kernel_w), in the data's units
@@ -304,7 +304,7 @@ def solution_row(sol, task: Task) -> dict:
     return row
 
 
-def lp_solution_row(sol, task: Task) -> dict:
+def lp_solution_row(sol, task: SolveTask) -> dict:
     """The table's columns from a 1-norm SVM LP `Solution` (solvers.lp's checks, in the QP columns' places).
 
     kkt_primal_feasibility / kkt_dual_feasibility / kkt_complementarity hold the LP's
@@ -360,7 +360,7 @@ def certificate_record(res) -> dict:
     return rec
 
 
-def separability_row(res, task: Task) -> dict:
+def separability_row(res, task: SolveTask) -> dict:
     """The table's columns from `is_separable`: the verdict is the row's status.
 
     optimal: the feasibility LP gave a hyperplane with min_i y_i (w'x_i + b) > 0 (w, b filled);
@@ -393,7 +393,7 @@ def separability_row(res, task: Task) -> dict:
     }
 
 
-def _hard_margin_guard(row: dict, task: Task) -> dict:
+def _hard_margin_guard(row: dict, task: SolveTask) -> dict:
     """A hard-margin row on data proven not separable: never optimal, and the error says why."""
     if not (task.hard_margin and task.separable is False):
         return row
@@ -407,14 +407,14 @@ def _hard_margin_guard(row: dict, task: Task) -> dict:
     return row
 
 
-def _own_time_limit(task: Task) -> float | None:
+def _own_time_limit(task: SolveTask) -> float | None:
     """The task's timeout for a backend that stops itself; for the others the worker is killed at it."""
     from solvers.registry import takes_time_limit  # the solve's imports stay in the worker
 
     return task.timeout if takes_time_limit(task.layer, task.backend) else None
 
 
-def _standardized(task: Task):
+def _standardized(task: SolveTask):
     """(X, None), or with --standardize (X standardized, its Standardizer) for the 1-norm SVM's LPs."""
     if not task.standardize:
         return task.X, None
@@ -422,7 +422,7 @@ def _standardized(task: Task):
     return standardizer.transform(task.X), standardizer
 
 
-def execute_task(task: Task) -> dict:
+def execute_task(task: SolveTask) -> dict:
     """Solve one task in this process and return its row; never raises."""
     row = task.params()
     start = time.perf_counter()
@@ -464,7 +464,7 @@ def execute_task(task: Task) -> dict:
     return row
 
 
-def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
+def failure_row(task: SolveTask, status: str, error: str, wall_s: float) -> dict:
     """The row of a solve the runner ended (killed at --timeout or by the slow stop, or its process died): the
     cause is its error and its message (the results table's message column was blank on these rows)."""
     row = task.params()
@@ -516,7 +516,7 @@ def warm_up(workers: int = 1) -> None:
         isolation.Server.start(isolation.PRELOAD + TASK_MODULES, _SERVER_VARIABLES)
 
 
-def _solve_in_child(task: Task, log_path: str | None) -> dict:
+def _solve_in_child(task: SolveTask, log_path: str | None) -> dict:
     """A task's row, in a child of the runner's server: the solver's console output (C level too) to its log."""
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -556,7 +556,7 @@ class SlowStop:
         self._fastest: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def record(self, task: Task, row: dict) -> None:
+    def record(self, task: SolveTask, row: dict) -> None:
         """Count a finished row: an answered one may become its problem's fastest."""
         wall = row.get("wall_s")
         if row.get("status") not in ANSWERED or not isinstance(wall, (int, float)) or not math.isfinite(wall):
@@ -570,7 +570,7 @@ class SlowStop:
         with self._lock:
             return dict(self._fastest)
 
-    def limit(self, task: Task) -> tuple[float, str] | None:
+    def limit(self, task: SolveTask) -> tuple[float, str] | None:
         """(seconds `task` may run, why), or None while no solve of its problem has answered."""
         fastest = self._fastest_of(task.problem_key)
         if fastest is None:
@@ -589,7 +589,7 @@ class _StopRule:
     """When a task's child is killed: task.timeout plus the one grace (isolation.grace), or sooner the slow
     stop's limit, which moves as faster rows come in; `why` says which, for the row."""
 
-    def __init__(self, task: Task, slow: SlowStop | None):
+    def __init__(self, task: SolveTask, slow: SlowStop | None):
         self.task, self.slow, self.began = task, slow, time.monotonic()
         timeout = task.timeout
         self.hard = None if timeout is None else timeout + isolation.grace(timeout)
@@ -603,7 +603,7 @@ class _StopRule:
         return None if self.hard is None else self.began + self.hard
 
 
-def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None = None) -> dict:
+def run_isolated(task: SolveTask, log_dir: str | None = None, slow: SlowStop | None = None) -> dict:
     """Solve `task` in a child of the runner's solve server (solvers.isolation), killed after task.timeout plus
     the grace, or sooner when `slow` says it runs far longer than the fastest answered solve of its problem;
     always returns a row. Where no server can take it, the solve runs here and its message says so."""
@@ -639,7 +639,7 @@ def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None =
     return row
 
 
-def _log_path(task: Task, log_dir: str | None) -> str | None:
+def _log_path(task: SolveTask, log_dir: str | None) -> str | None:
     if not log_dir:
         return None
     try:  # a remote Dask worker may not be able to write where the client asked
@@ -667,11 +667,11 @@ def kill_running() -> int:
 # ------------------------------------------------------------------ executors
 
 
-def fastest_first(tasks: list[Task]) -> list[Task]:
+def fastest_first(tasks: list[SolveTask]) -> list[SolveTask]:
     """The order to run tasks in: problem by problem as the grid has them, and within a problem the
     backends that answer first (their records' "speed" rank) first, so that its fastest time is known
     early and SlowStop can stop the slow ones (else, with one worker and a slow backend first, it runs alone
-    to --timeout). The table keeps the grid's order (Task.order)."""
+    to --timeout). The table keeps the grid's order (SolveTask.order)."""
     first_of = {}
     for task in tasks:
         first_of.setdefault(task.problem_key, task.order)
@@ -679,7 +679,7 @@ def fastest_first(tasks: list[Task]) -> list[Task]:
                                            if task.backend in RECORDS else math.inf, task.order))
 
 
-def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int = 1,
+def run_local(tasks: list[SolveTask], on_row: Callable[[dict], None], *, workers: int = 1,
               log_dir: str | None = None, slow: SlowStop | None = None) -> None:
     """Run tasks on this machine, `workers` at a time; `on_row` gets each row as it finishes. `slow`
     (shared by the workers' threads) stops a solve far slower than its problem's fastest."""
@@ -718,7 +718,7 @@ class SharedSlowStop(SlowStop):
         super().__init__(factor, floor_s)
         self.variable, self._read_at = variable, -math.inf
 
-    def record(self, task: Task, row: dict) -> None:
+    def record(self, task: SolveTask, row: dict) -> None:
         """The client records the rows (run_dask): a worker sees only its own."""
 
     def _fastest_of(self, problem_key: str) -> tuple[float, str] | None:
@@ -737,7 +737,7 @@ class SharedSlowStop(SlowStop):
 _SHARED_READ_S = 0.5
 
 
-def run_registered(registered: bytes, task: Task, log_dir: str | None = None,
+def run_registered(registered: bytes, task: SolveTask, log_dir: str | None = None,
                    slow: tuple[str, float, float] | None = None) -> dict:
     """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too;
     `slow`: SharedSlowStop's (variable, factor, floor_s), the client's slow stop."""
@@ -745,7 +745,7 @@ def run_registered(registered: bytes, task: Task, log_dir: str | None = None,
     return run_isolated(task, log_dir, SharedSlowStop(*slow) if slow is not None else None)
 
 
-def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
+def run_dask(tasks: list[SolveTask], on_row: Callable[[dict], None], *, scheduler: str | None = None,
              workers: int = 1, log_dir: str | None = None, slow: SlowStop | None = None) -> None:
     """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None), with the same
     stop rules as run_local: the kill at --timeout plus the grace, and `slow`, whose fastest times this process
