@@ -1,35 +1,30 @@
-"""A solve with a time limit runs in a process of its own, killed when it runs past the limit.
+"""Work in a process of its own, killed past its time limit: the one way the project runs what it may have to stop.
 
-The deadline (solvers.deadline) stops the project's own loops and hands each backend the time that remains, but
-some steps cannot be stopped from Python, and they are the long ones on large data. MEASURED by a new user's run
-(make_classification, n = 20,000, d = 500, time_limit = 2 s): Pyomo/HiGHS on the linear dual returned after
-51-54 s (Pyomo's HiGHS interface loading the model: 112 s of 118 without a limit), Pyomo/HiGHS on the kernel
-dual's working set after 21-25 s (a block's objective), Pyomo/OSQP after 11-18 s (OSQP's setup, which its own
-time limit does not cover), the cvxpy layer after 9-12 s. Only a killed process stops a step in native code.
+Three callers use it: a solve entry point given a time limit (solvers.api.solve, solvers.lp.solve_lp,
+solvers.algorithms.direct.solve, the working sets; through run_solve), the runner's sweep (every task) and the
+benchmark (every measurement). Some steps cannot be stopped from Python (a layer loading a model, a solver's setup
+that its own time limit does not cover), and they are the long ones on large data: only a killed process stops them.
 
-How: a solve server (`python -m solvers.isolation`, started at the first call with a limit) imports the solvers
-once (PRELOAD) and forks one child per solve; the child runs the pickled work and sends its answer back; the
-caller kills it at kill_after(deadline): the limit plus KILL_GRACE (the child's own stop, its closing checks and
-the pickling come after the limit: 0.15-0.4 s measured on an idle machine; with 0.25 s, a busy one lost the race
-in CI and the row named no stage). `stage(text)` says what the child is doing, so that a killed solve names the
-step that did not stop. A child that dies (HiGHS can abort its process) is an answer too, and so is the server's
-death during a solve: the child dies with it (PR_SET_PDEATHSIG), the caller sees it at once (a pidfd) and says so,
-and the next call starts a new server. The backends registered in the caller (solvers.registry.register) travel
-with each request, and the child registers them before the work. The child's warnings are
-warned in the caller, through the caller's filters. With the kill, PIQP and ProxQP (no time limit of their own)
-take a time limit on a whole QP too (solvers.api).
+How: a server (`python -m solvers.isolation`, started at the first call) imports its preload list once and forks
+one child per call; the child reads the pickled work from a socket of its own, runs it and answers on that socket.
+One kill policy: the caller kills the child at kill_after(limit), the limit plus KILL_GRACE_S plus KILL_GRACE_SHARE
+of it (the child's own stop, its closing checks and the answer's pickling come after the limit). The caller gets
+the answer, the work's exception raised here, or an `Ended`: killed (`stage`: the step it was in, said with
+stage()), dead by itself (HiGHS can abort its process: `how`), or ended with the server that died during the call
+(`server_pid`). The child dies with the server (PR_SET_PDEATHSIG), the caller sees a server's death at once (a
+pidfd), the next call starts a new server, and a server ends when its caller does (its control socket closes).
+The backends registered in the caller (solvers.registry.register) are registered in the child before the work;
+the child's warnings are warned in the caller, through the caller's filters (unless the caller logs them).
 
-Why a server, not a fork of the caller: Clarabel and HiGHS start thread pools at their first solve, and a fork
-of a process that has them inherits the pools without their threads. MEASURED: cvxpy/Clarabel forked after one
-Clarabel solve in the parent never returned. Why not multiprocessing's fork server: its children import the
-caller's main script again (a script without `if __name__ == "__main__":` would run itself in each solve).
+Why a server, not a fork of the caller: Clarabel and HiGHS start thread pools at their first solve, and a fork of a
+process that has them inherits the pools without their threads. Why not multiprocessing's fork server, pebble or
+loky: their workers import the caller's main script again (a script without `if __name__ == "__main__":` would run
+itself in each solve), pebble ends a task with SIGTERM, and none lets the work say where it is (stage), forwards its
+warnings, or ends a worker stuck in native code when its caller dies.
 
-Costs, measured here: the server's start, 1.8 s once a process, is left out of the first call's clock
-(Deadline.leave_out; extras["solve_server_start_s"]); each solve then pays 30-48 ms more through solve() (n = 200
-to 5,000), and its data are pickled (X of 20,000 x 500: 80 MB). So only a call with a limit runs here, and not where a parent kills the
-process already (the runner's solve processes set ISOLATE = False), nor off Linux, nor work that cannot be sent
-(a lambda kernel, or one of the caller's `__main__`, which the server cannot import): such work runs in the
-caller, stopped by the deadline's own checks only, and its row says so (extras["isolation"], run_solve).
+A solve entry point runs here only with a limit, on Linux, and when no parent kills its process already (a child of
+this module sets ISOLATE = False); work that cannot be sent (a lambda kernel, a function of the caller's
+`__main__`) runs in the caller, stopped by the deadline's own checks only, and its row says so (IN_CALLER).
 """
 
 from __future__ import annotations
@@ -43,6 +38,7 @@ import os
 import pickle
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -56,59 +52,78 @@ from solvers import registry
 from solvers.backends import RECORDS
 from solvers.deadline import Deadline
 
-#: Whether a call with a time limit runs in the solve server (see the module's docstring).
-ISOLATE = sys.platform.startswith("linux")
+#: Whether this system can run a server (a fork per call, its socket passed to it).
+SERVES = hasattr(os, "fork") and hasattr(socket, "send_fds")
+#: Whether a solve entry point's call with a time limit runs in a server's child (see the module's docstring).
+ISOLATE = SERVES and sys.platform.startswith("linux")
 
-#: The child is killed this long after the limit: KILL_GRACE_S plus KILL_GRACE_SHARE of the limit.
+#: The one kill policy: a child is killed KILL_GRACE_S plus KILL_GRACE_SHARE of its limit after the limit.
 KILL_GRACE_S = 0.5
 KILL_GRACE_SHARE = 0.05
 
-#: What the solve server imports once, so that each child starts warm.
+#: What every server imports once, so that each child starts warm; a caller adds the modules of its own work.
 PRELOAD = ("numpy", "scipy.sparse", "pyomo.environ", "cvxpy", "qpsolvers",
            *(record.module for record in RECORDS.values()), "pyomo.contrib.solver.solvers.highs", "solvers.api")
 
-#: How long the server may take to start (its imports) before the call runs in its own process instead.
+#: What a server's environment adds where the user set nothing: variables the libraries read once, when they
+#: load, so that a freshly forked child runs as fast as a long-lived process (docs/benchmarks.md): OpenBLAS's
+#: idle threads sleep at once instead of spinning beside the solve, and glibc's malloc keeps freed blocks
+#: for the next step instead of faulting them in again page by page.
+SOLVE_PROCESS_VARIABLES = {
+    "OPENBLAS_THREAD_TIMEOUT": "4",
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(2**30),
+}
+
+#: How long a server may take to start (its imports) before the call runs in the caller instead.
 SERVER_START_LIMIT_S = 120.0
+
+#: How long a caller waits for the server's word that a child exited after its answer or its kill.
+EXIT_WAIT_S = 5.0
 
 _HEADER = struct.Struct("<Q")
 
 
 @dataclass(frozen=True)
 class Ended:
-    """A solve that gave no answer: killed at the limit plus the grace, dead by itself (`how`), or ended with the
-    solve server, which died during it (`server_pid`: the server's; `how`: how the server died)."""
+    """A call that gave no answer: killed at the limit plus the grace, dead by itself (`how`), or ended with the
+    server, which died during it (`server_pid`: the server's; `how`: how the server died)."""
 
     killed: bool
     stage: str  # the child's last stage() ("" if it set none)
     how: str = ""  # how it died: a signal's name or "exit N"
-    server_pid: int = 0  # the solve server that died during the solve (0: the server lived)
+    server_pid: int = 0  # the server that died during the call (0: the server lived)
 
 
-#: Where a solve with a limit ran in this process although a solve server could take it (extras["isolation"]).
+#: Where a solve with a limit ran in this process although a server could take it (extras["isolation"]).
 IN_CALLER = "ran in the calling process, stopped by the time limit's own checks only (a step in native code " \
             "may run past it): {why}"
 
 
-# ------------------------------------------------------------------------------------------------ the caller
+def grace(limit: float) -> float:
+    """The seconds past a limit of `limit` seconds at which its child is killed."""
+    return KILL_GRACE_S + KILL_GRACE_SHARE * limit
 
 
 def kill_after(deadline: Deadline) -> float | None:
     """Seconds from now until the child of a solve with this deadline is killed (None: no limit)."""
     left = deadline.remaining()
-    return None if left is None else left + KILL_GRACE_S + KILL_GRACE_SHARE * deadline.limit
+    return None if left is None else left + grace(deadline.limit)
+
+
+# ------------------------------------------------------------------------------------- the solve entry points
 
 
 def run(deadline: Deadline, work: Callable[[], Any]) -> Any:
-    """work() in a child of the solve server, killed at kill_after(deadline): its result, or its exception raised
-    here, or an `Ended` when it gave no answer. In this process where the docstring says. The server's start on
-    a first call is left out of `deadline` (Deadline.leave_out), which `work` must hold."""
+    """work() in a server's child, killed at kill_after(deadline): its result, or its exception raised here, or an
+    `Ended` when it gave no answer. In this process where the docstring says. The server's start on a first call
+    is left out of `deadline` (Deadline.leave_out), which `work` must hold."""
     return run_where(deadline, work)[0]
 
 
 def run_solve(deadline: Deadline, work: Callable[[], Any], unanswered: Callable[[Ended], Any]) -> Any:
-    """A solve entry point's run (solvers.api.solve, solvers.lp.solve_lp, solvers.algorithms.direct.solve, the
-    working sets): run(deadline, work), whose `Ended` becomes unanswered(ended)'s row; the row says where the
-    solve ran if not in the server (extras["isolation"]) and the server's start left out of its clock."""
+    """A solve entry point's run: run(deadline, work), whose `Ended` becomes unanswered(ended)'s row; the row says
+    where the solve ran if not in a server (extras["isolation"]) and the server's start left out of its clock."""
     sol, why = run_where(deadline, work)
     if isinstance(sol, Ended):
         sol = unanswered(sol)
@@ -120,32 +135,32 @@ def run_solve(deadline: Deadline, work: Callable[[], Any], unanswered: Callable[
 
 
 def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
-    """run(deadline, work), and why it ran in this process where a solve server could have taken it (IN_CALLER's
-    words; "" when it ran in the server, or here because there is no limit or a parent kills this process)."""
+    """run(deadline, work), and why it ran in this process where a server could have taken it (IN_CALLER's
+    words; "" when it ran in a server, or here because there is no limit or a parent kills this process)."""
     if deadline.limit is None or not ISOLATE:
         return work(), ""
     why = ""
-    with _LOCK:  # one solve at a time through the server (work that runs here runs after it: it may call run)
-        for _ in range(2):  # a server found dead before it took the request: once more with a new one
-            server, start_s = _Server.running()
-            if server is None:
-                why = f"the solve server did not start in {SERVER_START_LIMIT_S:g} s"
-                break
-            if start_s:
-                deadline.leave_out(start_s)  # before the request is made: the child's copy leaves it out too
-            request, why = _request(work)
-            if request is None:
-                break
-            answer = server.solve(request, kill_after(deadline))
-            if answer is not _NOT_TAKEN:
-                return answer, ""
-            why = "the solve server died before it took the solve, twice"
+    for _ in range(2):  # a server found dead before it took the work: once more with a new one
+        server, start_s = Server.running()
+        if server is None:
+            why = f"the solve server did not start in {SERVER_START_LIMIT_S:g} s"
+            break
+        if start_s:
+            deadline.leave_out(start_s)  # before the work is pickled: the child's copy leaves it out too
+        frames, why = request(work)
+        if frames is None:
+            break
+        ends = time.monotonic() + kill_after(deadline)
+        answer = server.call(frames, lambda ends=ends: ends)
+        if answer is not NOT_TAKEN:
+            return answer, ""
+        why = "the solve server died before it took the solve, twice"
     return work(), IN_CALLER.format(why=why)
 
 
-def _request(work: Callable[[], Any]) -> tuple[tuple[bytes, bytes] | None, str]:
-    """The request for the server, two frames: the backends registered in this process (solvers.registry.register),
-    which the child registers before it runs `work`, and `work` pickled; or None and why it cannot be sent."""
+def request(work: Callable[[], Any], forward_warnings: bool = True) -> tuple[tuple[bytes, ...] | None, str]:
+    """The frames a child reads: its options, the backends registered in this process (registry.added_payload),
+    and `work` pickled; or None and why they cannot be sent."""
     try:
         added = registry.added_payload()
     except Exception as exc:  # noqa: BLE001 - a registration that does not pickle, even by value
@@ -157,124 +172,208 @@ def _request(work: Callable[[], Any]) -> tuple[tuple[bytes, bytes] | None, str]:
     if b"__main__" in payload:
         return None, ("the solve refers to the running script (__main__, e.g. a kernel defined there), which the "
                       "solve server cannot import")
-    return (added, payload), ""
+    return (pickle.dumps({"forward_warnings": forward_warnings}), added, payload), ""
 
 
-_LOCK = threading.Lock()
+# ------------------------------------------------------------------------------------------------ the caller
+
+NOT_TAKEN = object()  # Server.call: the server was dead before it took the work
+_GONE = object()  # _Call.message: the server died (or every writer of the call's socket closed it)
 _WARNED: dict = {}  # the children's warnings shown here once per place, as Python shows a warning ("default")
-_GONE = object()  # _Server._message: the server died (or every writer of the answer pipe closed it)
-_NOT_TAKEN = object()  # _Server.solve: the server was dead before it took the request
-#: Without a pidfd (Linux < 5.3), how often a wait looks whether the server still runs.
-_POLL_S = 0.2
+#: How often a wait looks again at its kill time (the runner's slow stop moves it) and, without a pidfd
+#: (Linux < 5.3), whether the server still runs.
+_POLL_S = 0.25
+_LIVE: set[int] = set()  # the children waited for now (kill_running)
+_LIVE_LOCK = threading.Lock()
 
 
-class _Server:
-    """The solve server process and the two pipes to it (requests; answers from it and its children)."""
+class Server:
+    """A server process, its control socket (one per call is passed through it), and the children it forked."""
 
-    _current: _Server | None = None
+    _running: dict[tuple, Server] = {}
+    _start_lock = threading.Lock()
 
-    def __init__(self):
-        request_read, self.request = os.pipe()
-        self.answers, answer_write = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "solvers.isolation", str(request_read), str(answer_write)],
-            pass_fds=(request_read, answer_write), env=env, stdin=subprocess.DEVNULL)
-        self.owner = os.getpid()  # a process forked from this one starts its own: the pipes are this one's
-        os.close(request_read)
-        os.close(answer_write)
-        self.buffer = b""
+    def __init__(self, preload: tuple[str, ...], variables: dict[str, str]):
+        self.control, theirs = socket.socketpair()
+        added = {name: value for name, value in {**SOLVE_PROCESS_VARIABLES, **variables}.items()
+                 if name not in os.environ}
+        env = {**os.environ, **added, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+        self.process = subprocess.Popen([sys.executable, "-m", "solvers.isolation", str(theirs.fileno()), *preload],
+                                        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.owner = os.getpid()  # a process forked from this one starts its own: the socket is this one's
         self.watch = _pidfd(self.process.pid)  # readable once the server has exited (None: poll it instead)
+        self.ready = self.closed = False
+        self._send_lock = threading.Lock()
 
     @classmethod
-    def running(cls) -> tuple[_Server | None, float]:
-        """The server, started if need be, and the seconds its start took (0 if it was running); None if it
-        did not start."""
-        current = cls._current
-        if current is not None and current.owner == os.getpid() and current.process.poll() is None:
-            return current, 0.0
-        if current is not None:
-            current.close()  # a server that died between two solves: its pipes closed, the process reaped
-        began = time.perf_counter()
-        server = cls()
-        ready = server._message(SERVER_START_LIMIT_S)
-        if ready != ("ready",):
-            server.close()
-            return None, 0.0
-        cls._current = server
-        atexit.register(server.close)  # else Python warns at exit that the server is still running
-        return server, time.perf_counter() - began
+    def start(cls, preload: tuple[str, ...] = PRELOAD, variables: dict[str, str] | None = None) -> None:
+        """Start the server of (preload, variables) now, not waiting for its imports (they overlap the caller's)."""
+        key = (tuple(preload), tuple(sorted((variables or {}).items())))
+        with cls._start_lock:
+            if not cls._alive(cls._running.get(key)):
+                cls._running[key] = cls(tuple(preload), dict(variables or {}))
+                atexit.register(cls._running[key].close)  # else Python warns at exit that it still runs
 
-    def solve(self, request: tuple[bytes, bytes], wait: float) -> Any:
+    @classmethod
+    def running(cls, preload: tuple[str, ...] = PRELOAD,
+                variables: dict[str, str] | None = None) -> tuple[Server | None, float]:
+        """The server of (preload, variables), started if need be, and the seconds this call waited for its start
+        (0 if it was ready); None if it did not start."""
+        key = (tuple(preload), tuple(sorted((variables or {}).items())))
+        cls.start(preload, variables)
+        with cls._start_lock:
+            server = cls._running.get(key)
+            if server is None or server.ready:
+                return server, 0.0
+            began = time.perf_counter()
+            ready = select.select([server.control], [], [], SERVER_START_LIMIT_S)[0]
+            if not ready or server.control.recv(1) != b"r":
+                server.close()
+                return None, 0.0
+            server.ready = True
+            return server, time.perf_counter() - began
+
+    @classmethod
+    def _alive(cls, server: Server | None) -> bool:
+        if server is None:
+            return False
+        if server.owner == os.getpid() and server.process.poll() is None:
+            return True
+        server.close()  # a server that died between two calls: its socket closed, the process reaped
+        return False
+
+    def call(self, frames: tuple[bytes, ...], kill_at: Callable[[], float | None]) -> Any:
+        """Send `frames` (request()) to a new child; its answer, its exception raised here, an `Ended`, or
+        NOT_TAKEN when the server was dead. The child is killed once time.monotonic() passes kill_at()."""
+        mine, theirs = socket.socketpair()
         try:
-            for frame in request:  # each as it is: the data are not copied into one buffer (80 MB at 20,000 x 500)
-                os.write(self.request, _HEADER.pack(len(frame)))
-                _write_all(self.request, frame)
-        except OSError:  # BrokenPipeError: the server died since the last solve
+            with self._send_lock:
+                socket.send_fds(self.control, [b"w"], [theirs.fileno()])
+            theirs.close()
+            for frame in frames:  # each as it is: the data are not copied into one buffer (80 MB at 20,000 x 500)
+                mine.sendall(_HEADER.pack(len(frame)))
+                mine.sendall(frame)
+        except OSError:  # the server died since the last call, before it forked a child
+            theirs.close()
+            mine.close()
             self.close()
-            return _NOT_TAKEN
-        ends = time.monotonic() + wait
-        pid, where, answer = 0, "", None
+            return NOT_TAKEN
+        with contextlib.closing(mine):
+            return _Call(self, mine).wait(kill_at)
+
+    def close(self) -> None:
+        if self.owner != os.getpid() or self.closed:  # a forked process's copy: the server is its parent's
+            return
+        self.closed = True
+        for key, server in list(Server._running.items()):
+            if server is self:
+                del Server._running[key]
+        self.control.close()
+        if self.watch is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.watch)
+            self.watch = None
+        self.process.kill()
+        self.process.wait()
+
+
+class _Call:
+    """One call's socket, read until its child's answer and the server's word that the child exited."""
+
+    def __init__(self, server: Server, sock: socket.socket):
+        self.server, self.sock, self.buffer = server, sock, b""
+        self.pid, self.stage = 0, ""
+
+    def wait(self, kill_at: Callable[[], float | None]) -> Any:
+        answer = None
         try:
-            while True:
-                message = self._message(ends - time.monotonic())
-                if message is _GONE:  # the server died during the solve (killed, out of memory)
-                    return self._died(pid, where)
-                if message is None:  # past the limit and its grace: the child goes
-                    self._end(pid)
-                    return Ended(killed=True, stage=where)
-                kind, value = message
-                if kind == "pid":
-                    pid = value
-                elif kind == "stage":
-                    where = value
-                elif kind == "warning":  # through this process's filters, as if warned here
-                    warnings.warn_explicit(*value, registry=_WARNED)
-                elif kind in ("returned", "raised"):
-                    answer = message
-                elif kind == "exit":
-                    break
+            while answer is None:
+                ends = kill_at()
+                left = None if ends is None else ends - time.monotonic()
+                if left is not None and left <= 0:  # past the limit and its grace: the child goes
+                    return self._end_with(Ended(killed=True, stage=self.stage), kill=True)
+                message = self.message(_POLL_S if left is None else min(left, _POLL_S))
+                if message is _GONE:  # the server died during the call (killed, out of memory)
+                    return self._server_died()
+                if message is not None:
+                    answer = self._take(message)
         except BaseException:  # Ctrl-C while waiting, or a warning the caller's filters make an error
-            self._end(pid)
+            self._end_with(None, kill=True)
             raise
-        if answer is None:
-            return Ended(killed=False, stage=where, how=value)
+        if isinstance(answer, Ended):  # dead by itself: the server said how
+            return answer
+        self._end_with(None, kill=False)  # to the server's word that the child exited
         if answer[0] == "raised":
             raise answer[1]
         return answer[1]
 
-    def _died(self, pid: int, where: str) -> Ended:
-        """The server died during a solve: its child, which dies with it (_die_with_parent), is killed here too
-        and waited for, the server is reaped, and the next call starts a new one."""
-        if pid:
-            _kill_and_wait(pid)
-        self.close()
-        code = self.process.returncode
-        how = _signal_or_exit(-code, 0) if code < 0 else _signal_or_exit(0, code)
-        return Ended(killed=False, stage=where, how=how, server_pid=self.process.pid)
+    def _take(self, message) -> tuple | Ended | None:
+        """Note a message; the answer when it is one (("returned" | "raised", value), or an Ended)."""
+        kind, value = message
+        if kind == "pid":
+            self.pid = value
+            with _LIVE_LOCK:
+                _LIVE.add(value)
+        elif kind == "stage":
+            self.stage = value
+        elif kind == "warning":  # through this process's filters, as if warned here
+            warnings.warn_explicit(*value, registry=_WARNED)
+        elif kind in ("returned", "raised"):
+            return message
+        elif kind == "exit":
+            self._forget()
+            return Ended(killed=False, stage=self.stage, how=value)
+        return None
 
-    def _end(self, pid: int) -> None:
-        """Kill the child `pid` and read on to the server's word that it exited; a server that does not say so
-        in 5 s is ended too (the next call starts another)."""
-        if pid:
-            _kill(pid)
-        ends = time.monotonic() + 5.0
-        while pid:  # to the server's word that it exited (an answer that came before it is dropped)
-            message = self._message(ends - time.monotonic())
-            if message is None or message is _GONE:
+    def _end_with(self, ended: Ended | None, kill: bool) -> Ended | None:
+        """Kill the child (once its pid is known) if `kill`, and read on to the server's word that it exited. A
+        child not gone in EXIT_WAIT_S after its answer is killed; a server that says nothing EXIT_WAIT_S after
+        the kill is ended too (the next call starts another; other calls' children end with it)."""
+        if kill and self.pid:
+            _kill(self.pid)
+        for _ in range(2):
+            ends = time.monotonic() + EXIT_WAIT_S
+            while (message := self.message(ends - time.monotonic())) is not None and message is not _GONE:
+                kind, value = message
+                if kind == "pid" and kill:  # killed before it said its pid
+                    _kill(value)
+                elif kind == "warning":  # sent before the kill: the caller's all the same (not raised here)
+                    with contextlib.suppress(Warning):
+                        warnings.warn_explicit(*value, registry=_WARNED)
+                elif kind == "exit":
+                    self._forget()
+                    return ended
+            if message is _GONE or kill:
                 break
-            if message[0] == "warning":  # sent before the kill: the caller's all the same (not raised here)
-                with contextlib.suppress(Warning):
-                    warnings.warn_explicit(*message[1], registry=_WARNED)
-            if message[0] == "exit":
-                return
-        self.close()
+            kill = True  # answered, yet still running: it goes
+            if self.pid:
+                _kill(self.pid)
+        self.server.close()
+        self._forget()
+        return ended
 
-    def _message(self, wait: float):
-        """The next message from the server or a child; None if none came in `wait` seconds; _GONE if the server
-        exited (or the answer pipe closed) with no message left to read."""
+    def _server_died(self) -> Ended:
+        """The server died during the call: its child, which dies with it (_die_with_parent), is killed here too
+        and waited for, the server is reaped, and the next call starts a new one."""
+        if self.pid:
+            _kill_and_wait(self.pid)
+        self._forget()
+        self.server.close()
+        code = self.server.process.returncode
+        how = _signal_or_exit(-code, 0) if code < 0 else _signal_or_exit(0, code)
+        return Ended(killed=False, stage=self.stage, how=how, server_pid=self.server.process.pid)
+
+    def _forget(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self.pid)
+
+    def message(self, wait: float):
+        """The next message from the child or the server; None if none came in `wait` seconds; _GONE if the
+        server exited (or the socket closed) with no message left to read."""
         ends = time.monotonic() + max(wait, 0.0)
-        watched = [self.answers] if self.watch is None else [self.answers, self.watch]
+        watch = self.server.watch
+        watched = [self.sock] if watch is None else [self.sock, watch]
         while True:
             if len(self.buffer) >= _HEADER.size:
                 size = _HEADER.unpack_from(self.buffer)[0]
@@ -285,30 +384,32 @@ class _Server:
             left = ends - time.monotonic()
             if left <= 0:
                 return None
-            ready = select.select(watched, [], [], left if self.watch is not None else min(left, _POLL_S))[0]
-            if self.answers in ready:  # what the server or a child sent first, even from a server now dead
-                chunk = os.read(self.answers, 1 << 20)
+            try:
+                ready = select.select(watched, [], [], left if watch is not None else min(left, _POLL_S))[0]
+            except (OSError, ValueError):  # another call closed the dead server's pidfd meanwhile
+                return _GONE
+            if self.sock in ready:  # what the child or the server sent first, even from a server now dead
+                chunk = self.sock.recv(1 << 20)
                 if not chunk:
                     return _GONE
                 self.buffer += chunk
-            elif self.watch in ready or (self.watch is None and self.process.poll() is not None):
+            elif (watch is not None and watch in ready) or (watch is None and self.server.process.poll() is not None):
                 return _GONE
 
-    def close(self) -> None:
-        if self.owner != os.getpid():  # a forked process's copy: the server is its parent's
-            return
-        if _Server._current is self:
-            _Server._current = None
-        for fd in (self.request, self.answers, self.watch):
-            if fd is None:
-                continue
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.watch = None
-        self.process.kill()
-        self.process.wait()
+
+def kill_running() -> int:
+    """Kill every child this process waits for now (on Ctrl-C); returns how many."""
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        _kill(pid)
+    return len(pids)
+
+
+def running_children() -> list[int]:
+    """The pids of the children this process waits for now."""
+    with _LIVE_LOCK:
+        return sorted(_LIVE)
 
 
 def _pidfd(pid: int) -> int | None:
@@ -320,10 +421,8 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_and_wait(pid: int, wait: float = 5.0) -> None:
@@ -345,52 +444,33 @@ def _signal_or_exit(signum: int, code: int) -> str:
     return f"exit {code}"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _send(fd: int, message) -> None:
+def _send(sock: socket.socket, message) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    _write_all(fd, _HEADER.pack(len(data)) + data)
+    sock.sendall(_HEADER.pack(len(data)) + data)
 
 
 # ------------------------------------------------------------------------------------------------ the server
 
-_answer_fd: int | None = None  # in a child of the server: where stage() and the answer go
+_answer: socket.socket | None = None  # in a child: where stage(), the warnings and the answer go
+_answer_lock = threading.Lock()
 
 
 def stage(text: str) -> None:
-    """Say what the solve is doing now (a no-op outside a child of the solve server)."""
-    if _answer_fd is not None:
-        _send(_answer_fd, ("stage", text))
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    """Say what the work is doing now (a no-op outside a server's child)."""
+    if _answer is not None:
+        with _answer_lock:
+            _send(_answer, ("stage", text))
 
 
 def prepare_to_fork() -> None:
-    """What a server that forks one process per solve does once, after its imports (this module's server, and the
-    runner's and the benchmark's fork servers through experiments.runner.warm).
+    """What a server does once, after its imports, before it forks a child per call.
 
-    - The threadpoolctl controller that solvers.blas keeps for the working sets' one-thread sections is made here
-      once, so that no solve process scans the loaded libraries again (a scan in each forked solve: 22-36 ms,
-      about 3 % of the kernel dual's working set at n = 5,000). A forked process shares the server's libraries,
-      so the controller made here limits the same ones (numpy's, scipy's and SCS's OpenBLAS, and libgomp).
-    - The objects the imports made (about 180,000 that the garbage collector tracks: Pyomo, cvxpy, scipy) are
-      moved out of its reach (gc.freeze, the standard library's advice for a server that forks): a full
-      collection walked them all, 0.1 s, at intervals set by the allocations, so that one solve in several took
-      0.1 s longer (the kernel dual at n = 5,000 through Pyomo: 0.28 s against 0.18 s), and in a forked process
-      its writes copied the server's memory pages. Nothing imported is collected later in any case.
+    - The threadpoolctl controller that solvers.blas keeps for the working sets' one-thread sections is made
+      here, so that no child scans the loaded libraries again; a child shares the server's libraries, so the
+      controller made here limits the same ones.
+    - The objects the imports made are moved out of the garbage collector's reach (gc.freeze, the standard
+      library's advice for a server that forks): a full collection in a child would walk them all and, by its
+      writes, copy the server's memory pages. Nothing imported is collected later in any case.
     """
     from solvers import blas  # here, in a server: a caller's process needs no threadpoolctl for this module
 
@@ -399,27 +479,58 @@ def prepare_to_fork() -> None:
     gc.freeze()
 
 
-def _serve(request_fd: int, answer_fd: int) -> None:
-    """Import PRELOAD, say ready, then fork a child per request and report how each ended, until the caller
-    closes the request pipe (it exited)."""
-    for module in PRELOAD:
+def _serve(control: socket.socket, preload: list[str]) -> None:
+    """Import `preload`, say ready, then fork a child per call (its socket comes with it) and tell each call how
+    its child ended, until the caller closes the control socket (it exited)."""
+    for module in preload:
         importlib.import_module(module)
     prepare_to_fork()
-    _send(answer_fd, ("ready",))
+    wake_read, wake_write = os.pipe()  # a SIGCHLD wakes the select below
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    control.sendall(b"r")
+    calls: dict[int, socket.socket] = {}  # child pid -> the server's copy of its call's socket
     while True:
-        request = [_read_frame(request_fd), _read_frame(request_fd)]  # the registered backends, the work
-        if None in request:
+        ready = select.select([control, wake_read], [], [])[0]
+        if wake_read in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_read, 4096)
+            _reap(calls)
+        if control in ready:
+            message, fds, _, _ = socket.recv_fds(control, 1, 1)
+            if not message:
+                return  # the caller exited: the children die with this process
+            conn = socket.socket(fileno=fds[0])
+            server = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for fd in (control.fileno(), wake_read, wake_write, *(c.fileno() for c in calls.values())):
+                    os.close(fd)
+                _die_with_parent(server)
+                _child(conn)
+            calls[pid] = conn
+
+
+def _reap(calls: dict[int, socket.socket]) -> None:
+    """Tell the call of each child that exited how it ended, and close the server's copy of its socket."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
             return
-        server = os.getpid()
-        pid = os.fork()
         if pid == 0:
-            _die_with_parent(server)
-            os.close(request_fd)
-            _child(*request, answer_fd)
-        _, status = os.waitpid(pid, 0)
+            return
         how = _signal_or_exit(os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
                               os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
-        _send(answer_fd, ("exit", how))
+        conn = calls.pop(pid, None)
+        if conn is not None:
+            with contextlib.suppress(OSError):  # a caller that stopped reading
+                _send(conn, ("exit", how))
+            conn.close()
 
 
 #: prctl's option that sends a signal to this process when its parent dies (linux/prctl.h).
@@ -427,8 +538,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent(parent: int) -> None:
-    """In a child of the server: be killed when the server dies (a server killed during a solve left its child
-    running to its end, 23.8 s, with the caller waiting for it), or exit now if it died already."""
+    """In a child: be killed when the server dies (else a child of a killed server runs to its end with the
+    caller waiting for it), or exit now if it died already."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
@@ -436,38 +547,52 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _forward_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """warnings.showwarning in a child: the warning goes to the caller, whose filters decide (a trial's
-    simplefilter("ignore") and catch_warnings(record=True) saw nothing of a child's warnings, printed here)."""
-    try:
-        _send(_answer_fd, ("warning", (message, category, filename, lineno)))
-    except Exception:  # noqa: BLE001 - a warning that does not pickle: its words
-        _send(_answer_fd, ("warning", (str(message), UserWarning, filename, lineno)))
+    """warnings.showwarning in a child: the warning goes to the caller, whose filters decide (a caller's
+    simplefilter("ignore") or catch_warnings(record=True) must see the child's warnings as its own)."""
+    with _answer_lock:
+        try:
+            _send(_answer, ("warning", (message, category, filename, lineno)))
+        except Exception:  # noqa: BLE001 - a warning that does not pickle: its words
+            _send(_answer, ("warning", (str(message), UserWarning, filename, lineno)))
 
 
-def _read_frame(fd: int) -> bytes | None:
-    """One frame of a request (its size, then its bytes); None if the caller closed the pipe."""
-    header = _read_exactly(fd, _HEADER.size)
-    return None if header is None else _read_exactly(fd, _HEADER.unpack(header)[0])
+def _read_frame(sock: socket.socket) -> bytes:
+    header = _read_exactly(sock, _HEADER.size)
+    return _read_exactly(sock, _HEADER.unpack(header)[0])
 
 
-def _child(added: bytes, work: bytes, answer_fd: int) -> None:
-    global _answer_fd, ISOLATE
-    _answer_fd = answer_fd
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = sock.recv_into(view[got:], size - got)
+        if not n:
+            raise EOFError("the caller closed the call's socket")
+        got += n
+    return bytes(data)
+
+
+def _child(conn: socket.socket) -> None:
+    global _answer, ISOLATE
+    _answer = conn
     ISOLATE = False  # this process is the one killed at the limit: an entry point called in it runs here
-    warnings.simplefilter("always")  # every warning to the caller, whose own filters apply there
-    warnings.showwarning = _forward_warning
     code = 0
     try:
-        _send(answer_fd, ("pid", os.getpid()))
+        _send(conn, ("pid", os.getpid()))
+        options, added, work = (_read_frame(conn) for _ in range(3))
+        if pickle.loads(options)["forward_warnings"]:
+            warnings.simplefilter("always")  # every warning to the caller, whose own filters apply there
+            warnings.showwarning = _forward_warning
         try:
             registry.adopt(added)  # the backends the caller registered, before the work that may use them
             answer = ("returned", pickle.loads(work)())
         except Exception as exc:  # raised in the caller, as if the work had run there
             answer = ("raised", exc)
-        try:
-            _send(answer_fd, answer)
-        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle: its words
-            _send(answer_fd, ("raised", RuntimeError(f"the solve's answer could not be sent back: {exc}")))
+        with _answer_lock:
+            try:
+                _send(conn, answer)
+            except Exception as exc:  # noqa: BLE001 - an answer that does not pickle: its words
+                _send(conn, ("raised", RuntimeError(f"the answer could not be sent back: {exc}")))
     except BaseException:  # noqa: BLE001 - the child must reach os._exit, whatever happens
         code = 1
     finally:
@@ -477,7 +602,7 @@ def _child(added: bytes, work: bytes, answer_fd: int) -> None:
 
 
 if __name__ == "__main__":
-    from solvers import isolation  # the module itself, not this __main__ copy: stage() reads its _answer_fd
+    from solvers import isolation  # the module itself, not this __main__ copy: stage() reads its _answer
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the child it waits for
-    isolation._serve(int(sys.argv[1]), int(sys.argv[2]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it kills the children it waits for
+    isolation._serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])

@@ -19,6 +19,7 @@ from formulations.kernels import Kernel, gram
 from solvers import api
 from solvers.deadline import Deadline
 from solvers.algorithms import direct, working_set
+from solvers.algorithms.working_set import start, subproblems
 from solvers.bridge.pyomo_standard_form import from_pyomo
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1: 1/2||w||^2 + C sum xi at the optimum
@@ -124,7 +125,7 @@ def test_working_set_split_start(rbf300, layer, backend):
     cold = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=0, engine="blocks")
     split = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=300, engine="blocks")
     assert cold.extras["start"] == "zero"
-    assert split.extras["start"].startswith(f"split: Nystrom {working_set.LANDMARKS}, |W| ")
+    assert split.extras["start"].startswith(f"split: Nystrom {start.LANDMARKS}, |W| ")
     for sol in (cold, split):
         assert sol.status == "optimal"
         assert sol.objective == pytest.approx(full.objective, rel=1e-7)
@@ -137,8 +138,8 @@ def test_split_start_is_feasible_and_near_the_optimum(rbf300):
     from solvers.profiles import backend_options
 
     opts = backend_options("piqp", "high")
-    alpha, sub_s, how = working_set.split_start(K, y, 1.0, working_set._subproblem_direct, "piqp", opts)
-    assert how.startswith(f"split: Nystrom {working_set.LANDMARKS}")
+    alpha, sub_s, how = start.split_start(K, y, 1.0, subproblems.subproblem_direct, "piqp", opts)
+    assert how.startswith(f"split: Nystrom {start.LANDMARKS}")
     assert sub_s > 0
     assert alpha.min() >= 0.0 and alpha.max() <= 1.0
     assert abs(float(y @ alpha)) < 1e-9
@@ -157,7 +158,7 @@ def test_split_start_falls_back_to_zero_when_a_subproblem_fails(rbf300):
     def no_point(Q, p, y_B, rhs, C, backend, options, time_limit=None):
         return None, 0.01
 
-    alpha, sub_s, how = working_set.split_start(K, y, 1.0, no_point, "piqp", {})
+    alpha, sub_s, how = start.split_start(K, y, 1.0, no_point, "piqp", {})
     assert alpha is None and "returned no point" in how and sub_s == pytest.approx(0.01)
 
 
@@ -241,7 +242,7 @@ def test_quick_bench_records_its_invocations(quick_run):
 def test_targets_of_paths_a_run_left_out_say_so(quick_run):
     """The targets of a results table from `--only kernel...`: no linear target row (it read "n=0, no verified
     path" before), and a layer with no path in the table is "not measured", not "no verified path"."""
-    from experiments.bench.report import targets
+    from experiments.bench.scaling_report import targets
 
     _, df = quick_run
     kernel = df[(df["problem"] == "kernel") & (df["layer"] != "cvxpy")]
@@ -291,7 +292,7 @@ def test_path_patterns_can_name_a_problem():
     picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
     assert {p.problem for p in picked} == {"kernel"}
     assert {p.form for p in picked} == {"working_set", "default", "tight"}
-    # linear, kernel and the kernel at C = 10 and 100 (issue 15), both tolerances
+    # linear, kernel and the kernel at C = 10 and 100, both tolerances
     assert len([p for p in paths if _matches(p, "libsvm")]) == 8
     assert {p.problem for p in paths if _matches(p, "kernel_C100")} == {"kernel_C100"}
     assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))
@@ -310,9 +311,13 @@ def test_a_path_stops_after_a_limit_but_the_peers_go_on():
     assert _exceeded({**row, "layer": "sklearn", "status": "iteration_limit"}, budget=60) == ""
 
 
-def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path):
-    """A worker that returns nothing within --kill-after gives a "killed" row; the path's larger n are not run."""
+def test_a_killed_path_gets_a_killed_row_then_not_run_rows(tmp_path, monkeypatch):
+    """A worker that returns nothing within --kill-after (and the grace, none here) gives a "killed" row; the path's
+    larger n are not run."""
     from experiments.bench.scaling import KERNEL_D, QUICK_KERNEL_N, run
+    from solvers import isolation
+
+    monkeypatch.setattr(isolation, "KILL_GRACE_S", 0.0)  # killed at 1 ms: before any measurement can answer
 
     df = run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=False,
              kill_after=1e-3)
@@ -336,7 +341,7 @@ def test_rounds_turn_the_order_and_keep_each_paths_fastest_finished_round(tmp_pa
 
     saved = []  # rows in results.partial.csv when each measurement starts: every one before it is saved
 
-    def fake_worker(task, hard_timeout):
+    def fake_worker(task, limit):
         partial = tmp_path / "results.partial.csv"
         saved.append(len(pd.read_csv(partial)) if partial.exists() else 0)
         calls.append((task.path.label, task.n))
@@ -399,7 +404,7 @@ def test_closing_the_benchmarks_rows_stop_their_proof_at_the_budget(monkeypatch)
     `optimal`. Through solvers.closing.settle the row is `time_limit`, as solve()'s."""
     from experiments.bench import scaling
 
-    task = scaling.Task(scaling.Path_("kernel", "kernel_dual", "cvxpy", "clarabel", form="dense"), n=60, budget=60.0)
+    task = scaling.BenchCase(scaling.BenchPath("kernel", "kernel_dual", "cvxpy", "clarabel", form="dense"), n=60, budget=60.0)
     X, y = scaling.bench_data(task.n, task.path.d)
     K = gram(Kernel("rbf", gamma=scaling.GAMMA), X)
     row = task.path.row(task.n)

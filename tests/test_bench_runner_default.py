@@ -8,7 +8,7 @@ import os
 import pandas as pd
 import pytest
 
-from experiments.bench import report as bench_report
+from experiments.bench import scaling_report as bench_report
 from experiments.bench import runner_default as rd
 
 KERNEL = rd.PROBLEMS[0]

@@ -2,7 +2,7 @@
 answer, its exception, a kill at the limit naming the stage it was in, and a death each come back to the caller.
 
 Nothing here depends on how long a solve takes: a child that must be killed waits forever (the kill comes
-KILL_GRACE after the limit)."""
+KILL_GRACE_S after the limit)."""
 
 from __future__ import annotations
 
@@ -382,3 +382,65 @@ def test_a_solve_whose_server_is_killed_in_the_backend_is_an_error_row_and_the_n
     assert not psutil.pid_exists(server) and _ended(child)
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
     assert sol.status == st.OPTIMAL and sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4)
+
+
+def _meet(folder: str, count: int) -> bool:
+    """Say this child is in its work (a file named by its pid) and wait for `count` children to be in theirs at
+    once; False if they never were (a bound for a server that runs one call at a time, not a duration)."""
+    import time
+
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    ends = time.monotonic() + 30.0
+    while len(os.listdir(folder)) < count:
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_calls_from_two_threads_run_at_once_through_one_server(tmp_path):
+    """The runner's workers share one server: two calls at once have two children at once, each its own answer."""
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(isolation.run(Deadline(600.0), partial(
+        _meet, str(tmp_path), 2)))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60.0)
+    assert answers == [True, True] and len(os.listdir(tmp_path)) == 2
+
+
+_CALLER = """
+import sys, threading, time
+from functools import partial
+from solvers import isolation
+from solvers.deadline import Deadline
+
+server, _ = isolation.Server.running()
+threading.Thread(target=isolation.run, args=(Deadline(600.0), partial(time.sleep, 600)), daemon=True).start()
+while not isolation.running_children():
+    time.sleep(0.01)
+print(server.process.pid, isolation.running_children()[0], flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_caller_leaves_neither_its_server_nor_its_child(tmp_path):
+    """A caller killed during a call (a sweep or a script killed with SIGKILL): its server ends (its control socket
+    closes) and the child with it, instead of running to the end of its work."""
+    import subprocess
+    import time
+
+    import psutil
+
+    caller = subprocess.Popen([sys.executable, "-c", _CALLER], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))})
+    try:
+        server, child = map(int, caller.stdout.readline().split())
+    finally:
+        caller.kill()
+        caller.wait()
+    ends = time.monotonic() + 30.0  # a bound for a broken build only: both end at once
+    while time.monotonic() < ends and not (_ended(server) and _ended(child)):
+        time.sleep(0.05)
+    assert _ended(server) and _ended(child), [psutil.Process(p).status() for p in (server, child) if psutil.pid_exists(p)]

@@ -22,7 +22,7 @@ import pytest
 
 from experiments.datasets import example_5_1, exercise_5_4, overlapping, separable
 from formulations import scaling
-from solvers import registry
+from solvers import isolation, registry
 from solvers import solution as st
 from solvers.api import solve
 from solvers.checks import farkas_check, separability_certificate
@@ -426,7 +426,7 @@ def _task(sweep, order: int, formulation="soft_primal", C=10.0, layer="cvxpy", b
     from formulations.kernels import Kernel
 
     ds = ds or exercise_5_4()
-    return sweep.Task(
+    return sweep.SolveTask(
         key=f"{ds.name}|{formulation}|{layer}/{backend}|{order}", order=order, suite="reliability",
         dataset=ds.name, formulation=formulation, layer=layer, backend=backend, C=C, kernel=Kernel("linear"),
         profile="default", kernel_form="dense", X=np.asarray(ds.X), y=np.asarray(ds.y), timeout=timeout,
@@ -460,11 +460,11 @@ def test_a_worker_killed_mid_solve_loses_no_other_row(sweep, tmp_path):
     def killer():
         while not marker.exists():  # bounded by the sweep: the victim runs first, with workers=1
             time.sleep(0.01)
-        with sweep._LIVE_LOCK:
-            procs = list(sweep._LIVE)
-        for proc in procs:
-            os.kill(proc.pid, signal.SIGKILL)
-            killed.append(proc.pid)
+        while not killed:  # the caller has read the child's pid by now, or reads it at once: the child hangs
+            for pid in isolation.running_children():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.01)
 
     rows = _run(sweep, tasks, tmp_path, killer)
     assert killed, "no live worker found once the victim had announced itself"
@@ -485,10 +485,36 @@ def test_a_hanging_solve_becomes_a_time_limit_row(sweep, tmp_path):
              _task(sweep, 2, formulation="dual"), _task(sweep, 3, fault="crash"), _task(sweep, 4, fault="raise")]
     rows = _run(sweep, tasks, tmp_path)
     assert set(rows) == {t.key for t in tasks}
-    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after 2.1 s" in rows[tasks[1].key]["error"]
+    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after 1.6 s" in rows[tasks[1].key]["error"]
     assert rows[tasks[3].key]["status"] == st.ERROR and "SIGSEGV" in rows[tasks[3].key]["error"]
     assert rows[tasks[4].key]["status"] == st.ERROR and "injected fault" in rows[tasks[4].key]["error"]
     for task in tasks[1], tasks[3], tasks[4]:  # their message says why in one line, as the error does
         assert rows[task.key]["message"] == rows[task.key]["error"] and "\n" not in rows[task.key]["message"]
     for task in (tasks[0], tasks[2]):
         assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+
+
+def test_a_solve_whose_server_is_killed_is_an_error_row_that_names_it(sweep, tmp_path):
+    """SIGKILL the runner's solve server while a task's child runs: the row is an `error` naming the server's death
+    at once (not a time_limit row at --timeout), the child dies with the server, and the next task gets a new one."""
+    import psutil
+
+    marker = tmp_path / "inside-the-task"
+    hung, after = _task(sweep, 0, fault=f"hang:{marker}", timeout=600.0), _task(sweep, 1)
+    sweep.warm_up(1)
+    server, _ = isolation.Server.running(isolation.PRELOAD + sweep.TASK_MODULES, sweep._SERVER_VARIABLES)
+    rows = {}
+    waiting = threading.Thread(target=lambda: rows.update(hung=sweep.run_isolated(hung)), daemon=True)
+    waiting.start()
+    while not marker.exists() and waiting.is_alive():  # bounded by the task: it hangs once inside
+        time.sleep(0.01)
+    child = isolation.running_children()
+    os.kill(server.process.pid, signal.SIGKILL)
+    waiting.join(30.0)  # a bound for a broken build only: the row comes with the server's death
+    assert not waiting.is_alive(), "the sweep still waits for the orphaned child"
+    row = rows["hung"]
+    assert row["status"] == st.ERROR and row["error"] == (f"the solve server (pid {server.process.pid}) died during "
+                                                         "the solve (SIGKILL)")
+    assert child and not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                             for pid in child)
+    assert sweep.run_isolated(after)["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)

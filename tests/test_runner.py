@@ -159,7 +159,7 @@ def test_failed_crashed_and_timed_out_solves_become_rows(tmp_path):
     hung = df[(df.layer == "pyomo") & (df.backend == "daqp")]
     assert (raised.status == "error").all() and raised.error.str.contains("injected fault: raise").all()
     assert (crashed.status == "error").all() and crashed.error.str.contains("SIGSEGV").all()
-    assert (hung.status == "time_limit").all() and hung.error.str.contains("killed after 12.0 s").all()
+    assert (hung.status == "time_limit").all() and hung.error.str.contains("killed after 11.0 s").all()
     others = df[~df.index.isin(raised.index.union(crashed.index).union(hung.index))]
     assert len(others) == 6 and (others.status == "optimal").all()
     np.testing.assert_allclose(others.objective, 0.71672427, atol=1e-6)
@@ -321,3 +321,26 @@ def test_grid_applies_the_formulations_that_fit():
     assert applicable(1.0, Kernel("rbf", gamma=1.0)) == ("kernel_dual",)
     probs = grid([("example_5_1", {})], Cs=[math.inf, 1.0], kernels=[Kernel("linear"), Kernel("rbf")])
     assert len(probs) == 3 + 3 + 1 + 1
+
+
+@pytest.mark.slow
+def test_a_dask_workers_solve_is_killed_at_the_timeout_too(tmp_path):
+    """A cluster's workers are daemonic processes by default: their solves ran in the worker itself, past --timeout
+    (a solve sleeping 30 s answered after 30 s); now each worker has its solve server, and the solve is killed."""
+    import dataclasses
+
+    from distributed import LocalCluster
+
+    from experiments.runner import sweep
+    from experiments.runner.suites import Problem
+
+    from experiments.datasets import example_5_1
+
+    ds = example_5_1()
+    problem = Problem(dataset="example_5_1", params={}, formulation="soft_primal", C=1.0)
+    (task,) = sweep.make_tasks([problem], {sweep.dataset_key("example_5_1", {}): ds}, [("cvxpy", "clarabel")],
+                               suite="custom", timeout=1.0)
+    rows = []
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        sweep.run_dask([dataclasses.replace(task, fault="sleep:30")], rows.append, scheduler=cluster.scheduler_address)
+    assert [(row["status"], row["error"]) for row in rows] == [("time_limit", "killed after 1.6 s (--timeout 1 s)")]

@@ -1,4 +1,4 @@
-"""Issue 15, the runner's default on large data: a solve far slower than its problem's fastest is
+"""The runner's default on large data: a solve far slower than its problem's fastest is
 stopped as a recorded `time_limit` row (sweep.SlowStop, --stop-slow), and the report's SVC
 reference neither forms an n x n matrix nor runs libsvm on data too large for it."""
 
@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from experiments.datasets import Dataset, example_5_1, nonlinear
 from experiments.runner import analysis, sweep
 from experiments.runner.cli import build_datasets, build_parser, main, problems_from
 from formulations.kernels import Kernel, gram
+from solvers import isolation
 
 TWO_PAIRS = [("cvxpy", "clarabel"), ("pyomo", "clarabel")]
 
@@ -88,7 +87,6 @@ def test_the_command_line_stops_a_slow_solve_and_records_it(tmp_path, monkeypatc
 @pytest.mark.parametrize("argv, words", [
     (["--stop-slow", "0.5"], "--stop-slow must be 0 (off) or a factor >= 1"),
     (["--stop-slow", "nan"], "--stop-slow must be 0 (off) or a factor >= 1"),
-    (["--stop-slow", "5", "--executor", "dask"], "local executor only"),
 ])
 def test_bad_stop_slow_is_one_line_and_exit_code_2(argv, words, capsys, tmp_path):
     assert main(["--datasets", "example_5_1", "--out", str(tmp_path / "x"), *argv]) == 2
@@ -137,52 +135,42 @@ def test_blas_threads_share_the_cores_among_the_workers(monkeypatch):
     assert [sweep.blas_threads(w) for w in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
 
 
-def _servers_environment(monkeypatch, start) -> dict:
-    """The environment a fork server started by `start()` would inherit (the server itself is not started)."""
-    from multiprocessing import forkserver
-
-    seen = []
-    monkeypatch.setattr(forkserver, "ensure_running", lambda: seen.append(dict(os.environ)))
-    start()
-    assert len(seen) == 1
-    return seen[0]
+def _environment_of(pid: int) -> dict:
+    """A running process's environment, as Linux shows it."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return {name.decode(): value.decode() for name, value in pairs}
 
 
+@pytest.mark.skipif(not isolation.ISOLATE, reason="solve servers run on Linux only")
 @pytest.mark.parametrize("user_value", [None, "20"])
-def test_the_fork_servers_start_with_the_solve_process_variables(monkeypatch, user_value):
-    """The runner's and the benchmark's solve processes inherit sweep.SOLVE_PROCESS_VARIABLES from their
-    server (OpenBLAS's idle threads asleep at once, glibc's malloc keeping freed blocks), unless the user
-    set them; this process keeps its own environment."""
-    from experiments.bench import scaling
-
+def test_every_solve_server_starts_with_the_solve_process_variables(monkeypatch, user_value):
+    """The solve servers (the runner's, with the BLAS threads of warm_up, and a solve entry point's) and so their
+    children start with isolation.SOLVE_PROCESS_VARIABLES (OpenBLAS's idle threads asleep at once, glibc's malloc
+    keeping freed blocks), unless the user set them; this process keeps its own environment."""
     variables = {"OPENBLAS_THREAD_TIMEOUT": "4", "MALLOC_MMAP_THRESHOLD_": str(2**25),
                  "MALLOC_TRIM_THRESHOLD_": str(2**30)}
-    assert sweep.SOLVE_PROCESS_VARIABLES == variables
-    for name in variables:
+    assert isolation.SOLVE_PROCESS_VARIABLES == variables
+    for name in (*variables, *sweep.BLAS_THREAD_VARIABLES):
         if user_value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, user_value)
-    monkeypatch.setattr(scaling, "_CTX", None)
-    expected = {name: user_value or value for name, value in variables.items()}
-    for start in (lambda: sweep.warm_up(1), scaling._context):
-        seen = _servers_environment(monkeypatch, start)
-        assert {name: seen[name] for name in variables} == expected
+    monkeypatch.setattr(isolation.Server, "_running", {})  # new servers, this test's environment
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 2)
+    sweep.warm_up(1)
+    runner, _ = isolation.Server.running(isolation.PRELOAD + sweep.TASK_MODULES, sweep._SERVER_VARIABLES)
+    solve, _ = isolation.Server.running()
+    try:
+        blas = dict.fromkeys(sweep.BLAS_THREAD_VARIABLES, user_value or "2")
+        for server, added in ((runner, {**variables, **blas}), (solve, variables)):
+            seen = _environment_of(server.process.pid)
+            assert {name: seen.get(name) for name in added} == {name: user_value or value for name, value in added.items()}
+        assert "OPENBLAS_NUM_THREADS" not in _environment_of(solve.process.pid) or user_value
+    finally:
+        runner.close()
+        solve.close()
     assert {name: os.environ.get(name) for name in variables} == dict.fromkeys(variables, user_value)
-
-
-def test_start_fork_server_gives_a_started_process_the_variables_and_undoes_them(monkeypatch):
-    from multiprocessing import forkserver
-
-    monkeypatch.delenv("SVM_TEST_VARIABLE", raising=False)
-    monkeypatch.setenv("SVM_TEST_KEPT", "user")
-    script = "import os; print(os.environ.get('SVM_TEST_VARIABLE'), os.environ.get('SVM_TEST_KEPT'))"
-    out = []
-    monkeypatch.setattr(forkserver, "ensure_running", lambda: out.append(subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout))
-    sweep.start_fork_server({"SVM_TEST_VARIABLE": "4", "SVM_TEST_KEPT": "4"})
-    assert out[0].split() == ["4", "user"]
-    assert "SVM_TEST_VARIABLE" not in os.environ and os.environ["SVM_TEST_KEPT"] == "user"
 
 
 def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):
@@ -238,3 +226,21 @@ def test_a_stalling_backend_named_on_the_command_line_is_kept_and_the_lecture_sw
     datasets, maps = build_datasets(problems, args)
     lecture = sweep.make_tasks(problems, datasets, pairs, suite="default", label_maps=maps)
     assert sweep.leave_out_stalls(lecture, None) == (lecture, [])
+
+
+def test_the_dask_executor_stops_a_solve_far_slower_than_its_problems_fastest(tmp_path):
+    """The same stop rules as the local executor: the sleeping pair is stopped once the other has answered (a Dask
+    worker's solve ran to --timeout), and both rows are recorded."""
+    from distributed import LocalCluster
+
+    tasks = _tasks(["--datasets", "example_5_1", "--C", "1", "--formulations", "soft_primal"],
+                   faults={("pyomo", "clarabel"): "sleep:600"}, timeout=600.0)
+    rows = {}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        sweep.run_dask(tasks, lambda row: rows.__setitem__((row["layer"], row["backend"]), row),
+                       scheduler=cluster.scheduler_address, log_dir=str(tmp_path / "logs"),
+                       slow=sweep.SlowStop(factor=2, floor_s=1.0))
+    assert rows[("cvxpy", "clarabel")]["status"] == "optimal"
+    stopped = rows[("pyomo", "clarabel")]
+    assert stopped["status"] == "time_limit" and "cvxpy/clarabel" in stopped["error"]
+    assert stopped["error"].startswith("stopped after 1.0 s: 2 x the fastest solve of this problem")

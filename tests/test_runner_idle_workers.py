@@ -1,10 +1,12 @@
-"""Issue 15, the runner's default timed as the benchmark times it: its solves run on the CPU cores idle
+"""The runner's default timed as the benchmark times it: its solves run on the CPU cores idle
 when it starts (sweep.idle_cores, workers_for; --workers overrides), and a working-set row computes
 kernel rows on demand, never the n x n Gram matrix."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,28 +104,27 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
     assert np.isfinite(row["objective"])
 
 
-def test_the_fork_server_makes_the_blas_controller_once_for_every_solve(monkeypatch):
-    """experiments.runner.warm, imported last by the fork servers, leaves solvers.blas's controller made on
-    the libraries loaded by then (a forked solve finds it there instead of scanning them again), and the
-    objects made so far frozen (gc.freeze)."""
+def test_a_solve_server_makes_the_blas_controller_once_for_every_solve(monkeypatch):
+    """isolation.prepare_to_fork, which a server runs after its imports, leaves solvers.blas's controller made on
+    the libraries loaded by then (a forked solve finds it there instead of scanning them again), and the objects
+    made so far frozen (gc.freeze); importing the runner's modules freezes nothing."""
     import gc
-    import importlib
 
-    from experiments.bench import scaling
-    from solvers import blas
+    from solvers import blas, isolation
 
+    script = "import gc, experiments.runner.sweep, experiments.bench.scaling; print(gc.get_freeze_count())"
+    frozen = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert frozen.split() == ["0"]  # a caller's process collects as before
     monkeypatch.setattr(blas, "_controller", None)
     gc.unfreeze()
     try:
-        warm = importlib.import_module("experiments.runner.warm")
-        importlib.reload(warm)
+        isolation.prepare_to_fork()
         assert blas._controller is not None and blas._controller.select(user_api="blas").lib_controllers
         # the imports' objects out of the collector's reach: no full collection walks them in a solve process
         assert gc.get_freeze_count() > 10_000 and len(gc.get_objects(generation=2)) < gc.get_freeze_count()
     finally:
         gc.unfreeze()  # this test process collects as before
-    assert sweep.PRELOAD[-1] == "experiments.runner.warm" and "solvers.api" in sweep.PRELOAD
-    assert scaling.PRELOAD[-1] == "experiments.runner.warm"
+    assert "solvers.api" in isolation.PRELOAD and "experiments.runner.sweep" in sweep.TASK_MODULES
 
 
 def test_the_fastest_backends_run_first_and_the_table_keeps_the_grid_order():
@@ -131,7 +132,7 @@ def test_the_fastest_backends_run_first_and_the_table_keeps_the_grid_order():
     stop (the linear runner command: 626 s); PIQP, fastest in all four runner_default measurements, goes first."""
     from solvers.backends import ranked
 
-    tasks = [sweep.Task(key=f"p|soft_primal|{layer}/{backend}", order=i, suite="s", dataset="p",
+    tasks = [sweep.SolveTask(key=f"p|soft_primal|{layer}/{backend}", order=i, suite="s", dataset="p",
                         formulation="soft_primal", layer=layer, backend=backend, C=1.0, kernel=None,
                         profile="default", kernel_form="dense", X=np.zeros((2, 1)), y=np.array([-1.0, 1.0]))
              for i, (layer, backend) in enumerate((layer, b) for layer in ("pyomo", "cvxpy") for b in ranked("pyomo"))]

@@ -14,6 +14,7 @@ from solvers import solution as st
 from solvers.algorithms import smo as smo_module
 from solvers.algorithms import smo_dual
 from solvers.algorithms import working_set as ws
+from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.deadline import Deadline
 
@@ -54,13 +55,13 @@ def _assert_is_reference(sol, ref):
 def test_the_engine_reaches_the_proved_optimum_through_the_layer(data, reference, monkeypatch, layer, C):
     X, y, K = data
     blocks = []
-    real = ws.SUBSOLVERS[layer]
+    real = subproblems.SUBSOLVERS[layer]
 
     def spy(Q_BB, p, *args, **kwargs):
         blocks.append(len(p))
         return real(Q_BB, p, *args, **kwargs)
 
-    monkeypatch.setitem(ws.SUBSOLVERS, layer, spy)
+    monkeypatch.setitem(subproblems.SUBSOLVERS, layer, spy)
     sol = ws.solve(K, y, C, backend="piqp", layer=layer, q=60, validate=False)
     _assert_is_reference(sol, reference[C])
     assert sol.extras["start"] == "smo from zero" and sol.extras["smo_steps"] > 0

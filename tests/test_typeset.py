@@ -99,7 +99,7 @@ def test_report_html_shows_its_maths_offline_in_chromium(tmp_path):
 
 
 def test_benchmark_report_html_typesets_its_notes(tmp_path):
-    from experiments.bench.report import WHAT_WAS_TRIED
+    from experiments.bench.scaling_report import WHAT_WAS_TRIED
     from experiments.typeset import write_html
 
     report = tmp_path / "report.md"

@@ -198,7 +198,7 @@ def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
         res.Ku = None
         return res
 
-    monkeypatch.setattr(working_set, "decompose", lying)
+    monkeypatch.setattr(working_set.solver, "decompose", lying)  # where solve looks it up
     sol = working_set.solve(K, ds.y, 1.0, backend="clarabel")
     assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
 
@@ -225,8 +225,8 @@ def test_bench_rows_refute_a_false_claim():
     ds = example_5_1()
     truth = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=bench.C_VALUE, profile="high")
     raw = st.RawResult(status=st.OPTIMAL, raw_status="solved", objective=truth.objective)
-    path = bench.Path_("linear", "soft_primal", "cvxpy", "clarabel")
-    task = bench.Task(path=path, n=len(ds.y), budget=10.0)
+    path = bench.BenchPath("linear", "soft_primal", "cvxpy", "clarabel")
+    task = bench.BenchCase(path=path, n=len(ds.y), budget=10.0)
     row = bench.Row(path.problem, path.formulation, path.layer, path.backend, path.form, path.rank, path.profile,
                     path.label, len(ds.y), ds.X.shape[1])
     values = {"w": truth.w * 1.01, "b": truth.b, "alpha": truth.alpha}
@@ -436,7 +436,8 @@ def test_working_set_starts_feasible_at_every_C(C, backend):
 
 
 def test_balance_classes_makes_a_solver_point_exactly_feasible():
-    from solvers.algorithms.working_set import balance_classes, check_alpha0
+    from solvers.algorithms.working_set import check_alpha0
+    from solvers.algorithms.working_set.optimality import balance_classes
 
     y = np.array([1.0, 1.0, -1.0, -1.0])
     alpha = np.array([1e-5, 1e-5, 1e-5, 1e-5 - 3e-9])  # a subproblem's absolute tolerance at C = 1e-5

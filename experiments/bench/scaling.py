@@ -25,16 +25,16 @@ own sets (breast cancer, digits even/odd, wine and iris one class against the re
 size, as ``linear_<set>`` and ``kernel_<set>`` (gamma = 1/d). Each has the peers and the fast paths (the
 working sets, solve(method="auto")) through PIQP; the report gives each family its section.
 
-Each measurement runs in a fresh worker process (forked from a fork server that has
-the libraries imported): its peak memory (ru_maxrss) is its
-own, and a stuck solver is killed. A path whose solve exceeded the per-solve --budget at one
+Each measurement runs in a fresh worker process (a child of the solve server, solvers.isolation, which has
+the libraries imported): its peak memory (ru_maxrss) is its own, and a stuck solver is killed at --kill-after
+plus the grace every killed process gets. A path whose solve exceeded the per-solve --budget at one
 n, was killed, or stopped at its time or iteration limit is not run at larger n (the row says so). Times: `build_s` (model construction or matrix
 assembly, plus the Gram matrix for kernel paths), `solve_s` (the backend's call, including
 a layer's compile and read-back), `total_s` = build + solve (what a user waits for),
 `solver_s` (the solver's own time inside). Accuracy: every point is checked by
 solvers.checks; `rel_obj_error` is (objective - best)/|best| in the worse direction
 (primal above, dual below the best verified optimum).
-Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.report).
+Writes <out>/results.csv, <out>/report.md and <out>/*.png (experiments.bench.scaling_report).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing as mp
 import resource
 import sys
 import time
@@ -50,17 +49,17 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import formulations
-from experiments.bench import report as bench_report
-from experiments.bench.report import is_linear, path_label
+from experiments.bench import scaling_report as bench_report
+from experiments.bench.scaling_report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
                                   wine_one_vs_rest)
-from experiments.runner import sweep
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
@@ -84,13 +83,13 @@ LINEAR_N = (1_000, 10_000, 100_000)
 KERNEL_N = (500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
 QUICK_LINEAR_N = (100, 300)
 QUICK_KERNEL_N = (60, 150)
-#: The kernel dual at a large C (issue 15): the same data and paths' peers at C = 10 and 100.
+#: The kernel dual at a large C: the same data and paths' peers at C = 10 and 100.
 LARGE_C_PROBLEMS = {"kernel_C10": 10.0, "kernel_C100": 100.0}
 LARGE_C_N = (2_000, 5_000)
 QUICK_LARGE_C_N = (150,)
 
 
-#: Issue 15's linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
+#: The large linear cases (`--only linear_1e6`, `--only linear_wide`): the linear data at n = 1e6
 #: (d = 20), and wide data (the same generator with d = 500, n = 20,000).
 BIG_N = (1_000_000,)
 WIDE_D = 500
@@ -171,7 +170,7 @@ ALL_BACKENDS = tuple(RECORDS)
 
 
 @dataclass(frozen=True)
-class Path_:
+class BenchPath:
     """One way to the optimum: a series of measurements over n."""
 
     problem: str  # "linear" | "kernel"
@@ -200,8 +199,8 @@ class Path_:
 
 
 @dataclass
-class Task:
-    path: Path_
+class BenchCase:
+    path: BenchPath
     n: int
     budget: float
 
@@ -244,7 +243,7 @@ class Row:
 # ----------------------------------------------------------------------------- plan
 
 
-def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[Path_]:
+def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[BenchPath]:
     """Every path of the benchmark's data families, in the order they run."""
     paths = _blobs_plan(quick, backends) if "blobs" in families else []
     for problem, data in FAMILY_PROBLEMS.items():
@@ -253,76 +252,76 @@ def plan(quick: bool, backends=ALL_BACKENDS, families=("blobs",)) -> list[Path_]
     return paths
 
 
-def _family_plan(problem: str, backends) -> list[Path_]:
+def _family_plan(problem: str, backends) -> list[BenchPath]:
     """A family's data set: its peers at both tolerances and the fast paths through PIQP (the working sets in
     each layer, solve(method="auto") in the modeling layers)."""
     linear = is_linear(problem)
     peer = "liblinear" if linear else "libsvm"
     formulation = "soft_primal" if linear else "kernel_dual"
-    paths = [Path_(problem, peer, "sklearn", peer, form) for form in ("default", "tight")]
+    paths = [BenchPath(problem, peer, "sklearn", peer, form) for form in ("default", "tight")]
     if "piqp" in backends:
-        paths += [Path_(problem, formulation, layer, "piqp", "working_set") for layer in ("direct", "cvxpy", "pyomo")]
-        paths += [Path_(problem, formulation, layer, "piqp", "auto") for layer in ("cvxpy", "pyomo")]
+        paths += [BenchPath(problem, formulation, layer, "piqp", "working_set") for layer in ("direct", "cvxpy", "pyomo")]
+        paths += [BenchPath(problem, formulation, layer, "piqp", "auto") for layer in ("cvxpy", "pyomo")]
     return paths
 
 
-def _blobs_plan(quick: bool, backends) -> list[Path_]:
+def _blobs_plan(quick: bool, backends) -> list[BenchPath]:
     """The paths of the blobs (the benchmark's own generators)."""
-    paths: list[Path_] = []
+    paths: list[BenchPath] = []
     for form in ("default", "tight"):
-        paths.append(Path_("linear", "liblinear", "sklearn", "liblinear", form))
-        paths.append(Path_("linear", "libsvm", "sklearn", "libsvm", form))
-        paths.append(Path_("kernel", "libsvm", "sklearn", "libsvm", form))
+        paths.append(BenchPath("linear", "liblinear", "sklearn", "liblinear", form))
+        paths.append(BenchPath("linear", "libsvm", "sklearn", "libsvm", form))
+        paths.append(BenchPath("kernel", "libsvm", "sklearn", "libsvm", form))
     for formulation in ("soft_primal", "dual"):
         for backend in backends:
-            paths.append(Path_("linear", formulation, "direct", backend))
-            paths.append(Path_("linear", formulation, "cvxpy", backend))
-            paths.append(Path_("linear", formulation, "pyomo", backend))
+            paths.append(BenchPath("linear", formulation, "direct", backend))
+            paths.append(BenchPath("linear", formulation, "cvxpy", backend))
+            paths.append(BenchPath("linear", formulation, "pyomo", backend))
     for layer in ("direct", "cvxpy", "pyomo"):  # the primal by restricted QPs (solvers.algorithms.primal_working_set)
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
-            paths.append(Path_("linear", "soft_primal", layer, backend, "working_set"))
+            paths.append(BenchPath("linear", "soft_primal", layer, backend, "working_set"))
     kernel_backends = [b for b in ("clarabel", "piqp", "proxqp", "daqp", "osqp") if b in backends]
     for backend in kernel_backends:
-        paths.append(Path_("kernel", "kernel_dual", "direct", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "direct", backend, "dense"))
     for backend in [b for b in ("clarabel", "piqp", "osqp") if b in backends]:
-        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "cvxpy", backend, "dense"))
     for backend in [b for b in ("clarabel", "piqp") if b in backends]:
-        paths.append(Path_("kernel", "kernel_dual", "cvxpy", backend, "factor"))
-        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "factor"))
-        paths.append(Path_("kernel", "kernel_dual", "pyomo", backend, "dense"))
+        paths.append(BenchPath("kernel", "kernel_dual", "cvxpy", backend, "factor"))
+        paths.append(BenchPath("kernel", "kernel_dual", "pyomo", backend, "factor"))
+        paths.append(BenchPath("kernel", "kernel_dual", "pyomo", backend, "dense"))
     ranks = (20, 50) if quick else (100, 400)
     for rank in ranks:
         if "piqp" in backends:
-            paths.append(Path_("kernel", "kernel_dual", "direct", "piqp", "lowrank", rank=rank))
+            paths.append(BenchPath("kernel", "kernel_dual", "direct", "piqp", "lowrank", rank=rank))
     for layer in ("direct", "cvxpy", "pyomo"):
         for backend in [b for b in ("proxqp", "piqp", "clarabel") if b in backends]:
             if layer == "pyomo" and backend == "clarabel":
                 continue
-            paths.append(Path_("kernel", "kernel_dual", layer, backend, "working_set"))
+            paths.append(BenchPath("kernel", "kernel_dual", layer, backend, "working_set"))
     if "piqp" in backends:
         # solvers.api.solve(method="auto"), the default a user gets: data to verified answer in one call
         for layer in ("cvxpy", "pyomo"):
-            paths.append(Path_("linear", "soft_primal", layer, "piqp", "auto"))
-            paths.append(Path_("kernel", "kernel_dual", layer, "piqp", "auto"))
+            paths.append(BenchPath("linear", "soft_primal", layer, "piqp", "auto"))
+            paths.append(BenchPath("kernel", "kernel_dual", layer, "piqp", "auto"))
         for problem in LARGE_C_PROBLEMS:
             for form in ("default", "tight"):
-                paths.append(Path_(problem, "libsvm", "sklearn", "libsvm", form))
+                paths.append(BenchPath(problem, "libsvm", "sklearn", "libsvm", form))
             for layer in ("direct", "cvxpy", "pyomo"):
-                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "working_set"))
+                paths.append(BenchPath(problem, "kernel_dual", layer, "piqp", "working_set"))
             for layer in ("cvxpy", "pyomo"):
-                paths.append(Path_(problem, "kernel_dual", layer, "piqp", "auto"))
-    for problem in ("linear_1e6", "linear_wide"):  # issue 15's linear cases, each with its LIBLINEAR peers
+                paths.append(BenchPath(problem, "kernel_dual", layer, "piqp", "auto"))
+    for problem in ("linear_1e6", "linear_wide"):  # the large linear cases, each with its LIBLINEAR peers
         for form in ("default", "tight"):
-            paths.append(Path_(problem, "liblinear", "sklearn", "liblinear", form))
+            paths.append(BenchPath(problem, "liblinear", "sklearn", "liblinear", form))
         for backend in [b for b in ("piqp", "clarabel") if b in backends]:
             for layer in ("direct", "cvxpy", "pyomo"):
-                paths.append(Path_(problem, "soft_primal", layer, backend, "working_set"))
+                paths.append(BenchPath(problem, "soft_primal", layer, backend, "working_set"))
                 if problem == "linear_wide":  # the whole QPs, primal and lifted dual
-                    paths.append(Path_(problem, "soft_primal", layer, backend))
-                    paths.append(Path_(problem, "dual", layer, backend))
+                    paths.append(BenchPath(problem, "soft_primal", layer, backend))
+                    paths.append(BenchPath(problem, "dual", layer, backend))
         if "piqp" in backends:
             for layer in ("cvxpy", "pyomo"):
-                paths.append(Path_(problem, "soft_primal", layer, "piqp", "auto"))
+                paths.append(BenchPath(problem, "soft_primal", layer, "piqp", "auto"))
     return paths
 
 
@@ -373,7 +372,7 @@ def _fill_from_solution(row: Row, sol, kind: str) -> None:
     row.message = (row.message + " " + (sol.message or "")).strip()[:300]
 
 
-def _run_sklearn(task: Task, row: Row, X, y) -> None:
+def _run_sklearn(task: BenchCase, row: Row, X, y) -> None:
     from sklearn.svm import SVC, LinearSVC
 
 
@@ -410,7 +409,7 @@ def _run_sklearn(task: Task, row: Row, X, y) -> None:
     row.status = "converged" if not any("converge" in str(w.message) for w in caught) else "iteration_limit"
 
 
-def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
+def _run_layer(task: BenchCase, row: Row, X, y, K, L) -> None:
     p = task.path
     prof = get_profile(p.profile)
     adapter = get_backend(p.layer, p.backend)
@@ -439,7 +438,7 @@ def _run_layer(task: Task, row: Row, X, y, K, L) -> None:
     _verify_into(row, task, p.layer, raw, values, X, y, K, deadline=deadline, candidate=candidate)
 
 
-def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
+def _run_direct(task: BenchCase, row: Row, X, y, K, L) -> None:
     p = task.path
     prof = get_profile(p.profile)
     form = "factor" if p.form == "lowrank" else (p.form or "dense")
@@ -454,7 +453,7 @@ def _run_direct(task: Task, row: Row, X, y, K, L) -> None:
                  deadline=deadline)
 
 
-def _verify_into(row: Row, task: Task, layer: str, raw, values: dict | None, X, y, K, *, deadline: Deadline,
+def _verify_into(row: Row, task: BenchCase, layer: str, raw, values: dict | None, X, y, K, *, deadline: Deadline,
                  candidate=None) -> None:
     """Recover w*, b* from a returned point, run the project's checks on it (solvers.closing.settle, as every
     solve path) and fill the row."""
@@ -466,7 +465,7 @@ def _verify_into(row: Row, task: Task, layer: str, raw, values: dict | None, X, 
     _fill_from_solution(row, sol, "primal" if p.formulation == "soft_primal" else "dual")
 
 
-def _run_working_set(task: Task, row: Row, X, y, K) -> None:
+def _run_working_set(task: BenchCase, row: Row, X, y, K) -> None:
     p = task.path
     start = time.perf_counter()
     if is_linear(p.problem):
@@ -481,15 +480,14 @@ def _run_working_set(task: Task, row: Row, X, y, K) -> None:
                                 validate=False)
         row.extras.update(q=q, kkt_violation=sol.extras.get("kkt_violation"), start=sol.extras.get("start"))
     # the outer loop (selection, updates), the subproblems and the closing checks: sol.build_s + sol.solve_s
-    # leave the checks out (issue 15, profiled: close() 0.18 s of 0.94 s at kernel n = 5,000, 0.84 s of 1.62 s
-    # at linear n = 1e5, where the proof of the optimum runs its 12 rounds)
+    # leave the checks out, a large share of the time where the proof of the optimum runs its rounds
     row.solve_s = time.perf_counter() - start
     row.solver_s = sol.solve_s  # inside the subproblem calls
     row.extras["outer_iterations"] = sol.iterations
     _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
-def _run_auto(task: Task, row: Row, X, y) -> None:
+def _run_auto(task: BenchCase, row: Row, X, y) -> None:
     """solvers.api.solve with no method given (method="auto"): what the runner and a user get."""
     p = task.path
     kernel = {"kernel": {"name": "rbf", "gamma": problem_gamma(p.problem)}} if not is_linear(p.problem) else {}
@@ -505,7 +503,7 @@ def _run_auto(task: Task, row: Row, X, y) -> None:
     _fill_from_solution(row, sol, "primal" if is_linear(p.problem) else "dual")
 
 
-def measure(task: Task) -> Row:
+def measure(task: BenchCase) -> Row:
     """One measurement (in the worker process)."""
     import warnings
 
@@ -556,56 +554,35 @@ def measure(task: Task) -> Row:
     return row
 
 
-def _worker(task: Task, conn) -> None:
-    isolation.ISOLATE = False  # this process is the one killed at --kill-after: no solve server of its own
-    conn.send(asdict(measure(task)))
-    conn.close()
+def _measured(task: BenchCase) -> dict:
+    """One measurement's row, in a child of the benchmark's solve server."""
+    return asdict(measure(task))
 
 
-# Imported once by the fork server, so that each worker starts in milliseconds with the
-# libraries loaded (a spawned interpreter spends seconds importing Pyomo and cvxpy); last, as in the
-# runner's fork server, experiments.runner.warm makes the BLAS thread controller of the working sets'
-# one-thread sections once (else each worker scans the loaded libraries again: 22-36 ms).
-PRELOAD = ["numpy", "scipy.sparse", "pandas", "psutil", "pyomo.environ", "cvxpy",
-           "qpsolvers", "sklearn.svm", "formulations", "formulations.kernels", "solvers.api", "solvers.algorithms.direct",
-           "solvers.algorithms.working_set", "solvers.registry", "experiments.runner.warm"]
-_CTX = None
+#: The modules a measurement's child uses beyond the solvers' (isolation.PRELOAD), imported once by the server.
+MEASURE_MODULES = ("pandas", "psutil", "sklearn.svm", "solvers.algorithms.direct", "experiments.bench.scaling")
 
 
-def _context():
-    global _CTX
-    if _CTX is None:
-        _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(PRELOAD)
-        sweep.start_fork_server(sweep.SOLVE_PROCESS_VARIABLES)  # the environment of the runner's solve processes
-    return _CTX
-
-
-def run_in_worker(task: Task, hard_timeout: float) -> dict:
-    """Measure in a fresh process (forked from a preloaded server); kill it after hard_timeout seconds."""
-    ctx = _context()
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(task, send), daemon=True)
+def run_in_worker(task: BenchCase, limit: float) -> dict:
+    """Measure in a child of the benchmark's solve server (solvers.isolation), killed `limit` seconds plus the
+    grace after it started: its peak memory is its own, and a stuck solver is stopped."""
+    server, _ = isolation.Server.running(isolation.PRELOAD + MEASURE_MODULES)
+    if server is None:
+        raise RuntimeError(f"the benchmark's solve server did not start in {isolation.SERVER_START_LIMIT_S:g} s")
+    frames, why = isolation.request(partial(_measured, task), forward_warnings=False)
+    if frames is None:
+        raise RuntimeError(why)
     start = time.perf_counter()
-    proc.start()
-    send.close()
-    result = None
-    try:
-        if receive.poll(hard_timeout):
-            result = receive.recv()
-    except EOFError:  # the worker died (e.g. killed by the OOM killer)
-        result = None
+    kill_at = time.monotonic() + limit + isolation.grace(limit)
+    result = server.call(frames, lambda: kill_at)
     wall = time.perf_counter() - start
-    if proc.is_alive():
-        proc.kill()
-    proc.join(5)
-    receive.close()
-    if result is None:
-        why = "killed at the hard timeout" if wall >= hard_timeout else "the worker died"
-        row = task.path.row(task.n, status="killed", total_s=wall,
-                            message=f"no result after {wall:.0f} s (exit code {proc.exitcode}): {why}")
-        result = asdict(row)
-    return result
+    if isinstance(result, dict):
+        return result
+    why = "the solve server died before it took the measurement"
+    if isinstance(result, isolation.Ended):
+        why = ("killed at the limit" if result.killed else "the worker died") + f" ({result.how or 'SIGKILL'})"
+    row = task.path.row(task.n, status="killed", total_s=wall, message=f"no result after {wall:.0f} s: {why}")
+    return asdict(row)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -627,7 +604,7 @@ def _exceeded(row: dict, budget: float) -> str:
     return ""
 
 
-def _matches(path: Path_, patterns: str) -> bool:
+def _matches(path: BenchPath, patterns: str) -> bool:
     """Whether any comma-separated pattern matches: a label part, a problem, or problem:label-part."""
     for pat in patterns.split(","):
         problem, _, part = pat.rpartition(":")
@@ -666,12 +643,12 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
             earlier[(record["problem"], record["label"], int(record["n"]))] = record
     rows = []
     jobs = [(p, n) for p in paths for n in sizes(p.problem, quick)]
-    stopped: dict[Path_, str] = {}
+    stopped: dict[BenchPath, str] = {}
     bar = tqdm(total=len(jobs) * rounds, disable=not progress or None, desc="bench", file=sys.stderr)
     # n ascending across all paths: the cheap sizes of every path first.
     for n in sorted({n for _, n in jobs}):
         group = [p for p in paths if n in sizes(p.problem, quick)]
-        measured: dict[Path_, list[dict]] = {}
+        measured: dict[BenchPath, list[dict]] = {}
         for r in range(rounds):
             for p in _turned(group, r):
                 bar.update(1)
@@ -689,7 +666,7 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
                     continue
                 if r > 0 and (p not in measured or _exceeded(measured[p][0], budget)):
                     continue  # over the budget once is enough
-                measured.setdefault(p, []).append(run_in_worker(Task(p, n, budget), hard_timeout=kill_after))
+                measured.setdefault(p, []).append(run_in_worker(BenchCase(p, n, budget), kill_after))
                 # every measurement saved at once (--resume takes a path's rounds so far as its row)
                 pd.DataFrame(rows + [_fastest(r) for r in measured.values()]).to_csv(
                     out_dir / "results.partial.csv", index=False)
@@ -707,9 +684,8 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
 
 def _turned(group: list, r: int) -> list:
     """The paths in round r: the plan's order turned by r. A worker that follows one whose exit gave back
-    much memory is slower whatever it runs: on this project's machines (virtual, with free page reporting)
-    the path after LIBSVM at n = 10,000 took 1.09 s against 0.61-0.66 s for the same path elsewhere in the
-    round, Pyomo's 0.93 s against 0.70; in one fixed order the same path always paid it."""
+    much memory is slower whatever it runs (virtual machines with free page reporting, docs/benchmarks.md):
+    in one fixed order the same path would always pay it."""
     shift = r % len(group) if group else 0
     return group[shift:] + group[:shift]
 
@@ -788,7 +764,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny n (a minute): the version the tests run")
     parser.add_argument("--budget", type=float, default=None,
                         help="per-solve budget in seconds: a path that exceeds it is not run at larger n "
-                             "(default 60, quick 20); a worker is killed after 2 x budget + 60 s")
+                             "(default 60, quick 20); a worker is killed after --kill-after")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default results/bench, "
                                                                 "quick: results/bench_quick)")
     parser.add_argument("--backends", default=",".join(ALL_BACKENDS), help="comma-separated backends")
@@ -799,8 +775,8 @@ def main(argv=None) -> int:
                         "(comma-separated)")
     parser.add_argument("--resume", action="store_true", help="keep the rows of <out>/results.partial.csv (or "
                         "results.csv) and measure only what they lack; paths they stopped stay stopped")
-    parser.add_argument("--kill-after", type=float, default=None, help="seconds after which a worker is killed "
-                        "(default 2 x budget + 60)")
+    parser.add_argument("--kill-after", type=float, default=None, help="a worker's time limit: it is killed this many "
+                        "seconds plus 0.5 s and 5%% after its start (default 2 x budget + 60)")
     parser.add_argument("--report-only", action="store_true", help="rebuild report.md from <out>/results.csv")
     parser.add_argument("--lp", action="store_true", help="instead: the 1-norm SVM's LPs (l1_primal, l1_dual) "
                         "through HiGHS simplex and ipm in both layers at n = 1e3, 1e4, 1e5 (quick: 1e3): "

@@ -61,12 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="solves at a time (default: the CPU cores idle when the run starts, at least 1: on a "
                         "busy machine more solves at a time only share the cores and each row's time grows)")
     p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds per solve; past it (plus a grace) the solve is killed (default 120)")
+                   help="seconds per solve; past it (plus 0.5 s and 5%%) the solve is killed (default 120)")
     p.add_argument("--stop-slow", type=float, default=None, metavar="FACTOR",
                    help="stop a solve still running at FACTOR x the fastest answered solve (optimal or "
                         "optimal_inaccurate) of the same problem by another layer/backend, and at least 30 s: "
                         "a time_limit row that says so "
-                        "(default 20; 0: every solve runs to --timeout; local executor only)")
+                        "(default 20; 0: every solve runs to --timeout)")
     p.add_argument("--resume", action="store_true", help="skip tasks already recorded in --out")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run error/time_limit rows again")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data sets (default 0)")
@@ -95,8 +95,6 @@ def check_options(args) -> None:
     slow = args.stop_slow
     if slow is not None and not (math.isfinite(slow) and (slow == 0 or slow >= 1)):
         raise UsageError(f"--stop-slow must be 0 (off) or a factor >= 1, got {slow!r}")
-    if slow is not None and args.executor == "dask":
-        raise UsageError("--stop-slow applies to the local executor only (a Dask worker's solve stops at --timeout)")
     if args.seed < 0:
         raise UsageError(f"--seed must be an integer >= 0, got {args.seed}")
     if args.scheduler and args.executor != "dask":

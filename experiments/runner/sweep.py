@@ -1,11 +1,12 @@
 """The sweep: problems x (layer, backend) -> tasks -> isolated solves -> rows.
 
-Each task is solved in a process of its own (`run_isolated`), forked from a
-server that has already imported Pyomo, cvxpy and the solvers, so isolation
-costs milliseconds, not an import. The parent waits for the row with the
-per-solve timeout and kills the process when it runs over; an exception, a
-crash (even a segfault inside a solver) or a timeout comes back as a row with
-status ``error`` or ``time_limit`` and its message, and the sweep goes on.
+Each task is solved in a process of its own (`run_isolated`): a child of the
+solve server (solvers.isolation), which has already imported Pyomo, cvxpy and
+the solvers, so isolation costs milliseconds, not an import. The parent waits
+for the row and kills the child at --timeout plus the grace every killed process
+gets (isolation.grace); an exception, a crash (even a segfault inside a solver),
+the server's death or a timeout comes back as a row with status ``error`` or
+``time_limit`` and its message, and the sweep goes on.
 The solver's console output goes to ``logs/<task id>.log``, not the terminal.
 
 A task names its formulation; `execute_task` sends the QPs to `solvers.api.solve`,
@@ -16,17 +17,17 @@ the 1-norm SVM LPs to `solvers.lp.solve_lp` and `separability` to
 the separability verdict of its data (`separable`); when the data are proven not
 separable, no hard-margin row can be `optimal` (the problem has no solution).
 
-Two executors run the same function, `run_isolated`:
+Two executors run the same function, `run_isolated`, with the same stop rules: the kill at
+--timeout, and a solve still running at 20 x the fastest answered solve of its problem (at least
+30 s) stopped, a `time_limit` row saying so (`SlowStop`, ``--stop-slow``), so that a default run
+over every backend does not wait minutes for the few that are slow on a method:
 
-* ``local``: a thread pool of ``workers`` threads, each waiting on its child; a solve still
-  running at 20 x the fastest answered solve of its problem (at least 30 s) is stopped, a
-  `time_limit` row saying so (`SlowStop`, ``--stop-slow``), so that a default run over every
-  backend does not wait minutes for the few that are slow on a method;
-* ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address,
-  or a ``LocalCluster`` when none is given).
-
-As with any multiprocessing code, a script that calls these executors must do so
-under ``if __name__ == "__main__":`` (the fork server imports the main module).
+* ``local``: a thread pool of ``workers`` threads, each waiting on its child;
+* ``dask``: ``Client.submit`` to a Dask distributed cluster (a scheduler address, or a
+  ``LocalCluster`` when none is given); each worker runs its tasks in a solve server of its own,
+  and reads the fastest times that the client publishes (`SharedSlowStop`). A script that starts it
+  with a LocalCluster must do so under ``if __name__ == "__main__":`` (Dask's worker processes
+  import the main module).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import hashlib
 import json
 import logging
 import math
-import multiprocessing
 import os
 import signal
 import sys
@@ -46,6 +46,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -60,20 +61,12 @@ from solvers import isolation, registry
 from solvers.backends import RECORDS
 from solvers.solution import ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 
-#: Modules the fork server imports once, so every solve process starts warm.
-PRELOAD = [
-    *isolation.PRELOAD, "psutil", "solvers.registry", "solvers.lp", "experiments.separability",
-    "experiments.runner.sweep",
-    "experiments.runner.warm",  # last: after every module that loads a BLAS
-]
-
-#: Extra seconds given to a solve past --timeout (the solver gets the time limit itself first).
-def _grace(timeout: float) -> float:
-    return 1.0 + 0.1 * timeout
+#: The modules a task's child uses beyond the solvers' (isolation.PRELOAD), imported once by the runner's server.
+TASK_MODULES = ("psutil", "solvers.lp", "experiments.separability", "experiments.runner.sweep")
 
 
 @dataclass(frozen=True, eq=False)
-class Task:
+class SolveTask:
     """One solve: a problem, its data, one (layer, backend), and how to run it."""
 
     key: str
@@ -166,7 +159,7 @@ def make_tasks(
     separable: dict[str, bool | None] | None = None,
     highs_methods: Iterable[str] | None = None,
     standardize: bool = False,
-) -> list[Task]:
+) -> list[SolveTask]:
     """Cross problems with (layer, backend) pairs. `datasets` maps (name, params) keys to Dataset objects
     (see `dataset_key`); `faults` maps (layer, backend) (either may be "*") to a fault kind; `label_maps`
     records, per dataset name, how the user's labels became -1/+1.
@@ -197,7 +190,7 @@ def make_tasks(
                 continue
             seen.add(key)
             fault = _fault_for(faults or {}, layer, backend)
-            tasks.append(Task(
+            tasks.append(SolveTask(
                 key=key, order=len(tasks), suite=suite, dataset=ds.name, formulation=problem.formulation,
                 layer=layer, backend=backend, C=float(problem.C), kernel=problem.kernel, profile=problem.profile,
                 kernel_form=problem.kernel_form, X=np.asarray(ds.X), y=np.asarray(ds.y),
@@ -208,8 +201,8 @@ def make_tasks(
     return tasks
 
 
-def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[list[Task], list[str]]:
-    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS' measured
+def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tuple[list[SolveTask], list[str]]:
+    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS'
     qp_stalls_from_n: HiGHS from 1,000 points, minutes a solve), unless the backend is `named` (--backends);
     and one line per left-out (layer, backend, formulation) saying why and how to include it. LP tasks stay
     (the stall is the QP solver's)."""
@@ -231,12 +224,12 @@ def leave_out_stalls(tasks: list[Task], named: Iterable[str] | None) -> tuple[li
 
 
 def separability_task(ds, *, profile: str = "default", timeout: float | None = None, run_id: str = "",
-                      suite: str = "") -> Task:
+                      suite: str = "") -> SolveTask:
     """The check the sweep runs once per data set before its hard-margin solves: `is_separable` through
     pyomo/highs (HiGHS's default LP method)."""
     problem = Problem(ds.name, SEPARABILITY, math.inf, LINEAR, {}, profile)
     key = task_key(ds.name, problem, "pyomo", "highs", data=ds.fingerprint) + "|check"
-    return Task(key=key, order=-1, suite=suite,
+    return SolveTask(key=key, order=-1, suite=suite,
                 dataset=ds.name, formulation=SEPARABILITY, layer="pyomo", backend="highs", C=math.inf,
                 kernel=LINEAR, profile=profile, kernel_form="", X=np.asarray(ds.X), y=np.asarray(ds.y),
                 timeout=timeout, run_id=run_id)
@@ -278,7 +271,7 @@ def _inject(fault: str) -> None:
     raise SVMInputError(f"unknown fault {fault!r}; faults: raise, crash, exit[:code], sleep:S, hang:PATH")
 
 
-def solution_row(sol, task: Task) -> dict:
+def solution_row(sol, task: SolveTask) -> dict:
     """The table's columns from a `Solution` (results blank unless verified optimal)."""
     optimal = sol.status == OPTIMAL
     w = sol.w  # a linear kernel's too (solvers.closing.linear_kernel_w), in the data's units
@@ -311,7 +304,7 @@ def solution_row(sol, task: Task) -> dict:
     return row
 
 
-def lp_solution_row(sol, task: Task) -> dict:
+def lp_solution_row(sol, task: SolveTask) -> dict:
     """The table's columns from a 1-norm SVM LP `Solution` (solvers.lp's checks, in the QP columns' places).
 
     kkt_primal_feasibility / kkt_dual_feasibility / kkt_complementarity hold the LP's
@@ -367,7 +360,7 @@ def certificate_record(res) -> dict:
     return rec
 
 
-def separability_row(res, task: Task) -> dict:
+def separability_row(res, task: SolveTask) -> dict:
     """The table's columns from `is_separable`: the verdict is the row's status.
 
     optimal: the feasibility LP gave a hyperplane with min_i y_i (w'x_i + b) > 0 (w, b filled);
@@ -400,7 +393,7 @@ def separability_row(res, task: Task) -> dict:
     }
 
 
-def _hard_margin_guard(row: dict, task: Task) -> dict:
+def _hard_margin_guard(row: dict, task: SolveTask) -> dict:
     """A hard-margin row on data proven not separable: never optimal, and the error says why."""
     if not (task.hard_margin and task.separable is False):
         return row
@@ -414,14 +407,14 @@ def _hard_margin_guard(row: dict, task: Task) -> dict:
     return row
 
 
-def _own_time_limit(task: Task) -> float | None:
+def _own_time_limit(task: SolveTask) -> float | None:
     """The task's timeout for a backend that stops itself; for the others the worker is killed at it."""
     from solvers.registry import takes_time_limit  # the solve's imports stay in the worker
 
     return task.timeout if takes_time_limit(task.layer, task.backend) else None
 
 
-def _standardized(task: Task):
+def _standardized(task: SolveTask):
     """(X, None), or with --standardize (X standardized, its Standardizer) for the 1-norm SVM's LPs."""
     if not task.standardize:
         return task.X, None
@@ -429,7 +422,7 @@ def _standardized(task: Task):
     return standardizer.transform(task.X), standardizer
 
 
-def execute_task(task: Task) -> dict:
+def execute_task(task: SolveTask) -> dict:
     """Solve one task in this process and return its row; never raises."""
     row = task.params()
     start = time.perf_counter()
@@ -471,7 +464,7 @@ def execute_task(task: Task) -> dict:
     return row
 
 
-def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
+def failure_row(task: SolveTask, status: str, error: str, wall_s: float) -> dict:
     """The row of a solve the runner ended (killed at --timeout or by the slow stop, or its process died): the
     cause is its error and its message (the results table's message column was blank on these rows)."""
     row = task.params()
@@ -482,35 +475,16 @@ def failure_row(task: Task, status: str, error: str, wall_s: float) -> dict:
 # ------------------------------------------------------------------ isolation
 
 
-_LIVE: set = set()  # child processes running now (killed on Ctrl-C)
-_LIVE_LOCK = threading.Lock()
-_CONTEXT = None
-
-
-def _context():
-    """A fork-server context whose server has imported the solvers (spawn where there is no fork server)."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        if "forkserver" in multiprocessing.get_all_start_methods():
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(PRELOAD)
-        else:  # pragma: no cover (Windows)
-            ctx = multiprocessing.get_context("spawn")
-        _CONTEXT = ctx
-    return _CONTEXT
-
-
 #: The BLAS libraries' thread-count variables, read once when a library loads.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
+#: What the runner's server adds to its environment (warm_up): the BLAS threads of each solve process.
+_SERVER_VARIABLES: dict[str, str] = {}
+
 
 def blas_threads(workers: int) -> int:
-    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1,
-    so that `workers` processes do not run cores x workers BLAS threads (OpenBLAS's idle threads spin:
-    the working set keeps one thread inside its loop for that reason). Measured (issue 15, kernel dual
-    n = 5,000, piqp and daqp in both layers, 2 workers, on 2 cores shared with other jobs at load 4-5):
-    the 4 rows' build + solve summed to 8.2, 10.4, 12.0 and 17.1 s with 1 thread against 10.7, 12.2,
-    12.5 and 13.9 s with 2: no difference beyond that machine's noise."""
+    """BLAS threads per solve process when `workers` solve at a time: the cores shared out, at least 1, so that
+    `workers` processes do not run cores x workers BLAS threads (OpenBLAS's idle threads spin)."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
@@ -526,129 +500,52 @@ def idle_cores(sample_s: float = IDLE_SAMPLE_S) -> float:
 
 
 def workers_for(idle: float) -> int:
-    """Solves at a time when --workers is not given: the `idle` cores (idle_cores() when the run starts),
-    rounded, at least 1, so that a solve's time is its own work and not a wait for a core. More solves than idle
-    cores only share them: a row's CPU time stays the same and its wall time (build_s + solve_s)
-    grows. Measured (issue 15, kernel dual n = 5,000 by the working set through PIQP, each solve in a
-    forked process, 2 cores shared with other jobs at load 4): pyomo 0.60-0.80 s alone, 1.31 s beside
-    the cvxpy solve; cvxpy 0.83-1.14 s alone, 1.65-1.73 s beside the pyomo one; CPU time 0.43-0.53 s
-    and 0.62-0.74 s either way. On an idle machine this is the number of cores."""
+    """Solves at a time when --workers is not given: the `idle` cores (idle_cores() when the run starts), rounded,
+    at least 1, so that a solve's time is its own work and not a wait for a core (more solves than idle cores
+    only share them: the same CPU time, a longer wall time). On an idle machine this is the number of cores."""
     return max(1, int(idle + 0.5))
 
 
 def warm_up(workers: int = 1) -> None:
-    """Start the fork server now, with blas_threads(workers) BLAS threads in every solve process and
-    SOLVE_PROCESS_VARIABLES (unless the user set the variables): it imports PRELOAD (Pyomo, cvxpy, the
-    solvers: about 3 s) in its own process while the caller reads and checks the data, instead of before
-    the first solve. The server keeps the thread count it started with for the life of this process."""
-    if _context().get_start_method() != "forkserver":
-        return
-    start_fork_server({**dict.fromkeys(BLAS_THREAD_VARIABLES, str(blas_threads(workers))), **SOLVE_PROCESS_VARIABLES})
+    """Start the runner's solve server now, with blas_threads(workers) BLAS threads in every solve process
+    (unless the user set the variables): it imports the solvers (about 3 s) in its own process while the caller
+    reads and checks the data, instead of before the first solve. This process's environment stays as it was."""
+    _SERVER_VARIABLES.clear()
+    _SERVER_VARIABLES.update(dict.fromkeys(BLAS_THREAD_VARIABLES, str(blas_threads(workers))))
+    if isolation.SERVES:
+        isolation.Server.start(isolation.PRELOAD + TASK_MODULES, _SERVER_VARIABLES)
 
 
-#: What the solve processes' environment adds where the user set nothing: variables their libraries read
-#: once, when they load or start, so that only a process about to start can be given them. Both lower what
-#: a freshly forked solve process pays before it runs as fast as a long-lived one.
-#: - OPENBLAS_THREAD_TIMEOUT = 4: OpenBLAS's idle worker threads spin (sched_yield in a loop) for 2^28
-#:   processor cycles, about 0.1 s here, before they sleep: after each call they shared, and after a forked
-#:   process makes their pool again, which its first thread-count call does (solvers.blas.one_thread is
-#:   one). On 2 cores the spinning thread slowed the solve beside it. The value is log2 of those cycles;
-#:   4, OpenBLAS's smallest, has them sleep at once (a shared call then wakes them through a condition
-#:   variable: microseconds). Measured in forked processes of a preloaded server, the first solve of each
-#:   (kernel dual, PIQP): at n = 60, 0.079-0.092 s against 0.018-0.020 s through cvxpy, 0.069-0.072 against
-#:   0.012-0.014 through Pyomo, 0.036-0.040 against 0.007 through the solver alone; at n = 5,000, C = 1,
-#:   0.38-0.52 s against 0.33-0.37 through cvxpy and 0.24-0.27 against 0.18-0.20 through the solver alone.
-#: - MALLOC_MMAP_THRESHOLD_ = 32 MiB (glibc's own ceiling for the threshold it adapts) and
-#:   MALLOC_TRIM_THRESHOLD_ = 1 GiB: glibc's malloc gave the memory of freed blocks back to the system and
-#:   the next step's blocks of the same size were faulted in again, page by page. The kernel working set
-#:   at n = 5,000, C = 100 through cvxpy (blocks of up to 2,000 points; two solves in one process): 430,000
-#:   page faults against 98,000, 4.6 and 3.8 s against 3.7 and 3.4 s; the peak memory the same (0.85 GB).
-#:   (Measured with a trim threshold of 4 GiB; any above a solve's peak keeps the same blocks, and the
-#:   benchmark's largest kernel solve peaks at 1.2 GiB.) Other C libraries than glibc's ignore both.
-SOLVE_PROCESS_VARIABLES = {
-    "OPENBLAS_THREAD_TIMEOUT": "4",
-    "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
-    "MALLOC_TRIM_THRESHOLD_": str(2**30),
-}
-
-
-def start_fork_server(variables: dict[str, str]) -> None:
-    """Start multiprocessing's fork server (if it is not running) with `variables` added to its environment
-    where the user set none: its solve processes inherit them. This process's environment stays as it was."""
-    from multiprocessing import forkserver
-
-    unset = [name for name in variables if name not in os.environ]
-    os.environ.update({name: variables[name] for name in unset})
-    try:
-        forkserver.ensure_running()
-    finally:  # this process and anything else it starts keep their own
-        for name in unset:
-            os.environ.pop(name, None)
-
-
-def _watch_parent(parent_pid: int) -> None:
-    """Exit when the process that asked for this solve is gone (a killed sweep leaves no orphans)."""
-    while True:
-        time.sleep(0.5)
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except PermissionError:
-            pass
-
-
-def _child(task: Task, conn, log_path: str | None, parent_pid: int, registered: bytes = b"") -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
-    isolation.ISOLATE = False  # this process is the one killed at --timeout: no solve server of its own
-    if registered:  # the backends the sweep's process registered (solvers.registry.register): the fork server has not
-        registry.adopt(registered)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+def _solve_in_child(task: SolveTask, log_path: str | None) -> dict:
+    """A task's row, in a child of the runner's server: the solver's console output (C level too) to its log."""
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(fd, 1)  # solver console output (C level too) goes to the log
+        os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
     row = execute_task(task)
     sys.stdout.flush()
     sys.stderr.flush()
-    conn.send(row)
-    conn.close()
+    return row
 
 
-def _signal_name(code: int | None) -> str:
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-#: A solve still running at this many times the fastest answered solve of the same problem is
-#: stopped (--stop-slow; 0: never). Measured (issue 15, kernel dual n = 5,000, all 16 layer/backend
-#: pairs, method auto, 2 workers): 12 rows took 2.6-9.6 s (the fastest pyomo/daqp), pyomo/highs 84 s,
-#: and pyomo/osqp, pyomo/scs ran to the 120 s timeout: the sweep took 209 s; with this stop, 85 s.
+#: A solve still running at this many times the fastest answered solve of the same problem is stopped
+#: (--stop-slow; 0: never), so that a run over every backend does not wait minutes for the few slow on a method.
 STOP_SLOW_FACTOR = 20.0
 #: ... but never before this many seconds: on small problems (fastest 0.05 s) every solve runs.
 STOP_SLOW_FLOOR_S = 30.0
-#: Seconds between two looks at the slow stop while a solve runs.
-_POLL_S = 0.25
 
 
-#: The rows whose time sets the slow stop's pace: a point the solver called optimal, verified or not
-#: (on the soft primal at n = 100,000 no row was verified: the proof of the optimum did not settle,
-#: yet the relative gaps were 2e-12, and pyomo/highs, proxqp and daqp ran to the 120 s timeout).
+#: The rows whose time sets the slow stop's pace: a point the solver called optimal, verified or not (a large
+#: soft primal can be optimal to 1e-12 and still fail the proof of the optimum).
 ANSWERED = (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 class SlowStop:
     """The fastest answered solve of each problem so far (over its layer/backend pairs: status
-    optimal or optimal_inaccurate), shared by the local executor's threads, and the time it leaves
+    optimal or optimal_inaccurate), shared by the executor's solves, and the time it leaves
     the others: max(floor, factor x fastest).
 
     A solve stopped by it is a `time_limit` row whose error names the fastest solve and the option
@@ -659,7 +556,7 @@ class SlowStop:
         self._fastest: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def record(self, task: Task, row: dict) -> None:
+    def record(self, task: SolveTask, row: dict) -> None:
         """Count a finished row: an answered one may become its problem's fastest."""
         wall = row.get("wall_s")
         if row.get("status") not in ANSWERED or not isinstance(wall, (int, float)) or not math.isfinite(wall):
@@ -668,10 +565,14 @@ class SlowStop:
             if task.problem_key not in self._fastest or wall < self._fastest[task.problem_key][0]:
                 self._fastest[task.problem_key] = (float(wall), f"{task.layer}/{task.backend}, {row['status']}")
 
-    def limit(self, task: Task) -> tuple[float, str] | None:
-        """(seconds `task` may run, why), or None while no solve of its problem has answered."""
+    def fastest(self) -> dict[str, tuple[float, str]]:
+        """The fastest answered solve of each problem so far: problem_key -> (seconds, which)."""
         with self._lock:
-            fastest = self._fastest.get(task.problem_key)
+            return dict(self._fastest)
+
+    def limit(self, task: SolveTask) -> tuple[float, str] | None:
+        """(seconds `task` may run, why), or None while no solve of its problem has answered."""
+        fastest = self._fastest_of(task.problem_key)
         if fastest is None:
             return None
         seconds = max(self.floor_s, self.factor * fastest[0])
@@ -679,79 +580,55 @@ class SlowStop:
                          f"({fastest[0]:.2f} s, {fastest[1]}), at least {self.floor_s:g} s; "
                          f"--stop-slow 0 runs every solve to --timeout")
 
-
-def _wait_for_row(recv, task: Task, start: float, slow: SlowStop | None) -> tuple[bool, str]:
-    """Wait until the child has sent its row (True, "") or its time is up (False, why): task.timeout
-    plus a grace, or sooner the slow stop's limit, looked at every _POLL_S as faster rows come in."""
-    hard = None if task.timeout is None else task.timeout + _grace(task.timeout)
-    hard_why = "" if hard is None else f"killed after {hard:.1f} s (--timeout {task.timeout:g} s)"
-    while True:
-        stop = slow.limit(task) if slow is not None else None
-        allowed, why = (stop if stop is not None and (hard is None or stop[0] < hard) else (hard, hard_why))
-        remaining = None if allowed is None else allowed - (time.perf_counter() - start)
-        if remaining is not None and remaining <= 0:
-            return False, why
-        wait = remaining if slow is None else min(_POLL_S, remaining if remaining is not None else _POLL_S)
-        if recv.poll(wait):
-            return True, ""
+    def _fastest_of(self, problem_key: str) -> tuple[float, str] | None:
+        with self._lock:
+            return self._fastest.get(problem_key)
 
 
-def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None = None) -> dict:
-    """Solve `task` in a child process, kill it after task.timeout (+ grace), or sooner when `slow`
-    says it runs far longer than the fastest answered solve of its problem; always returns a row.
+class _StopRule:
+    """When a task's child is killed: task.timeout plus the one grace (isolation.grace), or sooner the slow
+    stop's limit, which moves as faster rows come in; `why` says which, for the row."""
 
-    Inside a daemonic process (a Dask worker that may not have children) the
-    solve runs in-process instead, with the solver's own time limit only.
-    """
+    def __init__(self, task: SolveTask, slow: SlowStop | None):
+        self.task, self.slow, self.began = task, slow, time.monotonic()
+        timeout = task.timeout
+        self.hard = None if timeout is None else timeout + isolation.grace(timeout)
+        self.why = "" if self.hard is None else f"killed after {self.hard:.1f} s (--timeout {timeout:g} s)"
+
+    def kill_at(self) -> float | None:
+        stop = self.slow.limit(self.task) if self.slow is not None else None
+        if stop is not None and (self.hard is None or stop[0] < self.hard):
+            seconds, self.why = stop
+            return self.began + seconds
+        return None if self.hard is None else self.began + self.hard
+
+
+def run_isolated(task: SolveTask, log_dir: str | None = None, slow: SlowStop | None = None) -> dict:
+    """Solve `task` in a child of the runner's solve server (solvers.isolation), killed after task.timeout plus
+    the grace, or sooner when `slow` says it runs far longer than the fastest answered solve of its problem;
+    always returns a row. Where no server can take it, the solve runs here and its message says so."""
     start = time.perf_counter()
-    if multiprocessing.current_process().daemon:
+    log_path = _log_path(task, log_dir)
+    frames, why = isolation.request(partial(_solve_in_child, task, log_path), forward_warnings=False)
+    answer = isolation.NOT_TAKEN
+    for _ in range(2 if frames is not None and isolation.SERVES else 0):  # a server dead before it took the task
+        server, _ = isolation.Server.running(isolation.PRELOAD + TASK_MODULES, _SERVER_VARIABLES)
+        if server is None:
+            why = f"the solve server did not start in {isolation.SERVER_START_LIMIT_S:g} s"
+            break
+        stop = _StopRule(task, slow)  # from here: the server's start is not the solve's time
+        answer = server.call(frames, stop.kill_at)
+        if answer is not isolation.NOT_TAKEN:
+            break
+        why = "the solve server died before it took the solve, twice"
+    if answer is isolation.NOT_TAKEN:
         row = execute_task(task)
-        row["message"] = (row.get("message") or "") + " [in-process: daemonic worker]"
-        return row
-    log_path = None
-    if log_dir:
-        try:  # a remote Dask worker may not be able to write where the client asked
-            Path(log_dir).mkdir(parents=True, exist_ok=True)
-            log_path = str(Path(log_dir) / f"{task.id}.log")
-        except OSError:
-            log_path = None
-    try:
-        registered = registry.added_payload()
-    except Exception as exc:  # noqa: BLE001 - a registration that does not pickle, even by value: solved here
-        row = execute_task(task)
-        row["message"] = (f"{row.get('message') or ''} [in-process: the backends registered here cannot be sent to "
-                          f"a solve process ({type(exc).__name__}: {exc}), so --timeout cannot kill it]").strip()
-        return row
-    ctx = _context()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(task, send, log_path, os.getpid(), registered), daemon=True)
-    proc.start()
-    send.close()
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-    row = None
-    try:
-        answered, why = _wait_for_row(recv, task, start, slow)
-        if answered:
-            with contextlib.suppress(EOFError, OSError):
-                row = recv.recv()
-            if row is None:
-                proc.join(5)
-                row = failure_row(task, ERROR, f"solve process died ({_signal_name(proc.exitcode)})",
-                                  time.perf_counter() - start)
-        else:
-            proc.kill()
-            row = failure_row(task, TIME_LIMIT, why, time.perf_counter() - start)
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(5)
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        recv.close()
-        with contextlib.suppress(AttributeError, ValueError):
-            proc.close()
+        why = why or "this system cannot fork a solve process"
+        row["message"] = f"{row.get('message') or ''} [in-process: {why}; --timeout cannot kill it]".strip()
+    elif isinstance(answer, isolation.Ended):
+        row = failure_row(task, *_ended_words(answer, stop), time.perf_counter() - start)
+    else:
+        row = answer
     if log_path and os.path.exists(log_path):
         if os.path.getsize(log_path) == 0:
             os.remove(log_path)
@@ -762,24 +639,39 @@ def run_isolated(task: Task, log_dir: str | None = None, slow: SlowStop | None =
     return row
 
 
+def _log_path(task: SolveTask, log_dir: str | None) -> str | None:
+    if not log_dir:
+        return None
+    try:  # a remote Dask worker may not be able to write where the client asked
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(Path(log_dir) / f"{task.id}.log")
+
+
+def _ended_words(ended: isolation.Ended, stop: _StopRule) -> tuple[str, str]:
+    """(status, error) of a task whose child gave no row."""
+    if ended.killed:
+        return TIME_LIMIT, stop.why
+    if ended.server_pid:
+        return ERROR, f"the solve server (pid {ended.server_pid}) died during the solve ({ended.how})"
+    how = f"exit code {ended.how[5:]}" if ended.how.startswith("exit ") else f"killed by {ended.how}"
+    return ERROR, f"solve process died ({how})"
+
+
 def kill_running() -> int:
     """Kill every solve process still running (on Ctrl-C); returns how many."""
-    with _LIVE_LOCK:
-        procs = list(_LIVE)
-    for proc in procs:
-        with contextlib.suppress(Exception):
-            proc.kill()
-    return len(procs)
+    return isolation.kill_running()
 
 
 # ------------------------------------------------------------------ executors
 
 
-def fastest_first(tasks: list[Task]) -> list[Task]:
+def fastest_first(tasks: list[SolveTask]) -> list[SolveTask]:
     """The order to run tasks in: problem by problem as the grid has them, and within a problem the
     backends that answer first (their records' "speed" rank) first, so that its fastest time is known
-    early and SlowStop can stop the slow ones (with one worker and HiGHS first, HiGHS ran alone to
-    --timeout: the linear runner command took 626 s). The table keeps the grid's order (Task.order)."""
+    early and SlowStop can stop the slow ones (else, with one worker and a slow backend first, it runs alone
+    to --timeout). The table keeps the grid's order (SolveTask.order)."""
     first_of = {}
     for task in tasks:
         first_of.setdefault(task.problem_key, task.order)
@@ -787,13 +679,13 @@ def fastest_first(tasks: list[Task]) -> list[Task]:
                                            if task.backend in RECORDS else math.inf, task.order))
 
 
-def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int = 1,
+def run_local(tasks: list[SolveTask], on_row: Callable[[dict], None], *, workers: int = 1,
               log_dir: str | None = None, slow: SlowStop | None = None) -> None:
     """Run tasks on this machine, `workers` at a time; `on_row` gets each row as it finishes. `slow`
     (shared by the workers' threads) stops a solve far slower than its problem's fastest."""
     if not tasks:
         return
-    warm_up(workers)  # start the fork server before any thread exists (if the caller has not)
+    warm_up(workers)  # start the solve server now (if the caller has not): its imports overlap what follows
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="svm-solve")
     futures = {}
     try:
@@ -818,42 +710,78 @@ def run_local(tasks: list[Task], on_row: Callable[[dict], None], *, workers: int
 SCHEDULER_CONNECT_TIMEOUT = 5.0
 
 
-def run_registered(registered: bytes, task: Task, log_dir: str | None = None) -> dict:
-    """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too."""
+class SharedSlowStop(SlowStop):
+    """A Dask worker's view of the client's SlowStop: the fastest times the client publishes in a Dask Variable
+    (run_dask), read again at most every _SHARED_READ_S; the client alone records rows."""
+
+    def __init__(self, variable: str, factor: float, floor_s: float):
+        super().__init__(factor, floor_s)
+        self.variable, self._read_at = variable, -math.inf
+
+    def record(self, task: SolveTask, row: dict) -> None:
+        """The client records the rows (run_dask): a worker sees only its own."""
+
+    def _fastest_of(self, problem_key: str) -> tuple[float, str] | None:
+        if time.monotonic() - self._read_at >= _SHARED_READ_S:
+            from distributed import Variable
+
+            with contextlib.suppress(Exception):  # the scheduler busy or gone: the times read last stay
+                published = Variable(self.variable).get(timeout=_SHARED_READ_S)
+                with self._lock:
+                    self._fastest = {key: tuple(value) for key, value in published.items()}
+            self._read_at = time.monotonic()
+        return super()._fastest_of(problem_key)
+
+
+#: How often a Dask worker reads the published fastest times again.
+_SHARED_READ_S = 0.5
+
+
+def run_registered(registered: bytes, task: SolveTask, log_dir: str | None = None,
+                   slow: tuple[str, float, float] | None = None) -> dict:
+    """run_isolated in a Dask worker, once the backends the sweep's process registered are registered there too;
+    `slow`: SharedSlowStop's (variable, factor, floor_s), the client's slow stop."""
     registry.adopt(registered)
-    return run_isolated(task, log_dir)
+    return run_isolated(task, log_dir, SharedSlowStop(*slow) if slow is not None else None)
 
 
-def run_dask(tasks: list[Task], on_row: Callable[[dict], None], *, scheduler: str | None = None,
-             workers: int = 1, log_dir: str | None = None) -> None:
-    """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None)."""
+def run_dask(tasks: list[SolveTask], on_row: Callable[[dict], None], *, scheduler: str | None = None,
+             workers: int = 1, log_dir: str | None = None, slow: SlowStop | None = None) -> None:
+    """Submit the same `run_isolated` to a Dask cluster (a LocalCluster when `scheduler` is None), with the same
+    stop rules as run_local: the kill at --timeout plus the grace, and `slow`, whose fastest times this process
+    records and publishes to the workers (SharedSlowStop)."""
     if not tasks:
         return
-    import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, Variable
     from distributed import as_completed as dask_completed
 
     cluster = None
     if scheduler:
         client = Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
     else:
-        # Non-daemonic workers may start the solve processes that make a timeout killable.
-        with dask.config.set({"distributed.worker.daemon": False}):
-            cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
     futures = []
     registered = registry.added_payload()  # the backends registered here, for each worker (run_registered)
     try:
-        futures = [client.submit(run_registered, registered, task, log_dir, key=f"svm-solve-{task.id}", pure=False)
-                   for task in tasks]
-        by_key = {fut.key: task for fut, task in zip(futures, tasks)}
+        shared = published = None
+        if slow is not None:
+            shared = (f"svm-fastest-{os.getpid()}-{id(tasks)}", slow.factor, slow.floor_s)
+            published = Variable(shared[0], client=client)
+            published.set({})
+        futures = [client.submit(run_registered, registered, task, log_dir, shared, key=f"svm-solve-{task.id}",
+                                 pure=False) for task in fastest_first(tasks)]
+        by_key = {fut.key: task for fut, task in zip(futures, fastest_first(tasks))}
         for fut in dask_completed(futures):
             task = by_key[fut.key]
             try:
                 row = fut.result()
             except Exception as exc:  # a worker lost, a pickling problem...
                 row = failure_row(task, ERROR, f"dask: {type(exc).__name__}: {exc}", math.nan)
+            if slow is not None:
+                slow.record(task, row)
+                published.set(slow.fastest())
             on_row(row)
     except BaseException:
         with contextlib.suppress(Exception):

@@ -3,10 +3,11 @@
 SMO, LIBSVM's method, runs from alpha = 0 (or the warm start) to a loose violation (SMO_TOL): most of the work,
 two points a step. Its free points, with the bound points within a band of the margin, then form one block: the
 kernel dual restricted to them with the others fixed, declared and solved through the layer (the solver alone,
-cvxpy or Pyomo) and made exact on its active set by the polish (working_set._solve_block, the block loop's own
-step, handed over in a LoopKit with the loop's other pieces: working_set imports this module). Where a point outside the block still violates, SMO goes on from there to the loop's tolerance and
+cvxpy or Pyomo) and made exact on its active set by the polish (working_set.subproblems.solve_block, the block
+loop's own step). Where a point outside the block still violates, SMO goes on from there to the loop's tolerance and
 another block follows (at most ROUNDS). The point is then finished as the block loop's (snapped, proved from
-its active set where its gap is open: working_set._finish) and closed by the same checks.
+its active set where its gap is open: the block loop's finish, handed over by working_set.loop, which imports
+this module) and closed by the same checks.
 
 Where the free points are more than a block holds (max_q), no block is solved: SMO runs to the loop's
 tolerance and the proof from the active set makes the point exact.
@@ -15,7 +16,6 @@ tolerance and the proof from the active set makes the point exact.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -24,6 +24,10 @@ from formulations import penalty
 from solvers import isolation
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
+from solvers.algorithms.working_set import subproblems
+from solvers.algorithms.working_set.optimality import alpha_scale, relative_gap, violating_sets
+from solvers.algorithms.working_set.start import check_alpha0
+from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
 from solvers.registry import subproblem_stop
 
@@ -36,20 +40,6 @@ SMO_TOL = 1e-2
 BAND = 1.0
 #: Most SMO runs, each followed by a block.
 ROUNDS = 4
-
-
-@dataclass(frozen=True)
-class LoopKit:
-    """The block loop's pieces (solvers.algorithms.working_set) this engine builds on."""
-
-    loop: type  # the loop's state (_Loop)
-    check_alpha0: Callable
-    subsolvers: dict  # layer -> the block's solve through it
-    solve_block: Callable  # a block solved through the layer and polished
-    finish: Callable  # snap, settle, the result
-    violation: Callable  # I_up, I_low, -y g
-    alpha_scale: Callable
-    relative_gap: Callable
 
 
 def applies(src) -> bool:
@@ -74,19 +64,20 @@ def compiled_rows(src) -> RowCache:
     return RowCache.from_data(src.kernel, src.data, cache_bytes=8.0 * src.capacity * src.n)
 
 
-def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline, kit: LoopKit,
+def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline, finish: Callable,
               alpha0=None):
     """The kernel dual at C (one number or C_i per point) on a row source that `applies` (module docstring), as a
-    working_set.WorkingSetResult; settings: working_set.WorkingSetOptions (tol, gap_tol, bound_tol, max_q)."""
+    working_set.WorkingSetResult; settings: working_set.WorkingSetOptions (tol, gap_tol, bound_tol, max_q);
+    finish: the block loop's (working_set.loop._finish: snap, settle, the result)."""
     n = len(y)
     upper = penalty.upper_bounds(C, n)
     rows = compiled_rows(src)
-    loop = kit.loop(np.zeros(n), -np.ones(n), "smo from zero" if alpha0 is None else "smo from alpha0")
+    loop = LoopState(np.zeros(n), -np.ones(n), "smo from zero" if alpha0 is None else "smo from alpha0")
     loop.deadline, loop.layer, loop.min_active = deadline, layer, n
     if alpha0 is not None:
-        loop.alpha = kit.check_alpha0(alpha0, y, C)
+        loop.alpha = check_alpha0(alpha0, y, C)
         loop.g = rows.gradient(y, loop.alpha)
-    subsolve = kit.subsolvers[layer]
+    subsolve = subproblems.SUBSOLVERS[layer]
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     for loop.it in range(1, ROUNDS + 1):
         isolation.stage(f"the SMO steps of round {loop.it}")
@@ -96,40 +87,40 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         if res.timed_out:
             loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
             break
-        violation, converged = _converged(src, y, C, loop, settings, kit)
+        violation, converged = _converged(src, y, C, loop, settings)
         if converged and loop.it > 1:  # the first round's block always runs: the answer is the layer's solve
             break
         limit = min(settings.max_q, src.capacity)
-        block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, kit, limit)
+        block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, limit)
         if not 2 <= block.size <= limit:  # SMO to the loop's tol, then the proof
             tol = settings.tol
             continue
-        if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings, kit):
+        if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings):
             break
-        violation, converged = _converged(src, y, C, loop, settings, kit)
+        violation, converged = _converged(src, y, C, loop, settings)
         if converged:
             break
         tol = settings.tol
-    result = kit.finish(src, y, C, loop, violation, converged, False, settings)
+    result = finish(src, y, C, loop, violation, converged, False, settings)
     result.rows_computed += rows.rows_computed
     return result
 
 
-def _converged(src, y, C, loop, settings, kit) -> tuple[float, bool]:
+def _converged(src, y, C, loop, settings) -> tuple[float, bool]:
     """(m - M over every point, whether it is within the loop's tol and the relative gap within gap_tol)."""
-    up, low, minus_yg = kit.violation(loop.alpha, loop.g, y, C, settings.bound_tol * kit.alpha_scale(loop.alpha, C))
+    up, low, minus_yg = violating_sets(loop.alpha, loop.g, y, C, settings.bound_tol * alpha_scale(loop.alpha, C))
     violation = float(minus_yg[up].max() - minus_yg[low].min()) if up.any() and low.any() else 0.0
     if violation > settings.tol:
         return violation, False
-    loop.gap = kit.relative_gap(loop.alpha, loop.g, y, C, src.max_diagonal())
+    loop.gap = relative_gap(loop.alpha, loop.g, y, C, src.max_diagonal())
     return violation, loop.gap <= settings.gap_tol
 
 
-def _block(alpha, g, y, upper, violation, settings, kit, limit: int) -> np.ndarray:
+def _block(alpha, g, y, upper, violation, settings, limit: int) -> np.ndarray:
     """The free points, and the bound points within BAND * max(violation, tol) of the margin (-y_i g_i = b, b
     between M and m), the nearest first, at most `limit` points in all (the free ones alone may be more)."""
     free = (alpha > 0) & (alpha < upper)
-    up, low, minus_yg = kit.violation(alpha, g, y, upper)
+    up, low, minus_yg = violating_sets(alpha, g, y, upper)
     if not up.any() or not low.any():
         return np.flatnonzero(free)
     m, M = float(minus_yg[up].max()), float(minus_yg[low].min())
@@ -141,15 +132,15 @@ def _block(alpha, g, y, upper, violation, settings, kit, limit: int) -> np.ndarr
     return np.union1d(np.flatnonzero(free), near)
 
 
-def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings, kit) -> bool:
-    """The block B solved through the layer and polished (kit.solve_block), alpha and g updated; False
+def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
+    """The block B solved through the layer and polished (subproblems.solve_block), alpha and g updated; False
     where it returned no point (loop.failure or loop.timed_out say why)."""
     alpha, g = loop.alpha, loop.g
     rhs = float(y[B] @ alpha[B])
     what = f"the block of round {loop.it} ({B.size:,} points)"
     isolation.stage(f"{what} or its polish")
     left = loop.deadline.remaining()
-    new, elapsed, polished = kit.solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
+    new, elapsed, polished = subproblems.solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
                                              settings.tol, loop.deadline)
     loop.sub_s += elapsed
     loop.polished += polished
