@@ -133,3 +133,14 @@ def test_the_compiled_rbf_gram_matrix_is_the_project_s(data):
     G = rbf_gram(0.1, X + 1e3)  # far from the origin: the differences keep it exact
     assert np.array_equal(G, G.T) and np.all(np.diag(G) == 1.0)
     assert np.max(np.abs(G - K)) <= 1e-13
+
+
+def test_the_gram_matrix_magnitudes_read_rows_in_place(data):
+    """FullGram.magnitudes (the closing proof's rounding bound) is the base Gram's sum_j |K_ij u_j|, from rows."""
+    from solvers.algorithms.kernel_rows import FullGram
+    from solvers.reference import Gram
+
+    X, y, K = data
+    u = np.where(np.arange(N) % 3 == 0, -2.0 * y, 0.0)
+    want = Gram(None, K).magnitudes(u)
+    assert np.max(np.abs(FullGram(K).magnitudes(u) - want) / want) <= 1e-13

@@ -84,6 +84,17 @@ class FullGram(Gram):
             return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
 
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        """sum_j |K_ij u_j| for each i (solvers.reference.Gram's), from the rows of u's nonzeros read in place (K
+        symmetric): |K[:, nz]| gathered was two copies of 96 MB at n = 5,000, 0.23 s of a 0.75 s solve."""
+        K = self.K
+        if not (K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable):
+            return super().magnitudes(u)
+        from solvers.algorithms.smo import abs_combination  # numba, loaded where it is used
+
+        nz = np.flatnonzero(u)
+        return abs_combination(K, nz, u[nz])
+
 
 class KernelRows(Gram):
     """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.

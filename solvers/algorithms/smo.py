@@ -483,6 +483,23 @@ def _combination(K, I, coef, out):
             out[t] += c * row[t]
 
 
+@njit(cache=True, nogil=True)
+def _abs_combination(K, I, coef, out):
+    """out += sum_k |coef_k| |K[I_k]| (rows, read in place)."""
+    for k in range(I.shape[0]):
+        c = abs(coef[k])
+        row = K[I[k]]
+        for t in range(out.shape[0]):
+            out[t] += c * abs(row[t])
+
+
+def abs_combination(K: np.ndarray, I, coef) -> np.ndarray:
+    """|coef|' |K[I, :]| for a K in memory, without gathering the rows into a copy."""
+    out = np.zeros(K.shape[0])
+    _abs_combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+    return out
+
+
 def combination(K: np.ndarray, I, coef) -> np.ndarray:
     """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's 650 rows at
     n = 5,000: 26 MB copied before the product)."""
@@ -659,6 +676,7 @@ def warm() -> None:
     rows = RowCache.from_data(_RBF, X)
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+    abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
 
 
 class _RbfKernel:
