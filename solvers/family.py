@@ -304,15 +304,19 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
     kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
+              "dual_objective": best.dual_objective, **best.meaning, **point}
     return {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-            "decision value error": float(kernel_part) / max(best.size, _TINY), "proved_b": best.b,
-            "proved_alpha": point["alpha"]}
+            "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
 
 
 def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
     """sol.checks: the objectives, the gap and the residuals, the distance to the optimum, the verdict at `tol`,
     and the objective's claim."""
-    sol.proved_alpha, sol.proved_b = reference.pop("proved_alpha", None), reference.pop("proved_b", math.nan)
+    proved = reference.pop("proved", None)
+    if proved is not None:  # the optimum itself, for comparisons at its accuracy (extras["proved"])
+        sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
+        sol.extras["proved"] = proved
     how = reference.pop("reference")
     scaled = {"relative duality gap": cond.gap, **cond.residuals, **reference}
     recomputed = cond.primal_objective if kind == PRIMAL else cond.dual_objective
