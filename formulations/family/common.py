@@ -240,13 +240,15 @@ def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
     from scipy.optimize import linprog  # deferred: only a proof needs it
 
     k = A.shape[0]
+    unit = max(float(np.max(np.abs(r))), _TINY)  # the LP in units of r: HiGHS's tolerances are absolute
+    r = r / unit
     rows, rhs = [], []
     for sign, mask in ((1.0, state != -1), (-1.0, state != 1)):  # sign * G_i <= s
         rows.append(np.hstack([sign * A[:, mask].T, -np.ones((int(mask.sum()), 1))]))
         rhs.append(-sign * r[mask])
     result = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
                      bounds=[(None, None)] * k + [(0, None)], method="highs")
-    return result.x[:k] if result.status == 0 else np.zeros(k)
+    return unit * result.x[:k] if result.status == 0 else np.zeros(k)
 
 
 def _solve_free(qp: BoxQP, state: np.ndarray):
@@ -255,8 +257,10 @@ def _solve_free(qp: BoxQP, state: np.ndarray):
     F = np.flatnonzero(state == 0)
     B = state != 0
     k = qp.A.shape[0]
-    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], qp.c - qp.A[:, B] @ x[B]])
-    M = np.block([[qp.Q[np.ix_(F, F)], qp.A[:, F].T], [qp.A[:, F], np.zeros((k, k))]])
+    # the equalities' rows times the size of Q: least squares then weighs them alike whatever the data's units
+    unit = max(float(np.max(np.abs(qp.Q))), _TINY)
+    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], unit * (qp.c - qp.A[:, B] @ x[B])])
+    M = np.block([[qp.Q[np.ix_(F, F)], unit * qp.A[:, F].T], [unit * qp.A[:, F], np.zeros((k, k))]])
     if not np.all(np.isfinite(M)):
         return None
     x[F] = np.linalg.lstsq(M, rhs, rcond=None)[0][:len(F)]
