@@ -136,11 +136,12 @@ def compare(case: Case, n: int | None = None, layer: str = "cvxpy", backend: str
 
 def table(rows: list[dict]) -> str:
     """The comparison as a Markdown table."""
-    lines = ["| case | n | our row | D* (proved) | D at sklearn's point | rel. diff D | max diff f (rel.) | "
-             "nu-property |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | n | our row (its f from the proved) | D* (proved) | D at sklearn's point | rel. diff D | "
+             "max diff f (rel.) | nu-property |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         frac = ", ".join(f"{k.replace('fraction_', '')} {r[k]:.3f}" for k in r if k.startswith("fraction_"))
-        lines.append(f"| {r['case']} | {r['n']} | {r['status']} | {r['dual_objective']:.10g} | "
+        lines.append(f"| {r['case']} | {r['n']} | {r['status']} ({r['row_decision_vs_proved']:.0e}) | "
+                     f"{r['dual_objective']:.10g} | "
                      f"{r['sklearn_dual_objective']:.10g} | {r.get('objective_diff', float('nan')):.1e} | "
                      f"{r.get('decision_diff', float('nan')):.1e} | {frac} |")
     return "\n".join(lines)

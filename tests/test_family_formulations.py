@@ -11,6 +11,7 @@ from formulations import family
 from formulations.family.names import LIBSVM_FORMULATIONS, LIBSVM_MEMBERS
 from formulations.kernels import Kernel
 from solvers.family import solve
+from tests.conftest import backend_params
 
 N = 40
 LINEAR = Kernel("linear")
@@ -125,3 +126,30 @@ def test_nu_svr_finds_its_tube_width_as_the_primal_does():
     assert rows["kernel_dual"].extras["solver_total_multiplier"] == pytest.approx(eps_dual, rel=1e-5)
     e = rows["kernel_dual"].extras
     assert e["fraction_outside_tube"] <= PARAMS["nu_svr"]["nu"] <= e["fraction_sv"]
+
+
+def test_a_time_limit_runs_the_solve_in_the_solve_server_and_is_verified():
+    """With a time limit the solve runs in a process of the solve server (killed past the limit), and its row is
+    closed by the same checks."""
+    sol = _solve("nu_svr_kernel_dual", time_limit=60.0)
+    assert sol.status == "optimal", sol.checks.get("verdict") or sol.message
+    assert "isolation" not in sol.extras  # it ran in the server, not in this process
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layer,backend", backend_params())
+@pytest.mark.parametrize("formulation", ["nu_svc_primal", "nu_svc_kernel_dual", "one_class_kernel_dual",
+                                         "eps_svr_primal", "nu_svr_kernel_dual"])
+def test_every_backend_is_optimal_only_where_it_is_right(formulation, layer, backend):
+    """Every registered backend: a row called optimal has the reference's decision values (ProxQP at the high
+    profile, itself verified) to 1e-4 of the margin's or tube's size; any other row reports no point."""
+    reference = _solve(formulation, backend="proxqp", profile="high")
+    assert reference.status == "optimal"
+    sol = _solve(formulation, layer, backend, time_limit=120.0)
+    proved = reference.extras["proved"]
+    if sol.status == "optimal":
+        size = max(abs(proved.get("rho", 0.0)), abs(proved.get("epsilon", 0.0)),
+                   float(np.max(np.abs(proved["decision"] - (proved["b"] if "epsilon" in proved else 0.0)))))
+        assert np.max(np.abs(sol.decision - proved["decision"])) <= 1e-4 * size
+    elif sol.status != "optimal_inaccurate":
+        assert sol.w is None and np.isnan(sol.objective)

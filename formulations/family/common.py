@@ -193,7 +193,7 @@ class BoxQP:
 
 
 #: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
-PROOF_ROUNDS = 4
+PROOF_ROUNDS = 20
 #: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
 PROOF_RTOL = 1e-9
 
