@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formulations.kernels import Kernel, gram
+
 #: the bar of the comparison with LIBSVM (its single-precision kernel cache: docs/family.md)
 DECISION_RTOL = 2e-5
 OBJECTIVE_RTOL = 1e-6
@@ -105,8 +107,7 @@ def normalised(case: Case, model, X, y, n: int, K: np.ndarray) -> dict:
 
 def compare(case: Case, n: int | None = None, layer: str = "cvxpy", backend: str = "clarabel") -> dict:
     """One row of the comparison: the family's row (its status, the proved optimum) against scikit-learn's."""
-    from formulations.kernels import Kernel, gram
-    from solvers.family import solve
+    from solvers.family import solve  # deferred: Pyomo and cvxpy load only when a case is solved, not for --help
 
     X, y = load(case.data, n)
     gamma = case.gamma_scale / (X.shape[1] * X.var())
