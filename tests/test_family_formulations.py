@@ -156,3 +156,19 @@ def test_every_backend_is_optimal_only_where_it_is_right(formulation, layer, bac
         assert sol.checks["kkt_complementarity"] <= 1e-4
     elif sol.status != "optimal_inaccurate":
         assert sol.w is None and np.isnan(sol.objective)
+
+
+@pytest.mark.parametrize("formulation", ["nu_svc_primal", "one_class_kernel_dual", "eps_svr_kernel_dual"])
+def test_sparse_X_gives_the_dense_rows_point(formulation):
+    """X as a scipy.sparse matrix (kept CSR through the checks, the models and the Gram matrix): the same verified
+    point as the dense X."""
+    import scipy.sparse as sp
+
+    member, _ = family.member_of(formulation)
+    X, y = _data(member.name)
+    kernel = LINEAR if formulation.endswith("kernel_dual") else None
+    rows = [solve(formulation, data, y, layer="cvxpy", backend="proxqp", kernel=kernel, profile="high",
+                  **PARAMS[member.name]) for data in (X, sp.csr_matrix(X))]
+    assert [r.status for r in rows] == ["optimal", "optimal"]
+    assert np.allclose(rows[0].extras["proved"]["decision"], rows[1].extras["proved"]["decision"], rtol=1e-9,
+                       atol=1e-9 * np.max(np.abs(rows[0].decision)))
