@@ -1,0 +1,199 @@
+"""The LIBLINEAR members (squared hinge, Crammer-Singer): primal and dual in both layers, verified, the multipliers'
+meaning, every scale, and wrong points refused. The peers (LinearSVC) are in test_family_liblinear_peers.py."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.preprocessing import StandardScaler
+
+from solvers import solution as st
+from solvers.checks import decision_scale, w_scale
+from solvers.liblinear_checks import (best_bias, check_crammer_singer, check_squared_hinge, crammer_singer_optimum,
+                                      squared_hinge_optimum)
+from solvers.liblinear_members import solve_member
+
+
+def _standardized(loader, n=None):
+    X, y = loader(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    if n is not None:  # every class kept: a stride, not a prefix (the bundled sets are sorted by class)
+        keep = np.linspace(0, len(y) - 1, n).astype(int)
+        X, y = X[keep], y[keep]
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return _standardized(load_breast_cancer, n=120)
+
+
+@pytest.fixture(scope="module")
+def wine():
+    return _standardized(load_wine, n=60)
+
+
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
+@pytest.mark.parametrize("intercept", ["free", "none"])
+def test_squared_hinge_primal_and_dual_agree_and_alpha_is_2C_xi(cancer, layer, intercept):
+    X, y = cancer
+    C = 0.05
+    primal = solve_member("squared_hinge", "primal", X, y, C=C, layer=layer, backend="clarabel", intercept=intercept)
+    dual = solve_member("squared_hinge", "dual", X, y, C=C, layer=layer, backend="clarabel", intercept=intercept)
+    for sol in (primal, dual):
+        assert sol.status == st.OPTIMAL, sol.message
+        assert sol.checks["reference"].startswith("proved optimum")
+        assert sol.checks["rel_duality_gap"] <= 1e-7
+    # P* = D*, the same w and b, to the solvers' accuracy (relative to P*, ||w*||, max |f*|)
+    assert abs(primal.objective - dual.objective) <= 1e-7 * primal.objective
+    assert np.linalg.norm(primal.w - dual.w) <= 1e-5 * np.linalg.norm(primal.w)
+    scale = np.max(np.abs(primal.decision))
+    assert abs(primal.b - dual.b) <= 1e-5 * scale
+    if intercept == "none":
+        assert primal.b == 0.0 and dual.b == 0.0
+    # the multipliers' meaning: the primal's margin multipliers are the dual's alpha, and alpha_i = 2C xi_i
+    for sol in (primal, dual):
+        assert np.max(np.abs(sol.alpha - 2 * C * sol.xi)) <= 1e-5 * np.max(sol.alpha)
+    assert np.max(np.abs(primal.alpha - dual.alpha)) <= 1e-5 * np.max(dual.alpha)
+    # no upper bound: some alpha_i exceed C (a box 0 <= alpha <= C would have cut them)
+    assert dual.alpha.max() > C
+    if intercept == "free":  # the balance row's multiplier is b
+        y_pm = np.where(y == y.max(), 1.0, -1.0)
+        assert abs(dual.b_multiplier - primal.b) <= 1e-5 * scale
+        assert abs(y_pm @ dual.alpha) <= 1e-7 * dual.alpha.sum()
+
+
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
+def test_crammer_singer_primal_and_dual_agree_and_couple_the_classes(wine, layer):
+    X, y = wine
+    C = 0.3
+    primal = solve_member("crammer_singer", "primal", X, y, C=C, layer=layer, backend="clarabel")
+    dual = solve_member("crammer_singer", "dual", X, y, C=C, layer=layer, backend="clarabel")
+    for sol in (primal, dual):
+        assert sol.status == st.OPTIMAL, sol.message
+        assert sol.checks["reference"].startswith("proved optimum")
+        assert sol.w.shape == (3, X.shape[1]) and sol.alpha.shape == (len(y), 3)
+    assert abs(primal.objective - dual.objective) <= 1e-7 * primal.objective
+    assert np.linalg.norm(primal.w - dual.w) <= 1e-5 * np.linalg.norm(primal.w)
+    codes = np.searchsorted(np.unique(y), y)
+    own = np.eye(3)[codes]
+    for sol in (primal, dual):
+        beta = C * own - sol.alpha  # the margin rows' multipliers
+        # per point, the classes are coupled: sum_m alpha_i^m = 0, i.e. sum_m beta_i^m = C, beta >= 0
+        assert np.max(np.abs(sol.alpha.sum(axis=1))) <= 1e-6 * C
+        assert beta.min() >= -1e-6 * C
+        # beta_i^m > 0 only on a class that attains xi_i = max_m (e_i^m + F_im) - F_{i y_i}
+        violation = (1 - own) + sol.decision - sol.decision[np.arange(len(y)), codes][:, None]
+        assert np.max(beta * (sol.xi[:, None] - violation)) <= 1e-6 * C
+    # w_m = sum_i alpha_i^m x_i
+    assert np.linalg.norm(primal.w - primal.alpha.T @ X) <= 1e-6 * np.linalg.norm(primal.w)
+
+
+def _moved(W, X, F, size, seed):
+    """W moved so that the decision values move by about `size` of max |F| (the checks' own w scale)."""
+    step = np.random.default_rng(seed).normal(size=W.shape)
+    return W + size * w_scale(np.ravel(W), X, decision_scale(F)) * step / np.linalg.norm(step)
+
+
+@pytest.mark.parametrize("C", [1e-2, 1.0, 1e2])
+def test_squared_hinge_verified_at_every_scale_and_a_wrong_point_refused(cancer, C):
+    """(s X, C / s^2) has the optimum (w* / s, b*) with the same f and alpha* / s^2: the optimum solved once is checked
+    in every unit, at effective C from 1e-8 to 1e8. It is verified there, and the same point with f moved by 1e-3 of
+    max |f| (through w, or through b) is refused, the residuals being relative to the point's own sizes."""
+    X, y = cancer
+    sol = solve_member("squared_hinge", "primal", X, y, C=C, layer="cvxpy", backend="clarabel")
+    assert sol.status == st.OPTIMAL, sol.message
+    y_pm = np.where(y == y.max(), 1.0, -1.0)
+    for s in (1e-3, 1.0, 1e3):
+        Xs, Cs, ws, alpha = X * s, C / s**2, sol.w / s, sol.alpha / s**2
+        good = check_squared_hinge(Xs, y_pm, Cs, w=ws, b=sol.b, alpha=alpha, intercept=True, primal=True, tol=1e-4)
+        assert good.verified, (s, good.verdict)
+        assert good.reference.startswith("proved optimum")
+        w_bad = _moved(ws, Xs, sol.decision, 1e-3, seed=0)
+        bad = check_squared_hinge(Xs, y_pm, Cs, w=w_bad, b=sol.b, alpha=alpha, intercept=True, primal=True, tol=1e-4)
+        assert not bad.verified, s
+        b_bad = sol.b + 1e-3 * np.max(np.abs(sol.decision))
+        worse = check_squared_hinge(Xs, y_pm, Cs, w=ws, b=b_bad, alpha=None, intercept=True, primal=True, tol=1e-4)
+        assert not worse.verified and worse.alpha_source.startswith("estimated"), s
+
+
+@pytest.mark.parametrize("C", [1e-2, 1.0, 1e2])
+def test_crammer_singer_verified_at_every_scale_and_a_wrong_point_refused(wine, C):
+    """The same for Crammer-Singer: (s X, C / s^2) has the optimum W* / s, alpha* / s^2."""
+    X, y = wine
+    sol = solve_member("crammer_singer", "dual", X, y, C=C, layer="cvxpy", backend="clarabel")
+    assert sol.status == st.OPTIMAL, sol.message
+    codes = np.searchsorted(np.unique(y), y)
+    for s in (1e-3, 1.0, 1e3):
+        Xs, Cs, Ws, alpha = X * s, C / s**2, sol.w / s, sol.alpha / s**2
+        good = check_crammer_singer(Xs, codes, Cs, W=Ws, alpha=alpha, primal=False, tol=1e-4)
+        assert good.verified, (s, good.verdict)
+        W_bad = _moved(Ws, Xs, sol.decision, 1e-3, seed=1)
+        bad = check_crammer_singer(Xs, codes, Cs, W=W_bad, alpha=alpha, primal=True, tol=1e-4)
+        assert not bad.verified, s
+
+
+def test_squared_hinge_optimum_is_proved_from_a_wrong_active_set(cancer):
+    """The finite Newton rounds reach the optimum from every point inside the margin, and the proved optimum is
+    a stationary point of the true objective: its gradient vanishes to rounding."""
+    X, y = cancer
+    y_pm = np.where(y == y.max(), 1.0, -1.0)
+    C = 2.0
+    ref = squared_hinge_optimum(X, y_pm, C, True, inside=np.ones(len(y), dtype=bool))
+    assert ref.ok and ref.rounds > 1
+    xi = np.maximum(0.0, 1 - y_pm * (X @ ref.w + ref.b))
+    grad_w = ref.w - 2 * C * X.T @ (y_pm * xi)
+    grad_b = -2 * C * (y_pm @ xi)
+    assert np.linalg.norm(grad_w) <= 1e-10 * np.linalg.norm(ref.w)
+    assert abs(grad_b) <= 1e-10 * 2 * C * np.abs(xi).sum()
+
+
+def test_crammer_singer_proof_is_liblinear_optimum_and_never_a_wrong_one(wine):
+    """The optimum proved from the solver's active rows is LIBLINEAR's (no bias, tol 1e-12) to 1e-6; from a wrong
+    start (each point's own-class row only) the rounds either reach that optimum or prove nothing."""
+    X, y = wine
+    codes = np.searchsorted(np.unique(y), y)
+    C = 0.3
+    sol = solve_member("crammer_singer", "primal", X, y, C=C, layer="cvxpy", backend="clarabel")
+    beta = C * np.eye(3)[codes] - sol.alpha
+    ref = crammer_singer_optimum(X, codes, 3, C, rows=np.flatnonzero(beta.ravel() > 1e-6 * C))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        peer = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-12, max_iter=10**7).fit(X, y)
+    assert ref.ok
+    assert np.linalg.norm(ref.W - peer.coef_) <= 1e-6 * np.linalg.norm(peer.coef_)
+    poor = crammer_singer_optimum(X, codes, 3, C, rows=np.arange(len(y)) * 3 + codes)
+    assert not poor.ok or np.linalg.norm(poor.W - ref.W) <= 1e-9 * np.linalg.norm(ref.W)
+
+
+def test_best_bias_minimises_the_squared_hinge():
+    rng = np.random.default_rng(2)
+    g = rng.normal(size=40)
+    y = np.where(rng.random(40) < 0.4, 1.0, -1.0)
+    b = best_bias(g, y)
+
+    def loss(bb):
+        return np.sum(np.maximum(0.0, 1 - y * (g + bb)) ** 2)
+
+    assert all(loss(b) <= loss(b + t) for t in (-1e-6, 1e-6, -0.1, 0.1))
+    inside = 1 - y * (g + b) > 0
+    assert abs(np.sum(y[inside] * (1 - y[inside] * (g[inside] + b)))) <= 1e-12 * inside.sum()
+
+
+def test_regularized_intercept_is_the_constant_feature(cancer):
+    """intercept="regularized" (LIBLINEAR's -B 1): b = intercept_scaling * w_last, penalised as (b / s)^2."""
+    X, y = cancer
+    s = 3.0
+    sol = solve_member("squared_hinge", "primal", X, y, C=1.0, layer="cvxpy", backend="clarabel",
+                       intercept="regularized", intercept_scaling=s)
+    augmented = solve_member("squared_hinge", "primal", np.hstack([X, np.full((len(y), 1), s)]), y, C=1.0,
+                             layer="cvxpy", backend="clarabel", intercept="none")
+    assert sol.status == augmented.status == st.OPTIMAL
+    assert sol.w.shape == (X.shape[1],)
+    assert abs(sol.b - s * augmented.w[-1]) <= 1e-9 * abs(sol.b)
+    assert np.allclose(sol.decision, augmented.decision, rtol=0, atol=1e-9 * np.max(np.abs(sol.decision)))
