@@ -94,8 +94,8 @@ def _checked(member, form, X, y, *, C, layer, backend, intercept, intercept_scal
         why = " (LIBLINEAR's Crammer-Singer has no bias of its own)" if member == CRAMMER_SINGER else ""
         raise validation.SVMInputError(f"intercept {intercept!r} is not available for {member}{why}; choose one of "
                                        f"{list(INTERCEPTS[member])}")
-    scaling = validation.check_C(intercept_scaling) if intercept == "regularized" else None  # > 0 and finite
-    C = validation.check_C(C)
+    scaling = _positive(intercept_scaling, "intercept_scaling") if intercept == "regularized" else None
+    C = _positive(C, "C")
     X = validation.check_X(X)
     if member == SQUARED_HINGE:
         y, labels = validation.check_labels(y, n=X.shape[0])
@@ -107,6 +107,17 @@ def _checked(member, form, X, y, *, C, layer, backend, intercept, intercept_scal
     if scaling is not None:
         extras["intercept_scaling"] = scaling
     return X, y, C, intercept, extras
+
+
+def _positive(value, name: str) -> float:
+    """A number > 0 and finite (C's rule, formulations.validation.check_C, in this parameter's name)."""
+    try:
+        value = validation.check_C(value, allow_infinite=True)
+    except validation.SVMInputError as exc:
+        raise validation.SVMInputError(str(exc).replace("C must", f"{name} must", 1)) from None
+    if math.isinf(value):
+        raise validation.SVMInputError(f"{name} must be finite, got {value}")
+    return value
 
 
 def _with_constant(X, value: float):
