@@ -1,0 +1,87 @@
+"""The SVM family beyond the C-SVM: one module per member, each with its primal and its dual(s), each declared
+as a Pyomo model and as a cvxpy model beside the maths (the notes' notation), and this registry of the members.
+
+A member is one record (`Member`): its module, its task (classification, novelty, regression), its parameters
+(C, nu, epsilon), its primal's and duals' names and its scikit-learn peer. A formulation's name is
+"<member>_<kind>" (formulations.family.names); its builders are `build_<kind>_pyomo` and `build_<kind>_cvxpy` in
+the member's module, and its optimality conditions the module's `conditions`. The modules import Pyomo and cvxpy,
+so they are loaded on first use: importing this package, or its names, stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from formulations.errors import SVMInputError
+from formulations.family.names import (CLASSIFICATION, EPS_SVR, KERNEL_DUAL, LINEAR_DUAL, NOVELTY, NU_SVC, NU_SVR,
+                                       ONE_CLASS, PRIMAL, REGRESSION)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member of the family: where its models are built and what it takes."""
+
+    name: str
+    module: str  # formulations.family.<module>
+    task: str  # CLASSIFICATION, NOVELTY or REGRESSION: how y is checked
+    parameters: tuple[str, ...]  # the ones it needs, in solve()'s names: "C", "nu", "epsilon"
+    kinds: tuple[str, ...]  # PRIMAL, LINEAR_DUAL, KERNEL_DUAL: the formulations it has
+    peer: str  # scikit-learn's class of the same problem
+    source: str  # where the formulation is from
+
+    @property
+    def primal(self) -> str:
+        return f"{self.name}_{PRIMAL}"
+
+    @property
+    def duals(self) -> tuple[str, ...]:
+        return tuple(f"{self.name}_{kind}" for kind in self.kinds if kind != PRIMAL)
+
+    @property
+    def formulations(self) -> tuple[str, ...]:
+        return tuple(f"{self.name}_{kind}" for kind in self.kinds)
+
+
+MEMBERS: dict[str, Member] = {
+    NU_SVC: Member(NU_SVC, "nu_svc", CLASSIFICATION, ("nu",), (PRIMAL, LINEAR_DUAL, KERNEL_DUAL), "NuSVC",
+                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2001"),
+    ONE_CLASS: Member(ONE_CLASS, "one_class", NOVELTY, ("nu",), (PRIMAL, KERNEL_DUAL), "OneClassSVM",
+                      "Scholkopf, Platt, Shawe-Taylor, Smola, Williamson 2001"),
+    EPS_SVR: Member(EPS_SVR, "eps_svr", REGRESSION, ("C", "epsilon"), (PRIMAL, KERNEL_DUAL), "SVR",
+                    "Vapnik 1995; Smola and Scholkopf 2004"),
+    NU_SVR: Member(NU_SVR, "nu_svr", REGRESSION, ("C", "nu"), (PRIMAL, KERNEL_DUAL), "NuSVR",
+                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2002"),
+}
+
+KINDS = (PRIMAL, LINEAR_DUAL, KERNEL_DUAL)
+
+
+def formulations() -> dict[str, tuple[Member, str]]:
+    """Every family formulation: name -> (its member, its kind)."""
+    return {f"{m.name}_{kind}": (m, kind) for m in MEMBERS.values() for kind in m.kinds}
+
+
+def member_of(formulation: str) -> tuple[Member, str]:
+    """(member, kind) of a family formulation, or an SVMInputError naming the known ones."""
+    known = formulations()
+    if formulation not in known:
+        raise SVMInputError(f"unknown family formulation {formulation!r}; choose one of {list(known)}")
+    return known[formulation]
+
+
+def module(member: Member):
+    """The member's module (imports Pyomo and cvxpy on first use)."""
+    return importlib.import_module(f"formulations.family.{member.module}")
+
+
+def builder(formulation: str, layer: str):
+    """The function that builds `formulation` in `layer` ("pyomo" or "cvxpy")."""
+    if layer not in ("pyomo", "cvxpy"):
+        raise SVMInputError(f"unknown layer {layer!r}; choose 'pyomo' or 'cvxpy'")
+    member, kind = member_of(formulation)
+    return getattr(module(member), f"build_{kind}_{layer}")
+
+
+__all__ = ["MEMBERS", "KINDS", "Member", "builder", "formulations", "member_of", "module",
+           "CLASSIFICATION", "NOVELTY", "REGRESSION", "PRIMAL", "LINEAR_DUAL", "KERNEL_DUAL"]
