@@ -137,14 +137,26 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     return signs, labels
 
 
-def check_classes(y, n: int | None = None) -> tuple[np.ndarray, list]:
-    """Labels of two or more classes (a multiclass SVM's) as codes 0..k-1 in the sorted classes' order
-    (scikit-learn's `classes_`), with the classes themselves."""
+@dataclass(frozen=True)
+class ClassMap:
+    """How a multiclass SVM's labels map to the codes 0..k-1 (the sorted classes' order, scikit-learn's `classes_`)."""
+
+    classes: tuple
+
+    def as_dict(self) -> dict[str, int]:
+        return {str(c): code for code, c in enumerate(self.classes)}
+
+    def inverse(self, codes: np.ndarray) -> np.ndarray:
+        return np.asarray(self.classes, dtype=object)[np.asarray(codes)]
+
+
+def check_classes(y, n: int | None = None) -> tuple[np.ndarray, ClassMap]:
+    """Labels of two or more classes (a multiclass SVM's) as codes 0..k-1, with the ClassMap kept."""
     arr, classes = _label_classes(y, n)
     if classes.size < 2:
         raise SVMInputError(f"y must contain at least two classes for a multiclass SVM, found {classes.size}: "
                             f"{[_plain(c) for c in classes]}")
-    return np.searchsorted(classes, arr).astype(np.intp), [_plain(c) for c in classes]
+    return np.searchsorted(classes, arr).astype(np.intp), ClassMap(tuple(_plain(c) for c in classes))
 
 
 def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -24,19 +24,41 @@ Dual (LIBLINEAR minimises the negative of this objective; here it is a maximum, 
 
 written with the lifted w_m = sum_i alpha_i^m x_i [lift]: (l + d) k variables and a (l k) x (d k) matrix.
 Variables are flat, class-major: w[m d + j] = (w_m)_j, alpha[i k + m] = alpha_i^m; margin row i k + m.
+params["intercept"]: "none" (LIBLINEAR's default) or "regularized" (-B: a constant feature, formulations.family
+.liblinear); y holds the class codes 0..k-1 (formulations.validation.check_classes).
+
+Optimality conditions (`conditions`), from the point: F_im = w_m'x_i, xi_i = max_m (e_i^m + F_im) - F_{i y_i},
+
+    P = 1/2 sum ||w_m||^2 + C sum xi_i,   D = -sum e_i^m alpha_i^m - 1/2 sum ||sum_i alpha_i^m x_i||^2
+    dual feasibility   max(0, alpha_i^m - C [y_i = m]) / C
+    coupling           max_i |sum_m alpha_i^m| / C                 (sum_m beta_i^m = C: each point couples its classes)
+    stationarity       ||W - alpha'X|| / ||W||
+    complementarity    beta_i^m (xi_i - e_i^m - F_im + F_{i y_i}) / C, beta = C [y_i = m] - alpha  (margin units)
+    the point          W, F and the objective against the optimum proved from the point's active rows (`optimum`:
+                       one linear KKT system per round), else the gap's bound (formulations.family.liblinear)
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
+import scipy.linalg
 import scipy.sparse as sp
 
+from formulations.family.common import Conditions, FamilyData, stationarity, top
+from formulations.family.liblinear import EPS, PROOF_TOL, features, gap_bound, point_errors
+from formulations.family.names import CRAMMER_SINGER_LINEAR_DUAL, CRAMMER_SINGER_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
-PRIMAL = "crammer_singer_primal"
-DUAL = "crammer_singer_dual"
+#: The proof solves a dense system of (active rows + points); beyond this size, the gap's bound.
+MAX_ACTIVE_ROWS = 6_000
+#: The rows the proof starts from: beta_i^m above this fraction of C (an interior point's inactive rows keep small
+#: positive multipliers; the proof's rounds add or drop the rows it got wrong)
+START_BETA = 1e-6
 
 
 def losses(codes: np.ndarray, k: int) -> np.ndarray:
@@ -85,35 +107,40 @@ def coupling_matrix(n: int, k: int) -> sp.csr_matrix:
     return sp.kron(sp.identity(n), np.ones((1, k)), format="csr")
 
 
-def build_primal_pyomo(X, codes: np.ndarray, k: int, C: float) -> pyo.ConcreteModel:
+def n_classes(codes: np.ndarray) -> int:
+    return int(codes.max()) + 1
+
+
+def build_primal_pyomo(X, codes: np.ndarray, params: dict) -> pyo.ConcreteModel:
+    X, k = features(X, params), n_classes(codes)
     n, d = X.shape
-    m = new_pyomo_model(PRIMAL, n, d)
-    m.C = float(C)
+    m = new_pyomo_model(CRAMMER_SINGER_PRIMAL, n, d)
     m.K = pyo.RangeSet(0, k * d - 1)
     m.w = pyo.Var(m.K)  # flat, class-major (module docstring)
     m.xi = pyo.Var(m.I)  # xi_i >= 0 is the row m = y_i
     rows = sp.hstack([margin_matrix(X, codes, k), sp.kron(sp.identity(n), np.ones((k, 1)))], format="csr")
     m.margin = matrix_rows(rows, [*m.w.values(), *m.xi.values()], lower=losses(codes, k))
-    m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.K) + linear_sum(float(C), m.xi),
+    m.obj = pyo.Objective(expr=0.5 * pyo.quicksum(m.w[j] ** 2 for j in m.K) + linear_sum(float(params["C"]), m.xi),
                           sense=pyo.minimize)
     return m
 
 
-def build_primal_cvxpy(X, codes: np.ndarray, k: int, C: float) -> CvxpyModel:
+def build_primal_cvxpy(X, codes: np.ndarray, params: dict) -> CvxpyModel:
+    X, k = features(X, params), n_classes(codes)
     n, d = X.shape
     w = cp.Variable(k * d, name="w")
     xi = cp.Variable(n, name="xi")
     spread = sp.kron(sp.identity(n), np.ones((k, 1)), format="csr")  # xi_i on each of point i's k rows
     margin = margin_matrix(X, codes, k) @ w + spread @ xi >= losses(codes, k)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + float(C) * cp.sum(xi)), [margin])
-    return CvxpyModel(PRIMAL, problem, {"w": w, "xi": xi}, {"margin": margin}, info={"classes": k})
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + float(params["C"]) * cp.sum(xi)), [margin])
+    return CvxpyModel(CRAMMER_SINGER_PRIMAL, problem, {"w": w, "xi": xi}, {"margin": margin})
 
 
-def build_dual_pyomo(X, codes: np.ndarray, k: int, C: float) -> pyo.ConcreteModel:
+def build_linear_dual_pyomo(X, codes: np.ndarray, params: dict) -> pyo.ConcreteModel:
+    X, k = features(X, params), n_classes(codes)
     n, d = X.shape
-    m = new_pyomo_model(DUAL, n, d)
-    m.C = float(C)
-    upper = upper_bounds(codes, k, C)
+    m = new_pyomo_model(CRAMMER_SINGER_LINEAR_DUAL, n, d)
+    upper = upper_bounds(codes, k, float(params["C"]))
     m.A = pyo.RangeSet(0, n * k - 1)
     m.alpha = pyo.Var(m.A, bounds=lambda model, r: (None, float(upper[r])))
     m.K = pyo.RangeSet(0, k * d - 1)
@@ -126,13 +153,152 @@ def build_dual_pyomo(X, codes: np.ndarray, k: int, C: float) -> pyo.ConcreteMode
     return m
 
 
-def build_dual_cvxpy(X, codes: np.ndarray, k: int, C: float) -> CvxpyModel:
+def build_linear_dual_cvxpy(X, codes: np.ndarray, params: dict) -> CvxpyModel:
+    X, k = features(X, params), n_classes(codes)
     n, d = X.shape
-    alpha = cp.Variable(n * k, name="alpha", bounds=[np.full(n * k, -np.inf), upper_bounds(codes, k, C)])
+    alpha = cp.Variable(n * k, name="alpha", bounds=[np.full(n * k, -np.inf), upper_bounds(codes, k, params["C"])])
     w = cp.Variable(k * d, name="w")
-    lifted = lift_matrix(X, k)
-    lift = lifted[:, : n * k] @ alpha + w == 0  # w_m = sum_i alpha_i^m x_i
+    lift = lift_matrix(X, k)[:, : n * k] @ alpha + w == 0  # w_m = sum_i alpha_i^m x_i
     coupling = coupling_matrix(n, k) @ alpha == 0
     problem = cp.Problem(cp.Maximize(-losses(codes, k) @ alpha - 0.5 * cp.sum_squares(w)), [lift, coupling])
-    return CvxpyModel(DUAL, problem, {"alpha": alpha, "w": w}, {"lift": lift, "coupling": coupling},
-                      info={"classes": k})
+    return CvxpyModel(CRAMMER_SINGER_LINEAR_DUAL, problem, {"alpha": alpha, "w": w},
+                      {"lift": lift, "coupling": coupling})
+
+
+# --------------------------------------------------------------------------- optimality conditions
+
+
+def values_at(X, codes: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F, violation, xi): F_im = w_m'x_i, violation_im = e_i^m + F_im - F_{i y_i}, xi_i = max_m violation_im."""
+    n = len(codes)
+    F = np.asarray(X @ W.T, dtype=float)
+    violation = losses(codes, W.shape[0]).reshape(n, -1) + F - F[np.arange(n), codes][:, None]
+    return F, violation, violation.max(axis=1)
+
+
+def dual_objective(X, codes: np.ndarray, alpha: np.ndarray) -> float:
+    """D(alpha) = -sum e_i^m alpha_i^m - 1/2 sum_m ||sum_i alpha_i^m x_i||^2 (alpha l x k)."""
+    W = np.asarray(alpha.T @ X, dtype=float)
+    return -float(losses(codes, alpha.shape[1]) @ alpha.ravel()) - 0.5 * float(np.sum(W * W))
+
+
+def feasible_alpha(alpha: np.ndarray, codes: np.ndarray, C: float) -> np.ndarray:
+    """A dual feasible alpha near the solver's: alpha_i^m <= 0 off the own class, alpha_i^{y_i} = -sum of the others
+    (the coupling), scaled down where that exceeds C."""
+    own = np.zeros_like(alpha, dtype=bool)
+    own[np.arange(len(codes)), codes] = True
+    others = np.where(own, 0.0, np.minimum(alpha, 0.0))
+    total = -others.sum(axis=1)
+    others = others * np.where(total > C, C / np.maximum(total, np.finfo(float).tiny), 1.0)[:, None]
+    return others + own * (-others.sum(axis=1))[:, None]
+
+
+@dataclass
+class Optimum:
+    ok: bool
+    W: np.ndarray | None = None
+    objective: float = math.nan
+    rounds: int = 0
+    reason: str = ""
+
+
+def optimum(X, codes: np.ndarray, k: int, C: float, rows: np.ndarray, max_rounds: int = 12,
+            max_rows: int = MAX_ACTIVE_ROWS) -> Optimum:
+    """The optimum proved from an active set of margin rows (flat i k + m), by active-set rounds.
+
+    With the rows S active as equalities, the KKT conditions are linear: W = A_S' beta_S (A the margin rows over the
+    flat W), A_S W + xi_{i(r)} = e_r on S, and sum_{m in S_i} beta_i^m = C for every point, i.e.
+
+        [A_S A_S'   R ] [beta_S]   [e_S]
+        [R'         0 ] [xi    ] = [C 1],     R_ri = 1 where row r belongs to point i.
+
+    The solution is the optimum when beta_S >= 0 and no row outside S is violated (to PROOF_TOL of C, and of the
+    margin or of |F| where F is smaller); else S becomes the rows that attain xi_i at the solution's W, less those
+    whose beta was < 0, and the system is solved again."""
+    n = len(codes)
+    A, e = margin_matrix(X, codes, k), losses(codes, k)
+    point = np.repeat(np.arange(n), k)
+    own_rows = np.arange(n) * k + codes
+    active = np.zeros(n * k, dtype=bool)
+    active[rows] = True
+    for rounds in range(1, max_rounds + 1):
+        active[own_rows] |= ~np.bincount(point[active], minlength=n).astype(bool)  # each point keeps a row
+        S = np.flatnonzero(active)
+        if len(S) + n > max_rows:
+            return Optimum(False, rounds=rounds, reason=f"{len(S):,} active rows > {max_rows - n:,}")
+        A_S = A[S]
+        R = sp.csr_matrix((np.ones(len(S)), (np.arange(len(S)), point[S])), shape=(len(S), n))
+        G = np.asarray((A_S @ A_S.T).toarray())
+        system = np.block([[G, R.toarray()], [R.T.toarray(), np.zeros((n, n))]])
+        rhs = np.concatenate([e[S], np.full(n, float(C))])
+        solution = _solve_kkt(system, rhs)
+        beta, xi = solution[: len(S)], solution[len(S):]
+        W = np.asarray(A_S.T @ beta, dtype=float).reshape(k, -1)
+        F, violation, xi_W = values_at(X, codes, W)
+        # margin units, but relative to |F| where F is small: at C = 1e-4 on X x 1e-3 every xi_i is about 1 and the
+        # classes differ by 1e-10 in F, which a bar of 1e-8 in margin units let a wrong active set pass
+        size = float(np.max(np.abs(F)))
+        bar = PROOF_TOL * min(1.0, size) + 64 * EPS * (1.0 + size)
+        residual = max(float(np.max(np.abs(G @ beta + R @ xi - e[S]))) / bar,
+                       float(np.max(np.abs(R.T @ beta - C))) / (PROOF_TOL * C))
+        negative = beta < -PROOF_TOL * C
+        violated = violation.ravel() - xi[point] > bar
+        if not negative.any() and not violated.any():
+            if residual <= 1.0:
+                return Optimum(True, W, 0.5 * float(np.sum(W * W)) + C * float(xi_W.sum()), rounds)
+            return Optimum(False, rounds=rounds, reason=f"inconsistent system ({residual:.1e} x its bar)")
+        active = violation.ravel() >= xi_W[point] - bar  # the rows that attain xi_i at this W
+        active[S[negative]] = False
+    return Optimum(False, rounds=max_rounds, reason=f"active set not settled in {max_rounds} rounds")
+
+
+def _solve_kkt(system: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """A solution of the proof's KKT system. The active rows are often dependent (A's rows are invariant to one shift
+    of every w_m, and ties add rows): beta is then not unique, and any solution of the consistent system proves W*,
+    which is; LU first, least squares (QR with pivoting) where LU fails or leaves a residual."""
+    try:
+        solution = np.linalg.solve(system, rhs)
+        if np.all(np.isfinite(solution)) and np.max(np.abs(system @ solution - rhs)) <= PROOF_TOL * np.max(np.abs(rhs)):
+            return solution
+    except np.linalg.LinAlgError:
+        pass
+    return scipy.linalg.lstsq(system, rhs, lapack_driver="gelsy")[0]
+
+
+def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Conditions:
+    """The point judged by Crammer-Singer's optimality conditions (module docstring): W from the primal's w and
+    alpha = C [y_i = m] - beta from its margin rows' multipliers; from the dual, alpha and W = alpha'X."""
+    C, codes = float(params["C"]), data.y
+    X, n, k = features(data.X, params), len(codes), n_classes(codes)
+    own = np.eye(k)[codes]
+    if kind == PRIMAL:
+        W = np.asarray(values["w"], dtype=float).reshape(k, -1)
+        alpha = C * own - np.asarray(values["alpha"], dtype=float).reshape(n, k)
+    else:
+        alpha = np.asarray(values["alpha"], dtype=float).reshape(n, k)
+        W = np.asarray(alpha.T @ X, dtype=float)
+    F, violation, xi = values_at(X, codes, W)
+    W_alpha = np.asarray(alpha.T @ X, dtype=float)
+    primal = 0.5 * float(np.sum(W * W)) + C * float(xi.sum())
+    dual = dual_objective(X, codes, alpha)
+    beta = C * own - alpha
+    residuals = {"dual feasibility": max(0.0, float(np.max(alpha - C * own))) / C,
+                 "coupling": float(np.max(np.abs(alpha.sum(axis=1)))) / C,
+                 "stationarity": stationarity(W.ravel(), W_alpha.ravel(), X, F),
+                 "complementarity": float(np.max(np.maximum(beta, 0.0) * (xi[:, None] - violation))) / C}
+    proof = optimum(X, codes, k, C, np.flatnonzero(beta.ravel() > START_BETA * C))
+    meaning = {"alpha": alpha, "n_classes": k, "intercept": params["intercept"],
+               "n_margin_errors": int(np.sum(xi > 0)), "rows_active": int(np.sum(beta > START_BETA * C)),
+               "reference": f"proved optimum ({proof.rounds} rounds)" if proof.ok
+               else f"gap bound (no proved optimum: {proof.reason})"}
+    if proof.ok:
+        own_objective = primal if kind == PRIMAL else dual
+        residuals.update(point_errors(own_objective, proof.objective, W, proof.W, X, F, X @ proof.W.T))
+        meaning["proved_optimum"] = {"W": proof.W.tolist(), "objective": proof.objective}
+    else:
+        feasible = dual_objective(X, codes, feasible_alpha(alpha, codes, C))
+        residuals["w error (bound from the gap)"] = gap_bound(primal, feasible, W, X, F)
+    if params["intercept"] == "regularized":  # each class's bias: its constant feature's weight times the scaling
+        meaning["intercepts"] = (float(params["intercept_scaling"]) * W[:, -1]).tolist()
+        W = W[:, :-1]
+    return Conditions(primal, dual, max(primal, abs(dual)), residuals, F, alpha, b=math.nan, w=W, meaning=meaning)
