@@ -93,6 +93,13 @@ class FamilyData:
     def n(self) -> int:
         return self.X.shape[0] if self.X is not None else self.K.shape[0]
 
+    def gram(self) -> np.ndarray:
+        """K as a dense matrix (X X' where no K is given): for the proof of the optimum."""
+        if self.K is not None:
+            return np.asarray(self.K, dtype=float)
+        G = self.X @ self.X.T
+        return np.asarray(G.toarray() if hasattr(G, "toarray") else G, dtype=float)
+
 
 @dataclass
 class Conditions:
@@ -107,6 +114,7 @@ class Conditions:
     b: float = math.nan
     w: np.ndarray | None = None
     meaning: dict = field(default_factory=dict)  # rho, epsilon, the fractions nu bounds, ...
+    size: float = 1.0  # the margin's or the tube's size: what errors in f are measured against (set by the member)
 
     @property
     def gap(self) -> float:
@@ -167,3 +175,70 @@ def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray) -> float:
                           else np.einsum("ij,ij->i", X, X)))
     reach = top(f) / rows if rows > 0 else 0.0
     return float(np.linalg.norm(w - w_alpha)) / max(float(np.linalg.norm(w)), reach, _TINY)
+
+
+
+# --------------------------------------------------------------------------- the optimum proved from the point
+
+
+@dataclass
+class BoxQP:
+    """A member's dual as min 1/2 a'Qa + p'a s.t. A a = c, 0 <= a <= U (a: alpha, or alpha then alpha*)."""
+
+    Q: np.ndarray
+    p: np.ndarray
+    A: np.ndarray
+    c: np.ndarray
+    U: float
+
+
+#: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
+PROOF_ROUNDS = 4
+#: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
+PROOF_RTOL = 1e-9
+
+
+def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
+    """The exact optimum of `qp` on the active set the point `a` suggests, or None where no guess is proved.
+
+    Coordinates within AT_BOUND of a bound are fixed there; the free ones and the equalities' multipliers mu
+    solve the linear KKT system  Q_FF a_F + A_F' mu = -p_F - Q_FB a_B,  A_F a_F = c - A_B a_B.  The result is
+    the optimum when every free a_i is in [0, U] and the reduced gradient G = Q a + p + A' mu is >= 0 at the
+    lower bounds and <= 0 at the upper ones (to the rounding of its terms); otherwise the wrong guesses move and
+    the system is solved again."""
+    U = qp.U
+    a = np.asarray(a, dtype=float)
+    state = np.where(a <= AT_BOUND * U, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
+    for _ in range(PROOF_ROUNDS):
+        x, mu = _solve_free(qp, state)
+        if x is None:
+            return None
+        G = qp.Q @ x + qp.p + qp.A.T @ mu
+        size = np.abs(qp.Q) @ np.abs(x) + np.abs(qp.p) + np.abs(qp.A.T) @ np.abs(mu)
+        slack = PROOF_RTOL * max(float(size.max()), _TINY)
+        free = state == 0
+        low, high = free & (x < -PROOF_RTOL * U), free & (x > U * (1 + PROOF_RTOL))
+        wrong_low, wrong_high = (state == -1) & (G < -slack), (state == 1) & (G > slack)
+        unmet = np.abs(qp.A @ x - qp.c) > PROOF_RTOL * (np.abs(qp.A) @ np.abs(x) + np.abs(qp.c))
+        if unmet.any():  # the fixed coordinates leave the equalities no free coordinate to meet them with
+            return None
+        if not (low.any() or high.any() or wrong_low.any() or wrong_high.any()):
+            return np.clip(x, 0.0, U)
+        state[low], state[high], state[wrong_low | wrong_high] = -1, 1, 0
+    return None
+
+
+def _solve_free(qp: BoxQP, state: np.ndarray):
+    """(a, mu) with the bound coordinates at their bounds and the free ones from the KKT system (least squares:
+    Q_FF is singular for a linear kernel with fewer features than free points)."""
+    x = np.where(state == 1, qp.U, 0.0)
+    F = np.flatnonzero(state == 0)
+    B = state != 0
+    k = qp.A.shape[0]
+    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], qp.c - qp.A[:, B] @ x[B]])
+    M = np.block([[qp.Q[np.ix_(F, F)], qp.A[:, F].T], [qp.A[:, F], np.zeros((k, k))]])
+    if not np.all(np.isfinite(M)):
+        return None, None
+    solution = np.linalg.lstsq(M, rhs, rcond=None)[0]
+    x[F] = solution[:len(F)]
+    return x, solution[len(F):]

@@ -27,7 +27,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
+                                        BoxQP, fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
                                         squared_norm, stationarity, top)
 from formulations.family.names import EPS_SVR_KERNEL_DUAL, EPS_SVR_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
@@ -133,7 +133,16 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                  "balance": abs(float(beta.sum())) / max(float(alpha.sum() + alpha_star.sum()), np.finfo(float).tiny),
                  "complementarity": float(comp.max()), **extra}
     meaning = _tube(y, f, eps, alpha, alpha_star, C)
-    return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning)
+    return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
+
+
+def box_qp(data: FamilyData, params: dict) -> BoxQP:
+    """The dual over (alpha, alpha*) as min 1/2 beta'K beta + eps e'(alpha + alpha*) - y'beta s.t.
+    e'(alpha - alpha*) = 0, 0 <= alpha, alpha* <= C."""
+    y, eps = data.y, float(params["epsilon"])
+    n = len(y)
+    return BoxQP(paired(data.gram()), np.concatenate([eps - y, eps + y]),
+                 np.concatenate([np.ones(n), -np.ones(n)])[None, :], np.array([0.0]), float(params["C"]))
 
 
 def _tube(y, f, eps, alpha, alpha_star, C) -> dict:

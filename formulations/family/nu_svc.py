@@ -36,7 +36,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
+                                        BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
                                         stationarity, top)
 from formulations.family.names import KERNEL_DUAL, NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, lifted_rows, linear_sum, matrix_rows, new_pyomo_model, signed
@@ -164,4 +164,13 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                "n_sv": int(support.sum()), "n_margin_errors": int(errors.sum()),
                "nu_bounds_hold": bool(fraction(errors) <= nu <= fraction(support)),
                "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf}
-    return Conditions(primal, dual, scale, residuals, f, u, b=float(b), w=w, meaning=meaning)
+    return Conditions(primal, dual, scale, residuals, f, u, b=float(b), w=w, meaning=meaning,
+                      size=max(abs(rho), top(f)))
+
+
+def box_qp(data: FamilyData, params: dict) -> BoxQP:
+    """The dual as min 1/2 alpha' Y K Y alpha s.t. y'alpha = 0, e'alpha = nu, 0 <= alpha <= 1/l."""
+    y = data.y
+    n = len(y)
+    return BoxQP(dual_matrix(data.gram(), y), np.zeros(n), np.vstack([y, np.ones(n)]),
+                 np.array([0.0, float(params["nu"])]), 1.0 / n)

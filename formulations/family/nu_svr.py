@@ -31,7 +31,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
+                                        BoxQP, fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
                                         squared_norm, stationarity, top)
 from formulations.family.eps_svr import tube_rows
 from formulations.family.names import NU_SVR_KERNEL_DUAL, NU_SVR_PRIMAL, PRIMAL
@@ -139,4 +139,13 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                "fraction_inside_tube": fraction(distance < -AT_BOUND * size), "fraction_sv": fraction(support),
                "n_sv": int(support.sum()), "alpha_alpha_star": float(np.max(np.minimum(alpha, alpha_star))) / U,
                "nu_bounds_hold": bool(fraction(outside) <= nu <= fraction(support))}
-    return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning)
+    return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
+
+
+def box_qp(data: FamilyData, params: dict) -> BoxQP:
+    """The dual over (alpha, alpha*) as min 1/2 beta'K beta - y'beta s.t. e'(alpha - alpha*) = 0,
+    e'(alpha + alpha*) = C nu, 0 <= alpha, alpha* <= C/l."""
+    y, C, nu = data.y, float(params["C"]), float(params["nu"])
+    n = len(y)
+    A = np.vstack([np.concatenate([np.ones(n), -np.ones(n)]), np.ones(2 * n)])
+    return BoxQP(paired(data.gram()), np.concatenate([-y, y]), A, np.array([0.0, C * nu]), C / n)

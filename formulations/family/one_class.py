@@ -32,7 +32,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
+                                        BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
                                         stationarity, top)
 from formulations.family.names import ONE_CLASS_KERNEL_DUAL, ONE_CLASS_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
@@ -113,4 +113,11 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                "n_sv": int(support.sum()), "n_outliers": int(outliers.sum()),
                "nu_bounds_hold": bool(fraction(outliers) <= nu <= fraction(support)),
                "distance_from_origin": rho / math.sqrt(ww) if ww > 0 else math.inf}
-    return Conditions(primal, dual, scale, residuals, f, alpha.copy(), b=-float(rho), w=w, meaning=meaning)
+    return Conditions(primal, dual, scale, residuals, f, alpha.copy(), b=-float(rho), w=w, meaning=meaning,
+                      size=size)
+
+
+def box_qp(data: FamilyData, params: dict) -> BoxQP:
+    """The dual as min 1/2 alpha'K alpha s.t. e'alpha = 1, 0 <= alpha <= 1/(nu l)."""
+    n = data.n
+    return BoxQP(data.gram(), np.zeros(n), np.ones((1, n)), np.array([1.0]), 1.0 / (float(params["nu"]) * n))
