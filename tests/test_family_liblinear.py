@@ -12,11 +12,27 @@ from sklearn.svm import LinearSVC
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.preprocessing import StandardScaler
 
+from formulations.family import MEMBERS, crammer_singer, squared_hinge
+from formulations.family.liblinear import w_size
+from solvers import family
 from solvers import solution as st
-from solvers.checks import decision_scale, w_scale
-from solvers.liblinear_checks import (best_bias, check_crammer_singer, check_squared_hinge, crammer_singer_optimum,
-                                      squared_hinge_optimum)
-from solvers.liblinear_members import solve_member
+
+
+def solve_member(member, form, X, y, **kwargs):
+    kind = "primal" if form == "primal" else "linear_dual"
+    return family.solve(f"{member}_{kind}", X, y, **kwargs)
+
+
+def _judged(member, form, X, y, values, objective, **params):
+    """A claimed optimum (the point `values`, its objective) through the family's closing step: its status."""
+    kind = "primal" if form == "primal" else "linear_dual"
+    sol = st.Solution(formulation=f"{member}_{kind}", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
+                      solver_status=st.OPTIMAL, raw_status="claimed", objective=objective)
+    task = MEMBERS[member]
+    codes = y if member == "crammer_singer" else np.where(y == y.max(), 1.0, -1.0)
+    data = family.FamilyData(codes, X)
+    full = {"intercept": "free" if member == "squared_hinge" else "none", "intercept_scaling": None, **params}
+    return family.close(sol, values, data, full, kind, task, 1e-4)
 
 
 def _standardized(loader, n=None):
@@ -57,14 +73,15 @@ def test_squared_hinge_primal_and_dual_agree_and_alpha_is_2C_xi(cancer, layer, i
     if intercept == "none":
         assert primal.b == 0.0 and dual.b == 0.0
     # the multipliers' meaning: the primal's margin multipliers are the dual's alpha, and alpha_i = 2C xi_i
+    y_pm = np.where(y == y.max(), 1.0, -1.0)
     for sol in (primal, dual):
-        assert np.max(np.abs(sol.alpha - 2 * C * sol.xi)) <= 1e-5 * np.max(sol.alpha)
+        xi = np.maximum(0.0, 1 - y_pm * sol.decision)
+        assert np.max(np.abs(sol.alpha - 2 * C * xi)) <= 1e-5 * np.max(sol.alpha)
     assert np.max(np.abs(primal.alpha - dual.alpha)) <= 1e-5 * np.max(dual.alpha)
     # no upper bound: some alpha_i exceed C (a box 0 <= alpha <= C would have cut them)
     assert dual.alpha.max() > C
     if intercept == "free":  # the balance row's multiplier is b
-        y_pm = np.where(y == y.max(), 1.0, -1.0)
-        assert abs(dual.b_multiplier - primal.b) <= 1e-5 * scale
+        assert abs(dual.extras["solver_balance_multiplier"] - primal.b) <= 1e-5 * scale
         assert abs(y_pm @ dual.alpha) <= 1e-7 * dual.alpha.sum()
 
 
@@ -89,7 +106,7 @@ def test_crammer_singer_primal_and_dual_agree_and_couple_the_classes(wine, layer
         assert beta.min() >= -1e-6 * C
         # beta_i^m > 0 only on a class that attains xi_i = max_m (e_i^m + F_im) - F_{i y_i}
         violation = (1 - own) + sol.decision - sol.decision[np.arange(len(y)), codes][:, None]
-        assert np.max(beta * (sol.xi[:, None] - violation)) <= 1e-6 * C
+        assert np.max(beta * (violation.max(axis=1)[:, None] - violation)) <= 1e-6 * C
     # w_m = sum_i alpha_i^m x_i
     assert np.linalg.norm(primal.w - primal.alpha.T @ X) <= 1e-6 * np.linalg.norm(primal.w)
 
@@ -97,7 +114,7 @@ def test_crammer_singer_primal_and_dual_agree_and_couple_the_classes(wine, layer
 def _moved(W, X, F, size, seed):
     """W moved so that the decision values move by about `size` of max |F| (the checks' own w scale)."""
     step = np.random.default_rng(seed).normal(size=W.shape)
-    return W + size * w_scale(np.ravel(W), X, decision_scale(F)) * step / np.linalg.norm(step)
+    return W + size * w_size(W, X, F) * step / np.linalg.norm(step)
 
 
 @pytest.mark.parametrize("C", [1e-2, 1.0, 1e2])
@@ -108,34 +125,40 @@ def test_squared_hinge_verified_at_every_scale_and_a_wrong_point_refused(cancer,
     X, y = cancer
     sol = solve_member("squared_hinge", "primal", X, y, C=C, layer="cvxpy", backend="clarabel")
     assert sol.status == st.OPTIMAL, sol.message
-    y_pm = np.where(y == y.max(), 1.0, -1.0)
     for s in (1e-3, 1.0, 1e3):
         Xs, Cs, ws, alpha = X * s, C / s**2, sol.w / s, sol.alpha / s**2
-        good = check_squared_hinge(Xs, y_pm, Cs, w=ws, b=sol.b, alpha=alpha, intercept=True, primal=True, tol=1e-4)
-        assert good.verified, (s, good.verdict)
-        assert good.reference.startswith("proved optimum")
-        w_bad = _moved(ws, Xs, sol.decision, 1e-3, seed=0)
-        bad = check_squared_hinge(Xs, y_pm, Cs, w=w_bad, b=sol.b, alpha=alpha, intercept=True, primal=True, tol=1e-4)
-        assert not bad.verified, s
-        b_bad = sol.b + 1e-3 * np.max(np.abs(sol.decision))
-        worse = check_squared_hinge(Xs, y_pm, Cs, w=ws, b=b_bad, alpha=None, intercept=True, primal=True, tol=1e-4)
-        assert not worse.verified and worse.alpha_source.startswith("estimated"), s
+
+        def judged(w, b):
+            P = 0.5 * w @ w + Cs * np.sum(np.maximum(0.0, 1 - np.where(y == 1, 1, -1) * (Xs @ w + b)) ** 2)
+            return _judged("squared_hinge", "primal", Xs, y, {"w": w, "b": b, "alpha": alpha}, P, C=Cs)
+
+        good = judged(ws, sol.b)
+        assert good.status == st.OPTIMAL, (s, good.message)
+        assert good.checks["reference"].startswith("proved optimum")
+        assert judged(_moved(ws, Xs, sol.decision, 1e-3, seed=0), sol.b).status == st.OPTIMAL_INACCURATE, s
+        assert judged(ws, sol.b + 1e-3 * np.max(np.abs(sol.decision))).status == st.OPTIMAL_INACCURATE, s
 
 
 @pytest.mark.parametrize("C", [1e-2, 1.0, 1e2])
 def test_crammer_singer_verified_at_every_scale_and_a_wrong_point_refused(wine, C):
-    """The same for Crammer-Singer: (s X, C / s^2) has the optimum W* / s, alpha* / s^2."""
+    """The same for Crammer-Singer: (s X, C / s^2) has the optimum W* / s, alpha* / s^2 (its dual's point is alpha
+    alone: W = alpha'X, so the wrong point is the primal's W with the right multipliers)."""
     X, y = wine
     sol = solve_member("crammer_singer", "dual", X, y, C=C, layer="cvxpy", backend="clarabel")
     assert sol.status == st.OPTIMAL, sol.message
     codes = np.searchsorted(np.unique(y), y)
+    own = np.eye(3)[codes]
     for s in (1e-3, 1.0, 1e3):
         Xs, Cs, Ws, alpha = X * s, C / s**2, sol.w / s, sol.alpha / s**2
-        good = check_crammer_singer(Xs, codes, Cs, W=Ws, alpha=alpha, primal=False, tol=1e-4)
-        assert good.verified, (s, good.verdict)
-        W_bad = _moved(Ws, Xs, sol.decision, 1e-3, seed=1)
-        bad = check_crammer_singer(Xs, codes, Cs, W=W_bad, alpha=alpha, primal=True, tol=1e-4)
-        assert not bad.verified, s
+        beta = (Cs * own - alpha).ravel()  # the primal's margin multipliers
+
+        def judged(W):
+            P = 0.5 * np.sum(W * W) + Cs * crammer_singer.values_at(Xs, codes, W)[2].sum()
+            return _judged("crammer_singer", "primal", Xs, codes, {"w": W.ravel(), "alpha": beta}, P, C=Cs)
+
+        good = judged(Ws)
+        assert good.status == st.OPTIMAL, (s, good.message)
+        assert judged(_moved(Ws, Xs, sol.decision, 1e-3, seed=1)).status == st.OPTIMAL_INACCURATE, s
 
 
 def test_squared_hinge_optimum_is_proved_from_a_wrong_active_set(cancer):
@@ -144,7 +167,7 @@ def test_squared_hinge_optimum_is_proved_from_a_wrong_active_set(cancer):
     X, y = cancer
     y_pm = np.where(y == y.max(), 1.0, -1.0)
     C = 2.0
-    ref = squared_hinge_optimum(X, y_pm, C, True, inside=np.ones(len(y), dtype=bool))
+    ref = squared_hinge.optimum(X, y_pm, C, True, inside=np.ones(len(y), dtype=bool))
     assert ref.ok and ref.rounds > 1
     xi = np.maximum(0.0, 1 - y_pm * (X @ ref.w + ref.b))
     grad_w = ref.w - 2 * C * X.T @ (y_pm * xi)
@@ -161,13 +184,13 @@ def test_crammer_singer_proof_is_liblinear_optimum_and_never_a_wrong_one(wine):
     C = 0.3
     sol = solve_member("crammer_singer", "primal", X, y, C=C, layer="cvxpy", backend="clarabel")
     beta = C * np.eye(3)[codes] - sol.alpha
-    ref = crammer_singer_optimum(X, codes, 3, C, rows=np.flatnonzero(beta.ravel() > 1e-6 * C))
+    ref = crammer_singer.optimum(X, codes, 3, C, rows=np.flatnonzero(beta.ravel() > 1e-6 * C))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         peer = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-12, max_iter=10**7).fit(X, y)
     assert ref.ok
     assert np.linalg.norm(ref.W - peer.coef_) <= 1e-6 * np.linalg.norm(peer.coef_)
-    poor = crammer_singer_optimum(X, codes, 3, C, rows=np.arange(len(y)) * 3 + codes)
+    poor = crammer_singer.optimum(X, codes, 3, C, rows=np.arange(len(y)) * 3 + codes)
     assert not poor.ok or np.linalg.norm(poor.W - ref.W) <= 1e-9 * np.linalg.norm(ref.W)
 
 
@@ -175,7 +198,7 @@ def test_best_bias_minimises_the_squared_hinge():
     rng = np.random.default_rng(2)
     g = rng.normal(size=40)
     y = np.where(rng.random(40) < 0.4, 1.0, -1.0)
-    b = best_bias(g, y)
+    b = squared_hinge.best_bias(g, y)
 
     def loss(bb):
         return np.sum(np.maximum(0.0, 1 - y * (g + bb)) ** 2)

@@ -13,7 +13,12 @@ from sklearn.preprocessing import StandardScaler
 from formulations.errors import SVMInputError
 from formulations.family import crammer_singer, squared_hinge
 from solvers import solution as st
-from solvers.liblinear_members import solve_member
+from solvers import family
+
+
+def solve_member(member, form, X, y, **kwargs):
+    kind = "primal" if form == "primal" else "linear_dual"
+    return family.solve(f"{member}_{kind}", X, y, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +35,7 @@ def no_model(monkeypatch):
         raise AssertionError("a model was built from bad input")
 
     for module in (squared_hinge, crammer_singer):
-        for name in ("build_primal_pyomo", "build_primal_cvxpy", "build_dual_pyomo", "build_dual_cvxpy"):
+        for name in ("build_primal_pyomo", "build_primal_cvxpy", "build_linear_dual_pyomo", "build_linear_dual_cvxpy"):
             monkeypatch.setattr(module, name, reached)
 
 
@@ -77,13 +82,18 @@ def test_bad_choices(iris, no_model):
     X, y = iris
     with pytest.raises(SVMInputError, match="intercept 'free' is not available for crammer_singer .*no bias"):
         solve_member("crammer_singer", "primal", X, y, C=1.0, layer="cvxpy", backend="clarabel", intercept="free")
-    with pytest.raises(SVMInputError, match="intercept_scaling must be > 0"):
+    with pytest.raises(SVMInputError, match="intercept_scaling must be finite and > 0"):
         solve_member("crammer_singer", "primal", X, y, C=1.0, layer="cvxpy", backend="clarabel",
                      intercept="regularized", intercept_scaling=0.0)
-    with pytest.raises(SVMInputError, match="form"):
-        solve_member("crammer_singer", "lagrangian", X, y, C=1.0, layer="cvxpy", backend="clarabel")
-    with pytest.raises(SVMInputError, match="member"):
-        solve_member("nu_svc_typo", "primal", X, y, C=1.0, layer="cvxpy", backend="clarabel")
+    with pytest.raises(SVMInputError, match="unknown family formulation 'crammer_singer_lagrangian'"):
+        family.solve("crammer_singer_lagrangian", X, y, C=1.0, layer="cvxpy", backend="clarabel")
+    with pytest.raises(SVMInputError, match="intercept_scaling is the regularized bias's constant feature"):
+        solve_member("squared_hinge", "primal", *_two_class(iris), C=1.0, layer="cvxpy", backend="clarabel",
+                     intercept_scaling=2.0)
+    with pytest.raises(SVMInputError, match="nu_svc takes nu, not intercept"):
+        family.solve("nu_svc_primal", *_two_class(iris), nu=0.5, intercept="none", layer="cvxpy", backend="clarabel")
+    with pytest.raises(SVMInputError, match="squared_hinge takes C, intercept, intercept_scaling, not nu"):
+        solve_member("squared_hinge", "primal", *_two_class(iris), C=1.0, nu=0.5, layer="cvxpy", backend="clarabel")
 
 
 def _solve(member, X, y, form="dual"):
@@ -102,7 +112,8 @@ def test_crammer_singer_invariant_to_point_order_and_class_names(iris, order, re
     moved = _solve("crammer_singer", X[order], names[y][order])
     assert base.status == moved.status == st.OPTIMAL
     assert abs(base.objective - moved.objective) <= 1e-7 * base.objective
-    column = [moved.extras["classes"].index(name) for name in relabel]  # class m's column in the moved solve
+    classes = list(moved.extras["labels"])  # the moved solve's classes, in its column order
+    column = [classes.index(name) for name in relabel]  # class m's column in the moved solve
     assert np.linalg.norm(moved.w[column] - base.w) <= 1e-5 * np.linalg.norm(base.w)
     F = moved.decision[:, column]
     assert np.max(np.abs(F[np.argsort(order)] - base.decision)) <= 1e-5 * np.max(np.abs(base.decision))

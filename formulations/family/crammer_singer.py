@@ -286,19 +286,35 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                  "coupling": float(np.max(np.abs(alpha.sum(axis=1)))) / C,
                  "stationarity": stationarity(W.ravel(), W_alpha.ravel(), X, F),
                  "complementarity": float(np.max(np.maximum(beta, 0.0) * (xi[:, None] - violation))) / C}
-    proof = optimum(X, codes, k, C, np.flatnonzero(beta.ravel() > START_BETA * C))
-    meaning = {"alpha": alpha, "n_classes": k, "intercept": params["intercept"],
-               "n_margin_errors": int(np.sum(xi > 0)), "rows_active": int(np.sum(beta > START_BETA * C)),
-               "reference": f"proved optimum ({proof.rounds} rounds)" if proof.ok
-               else f"gap bound (no proved optimum: {proof.reason})"}
-    if proof.ok:
-        own_objective = primal if kind == PRIMAL else dual
-        residuals.update(point_errors(own_objective, proof.objective, W, proof.W, X, F, X @ proof.W.T))
-        meaning["proved_optimum"] = {"W": proof.W.tolist(), "objective": proof.objective}
-    else:
-        feasible = dual_objective(X, codes, feasible_alpha(alpha, codes, C))
-        residuals["w error (bound from the gap)"] = gap_bound(primal, feasible, W, X, F)
+    meaning = {"n_classes": k, "intercept": params["intercept"], "n_margin_errors": int(np.sum(xi > 0)),
+               "rows_active": int(np.sum(beta > START_BETA * C))}
     if params["intercept"] == "regularized":  # each class's bias: its constant feature's weight times the scaling
         meaning["intercepts"] = (float(params["intercept_scaling"]) * W[:, -1]).tolist()
         W = W[:, :-1]
-    return Conditions(primal, dual, max(primal, abs(dual)), residuals, F, alpha, b=math.nan, w=W, meaning=meaning)
+    return Conditions(primal, dual, max(primal, abs(dual)), residuals, F, alpha, b=math.nan, w=W, meaning=meaning,
+                      size=max(top(F), np.finfo(float).tiny), alpha=alpha)
+
+
+def reference(cond: Conditions, data: FamilyData, params: dict, kind: str) -> dict:
+    """The point against the optimum proved from its active rows (`optimum`), or the gap's bound where none is
+    proved (formulations.family.liblinear), in solvers.family's terms: "reference", the errors, the proved alpha."""
+    C, codes = float(params["C"]), data.y
+    X, k = features(data.X, params), n_classes(codes)
+    W, F, alpha = cond.w, cond.decision, cond.alpha
+    if params["intercept"] == "regularized":  # W as solved: with the constant feature's weights
+        W = np.hstack([W, np.asarray(cond.meaning["intercepts"])[:, None] / float(params["intercept_scaling"])])
+    beta = C * np.eye(k)[codes] - alpha
+    proof = optimum(X, codes, k, C, np.flatnonzero(beta.ravel() > START_BETA * C))
+    if not proof.ok:
+        bound = gap_bound(cond.primal_objective, dual_objective(X, codes, feasible_alpha(alpha, codes, C)), W, X, F)
+        return {"reference": f"gap bound (no proved optimum: {proof.reason})", "w error (bound from the gap)": bound}
+    own = cond.primal_objective if kind == PRIMAL else cond.dual_objective
+    F_opt = np.asarray(X @ proof.W.T, dtype=float)
+    errors = point_errors(own, proof.objective, W, proof.W, X, F, F_opt)
+    d = data.X.shape[1]
+    proved = {"alpha": None, "b": math.nan, "w": proof.W[:, :d], "decision": F_opt,
+              "primal_objective": proof.objective, "rounds": proof.rounds}
+    if params["intercept"] == "regularized":
+        proved["intercepts"] = float(params["intercept_scaling"]) * proof.W[:, d]
+    return {"reference": f"proved optimum ({proof.rounds} round{'s' * (proof.rounds > 1)})", **errors,
+            "proved": proved}

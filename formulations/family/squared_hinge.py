@@ -28,12 +28,13 @@ Optimality conditions (`conditions`), from the point: f_i = w'x_i + b, xi_i = ma
     balance            |y'alpha| / sum alpha                       (with a free b only)
     stationarity       ||w - X'(y alpha)|| / ||w||                 (formulations.family.common.stationarity)
     multipliers        max |alpha_i - 2 C xi_i| / max alpha        (the multipliers' meaning; it holds complementarity)
+    bias               |b_multiplier - b| / max |f|                 (a dual's balance row, where the solver returns it)
     the point          w, b, f and the objective against the optimum proved by the finite Newton method (`optimum`):
                        the active set A = {y_i f_i < 1} gives one linear system, and its solution is the optimum when
                        its own active set is A again; else the gap's bound (formulations.family.liblinear)
 
-A dual point's b is the one that minimises P for its w (`best_bias`); the solver's multiplier of `balance` is
-compared with it (the extras' solver_balance_multiplier).
+A dual point's b is the one that minimises P for its w (`best_bias`); the solver's multiplier of `balance` must be
+that b (bias residual, relative to max |f|).
 """
 
 from __future__ import annotations
@@ -244,19 +245,35 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                  "multipliers (alpha = 2C xi)": float(np.max(np.abs(alpha - 2.0 * C * xi))) / size}
     if free:
         residuals["balance"] = abs(float(y @ alpha)) / max(float(np.abs(alpha).sum()), _TINY)
-    own = primal if kind == PRIMAL else dual
-    proof = optimum(X, y, C, free, inside=xi > 0)
-    meaning = {"n_sv": int(np.sum(alpha > 0)), "n_inside_margin": int(np.sum(xi > 0)), "intercept": params["intercept"],
-               "reference": f"proved optimum ({proof.rounds} rounds)" if proof.ok
-               else f"gap bound (no proved optimum: {proof.reason})"}
-    if proof.ok:
-        f_opt = np.asarray(X @ proof.w, dtype=float).ravel() + proof.b
-        residuals.update(point_errors(own, proof.objective, w, proof.w, X, f, f_opt))
-        residuals["b error"] = abs(b - proof.b) / max(top(f_opt), _TINY)
-        meaning["proved_optimum"] = {"w": proof.w.tolist(), "b": proof.b, "objective": proof.objective}
-    else:
-        feasible = dual_objective(X, y, C, feasible_alpha(alpha, y, free))
-        residuals["w error (bound from the gap)"] = gap_bound(primal, feasible, w, X, f)
+        if "solver_balance" in values:  # the dual's multiplier of the balance row is b
+            residuals["bias (balance multiplier)"] = abs(values["solver_balance"] - b) / max(top(f), _TINY)
+    meaning = {"n_sv": int(np.sum(alpha > 0)), "n_inside_margin": int(np.sum(xi > 0)), "intercept": params["intercept"]}
     if params["intercept"] == "regularized":  # b is the constant feature's weight times intercept_scaling
         b, w = float(params["intercept_scaling"]) * float(w[-1]), w[:-1]
-    return Conditions(primal, dual, max(primal, abs(dual)), residuals, f, y * alpha, b=float(b), w=w, meaning=meaning)
+    return Conditions(primal, dual, max(primal, abs(dual)), residuals, f, y * alpha, b=float(b), w=w,
+                      meaning=meaning, size=max(top(f), _TINY))
+
+
+def reference(cond: Conditions, data: FamilyData, params: dict, kind: str) -> dict:
+    """The point against the optimum proved from its active set (`optimum`), or the gap's bound where none is
+    proved (formulations.family.liblinear), in solvers.family's terms: "reference", the errors, the proved alpha, b."""
+    C, free = float(params["C"]), _free_bias(params)
+    X, y = features(data.X, params), data.y
+    w, f = cond.w, cond.decision
+    if params["intercept"] == "regularized":  # w as solved: with the constant feature's weight b / intercept_scaling
+        w = np.append(w, cond.b / float(params["intercept_scaling"]))
+    xi = np.maximum(0.0, 1.0 - y * f)
+    proof = optimum(X, y, C, free, inside=xi > 0)
+    if not proof.ok:
+        alpha = feasible_alpha(y * cond.coef, y, free)
+        bound = gap_bound(cond.primal_objective, dual_objective(X, y, C, alpha), w, X, f)
+        return {"reference": f"gap bound (no proved optimum: {proof.reason})", "w error (bound from the gap)": bound}
+    f_opt = np.asarray(X @ proof.w, dtype=float).ravel() + proof.b
+    own = cond.primal_objective if kind == PRIMAL else cond.dual_objective
+    errors = point_errors(own, proof.objective, w, proof.w, X, f, f_opt)
+    b = proof.b if free else (float(params["intercept_scaling"]) * float(proof.w[-1])
+                              if params["intercept"] == "regularized" else 0.0)
+    proved = {"alpha": 2.0 * C * np.maximum(0.0, 1.0 - y * f_opt), "b": b, "w": proof.w[: data.X.shape[1]],
+              "decision": f_opt, "primal_objective": proof.objective, "rounds": proof.rounds}
+    return {"reference": f"proved optimum ({proof.rounds} round{'s' * (proof.rounds > 1)})", **errors,
+            "b error": abs(cond.b - b) / max(top(f_opt), _TINY), "proved": proved}
