@@ -1,9 +1,10 @@
 """The family's input checks: one clear error naming the problem, before any Gram matrix or model is made.
 
-    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite, epsilon >= 0 finite), nothing it
-                does not take; check_nu_balance: nu-SVC's dual is feasible only for nu <= 2 min(l_+, l_-)/l
+    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite, epsilon >= 0 finite; the LIBLINEAR
+                members' bias, check_intercept), nothing it does not take; check_nu_balance: nu-SVC's dual is
+                feasible only for nu <= 2 min(l_+, l_-)/l
     data        check_targets (regression: real, finite, one per row), check_novelty_set (one-class: two points
-                at least); the labels and X through formulations.validation
+                at least); the labels (two, or two or more for Crammer-Singer) and X through formulations.validation
 """
 
 from __future__ import annotations
