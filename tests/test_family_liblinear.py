@@ -16,6 +16,7 @@ from formulations.family import MEMBERS, crammer_singer, squared_hinge
 from formulations.family.liblinear import w_size
 from solvers import family
 from solvers import solution as st
+from tests.conftest import backend_params, skip_unless_available
 
 
 def solve_member(member, form, X, y, **kwargs):
@@ -220,3 +221,58 @@ def test_regularized_intercept_is_the_constant_feature(cancer):
     assert sol.w.shape == (X.shape[1],)
     assert abs(sol.b - s * augmented.w[-1]) <= 1e-9 * abs(sol.b)
     assert np.allclose(sol.decision, augmented.decision, rtol=0, atol=1e-9 * np.max(np.abs(sol.decision)))
+
+
+@pytest.fixture(scope="module")
+def liblinear_optima():
+    """Small sets and LIBLINEAR's optimum on each (the regularized bias; tol 1e-10): the reference of every backend."""
+    cancer = _standardized(load_breast_cancer, n=40)
+    wine = _standardized(load_wine, n=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        binary = LinearSVC(loss="squared_hinge", C=1.0, tol=1e-10, max_iter=10**7).fit(*cancer)
+        multi = LinearSVC(multi_class="crammer_singer", C=1.0, tol=1e-10, max_iter=10**7).fit(*wine)
+    return {"squared_hinge": (cancer, binary.decision_function(cancer[0])),
+            "crammer_singer": (wine, multi.decision_function(wine[0]))}
+
+
+@pytest.mark.parametrize("layer, backend", backend_params())
+def test_every_backend_is_optimal_only_at_liblinears_optimum(liblinear_optima, layer, backend):
+    """Whatever a backend claims, a row is `optimal` only with LIBLINEAR's decision values (to the default
+    profile's 1e-4 of max |f|); the interior-point backends, which reach it, must be verified."""
+    skip_unless_available(layer, backend)
+    for member, ((X, y), f_peer) in liblinear_optima.items():
+        for form in ("primal", "dual"):
+            sol = solve_member(member, form, X, y, C=1.0, layer=layer, backend=backend, intercept="regularized")
+            if backend in ("clarabel", "piqp"):
+                assert sol.status == st.OPTIMAL, (member, form, sol.message)
+            if sol.status != st.OPTIMAL:
+                assert sol.w is None or sol.checks.get("verdict") != "verified", (member, form)
+                continue
+            f = (X @ sol.w + sol.b if member == "squared_hinge"
+                 else X @ sol.w.T + np.asarray(sol.extras["intercepts"]))
+            assert np.max(np.abs(f - f_peer)) <= 1e-4 * np.max(np.abs(f_peer)), (member, form)
+
+
+def test_crammer_singer_proof_never_above_a_feasible_point_at_tiny_effective_C(wine):
+    """At C = 1e-4 on X x 1e-3 every xi_i is near 1 and the classes differ by about 1e-10 in F, where Clarabel's point
+    is far from the optimum. Any W is primal feasible, so no proved optimum may have a P above LIBLINEAR's: from the
+    solver's rows the rounds either prove a W at or below it or prove nothing, and the row is optimal only at
+    LIBLINEAR's W."""
+    X, y = wine
+    X = X * 1e-3
+    C = 1e-4
+    codes = np.searchsorted(np.unique(y), y)
+    sol = solve_member("crammer_singer", "dual", X, y, C=C, layer="cvxpy", backend="clarabel", profile="high")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        peer = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-12, max_iter=10**6).fit(X, y)
+
+    def P(W):
+        return 0.5 * np.sum(W * W) + C * crammer_singer.values_at(X, codes, W)[2].sum()
+
+    beta = C * np.eye(3)[codes] - sol.alpha
+    proof = crammer_singer.optimum(X, codes, 3, C, np.flatnonzero(beta.ravel() > crammer_singer.START_BETA * C))
+    assert not proof.ok or P(proof.W) <= P(peer.coef_) + 1e-12 * P(peer.coef_)
+    if sol.status == st.OPTIMAL:
+        assert np.linalg.norm(sol.w - peer.coef_) <= 1e-4 * np.linalg.norm(peer.coef_)

@@ -235,8 +235,8 @@ def optimum(X, codes: np.ndarray, k: int, C: float, rows: np.ndarray, max_rounds
         beta, xi = solution[: len(S)], solution[len(S):]
         W = np.asarray(A_S.T @ beta, dtype=float).reshape(k, -1)
         F, violation, xi_W = values_at(X, codes, W)
-        # margin units, but relative to |F| where F is small: at C = 1e-4 on X x 1e-3 every xi_i is about 1 and the
-        # classes differ by 1e-10 in F, which a bar of 1e-8 in margin units let a wrong active set pass
+        # margin units, but relative to |F| where F is small: at a tiny effective C every xi_i is near 1 and the
+        # classes differ by far less than the margin's 1e-8 in F, which would let a wrong active set pass
         size = float(np.max(np.abs(F)))
         bar = PROOF_TOL * min(1.0, size) + 64 * EPS * (1.0 + size)
         residual = max(float(np.max(np.abs(G @ beta + R @ xi - e[S]))) / bar,
