@@ -194,7 +194,7 @@ class BoxQP:
 
 
 #: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
-PROOF_ROUNDS = 4
+PROOF_ROUNDS = 20
 #: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
 PROOF_RTOL = 1e-9
 
@@ -202,44 +202,67 @@ PROOF_RTOL = 1e-9
 def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     """The exact optimum of `qp` on the active set the point `a` suggests, or None where no guess is proved.
 
-    Coordinates within AT_BOUND of a bound are fixed there; the free ones and the equalities' multipliers mu
-    solve the linear KKT system  Q_FF a_F + A_F' mu = -p_F - Q_FB a_B,  A_F a_F = c - A_B a_B.  The result is
-    the optimum when every free a_i is in [0, U] and the reduced gradient G = Q a + p + A' mu is >= 0 at the
-    lower bounds and <= 0 at the upper ones (to the rounding of its terms); otherwise the wrong guesses move and
-    the system is solved again."""
+    Coordinates within AT_BOUND of a bound are fixed there, and the free ones solve the linear KKT system
+    Q_FF a_F + A_F' mu = -p_F - Q_FB a_B,  A_F a_F = c - A_B a_B  (least squares: Q_FF is singular for a linear
+    kernel with fewer features than free points). The result is the optimum when every free a_i is in [0, U]
+    and some multipliers mu make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at
+    the lower bounds and <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose
+    coordinates are all at bounds leaves its multiplier an interval); otherwise the wrong guesses move and the
+    system is solved again."""
     U = qp.U
     a = np.asarray(a, dtype=float)
     state = np.where(a <= AT_BOUND * U, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
     for _ in range(PROOF_ROUNDS):
-        x, mu = _solve_free(qp, state)
+        x = _solve_free(qp, state)
         if x is None:
             return None
-        G = qp.Q @ x + qp.p + qp.A.T @ mu
-        size = np.abs(qp.Q) @ np.abs(x) + np.abs(qp.p) + np.abs(qp.A.T) @ np.abs(mu)
-        slack = PROOF_RTOL * max(float(size.max()), _TINY)
-        free = state == 0
-        low, high = free & (x < -PROOF_RTOL * U), free & (x > U * (1 + PROOF_RTOL))
-        wrong_low, wrong_high = (state == -1) & (G < -slack), (state == 1) & (G > slack)
         unmet = np.abs(qp.A @ x - qp.c) > PROOF_RTOL * (np.abs(qp.A) @ np.abs(x) + np.abs(qp.c))
         if unmet.any():  # the fixed coordinates leave the equalities no free coordinate to meet them with
             return None
-        if not (low.any() or high.any() or wrong_low.any() or wrong_high.any()):
+        r = qp.Q @ x + qp.p
+        size = np.abs(qp.Q) @ np.abs(x) + np.abs(qp.p)
+        mu = _multipliers(qp.A, r, state)
+        size = size + np.abs(qp.A.T) @ np.abs(mu)
+        slack = PROOF_RTOL * max(float(size.max()), _TINY)
+        G = r + qp.A.T @ mu
+        free = state == 0
+        low, high = free & (x < -PROOF_RTOL * U), free & (x > U * (1 + PROOF_RTOL))
+        wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
+        if not (low.any() or high.any() or wrong.any()):
             return np.clip(x, 0.0, U)
-        state[low], state[high], state[wrong_low | wrong_high] = -1, 1, 0
+        state[low], state[high] = -1, 1
+        state[wrong & ~free] = 0
     return None
 
 
+def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """The equalities' multipliers mu that make G = r + A'mu most nearly what each coordinate's state asks
+    (0 free, >= 0 at the lower bound, <= 0 at the upper one): min s s.t. those within s, a small LP."""
+    from scipy.optimize import linprog  # deferred: only a proof needs it
+
+    k = A.shape[0]
+    unit = max(float(np.max(np.abs(r))), _TINY)  # the LP in units of r: HiGHS's tolerances are absolute
+    r = r / unit
+    rows, rhs = [], []
+    for sign, mask in ((1.0, state != -1), (-1.0, state != 1)):  # sign * G_i <= s
+        rows.append(np.hstack([sign * A[:, mask].T, -np.ones((int(mask.sum()), 1))]))
+        rhs.append(-sign * r[mask])
+    result = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
+                     bounds=[(None, None)] * k + [(0, None)], method="highs")
+    return unit * result.x[:k] if result.status == 0 else np.zeros(k)
+
+
 def _solve_free(qp: BoxQP, state: np.ndarray):
-    """(a, mu) with the bound coordinates at their bounds and the free ones from the KKT system (least squares:
-    Q_FF is singular for a linear kernel with fewer features than free points)."""
+    """a with the bound coordinates at their bounds and the free ones from the KKT system (least squares)."""
     x = np.where(state == 1, qp.U, 0.0)
     F = np.flatnonzero(state == 0)
     B = state != 0
     k = qp.A.shape[0]
-    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], qp.c - qp.A[:, B] @ x[B]])
-    M = np.block([[qp.Q[np.ix_(F, F)], qp.A[:, F].T], [qp.A[:, F], np.zeros((k, k))]])
+    # the equalities' rows times the size of Q: least squares then weighs them alike whatever the data's units
+    unit = max(float(np.max(np.abs(qp.Q))), _TINY)
+    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], unit * (qp.c - qp.A[:, B] @ x[B])])
+    M = np.block([[qp.Q[np.ix_(F, F)], unit * qp.A[:, F].T], [unit * qp.A[:, F], np.zeros((k, k))]])
     if not np.all(np.isfinite(M)):
-        return None, None
-    solution = np.linalg.lstsq(M, rhs, rcond=None)[0]
-    x[F] = solution[:len(F)]
-    return x, solution[len(F):]
+        return None
+    x[F] = np.linalg.lstsq(M, rhs, rcond=None)[0][:len(F)]
+    return x
