@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
-from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.preprocessing import StandardScaler
 
 from formulations.family import MEMBERS, crammer_singer, squared_hinge
+from formulations.family.common import FamilyData
 from formulations.family.liblinear import w_size
 from solvers import family
 from solvers import solution as st
@@ -31,7 +32,7 @@ def _judged(member, form, X, y, values, objective, **params):
                       solver_status=st.OPTIMAL, raw_status="claimed", objective=objective)
     task = MEMBERS[member]
     codes = y if member == "crammer_singer" else np.where(y == y.max(), 1.0, -1.0)
-    data = family.FamilyData(codes, X)
+    data = FamilyData(codes, X)
     full = {"intercept": "free" if member == "squared_hinge" else "none", "intercept_scaling": None, **params}
     return family.close(sol, values, data, full, kind, task, 1e-4)
 
@@ -160,6 +161,18 @@ def test_crammer_singer_verified_at_every_scale_and_a_wrong_point_refused(wine, 
         good = judged(Ws)
         assert good.status == st.OPTIMAL, (s, good.message)
         assert judged(_moved(Ws, Xs, sol.decision, 1e-3, seed=1)).status == st.OPTIMAL_INACCURATE, s
+
+
+def test_a_false_objective_claim_is_refused(cancer):
+    """The optimum itself, claimed with an objective 1e-3 off the one recomputed at it, is not optimal."""
+    X, y = cancer
+    sol = solve_member("squared_hinge", "dual", X, y, C=1.0, layer="cvxpy", backend="clarabel")
+    assert sol.status == st.OPTIMAL
+    values = {"alpha": sol.alpha}
+    honest = _judged("squared_hinge", "dual", X, y, values, sol.checks["dual_objective"], C=1.0)
+    false = _judged("squared_hinge", "dual", X, y, values, sol.checks["dual_objective"] * (1 + 1e-3), C=1.0)
+    assert honest.status == st.OPTIMAL
+    assert false.status == st.OPTIMAL_INACCURATE and "objective claimed vs recomputed" in false.checks["verdict"]
 
 
 def test_squared_hinge_optimum_is_proved_from_a_wrong_active_set(cancer):
