@@ -45,11 +45,13 @@ DIGITS = Case("crammer_singer", "digits", 0.1)
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(X standardized, y) of a bundled set, every class."""
+    """(X standardized, y) of a bundled set, every class; a constant column (digits' border pixels) is left at 0,
+    as scikit-learn's StandardScaler leaves it."""
     import sklearn.datasets  # deferred: the module's --help stays light
 
     X, y = getattr(sklearn.datasets, f"load_{name}")(return_X_y=True)
-    return (X - X.mean(axis=0)) / X.std(axis=0), y
+    spread = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(spread > 0, spread, 1.0), y
 
 
 def peer(case: Case, X, y) -> tuple[np.ndarray, float]:
