@@ -53,12 +53,14 @@ VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
 
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
-          memory_budget: float | None = None) -> st.Solution:
+          memory_budget: float | None = None, intercept: str | None = None,
+          intercept_scaling: float | None = None) -> st.Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
-    X: n x d (dense or scipy.sparse); y: two labels (nu-SVC), real targets (the regressions), None (one-class).
-    C, nu, epsilon: the member's parameters (formulations.family.MEMBERS[...].parameters), checked first, and
-    one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
+    X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
+    targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
+    parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
+    .liblinear), checked first, and one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
     kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
     matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
     (module docstring); extras hold the member's values.
@@ -70,7 +72,8 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     validation.check_choice("profile", profile, PROFILES)
     time_limit = validation.check_time_limit(time_limit)
     options = validation.check_options(options)
-    params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon})
+    params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon, "intercept": intercept,
+                                                         "intercept_scaling": intercept_scaling})
     X, y, labels = _checked_data(member, kind, X, y, kernel, K)
     if member.name == NU_SVC:
         family_validation.check_nu_balance(params["nu"], y)
@@ -270,7 +273,8 @@ def _missing(values: dict | None, kind: str, member) -> str:
 
 def _fill(sol: st.Solution, cond, values: dict, member) -> None:
     """The point as the row reports it: w, b, alpha, the decision values, and the member's values in extras."""
-    sol.w, sol.b, sol.alpha, sol.decision = cond.w, cond.b, values["alpha"], cond.decision
+    sol.w, sol.b, sol.decision = cond.w, cond.b, cond.decision
+    sol.alpha = values["alpha"] if cond.alpha is None else cond.alpha
     sol.b_rule = "primal_variable" if "b" in values or "rho" in values else "multiplier_fit"
     sol.extras.update(cond.meaning)
     sol.extras["coef"] = cond.coef
@@ -290,6 +294,9 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
     |(f - b)(x_i) - (f* - b*)(x_i)| <= sqrt(2 |P - D| K_ii). Each relative to the margin's or tube's size."""
+    own_reference = getattr(module, "reference", None)  # a member whose dual is not a box QP proves its own
+    if own_reference is not None:
+        return own_reference(cond, data, params, kind)
     a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
     x = common.prove(proved, a) if proved is not None else None

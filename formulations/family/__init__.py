@@ -14,8 +14,8 @@ import importlib
 from dataclasses import dataclass
 
 from formulations.errors import SVMInputError
-from formulations.family.names import (CLASSIFICATION, EPS_SVR, KERNEL_DUAL, LINEAR_DUAL, NOVELTY, NU_SVC, NU_SVR,
-                                       ONE_CLASS, PRIMAL, REGRESSION)
+from formulations.family.names import (CLASSIFICATION, CRAMMER_SINGER, EPS_SVR, KERNEL_DUAL, LINEAR_DUAL, MULTICLASS,
+                                       NOVELTY, NU_SVC, NU_SVR, ONE_CLASS, PRIMAL, REGRESSION, SQUARED_HINGE)
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class Member:
 
     name: str
     module: str  # formulations.family.<module>
-    task: str  # CLASSIFICATION, NOVELTY or REGRESSION: how y is checked
-    parameters: tuple[str, ...]  # the ones it needs, in solve()'s names: "C", "nu", "epsilon"
+    task: str  # CLASSIFICATION, MULTICLASS, NOVELTY or REGRESSION: how y is checked
+    parameters: tuple[str, ...]  # the ones it takes, in solve()'s names: "C", "nu", "epsilon", "intercept", ...
     kinds: tuple[str, ...]  # PRIMAL, LINEAR_DUAL, KERNEL_DUAL: the formulations it has
     peer: str  # scikit-learn's class of the same problem
     source: str  # where the formulation is from
@@ -52,6 +52,12 @@ MEMBERS: dict[str, Member] = {
                     "Vapnik 1995; Smola and Scholkopf 2004"),
     NU_SVR: Member(NU_SVR, "nu_svr", REGRESSION, ("C", "nu"), (PRIMAL, KERNEL_DUAL), "NuSVR",
                    "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2002"),
+    SQUARED_HINGE: Member(SQUARED_HINGE, "squared_hinge", CLASSIFICATION, ("C", "intercept", "intercept_scaling"),
+                          (PRIMAL, LINEAR_DUAL), "LinearSVC(loss='squared_hinge')",
+                          "Mangasarian and Musicant 2001; Hsieh, Chang, Lin, Keerthi and Sundararajan 2008"),
+    CRAMMER_SINGER: Member(CRAMMER_SINGER, "crammer_singer", MULTICLASS, ("C", "intercept", "intercept_scaling"),
+                           (PRIMAL, LINEAR_DUAL), "LinearSVC(multi_class='crammer_singer')",
+                           "Crammer and Singer 2001; Keerthi, Sundararajan, Chang, Hsieh and Lin 2008"),
 }
 
 KINDS = (PRIMAL, LINEAR_DUAL, KERNEL_DUAL)
@@ -84,4 +90,4 @@ def builder(formulation: str, layer: str):
 
 
 __all__ = ["MEMBERS", "KINDS", "Member", "builder", "formulations", "member_of", "module",
-           "CLASSIFICATION", "NOVELTY", "REGRESSION", "PRIMAL", "LINEAR_DUAL", "KERNEL_DUAL"]
+           "CLASSIFICATION", "MULTICLASS", "NOVELTY", "REGRESSION", "PRIMAL", "LINEAR_DUAL", "KERNEL_DUAL"]

@@ -115,6 +115,7 @@ class Conditions:
     w: np.ndarray | None = None
     meaning: dict = field(default_factory=dict)  # rho, epsilon, the fractions nu bounds, ...
     size: float = 1.0  # the margin's or the tube's size: what errors in f are measured against (set by the member)
+    alpha: np.ndarray | None = None  # the multipliers in the member's own terms where the rows' differ (Crammer-Singer)
 
     @property
     def gap(self) -> float:

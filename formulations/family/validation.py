@@ -1,9 +1,10 @@
 """The family's input checks: one clear error naming the problem, before any Gram matrix or model is made.
 
-    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite, epsilon >= 0 finite), nothing it
-                does not take; check_nu_balance: nu-SVC's dual is feasible only for nu <= 2 min(l_+, l_-)/l
+    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite, epsilon >= 0 finite; the LIBLINEAR
+                members' bias, check_intercept), nothing it does not take; check_nu_balance: nu-SVC's dual is
+                feasible only for nu <= 2 min(l_+, l_-)/l
     data        check_targets (regression: real, finite, one per row), check_novelty_set (one-class: two points
-                at least); the labels and X through formulations.validation
+                at least); the labels (two, or two or more for Crammer-Singer) and X through formulations.validation
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 
 from formulations import validation
 from formulations.errors import SVMInputError
-from formulations.family import CLASSIFICATION, NOVELTY, REGRESSION, Member
+from formulations.family import CLASSIFICATION, MULTICLASS, NOVELTY, REGRESSION, Member
+from formulations.family.names import SQUARED_HINGE
 
 
 def _number(value, name: str) -> float:
@@ -49,13 +51,41 @@ def check_epsilon(epsilon) -> float:
 
 CHECKS = {"nu": check_nu, "epsilon": check_epsilon, "C": lambda C: validation.check_C(C)}
 
+#: The bias of the LIBLINEAR members, the first the default (docs/family.md): "free" (unregularized, the notes'
+#: C-SVM's), "none" (LIBLINEAR without -B), "regularized" (LIBLINEAR's -B, scikit-learn's fit_intercept: a constant
+#: feature intercept_scaling appended to X). Crammer-Singer has no free bias in LIBLINEAR, nor here.
+INTERCEPTS = {SQUARED_HINGE: ("free", "none", "regularized")}
+INTERCEPTS_MULTICLASS = ("none", "regularized")
+
+
+def check_intercept(member: Member, intercept, scaling) -> dict:
+    """{"intercept": the bias's convention, "intercept_scaling": its constant feature (regularized only)}."""
+    allowed = INTERCEPTS.get(member.name, INTERCEPTS_MULTICLASS)
+    intercept = allowed[0] if intercept is None else intercept
+    if intercept not in allowed:
+        why = " (LIBLINEAR's Crammer-Singer has no bias of its own)" if member.task == MULTICLASS else ""
+        raise SVMInputError(f"intercept {intercept!r} is not available for {member.name}{why}; choose one of "
+                            f"{list(allowed)}")
+    if intercept != "regularized":
+        if scaling is not None:
+            raise SVMInputError(f"intercept_scaling is the regularized bias's constant feature; {member.name} has "
+                                f"intercept={intercept!r}: pass intercept='regularized' or no intercept_scaling")
+        return {"intercept": intercept, "intercept_scaling": None}
+    scaling = 1.0 if scaling is None else _number(scaling, "intercept_scaling")
+    if not 0.0 < scaling < math.inf:
+        raise SVMInputError(f"intercept_scaling must be finite and > 0 (the constant feature), got {scaling:g}")
+    return {"intercept": intercept, "intercept_scaling": scaling}
+
 
 def check_parameters(member: Member, given: dict) -> dict:
     """The member's parameters checked; one it does not take, given, is an error too (a typo never passes)."""
     extra = sorted(name for name, value in given.items() if value is not None and name not in member.parameters)
     if extra:
         raise SVMInputError(f"{member.name} takes {', '.join(member.parameters)}, not {', '.join(extra)}")
-    return {name: CHECKS[name](given.get(name)) for name in member.parameters}
+    checked = {name: CHECKS[name](given.get(name)) for name in member.parameters if name in CHECKS}
+    if "intercept" in member.parameters:
+        checked.update(check_intercept(member, given.get("intercept"), given.get("intercept_scaling")))
+    return checked
 
 
 def check_nu_balance(nu: float, y: np.ndarray) -> None:
@@ -111,6 +141,10 @@ def check_y(member: Member, X, y):
         if y is None:
             raise SVMInputError(f"{member.name} needs labels y of two classes")
         return validation.check_labels(y, n)
+    if member.task == MULTICLASS:
+        if y is None:
+            raise SVMInputError(f"{member.name} needs labels y of two or more classes")
+        return validation.check_classes(y, n)
     if member.task == REGRESSION:
         return check_targets(y, n), None
     assert member.task == NOVELTY
