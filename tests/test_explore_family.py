@@ -1,0 +1,150 @@
+"""The explorer's family members without a browser (experiments.explore.family): each member's page numbers are
+solvers.family.solve's on the same points, what the page draws (margins, boundary, tube, marked points) is the
+solution's, and bad input is one clear error before any solve."""
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments.explore import compute as ec
+from experiments.explore import family as ef
+from formulations.errors import SVMInputError
+from formulations.family.common import top
+from solvers.family import solve
+
+REL = 1e-6  # profile "high" verifies to 1e-6
+
+
+def _points(name):
+    return ec.start_points(name)
+
+
+def _f_relative_error(result, Z, f_expected):
+    """max |f_page(z) - f(z)| relative to the size of f at the points."""
+    f = ef.decision_values(result.solution, result.settings, result.X, Z)
+    return float(np.max(np.abs(f - f_expected))) / max(top(result.decision), 1e-300)
+
+
+def test_nu_svc_matches_solve_and_its_roles_count_the_fractions():
+    X, y = _points("gendata(20, 20)")
+    settings = ef.FamilySettings(member="nu_svc", nu=0.3, formulation="kernel_dual", kernel="rbf", sweep=False)
+    result = ef.explore_family(X, y, settings)
+    sol = result.solution
+    assert sol.status == "optimal" and sol.formulation == "nu_svc_kernel_dual"
+    ref = solve("nu_svc_kernel_dual", X, y, layer="pyomo", backend="clarabel", nu=0.3, kernel=settings.kernel_object(),
+                profile="high")
+    summary = result.summary()
+    assert summary["P* (primal objective)"] == pytest.approx(ref.checks["primal_objective"], rel=REL)
+    assert summary["D* (dual objective)"] == pytest.approx(ref.checks["dual_objective"], rel=REL)
+    assert summary["relative gap"] <= REL and summary["status"] == "optimal"
+    # the marked points are the member's own counts: margin errors (alpha at 1/l) are support vectors too
+    roles = np.array(result.roles)
+    errors, sv = np.mean(roles == "margin error"), np.mean(roles != "not SV")
+    assert errors == pytest.approx(sol.extras["fraction_margin_errors"], abs=1e-12)
+    assert sv == pytest.approx(sol.extras["fraction_sv"], abs=1e-12)
+    assert errors <= 0.3 <= sv
+    # the margins drawn at f = +-rho: the margin errors are on the wrong side of their own
+    rho = sol.extras["rho"]
+    assert rho > 0 and np.all(y[roles == "margin error"] * result.decision[roles == "margin error"] < rho)
+    # the grid's decision values are f: the same formula at the points gives the solve's f(x_i)
+    assert _f_relative_error(result, X, result.decision) <= 1e-9
+
+
+def test_nu_sweep_shows_the_nu_property_and_is_kept_while_only_nu_moves():
+    X, y = _points("gendata(20, 20)")
+    settings = ef.FamilySettings(member="nu_svc", nu=0.3, formulation="kernel_dual", kernel="rbf", gamma=0.5)
+    first = ef.explore_family(X, y, settings)
+    table = first.sweep
+    limit = 2 * min(np.sum(y > 0), np.sum(y < 0)) / len(y)
+    assert list(table.nu) == [nu for nu in ef.NU_SWEEP if nu <= limit] and len(table) >= 5
+    assert table.status.isin(["optimal", "optimal_inaccurate"]).all()
+    # fraction of margin errors <= nu <= fraction of support vectors, at every nu (counts of points: exact)
+    assert np.all(table.above <= table.nu + 1e-12) and np.all(table.nu <= table.below + 1e-12)
+    assert table.above.iloc[-1] > table.above.iloc[0]  # more nu, more margin errors
+    moved = ef.explore_family(X, y, ef.FamilySettings(**{**settings.__dict__, "nu": 0.4}))
+    assert moved.sweep is table  # the same points and settings but nu: not solved again
+    other_points = ef.explore_family(X[1:], y[1:], settings)
+    assert other_points.sweep is not table
+
+
+def test_one_class_boundary_is_f_zero_and_rho_is_the_multiplier():
+    X, _ = _points("gendata(20, 20)")
+    labels = np.where(np.arange(len(X)) % 2, 1.0, -1.0)  # the page's classes: ignored by the one-class SVM
+    settings = ef.FamilySettings(member="one_class", nu=0.25, formulation="kernel_dual", kernel="rbf", sweep=False)
+    result = ef.explore_family(X, labels, settings)
+    sol = result.solution
+    assert sol.status == "optimal"
+    ref = solve("one_class_kernel_dual", X, None, layer="pyomo", backend="clarabel", nu=0.25,
+                kernel=settings.kernel_object(), profile="high")
+    rho = sol.extras["rho"]
+    assert rho == pytest.approx(ref.extras["rho"], rel=REL) and rho > 0
+    # f = sum_i alpha_i k(x_i, x) - rho: the boundary f = 0 has the outliers outside (f < 0)
+    assert sol.b == pytest.approx(-rho, rel=1e-12)
+    roles = np.array(result.roles)
+    assert np.all(result.decision[roles == "outlier"] < 0) and np.all(result.decision[roles == "not SV"] > 0)
+    assert np.mean(roles == "outlier") == pytest.approx(sol.extras["fraction_outliers"], abs=1e-12)
+    assert np.mean(roles == "outlier") <= 0.25 <= np.mean(roles != "not SV")
+    assert _f_relative_error(result, X, result.decision) <= 1e-9
+    assert result.grid["f"].shape == (ec.GRID_SIZE, ec.GRID_SIZE)
+
+
+def test_eps_svr_tube_on_1d_data_primal_and_dual_agree():
+    P, labels = _points(ec.REGRESSION_START)
+    x, t = P[:, :1], P[:, 1]
+    runs = {form: ef.explore_family(P, labels, ef.FamilySettings(member="eps_svr", C=10.0, epsilon=0.2,
+                                                                  formulation=form, sweep=False))
+            for form in ("primal", "dual")}
+    primal, dual = runs["primal"], runs["dual"]
+    assert primal.solution.formulation == "eps_svr_primal" and dual.solution.formulation == "eps_svr_kernel_dual"
+    assert all(r.solution.status == "optimal" for r in runs.values())
+    assert primal.summary()["P* (primal objective)"] == pytest.approx(dual.summary()["D* (dual objective)"], rel=REL)
+    ref = solve("eps_svr_primal", x, t, layer="pyomo", backend="clarabel", C=10.0, epsilon=0.2, profile="high")
+    np.testing.assert_allclose(primal.solution.w, ref.w, rtol=REL)
+    # the curve is w x + b on the line, and the marked points are the ones outside f +- eps
+    xs = primal.grid["xs"]
+    f_line = xs * ref.w[0] + ref.b
+    assert np.max(np.abs(primal.grid["f"] - f_line)) <= REL * top(f_line)
+    outside = np.abs(t - primal.decision) > 0.2
+    roles = np.array(primal.roles)
+    np.testing.assert_array_equal(roles == "outside the tube", outside)
+    assert np.mean(outside) == pytest.approx(primal.solution.extras["fraction_outside_tube"], abs=1e-12)
+    assert 0 < outside.sum() < len(t)
+
+
+def test_nu_svr_rbf_recovers_eps_and_the_tube_bounds():
+    P, labels = _points(ec.REGRESSION_START)
+    settings = ef.FamilySettings(member="nu_svr", C=10.0, nu=0.4, formulation="kernel_dual", kernel="rbf",
+                                 compare_layers=True, sweep=False)
+    result = ef.explore_family(P, labels, settings)
+    sol, other = result.solution, result.other
+    assert sol.status == "optimal" and other.status == "optimal" and other.layer == "cvxpy"
+    assert other.checks["primal_objective"] == pytest.approx(sol.checks["primal_objective"], rel=REL)
+    eps = sol.extras["epsilon"]
+    assert eps > 0 and len(ef.layers_table(result)) == 2
+    roles = np.array(result.roles)
+    assert np.mean(roles == "outside the tube") <= 0.4 <= np.mean(roles != "inside the tube")
+    # the curve between the points is the kernel expansion: at the data's x it is the solve's f(x_i)
+    assert _f_relative_error(result, P[:, :1], result.decision) <= 1e-9
+    assert len(result.grid["xs"]) == len(result.grid["f"])
+
+
+@pytest.mark.parametrize("member, points, labels, nu, match", [
+    ("one_class", [[0.0, 1.0]], [1], 0.5, "at least 2 points"),
+    ("eps_svr", [[0.0, 1.0]], [1], 0.5, "at least 2 points"),
+    ("nu_svc", [[0.0, 1.0], [1.0, 0.0]], [1, 1], 0.5, "class -1 has no point"),
+    ("nu_svc", [[0.0, 1.0], [1.0, 0.0]], [1, -1], 0.0, "nu must be in"),
+    ("one_class", [[0.0, 1.0], [math.nan, 0.0]], [1, 1], 0.5, "not a finite number"),
+])
+def test_bad_input_is_one_clear_error(member, points, labels, nu, match):
+    with pytest.raises(SVMInputError, match=match):
+        ef.explore_family(points, labels, ef.FamilySettings(member=member, nu=nu, sweep=False))
+
+
+def test_too_many_points_and_a_kernel_without_the_kernel_dual_are_refused_before_solving():
+    P = np.zeros((ec.MAX_POINTS + 1, 2))
+    with pytest.raises(SVMInputError, match="at most 1,000 points"):
+        ef.explore_family(P, np.ones(len(P)), ef.FamilySettings(member="eps_svr"))
+    with pytest.raises(SVMInputError, match="needs the kernel_dual"):
+        ef.explore_family([[0, 0], [1, 1]], [1, 1], ef.FamilySettings(member="one_class", kernel="rbf",
+                                                                      formulation="dual"))
