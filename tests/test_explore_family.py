@@ -124,6 +124,8 @@ def test_nu_svr_rbf_recovers_eps_and_the_tube_bounds():
     assert eps > 0 and len(ef.layers_table(result)) == 2
     roles = np.array(result.roles)
     assert np.mean(roles == "outside the tube") <= 0.4 <= np.mean(roles != "inside the tube")
+    assert np.mean(roles != "inside the tube") == pytest.approx(sol.extras["fraction_sv"], abs=1e-12)
+    assert np.mean(roles == "outside the tube") == pytest.approx(sol.extras["fraction_outside_tube"], abs=1e-12)
     # the curve between the points is the kernel expansion: at the data's x it is the solve's f(x_i)
     assert _f_relative_error(result, P[:, :1], result.decision) <= 1e-9
     assert len(result.grid["xs"]) == len(result.grid["f"])
@@ -148,3 +150,27 @@ def test_too_many_points_and_a_kernel_without_the_kernel_dual_are_refused_before
     with pytest.raises(SVMInputError, match="needs the kernel_dual"):
         ef.explore_family([[0, 0], [1, 1]], [1, 1], ef.FamilySettings(member="one_class", kernel="rbf",
                                                                       formulation="dual"))
+
+
+def test_the_page_switches_member_and_draws_the_tube_and_the_nu_sweep():
+    """The page without a browser: the member's controls, its start data and its drawing (the tube's curve is the
+    solve's f, the marked points its roles), then back to the C-SVM with nothing of the family left drawn."""
+    from experiments.explore.page import ExplorerPage
+
+    page = ExplorerPage(start="example_5_1")
+    page.member.value = "epsilon-SVR"
+    assert page.start.value == ec.REGRESSION_START and page.epsilon.visible and not page.hard.visible
+    assert page.plane.yaxis.axis_label == "y (target)" and ">eps_svr<" in page.numbers.object
+    curve = page.curve.data
+    assert len(curve["x"]) == 4 * ec.GRID_SIZE
+    np.testing.assert_allclose(np.subtract(curve["upper"], curve["f"]), 0.1, rtol=1e-12)
+    assert sorted(page.sv.data["role"]) == sorted(r for r in _roles_of(page) if r != "inside the tube")
+    page.member.value = "nu-SVC"
+    assert page.start.value == "example_5_1" and page.nu.visible and page.nu_pane.visible
+    assert len(page.sweep.data["nu"]) >= 5 and page.contours.visible and not page.curve.data["x"]
+    page.member.value = "C-SVM"
+    assert not page.nu_pane.visible and not page.sweep.data["nu"] and ">optimal<" in page.numbers.object
+
+
+def _roles_of(page):
+    return page.info.data["role"]

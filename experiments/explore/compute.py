@@ -328,9 +328,15 @@ def layers_table(result: Exploration) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def points_csv(X, y) -> str:
-    """The points as CSV text that `python -m experiments.run --data FILE --label-column label` reads."""
-    X, y = check_points(X, y)
+def points_csv(X, y, labelled: bool = True) -> str:
+    """The points as CSV text that `python -m experiments.run --data FILE --label-column label` reads. Points
+    the page does not read as two classes (`labelled` False: the one-class SVM's, the regressions' x1 -> x2)
+    need no point of each class."""
+    if labelled:
+        X, y = check_points(X, y)
+    else:
+        X = np.asarray(X, dtype=float).reshape(-1, 2)
+        y = np.asarray(y, dtype=float).reshape(-1)
     frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], LABEL_COLUMN: y.astype(int)})
     buffer = io.StringIO()
     frame.to_csv(buffer, index=False, float_format="%.17g")

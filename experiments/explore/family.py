@@ -227,23 +227,27 @@ def explore_family(X, y, settings: FamilySettings, window: tuple | None = None,
     return result
 
 
+def multiplier_bound(settings: FamilySettings, n: int) -> float:
+    """The upper bound of the member's dual variables at n points (formulations.family's modules)."""
+    return {NU_SVC: 1.0 / n, ONE_CLASS: 1.0 / (float(settings.nu) * n), EPS_SVR: float(settings.C),
+            NU_SVR: float(settings.C) / n}[settings.member]
+
+
 def roles(result: FamilyExploration) -> list[str]:
     """What each point is at the optimum, by the same thresholds as the member's fractions (formulations.family)."""
     sol, member, f = result.solution, result.settings.member, result.decision
     alpha = np.asarray(sol.alpha, dtype=float)
+    U = multiplier_bound(result.settings, len(f))
     if member in REGRESSIONS:
-        C = float(result.settings.C)
-        support = np.maximum(alpha, np.asarray(sol.extras["alpha_star"], dtype=float)) > AT_BOUND * C
+        support = np.maximum(alpha, np.asarray(sol.extras["alpha_star"], dtype=float)) > AT_BOUND * U
         outside = result.outside()
         return ["outside the tube" if o else "SV on the tube" if s else "inside the tube"
                 for o, s in zip(outside, support)]
     rho = float(sol.extras["rho"])
     if member == NU_SVC:
-        U = 1.0 / len(f)
         below = result.y * f - rho < -AT_BOUND * max(abs(rho), top(f))
         name = "margin error"
     else:
-        U = 1.0 / (float(result.settings.nu) * len(f))
         below = f < -AT_BOUND * max(abs(rho), top(f + rho))
         name = "outlier"
     support = alpha > AT_BOUND * U

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from bokeh.models import ColumnDataSource, HoverTool, Range1d, SaveTool
+from bokeh.models import ColumnDataSource, GlyphRenderer, HoverTool, Range1d, SaveTool
 from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 
@@ -29,11 +29,13 @@ class FamilyView:
                                       line_width=2, fill_color=None)
         self.boundary.visible = False
         self.curve = ColumnDataSource(dict(x=[], f=[], lower=[], upper=[]))
-        plane.varea(x="x", y1="lower", y2="upper", source=self.curve, fill_color="#dfeaf6", fill_alpha=0.6,
-                    legend_label="epsilon tube")
+        plane.varea(x="x", y1="lower", y2="upper", source=self.curve, fill_color="#dfeaf6",
+                    fill_alpha=0.6, legend_label="epsilon tube")
         plane.line("x", "f", source=self.curve, line_color="black", line_width=2, legend_label="regression f(x)")
         for edge in ("lower", "upper"):
             plane.line("x", edge, source=self.curve, line_color="#1f77b4", line_dash="dashed")
+        for renderer in plane.select(type=GlyphRenderer):  # as the page's own: a selected point fades no other
+            renderer.nonselection_glyph = None
 
     def _build_nu_plot(self) -> None:
         nu_plot = figure(width=620, height=240, title="the fractions nu bounds, over nu (dots: this nu's solve)",
@@ -88,8 +90,7 @@ class FamilyView:
                               slack=[math.nan] * len(f), y_f=shown.tolist(), index=index)
         self.alpha.data = dict(index=index, alpha=alpha.tolist(), color=["#1f77b4" if v >= 0 else "#d62728"
                                                                            for v in alpha])
-        bound = {ef.NU_SVC: 1.0 / len(f), ef.ONE_CLASS: 1.0 / (float(result.settings.nu) * len(f))}.get(
-            member, float(result.settings.C))
+        bound = ef.multiplier_bound(result.settings, len(f))
         self.C_line.location, self.C_line.visible = bound, True
         low = min(0.0, float(alpha.min()))
         self.bars.y_range.update(start=1.08 * low, end=1.08 * max(bound, float(alpha.max())))
@@ -97,7 +98,6 @@ class FamilyView:
 
     def _draw_sweep(self, result: ef.FamilyExploration) -> None:
         member = result.settings.member
-        self.nu_plot.visible = member in ef.NU_MEMBERS
         if member not in ef.NU_MEMBERS:
             return
         above, below = FRACTION_NAMES[member]

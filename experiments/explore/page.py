@@ -85,6 +85,18 @@ def summary_html(result: ec.Exploration) -> str:
 LEGEND_ROOM = 150
 
 
+#: what a click on the plane adds, and what the bar plot's dashed line is, by member
+PLANE_TITLES = {ef.C_SVM: "Click: add a point of the selected class; drag: move it",
+                ef.ONE_CLASS: "Click: add a point (one class: its colour is ignored); drag: move it",
+                ef.EPS_SVR: "Click: add a point (x: input, y: its target); drag: move it",
+                ef.NU_SVR: "Click: add a point (x: input, y: its target); drag: move it"}
+BAR_TITLES = {ef.C_SVM: "alpha* per point (dual variables; dashed: C)",
+              ef.NU_SVC: "alpha* per point (dual variables; dashed: their bound 1/l)",
+              ef.ONE_CLASS: "alpha* per point (dual variables; dashed: their bound 1/(nu l))",
+              ef.EPS_SVR: "alpha - alpha* per point (dual variables; dashed: C)",
+              ef.NU_SVR: "alpha - alpha* per point (dual variables; dashed: their bound C/l)"}
+
+
 class ExplorerPage(FamilyView):
     """Widgets, figures and the request loop of one session."""
 
@@ -246,7 +258,8 @@ class ExplorerPage(FamilyView):
                              f"{ec.MAX_POINTS:,} points.", width=300),
             pn.pane.Markdown("**Check an answer** (w, b, xi or alpha; .json or .csv, docs/grading.md) on these "
                              "points, with this C and kernel:", width=300), self.answer_file, width=350)
-        self.nu_pane = pn.pane.Bokeh(self.nu_plot)
+        # shown for nu's members; a Column, as a Bokeh pane's own visibility follows its figure's
+        self.nu_pane = pn.Column(pn.pane.Bokeh(self.nu_plot))
         results = pn.Column(pn.Row(self.busy, self.state), self.message, self.answer_report, self.numbers,
                             self.layers, self.certificate)
         self.layout = pn.Column(
@@ -364,6 +377,8 @@ class ExplorerPage(FamilyView):
         self.plane.xaxis.axis_label = "x (input)" if regression else "x1"
         self.plane.yaxis.axis_label = "y (target)" if regression else "x2"
         self.bars.yaxis.axis_label = "alpha - alpha*" if regression else "alpha"
+        self.plane.title.text = PLANE_TITLES.get(member, PLANE_TITLES[ef.C_SVM])
+        self.bars.title.text = BAR_TITLES[member]
         if not load:
             return
         if regression != (self.start.value == ec.REGRESSION_START):
@@ -398,7 +413,8 @@ class ExplorerPage(FamilyView):
 
     def _csv_file(self) -> io.StringIO:
         try:
-            return io.StringIO(ec.points_csv(*self.current_points()))
+            labelled = self.member_name() in (ef.C_SVM, ef.NU_SVC)
+            return io.StringIO(ec.points_csv(*self.current_points(), labelled=labelled))
         except SVMInputError as exc:
             self._show_error_in_session(exc)
             return io.StringIO("")
