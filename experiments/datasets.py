@@ -619,8 +619,8 @@ def hard(n: int, d: int = 20, seed: int = 0, clusters: int = 2, flip: float = 0.
     max(1, 2d/5) informative features, d/5 redundant ones (linear combinations of those), ``clusters``
     clusters per class, a fraction ``flip`` of the labels drawn at random, class_sep ``separation`` and a
     share ``positive`` of the +1 class, then each feature standardized (mean 0, std 1). The defaults at
-    n = 1e6 are the set where the proof of the optimum once failed (random_state 7: 579,928 bound and
-    17 free support vectors at C = 1, X of rank 16). Rows come in make_classification's order."""
+    n = 1e6 make a hard case for the proof of the optimum: nearly every support vector bound, a few free
+    ones, X of rank below d (docs/hard_family.md). Rows come in make_classification's order."""
     from sklearn.datasets import make_classification  # heavy import, only when asked
 
     n = _check_int("n", n, 2)

@@ -1,7 +1,7 @@
 """Entry point of ``python -m experiments.estimator_bench``, kept where the README shows it; the command
-lives in experiments/bench/estimator.py."""
+lives in experiments/bench/estimator_vs_svc.py."""
 
-from experiments.bench.estimator import main
+from experiments.bench.estimator_vs_svc import main
 
 __all__ = ["main"]
 

@@ -1,7 +1,7 @@
 """Entry point of ``python -m experiments.report``, kept where the README shows it; the command
-lives in experiments/runner/report.py."""
+lives in experiments/runner/run_report.py."""
 
-from experiments.runner.report import main
+from experiments.runner.run_report import main
 
 __all__ = ["main"]
 

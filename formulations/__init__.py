@@ -1,4 +1,4 @@
-"""What is solved: the four SVM formulations as pure functions from data to model.
+"""What is solved: the SVM formulations, QPs and LPs, as pure functions from data to model.
 
 Each formulation module holds its Pyomo and its cvxpy version side by side,
 with the maths in its docstring in the lecture notes' notation.

@@ -1,10 +1,10 @@
-"""Every use of a private Pyomo internal in the project, in this one module.
+"""Every use of a dependency's private internals in the project, in this one module.
 
-Each one is here because the public API was measured too slow for the sizes the project solves
-(n = 1e5 rows); everything else uses Pyomo's and cvxpy's public APIs. pyproject.toml bounds
-Pyomo below the next minor version the test suite has not passed on, and
-tests/test_internals.py fails, naming the internal, when one of them changes
-(`check_internals`).
+The Pyomo internals are here because the public API is too slow at the sizes the project solves
+(n = 1e5 rows; docs/benchmarks.md); the solvers' warnings, because they have no class of their own.
+Everything else uses public APIs. pyproject.toml bounds Pyomo, cvxpy and qpsolvers below the next
+minor version the test suite has not passed on, and tests/test_internals.py fails, naming the
+internal, when one of them changes (`check_internals` and the warning tests).
 
 - `MatrixRows`: Pyomo's `MatrixConstraint` (pyomo.repn.beta.matrix, constraint rows kept as CSR
   arrays) whose rows are built without the per-row constructor (one shared weak reference) and
@@ -12,15 +12,18 @@ tests/test_internals.py fails, naming the internal, when one of them changes
   It reads the CSR arrays (`_prows`, `_jcols`, `_vals`, `_ranges`, `_varmap`, `_range_types`) and
   writes each row's `_component`, `_index`, `_active` and the component's `_data`.
 - `LazyExpression`: a named expression whose expression is built on first read, through the
-  storage slot `_args_` of `ExpressionData` (formulations.quadratic_form: x'Qx kept as a matrix;
-  the n^2-term expression took ~40 s to build at n = 3,000).
-- `plain_bounds`: the bounds a variable was given, read from its `_lb`/`_ub` slots: 1.4 ms for
-  1e5 variables against 53 ms through `var.lb`/`var.ub` (measured here, Pyomo 6.10).
+  storage slot `_args_` of `ExpressionData` (formulations.quadratic_form: x'Qx kept as a matrix,
+  not an expression of n^2 terms).
+- `plain_bounds`: the bounds a variable was given, read from its `_lb`/`_ub` slots, far faster
+  than `var.lb`/`var.ub` over 1e5 variables.
+- `is_status_warning`: the warnings that only say how a solve ended, told by where qpsolvers
+  issues them and by cvxpy's text (solvers.adapters.base.status_warnings folds them into the row).
 """
 
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pyomo.environ as pyo
@@ -35,6 +38,13 @@ MATRIX_ARRAYS = ("_prows", "_jcols", "_vals", "_ranges", "_varmap", "_range_type
 ROW_FIELDS = ("_component", "_index", "_active")
 EXPRESSION_SLOT = "_args_"
 VAR_BOUND_SLOTS = ("_lb", "_ub")
+#: qpsolvers' solver modules warn a solver's end ("OSQP exited with status ...", "Clarabel.rs terminated with
+#: status ...", "SCS returned -2: ..."): plain UserWarnings, told apart only by the folders they come from.
+QPSOLVERS_SOLVER_FOLDERS = ("qpsolvers", "solvers")
+#: cvxpy's warning at an inaccurate status; it points at the caller's line, so only its text tells it.
+CVXPY_INACCURATE = "Solution may be inaccurate"
+#: OSQP's notice when solve() is called without raise_error, which qpsolvers does not pass.
+OSQP_RAISE_ERROR_NOTICE = "The default value of raise_error"
 
 
 class _MatrixRowData(getattr(pyomo_matrix, MATRIX_ROW_BASE)):
@@ -134,6 +144,15 @@ def plain_bounds(columns) -> tuple[list, list]:
     """The bounds each variable was given (a number, None, or a Param/expression), not combined
     with its domain's: the fast path of solvers.bridge.pyomo_standard_form."""
     return [v._lb for v in columns], [v._ub for v in columns]
+
+
+def is_status_warning(caught) -> bool:
+    """A caught warning (warnings.WarningMessage) that only says how a solve ended: qpsolvers' or cvxpy's."""
+    if not issubclass(caught.category, UserWarning):
+        return False
+    parts = Path(caught.filename).parts
+    return all(folder in parts for folder in QPSOLVERS_SOLVER_FOLDERS) or \
+        str(caught.message).startswith(CVXPY_INACCURATE)
 
 
 def check_internals() -> list[str]:

@@ -43,14 +43,8 @@ from formulations.quadratic_form import QuadraticForm
 
 FORMS = ("dense", "factor")
 
-#: choose_form takes the factor when its rank is at most this fraction of n.
-#: Measured on the 2-core machine (experiments.bench.kernel_forms.time_forms: Gaussian kernel,
-#: d = 10, Clarabel, build + solve seconds, cvxpy / pyomo):
-#:   n = 1000: dense 3.4 / 2.8; factor r = 50: 0.4 / 0.4, r = 100: 1.9 / 1.8, r = 250: 3.7 / 4.1,
-#:             r = 1000 (full): 47 / 51
-#:   n = 2000: dense 19 / 14;   factor r = 100: 4.6 / 4.4, r = 200: 8.4 / 8.5, r = 500: 30 / 29
-#: so a factor of rank n/10 is about twice as fast as the dense form and one of rank n/4
-#: is already slower.
+#: choose_form takes the factor when its rank is at most this fraction of n: a factor of rank n/10 is about
+#: twice as fast as the dense form, one of rank n/4 already slower (experiments.bench.kernel_forms).
 FACTOR_RANK_FRACTION = 0.1
 
 
@@ -87,24 +81,11 @@ def dual_matrix(K: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def psd_constant(Q: np.ndarray):
     """Q as the constant of a cvxpy quad_form: a scipy COO matrix, the form cvxpy's coefficient
-    extractor turns every constant P into (cvxpy 1.9.3), which it then takes as it is; handed the
-    dense array, its compile also sorts the n^2 entries.
-
-    Measured on the working set's blocks of the benchmark's kernel dual (n = 5,000, PIQP, CPU seconds
-    of one whole subproblem, median of 3 to 9 repeats, the machine shared by five agents), against the
-    dense array: 0.036 s against 0.048 s at 500 points, 0.150 against 0.172 at 1,012, 0.82 against 1.07
-    at 2,000 (the solver alone: 0.010, 0.079, 0.59); a CSC array was in between (0.038, 0.153, 0.95).
-    The full kernel dual gains the same: six estimator fits on breast cancer (n = 455, cvxpy/PIQP)
-    0.25 s CPU against 0.31 s, with identical decision values.
-    Measured and not kept: Q as a cvxpy Parameter, to compile once per size (cvxpy 1.9.3 densifies an
-    (n + 1) x n^2 coefficient array while compiling it: 1 GiB at n = 500, 60 GiB at 2,000); the factor
-    form 0.5 ||G a||^2 with Q = G'G (n more variables and a dense n x n equality: 0.139 s against 0.055 s
-    CPU at 500; the Gaussian kernel's blocks have full numerical rank, so no smaller G); canon_backend
-    "CPP" or "COO" instead of the project's "SCIPY", ignore_dpp=True (within the noise).
-
-    Every entry is listed, in row-major order, from index arrays rather than by scipy's scan for the
-    nonzeros (coo_matrix(Q)): 0.003 s against 0.096 s at 2,000 points, whole blocks 0.92 s against
-    1.08 CPU (0.138 against 0.145 at 1,012). An exact zero stays an explicit entry, which is harmless.
+    extractor turns every constant P into (cvxpy 1.9), which it then takes as it is; handed the
+    dense array, its compile also sorts the n^2 entries. Every entry is listed, in row-major order,
+    from index arrays rather than by scipy's scan for the nonzeros (coo_matrix(Q)), which is slower;
+    an exact zero stays an explicit entry, which is harmless. The alternatives tried (a cvxpy
+    Parameter, a factor form, other canonicalisation backends) are in docs/benchmarks.md.
     """
     n = Q.shape[0]
     index = np.arange(n, dtype=np.int32)
@@ -167,6 +148,33 @@ def build_cvxpy(
         quad = cp.sum_squares(v)
     problem = cp.Problem(cp.Maximize(cp.sum(alpha) - 0.5 * quad), constraints)
     return CvxpyModel(KERNEL_DUAL, problem, variables, named, info=info)
+
+
+def build_block_pyomo(Q: np.ndarray, p: np.ndarray, y: np.ndarray, rhs: float, C) -> pyo.ConcreteModel:
+    """One block of the kernel dual, the others fixed (the working set's subproblem,
+    solvers.algorithms.working_set), as a Pyomo model:
+
+        min  1/2 alpha' Q alpha + p' alpha    s.t.  y' alpha = rhs,  0 <= alpha <= C
+
+    Q: the block's Y K Y (in whatever scale the caller solves it), p: the gradient's part from the fixed
+    points, rhs: the balance they leave. The components are build_pyomo's: alpha, balance, quad, obj."""
+    m = new_pyomo_model(KERNEL_DUAL, len(p))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
+    m.balance = matrix_rows(y[None, :], m.alpha, lower=rhs, upper=rhs)  # one row, as build_pyomo's
+    m.quad = QuadraticForm(Q, m.alpha)
+    m.obj = pyo.Objective(expr=linear_sum(p, m.alpha) + 0.5 * m.quad)
+    return m
+
+
+def build_block_cvxpy(Q: np.ndarray, p: np.ndarray, y: np.ndarray, rhs: float, C) -> CvxpyModel:
+    """build_block_pyomo's block as a cvxpy problem (variable alpha, constraint balance, as build_cvxpy's).
+
+    0 <= alpha <= C are bounds, which PIQP and ProxQP take natively (faster than two rows of constraints)."""
+    alpha = cp.Variable(len(p), name="alpha", bounds=alpha_bounds(C))
+    balance = y @ alpha == rhs
+    objective = 0.5 * cp.quad_form(alpha, cp.psd_wrap(psd_constant(Q))) + p @ alpha
+    problem = cp.Problem(cp.Minimize(objective), [balance])
+    return CvxpyModel(KERNEL_DUAL, problem, {"alpha": alpha}, {"balance": balance}, info={"form": "dense"})
 
 
 def model_info(model) -> dict:

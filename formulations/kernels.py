@@ -71,7 +71,7 @@ MAX_FEATURES = 200_000
 
 #: Above this size, mercer_check finds the extreme eigenvalues with ARPACK
 #: instead of a full (O(n^3)) dense eigendecomposition.
-DENSE_EIG_MAX_N = 1000  # Lanczos wins from about n = 500 here (n = 3000: 2.6 s against 20-31 s)
+DENSE_EIG_MAX_N = 1000  # Lanczos is faster from about n = 500 on, by far at a few thousand
 
 #: Relative tolerance of the symmetry test on a Gram matrix.
 SYMMETRY_RTOL = 1e-10
@@ -204,8 +204,7 @@ def gram(kernel: Kernel, X, Z=None) -> np.ndarray:
 
     Vectorized through the inner products X Z' (BLAS syrk for X X', whose two triangles are
     then equal bit for bit), finished in place block by block: the result is the only
-    len(X) x len(Z) array made (at n = 5,000 the rbf Gram took 2.3 s with whole-matrix
-    temporaries; now 0.18 s, 0.2-0.4 s in a fresh process). With Z=None the result is exactly
+    len(X) x len(Z) array made (whole-matrix temporaries cost several times the time). With Z=None the result is exactly
     symmetric. The rbf's values are right to rounding at any translation and scale of the data
     (`rbf_values`); the others are functions of x'z, right to rounding relative to ||x|| ||z||.
     """
@@ -333,7 +332,7 @@ def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
 
     The exponent through the expansion on centered points (the Gram matrix by syrk; rows against other points as
     one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]', so that only the clip and exp pass over
-    the result: 10 million values in 24 ms -> 19 ms), then the entries it cannot get right from differences
+    the result), then the entries it cannot get right from differences
     (`_exact_where_cancelled`), then exp, a block at a time."""
     symmetric = X is Z
     if symmetric:
@@ -486,9 +485,7 @@ def _lanczos_extremes(K: np.ndarray, rtol: float) -> tuple[float, float, str]:
 
 #: How far below 0 rounding alone takes a PSD matrix's smallest eigenvalue, in units of n * eps * its largest:
 #: the eigenvalues of K + E move by at most ||E|| <= n max|E_ij|, and each K_ij is off by a few eps of the
-#: largest. Measured: scikit-learn's checks' X X' of float32 data, -1.4e-8 (n = 20) and -5.5e-9 (n = 200) of
-#: the largest eigenvalue, where float32's n * eps is 2.4e-6 and 2.4e-5; a truly indefinite sigmoid Gram
-#: matrix of 6 points, -1e-2 of it.
+#: largest. Rounded PSD matrices stay far inside it and truly indefinite kernels far outside (docs/kernel_rounding.md).
 ROUNDING_SLACK = 10
 
 

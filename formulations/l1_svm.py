@@ -35,8 +35,7 @@ with the absolute value written in one of two ways (`corr_form`):
              (the notes' form: two dense rows per feature).
 
 "lift" is the default: it halves the dense part of the LP, and HiGHS's presolve
-no longer spends its time detecting the parallel row pairs (measured at
-n = 100,000).
+does not spend its time detecting the parallel row pairs.
 
 Multipliers in Pyomo's convention (d objective* / d rhs) read back as the other
 LP's solution: from l1_primal, alpha_i = dual(margin_i) >= 0 and
@@ -78,9 +77,8 @@ def _check_corr_form(corr_form: str) -> str:
 
 
 def build_primal_pyomo(X: np.ndarray, y: np.ndarray, C: float, abs_form: str = "bound") -> pyo.ConcreteModel:
-    # Rows built with linear_rows (one LinearExpression per row). Measured at n = 30,000:
-    # Pyomo's HiGHS interface reads these 2-3 times faster than formulations.model.matrix_rows,
-    # which saves more in the transfer than it costs here.
+    # Rows built with linear_rows (one LinearExpression per row): Pyomo's HiGHS interface reads these
+    # faster than formulations.model.matrix_rows, which saves more in the transfer than it costs here.
     n, d = X.shape
     _check_abs_form(abs_form)
     m = new_pyomo_model(L1_PRIMAL, n, d)

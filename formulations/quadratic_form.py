@@ -1,9 +1,8 @@
 r"""A quadratic form x' Q x as a named Pyomo expression backed by the matrix Q.
 
 The kernel dual's objective holds (y*alpha)' K (y*alpha) = alpha' Q alpha with a
-dense n x n matrix Q = Y K Y. Written as a Pyomo expression it has n^2 terms:
-at n = 3,000 building it took ~40 s and reading it back ~100 s (measured here),
-while the solver needs nothing but Q.
+dense n x n matrix Q = Y K Y. Written as a Pyomo expression it has n^2 terms, too
+slow to build and read back at a few thousand points, while the solver needs nothing but Q.
 
 `QuadraticForm` keeps Q and the variables x as arrays, the way
 `formulations.model.MatrixRows` keeps a constraint matrix in CSR form:

@@ -58,8 +58,8 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
         FREE      otherwise: 0 < alpha_i < C with the point on its margin.
 
     Relative to max(alpha) and to C, never to 1: at C = 1e10 no alpha near 5 is "at the bound",
-    at C = 1e-5 every alpha = C is (measured with interior-point solvers, which leave alpha
-    ~1e-6 of its scale off the bound). C = inf: no upper bound. Per-sample C (an array,
+    at C = 1e-5 every alpha = C is (interior-point solvers leave alpha ~1e-6 of its scale
+    off the bound). C = inf: no upper bound. Per-sample C (an array,
     formulations.penalty): alpha_i against its own C_i.
     """
     alpha = np.asarray(alpha, dtype=float)

@@ -1,4 +1,4 @@
-"""How it is solved: backends, the Pyomo bridge, the checks and the closing step (see README)."""
+"""How it is solved: backends, the Pyomo bridge, the checks and the closing step (docs/architecture.md)."""
 
 from formulations import __version__  # one version for the three packages, read from the installed metadata
 

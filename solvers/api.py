@@ -46,32 +46,18 @@ def _mercer_by_theorem(kernel) -> dict:
     """Mercer's condition of a kernel that satisfies it by theorem: linear, rbf, and poly with gamma > 0
     and coef0 >= 0 (formulations.kernels.Kernel refuses less). {} for sigmoid, which must be checked on
     its Gram matrix. The eigenvalue check on K cannot fail for these (the kernels' own rounding is far
-    below its 1e-10 tolerance) and cost more than the solve: n = 455 (a breast-cancer fold), eigvalsh
-    20 ms against PIQP's 17 ms; n = 5,000, ~3 s."""
+    below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
     return {} if kernel.name == "sigmoid" else {"psd": True, "mercer_method": f"by theorem ({kernel.name})"}
 
 
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
 #: solver alone (matrices to qpsolvers; the full problem's solver-alone path is solvers.algorithms.direct.solve).
 WORKING_SET_LAYERS = LAYERS + ("direct",)
-#: The smallest n at which `method="auto"` takes the working set, per (formulation, layer). MEASURED
-#: through this function (C = 1, PIQP, default profile, best of 2, gram/build/checks included; machine
-#: shared by 6 agents, so ratios only), working set / full time:
-#:   kernel_dual rbf(gamma=0.1), d = 10 (experiments.bench's data):
-#:     cvxpy  n = 500: 0.66, 1,000: 0.71, 2,000: 0.17, 3,000: 0.14
-#:     pyomo  n = 500: 0.96, 1,000: 1.20, 2,000: 0.45, 3,000: 0.22
-#:   dual (linear), d = 20: 93x slower at n = 1,000, 49-63x at 3,000 (the full dual is the lifted
-#:     O(n d) QP; the working set's linear-kernel rows are O(n^2)): never chosen by auto.
-#:   Re-measured for pyomo once the working set computed its kernel rows on demand (same settings,
-#:   two runs each): n = 500: 0.91-2.6, 1,000: 0.85-0.94, 1,500: 0.43-0.50; and the full dense QP
-#:   through PIQP at the "scale" profile (1e-8) was refused at n = 1,000 (decision values 5e-5 off).
-#:   kernel_dual with the linear kernel (its rows through X: LinearRows), n = 1,500, make_classification
-#:     (d = 10, 10% flipped labels; class_sep 2), C = 1e-5, 1, 100, cvxpy/PIQP: 0.14-0.79 s against the dense
-#:     n x n QP's 1.8-2.7 s; with X x 1e3 at C >= 1, where both are refused, 1.2-2.6 s against its
-#:     iteration limit (10-18 s); at n = 3,000 0.02-0.18 s at X x 1. It once treated the linear kernel as
-#:     `dual` (never the working set: the whole dense QP); the formulation `dual` keeps its lifted O(n d) QP.
-#: The soft primal's rule is primal_working_set.pays (n and d, measured there).
-#: The solver alone ("direct") has no full path in solve(): always the working set.
+#: The smallest n at which `method="auto"` takes the working set, per (formulation, layer): where it is
+#: faster than the whole QP in that layer (the ratios: docs/benchmarks.md). The linear `dual` never takes it:
+#: its whole QP is the lifted O(n d) one, while the working set's linear-kernel rows are O(n^2). The soft
+#: primal's rule is primal_working_set.pays (n and d). The solver alone ("direct") has no full path in
+#: solve(): always the working set.
 AUTO_MIN_N = {
     (KERNEL_DUAL, "cvxpy"): 500, (KERNEL_DUAL, "pyomo"): 1_000, (KERNEL_DUAL, "direct"): 0,
     (SOFT_PRIMAL, "direct"): 0,
@@ -86,7 +72,7 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     The kernel dual takes the kernel dual's thresholds whatever its kernel (the linear one too: its whole
     QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d),
     except through a cvxpy `backend` that returns no duals (Ipopt): its restricted QPs' multipliers are the
-    alpha the proof needs (cvxpy/Ipopt at n = 1,500: every check nan, where the full QP was verified in 1.6 s).
+    alpha the proof needs (the checks would read nan where the full QP is verified).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
     validation.check_choice("method", method, METHODS)
     # one C or per-sample bounds C_i (sample or class weights): every working set takes both
@@ -149,7 +135,7 @@ def solve(
     method: "full" (the whole QP as one model), "working_set" (the kernel or linear dual by
     solvers.algorithms.working_set, the soft primal by solvers.algorithms.primal_working_set: small subproblems, each a
     model of `layer` solved by `backend`), or "auto" (choose_method: the working set from the
-    measured n on). layer "direct" (the solver alone) runs the working sets only. The method
+    n where it is faster, AUTO_MIN_N). layer "direct" (the solver alone) runs the working sets only. The method
     used is in `sol.extras["method"]`.
 
     Times: `sol.solve_s` is the time inside the backend's calls, `sol.build_s` everything else from the
@@ -161,7 +147,7 @@ def solve(
     checks' proof stop at it; the row is then `time_limit` and its message says where it stopped. The
     solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE past the limit if
     it is still in a step that does not stop by itself (a model's build, a backend's setup), which the
-    message then names. The server's start, about 2 s once a process, is not counted
+    message then names. The solve server's start (once per process) is not counted
     (extras["solve_server_start_s"]).
     """
     began = time.perf_counter()
@@ -190,15 +176,14 @@ def solve(
     sol = isolation.run_solve(deadline, work, partial(
         unanswered, formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, profile=get_profile(profile),
         deadline=deadline, extras={"labels": labels.as_dict(), "method": method}))
-    # the whole call less the backend's: the full method's own build_s left out the Gram matrix and the checks
-    # (1.0 s of a 1.5 s solve at n = 60, d = 2,000 was the closing proof), which the working sets' counted
+    # the whole call less the backend's, so that both methods count the Gram matrix and the closing checks
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol
 
 
 class StallWarning(UserWarning):
-    """The backend's QP solver was measured to stall on problems of this size, and no time limit was given."""
+    """The backend's QP solver is known to stall on problems of this size, and no time limit was given."""
 
 
 def _warn_if_it_stalls(backend: str, n: int, time_limit: float | None) -> None:

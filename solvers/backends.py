@@ -39,7 +39,7 @@ PYOMO_QPSOLVERS = "pyomo_qp"
 @functools.cache
 def _installed_version(distribution: str) -> str:
     """The installed version of a distribution ("" if absent), read once: every solve records it, and
-    reading the package metadata took about 8 ms a call."""
+    reading the package metadata costs milliseconds a call."""
     try:
         return version(distribution)
     except PackageNotFoundError:
@@ -62,11 +62,8 @@ class BackendRecord:
     cvxpy_matrix_option: bool = False  # cvxpy exposes the dense/sparse choice as backend="dense"|"sparse"
     # Its place in each layer's preference order, among the LP backends ("lp" missing: it takes
     # no LPs, solvers.lp) and by the accuracy of its points ("accuracy": whose verified point the
-    # report's figures draw, experiments.figures). Measured on the lecture data: HiGHS, Clarabel, PIQP, SCS and Ipopt solve
-    # all four LPs; OSQP, ProxQP and DAQP have the quirks their records name. "speed": which answers
-    # first in a sweep (experiments.runner runs it first, so its time can stop the slow ones); the
-    # runner's default at n = 5,000 (kernel) and 100,000 (linear), both layers: PIQP fastest in all
-    # four, Clarabel or DAQP next, HiGHS stopped at the time limit in three (its QP solver stalls).
+    # report's figures draw, experiments.runner.figures). "speed": which answers first in a sweep
+    # (experiments.runner runs it first, so its time can stop the slow ones). The orders: docs/benchmarks.md.
     preference: Mapping[str, int] = field(default_factory=dict)
     time_limit_option: str | None = None  # its own time-limit option name; None: it cannot stop at a time
     iteration_limit_option: str | None = None  # its own iteration-cap option (the estimator's max_iter)
@@ -78,7 +75,7 @@ class BackendRecord:
     lp_methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cvxpy_method_key: str | None = None
     cvxpy_duals: bool = True       # cvxpy returns constraint duals for it
-    quirks: str = ""               # what was measured about it that a user should know
+    quirks: str = ""               # what a user should know about it (the checks found it)
     # Its QP solver stalls on the SVM QPs from this many points on (None: not seen): solvers.api warns a call
     # without a time limit there, which may not return.
     qp_stalls_from_n: int | None = None
@@ -168,14 +165,14 @@ def _clarabel(tol):
 
 
 def _osqp(tol):
-    # sigma (the x-regularisation) raised from 1e-6: measured on Exercise 5.4's lifted dual,
-    # whose P is singular in alpha, OSQP reaches the iteration cap in both layers without it.
+    # sigma (the x-regularisation) above OSQP's 1e-6: on Exercise 5.4's lifted dual, whose P is
+    # singular in alpha, OSQP reaches the iteration cap in both layers without it.
     return {"eps_abs": tol, "eps_rel": tol, "max_iter": 200_000, "polishing": True, "sigma": 1e-3}
 
 
 def _proxqp(tol):
     # ProxQP checks residuals only unless told to check the gap too: without it, it called a
-    # point 3e-6 from the optimum "solved" on a two-point problem (measured here).
+    # point 3e-6 from the optimum "solved" on a two-point problem.
     return {"eps_abs": tol, "eps_rel": 0.0, "max_iter": 1000, "check_duality_gap": True,
             "eps_duality_gap_abs": tol, "eps_duality_gap_rel": 0.0}
 
@@ -186,9 +183,8 @@ HIGHS_MIN_TOL = 1e-10
 
 
 def _highs(tol):
-    # HiGHS regularises its QPs by 1e-7 (qp_regularization_value). Left as is: 1e-10 closed a
-    # 1e-6 gap on the soft margin at C = 0.1 but made the dual of Exercise 5.4 run to the time
-    # limit, and 1e-8 gave no point on Example 5.2's dual (measured here).
+    # HiGHS regularises its QPs by 1e-7 (qp_regularization_value), left as is: a smaller value
+    # traded a gap on one lecture problem for no point or a time limit on others.
     tol = max(tol, HIGHS_MIN_TOL)
     return {"primal_feasibility_tolerance": tol, "dual_feasibility_tolerance": tol}
 
@@ -212,8 +208,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         lp_methods={"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}, cvxpy_method_key="highs_options",
         quirks="Pyomo's own interface; two LP methods, simplex and ipm; "
                "regularises QPs by 1e-7; its QP solver stalls on the SVM QPs from n = 1,000.",
-        # measured: the whole soft primal of make_classification(5,000, 50) ran past 10 minutes in both layers, and
-        # its restricted QPs at 20,000 x 500 past 6 (a new user's run); PIQP solves them in 0.1 s
+        # the soft primal of make_classification(5,000, 50) ran past 10 minutes in both layers
         qp_stalls_from_n=1_000),
     BackendRecord(
         "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5, "speed": 6},
@@ -246,8 +241,7 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         scale_overrides={"max_iters": 20_000}),
     BackendRecord(
         # qpsolvers picks PIQP's dense or sparse backend from the matrix type: a dense P handed over
-        # as a sparse matrix took PIQP 105 s instead of 4 s at n = 2,000 (experiments.bench). In cvxpy,
-        # a 200 x 200 working-set subproblem took 11 ms sparse and 2 ms dense (measured here).
+        # as a sparse matrix is many times slower, in cvxpy too (docs/benchmarks.md).
         "piqp", "PIQP", preference={"pyomo": 3, "cvxpy": 1, "lp": 2, "accuracy": 1, "speed": 0},
         iteration_limit_option="max_iter",
         distribution="piqp", module="piqp", cvxpy_name="PIQP", qpsolvers_name="piqp",

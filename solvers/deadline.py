@@ -1,20 +1,16 @@
 """When a solve must return: its `time_limit` as one clock that runs from the call's start to the row.
 
-A time limit is the user's promise of when the call returns, not a budget for the backend alone. Checked
-between subproblems only, the kernel working set ran past it by the step in progress: a subproblem given no
-limit of its own (OSQP up to 8.9 s on a block of 1,580 points: moons, n = 2,000, rbf gamma = 1.5, C = 1e6,
-Pyomo) and that block's polish (up to 2.4 s). MEASURED on that case: at 20 s, 20.1-22.0 s (34 s reported on
-a busy machine); at 6.5 s, 12.5-13.2 s. The soft primal gave each restricted QP at least 1 s and settled
-after the limit: n = 20,000, d = 500, Pyomo/OSQP at 1 s, 2.3-2.7 s. So every stage that can take long looks
-at the same Deadline (solvers.api starts it with the call; a working set called on its own starts its own):
-each subproblem is given the time that remains (a backend with a time limit of its own stops there) and its
-point is not taken if it ran into the limit (the split start's restricted dual is one); the soft primal's
-smoothed start, the blocks' polish, the SMO steps and the proofs stop between their steps; the closing checks
-do not prove what the time is up for (the row is then `time_limit`, never `optimal`). Now: 20.0-20.4 s at
-20 s, 6.65-6.74 s at 6.5 s, 1.04-1.59 s at 1 s.
+A time limit is the user's promise of when the call returns, not a budget for the backend alone: a limit
+checked between subproblems only is overrun by the step in progress (a subproblem with no limit of its own, a
+block's polish). So every stage that can take long looks at the same Deadline (solvers.api starts it with the
+call; a working set called on its own starts its own): each subproblem is given the time that remains (a
+backend with a time limit of its own stops there) and its point is not taken if it ran into the limit (the
+split start's restricted dual is one); the soft primal's smoothed start, the blocks' polish, the SMO steps and
+the proofs stop between their steps; the closing checks do not prove what the time is up for (the row is then
+`time_limit`, never `optimal`). How closely calls keep their limits: docs/benchmarks.md.
 What can still run past the limit is one piece of work that cannot be interrupted: a backend's setup (OSQP's
-factorization of a 1,580-point block: the 0.15-0.4 s above), a model's build, a block's kernel rows, one round
-of a proof (an SVD of the free points' rows: ~0.2 s at d = 500), or the whole last subproblem of a backend
+factorization of a large block), a model's build, a block's kernel rows, one round of a proof (an SVD of the
+free points' rows), or the whole last subproblem of a backend
 without a time limit of its own (PIQP, ProxQP), which the row's message then names. solvers.api runs a solve with
 a limit in a process killed shortly past it (solvers.isolation), so that such a step ends there too.
 """

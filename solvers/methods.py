@@ -1,6 +1,6 @@
 """The solve methods of `solvers.api.solve(..., method=...)`, apart from the solver stack: the runner's
 command line checks `--method` with them before it reads the data, without importing Pyomo and cvxpy
-(a bad CSV's one-line error took 2 s, 7 s on a busy machine, most of it importing solvers.api first)."""
+(importing solvers.api first made a bad CSV's one-line error take seconds)."""
 
 from __future__ import annotations
 

@@ -50,13 +50,14 @@ MAX_FREE = 4000
 #: A point this close to its margin (margin units) may be freed when the sets do not balance.
 ON_MARGIN = 1e-6
 ROUNDS = 12
+#: A margin y_i f(x_i) adds terms alpha_j y_j K_ij whose sizes sum to T_i (Gram.magnitudes); float arithmetic
+#: gets it right only to a few eps T_i (pairwise and blocked sums), so a KKT test on it allows this times T_i.
+#: Where f cancels (w* near 0 over large x) T_i eps dwarfs POLISH_TOL and no point could pass without it.
+MARGIN_ROUNDING = 32 * np.finfo(float).eps
 #: The bounded least-squares fit of the free alphas (scipy's BVLS) is tried on at most BVLS_MAX_ENTRIES
 #: entries of its matrix; above that the proof gives up on the sets it was given. Its step limit does not
-#: bound it: BVLS's first phase is not counted. Measured: one-hot features (51 x 1,582, 80,000 entries)
-#: up to 203 steps, ~40 ms a fit; the tests' fits at most 4 steps, 2 ms. On an rbf kernel of blobs
-#: shifted by 1e4 (n = 3,000, C = 100), the dual form's fits over 2,567, 1,664, 1,326, 986, 829 and 725
-#: free points took 20, 40, 43, 28, 14 and 3 s (the checks ran 150 s past the solve's time limit, then
-#: refused the point all the same); over 679 to 669, 0.1-0.4 s.
+#: bound it (BVLS's first phase is not counted), and a fit over thousands of free points takes tens of
+#: seconds (docs/benchmarks.md).
 BVLS_MAX_ENTRIES = 500 * 500
 
 
@@ -85,6 +86,22 @@ class Gram:
         if self.K is not None:
             return self.K[:, nz] @ u[nz]
         return self.X @ (self.X[nz].T @ u[nz])
+
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        """sum_j |K_ij u_j| for each i: the size of the terms that K u adds, which bounds its rounding."""
+        nz = np.flatnonzero(u)
+        v = np.abs(u[nz])
+        if self.K is not None:
+            return np.abs(self.K[:, nz]) @ v
+        out = np.zeros(self.X.shape[0])
+        step = 65536  # row chunks: |X| is never held whole (n = 1e6, d = 20 would be 160 MB)
+        Xnz = self.X[nz]
+        s = np.zeros(self.X.shape[1])
+        for k in range(0, nz.size, step):
+            s += abs(Xnz[k:k + step]).T @ v[k:k + step]
+        for k in range(0, out.size, step):
+            out[k:k + step] = abs(self.X[k:k + step]) @ s
+        return out
 
     def max_diagonal(self) -> float:
         if self.K is not None:
@@ -119,7 +136,7 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     is within 1e-4 of its margin and the free ones cannot be told apart) each alpha rounded to its
     nearer bound. The first that proves an optimum wins.
     least_squares=False: a singular system for the free points ends a guess at once instead of a
-    least-squares solve (the kernel working set's tail, solvers.algorithms.working_set._finished_by_proof).
+    least-squares solve (the kernel working set's tail, solvers.algorithms.working_set.proof.finished_by_proof).
     deadline: a solve's time limit (solvers.deadline); no round starts once it has passed (reason
     STOPPED): a round is one dense solve for the free points (0.2-0.3 s at 2,000 unknowns: SWAP_MAX_UNKNOWNS).
     """
@@ -148,11 +165,9 @@ DEPENDENT_ROW = 1e-9
 def _independent_free(gram: Gram, y, C, alpha, decision, codes):
     """The sets with the free points' margin rows made independent, or None where they are already (or the data
     are a kernel's). Linear data: at most rank([Y X_F, y_F]) points can be free at a nondegenerate optimum, yet
-    a solver's point leaves more near their margins: make_classification with redundant features (n = 1e6,
-    d = 20, rank 16) left 20 free points, 3 of them 3e-7 to 2e-6 off their margins against 1e-11 to 2e-9 for the
-    17 others. Their margin rows, met in least squares, missed on free alphas inside (0, C), which no move of the
-    rounds changes, and one of them at a time at a bound (_one_to_a_bound) left two too many: no proof after 86 s,
-    the point refused. Here the rows are kept in the order of their points' margin residuals at the given point
+    a solver's point leaves more near their margins (features of rank below d). Their margin rows, met in least
+    squares, miss on free alphas inside (0, C), which no move of the rounds changes, and moving one of them at a
+    time to a bound (_one_to_a_bound) is too slow. Here the rows are kept in the order of their points' margin residuals at the given point
     (nearest first, Gram-Schmidt); a point whose row depends on nearer ones goes to the bound its residual points
     to (above the margin: 0, below: C). The rounds then prove the optimum from these sets or correct them; the
     proof accepts only what satisfies every KKT condition, as from any guess."""
@@ -247,7 +262,8 @@ class _Trial:
         self.b = float(np.clip(b, self.lo, self.hi)) if free.size else _middle(self.lo, self.hi)
         self.r = y * (self.g + self.b) - 1.0
         eps = POLISH_TOL + 1e-13 * float(np.max(np.abs(self.g)))
-        self.moves = _violations(codes, self.a, self.r, C, scale, eps)
+        margin_eps = eps + MARGIN_ROUNDING * gram.magnitudes(y * self.a)
+        self.moves = _violations(codes, self.a, self.r, C, scale, eps, margin_eps)
         balance = abs(float(y @ self.a)) <= POLISH_TOL * max(float(self.a.sum()), np.finfo(float).tiny)
         self.proved = balance and not self.moves.any()
 
@@ -347,8 +363,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
-    # move the points that crossed a bound (_move). The fit alone ended the proof at once on 1,637 free points
-    # of the benchmark's kernel dual at C = 100 (n = 5,000): one round of moves proves the optimum there.
+    # move the points that crossed a bound (_move), which proves what a fit too large to try would give up on.
     if not _in_bounds(x[:m], C_free) and (singular or M.size <= BVLS_MAX_ENTRIES):
         lower = np.append(np.zeros(m), -np.inf)
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
@@ -367,9 +382,8 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
 
     thin: through _thin_solve (_thin: m > d + 1). whole=False: only that way, else None (the caller's dual
     form decides).
-    Why: where d + m reaches MAX_FREE the dual form took over, and on a poor point (OSQP's, n = 12,000,
-    d = 150) a round of 3,999 free points ran scipy's BVLS over 4,000 unknowns for 41 s (over 240 s on a
-    busy machine) where the thin form needs an m x (d + 1) SVD."""
+    Why: where d + m reaches MAX_FREE the dual form would take over, and on a poor point with thousands of
+    free points its bounded fit (scipy's BVLS) takes minutes where the thin form needs an m x (d + 1) SVD."""
     d, m = X.shape[1], free.size
     XF, yF = X[free], y[free]  # a sparse X's free rows stay sparse (d may be 50,000) unless a dense system needs them
     w_bound = X[bound].T @ (y[bound] * a[bound]) if bound.size else np.zeros(d)
@@ -415,7 +429,7 @@ def _wide_solve(XF, yF, w_bound, balance_rhs):
     """(w, b, alpha_F) of _solve_primal_form's equations where the features far outnumber the m free points
     (d >= WIDE_RATIO (m + 1)): w = w_bound + X_F' Y_F alpha_F eliminated, the (m + 1)-square system in
     (alpha_F, b) with the free points' inner products, O(m^2 d), where the whole (d + m + 1)-square system
-    costs O((d + m)^3): at n = 60, d = 2,000 the proof took 1.0 s of a 1.5 s solve (the solve itself 0.3 s).
+    costs O((d + m)^3), which at d in the thousands outweighs the solve itself.
     None where the features differ in size by more than WIDE_SCALE_RATIO (X X' would lose the small ones to
     rounding: the whole system then) or the features are few."""
     m, d = XF.shape
@@ -455,8 +469,7 @@ def _thin(gram: Gram, free: int) -> bool:
 def _thin_solve(XF, yF, w_bound, balance_rhs):
     """(w, b, alpha_F) of _solve_primal_form's equations where m > d + 1 points are free, through the thin SVD
     of A = Y_F [X_F 1] (m x (d + 1), rank r): O(m d^2), where the whole (d + m + 1)-square system costs O(m^3)
-    (integer features, 959 free points at n = 30,000, d = 20: 2-35 s a solve as the machine's load varied;
-    one-hot features, 2,664 free points at n = 5,000, d = 5: 18 s).
+    (seconds a solve at a few thousand free points).
 
     v = (w, b) solves the margin rows A v = 1 up to A's null space N: v = V S^-1 U' 1 + N s. The
     stationarity and balance rows A' alpha_F = P v + c (P v = (w, 0), c = (-w_bound, balance_rhs)) need
@@ -500,8 +513,8 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
     orders of magnitude give a system that is badly scaled, not badly conditioned. singular: M is known to be
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
-    a singular M ends the proof (_NotTried) instead of a least-squares solve (an SVD: 4.8 s over 1,300 to
-    2,600 free points of duplicated data, where the loop's own steps took 0.2-0.5 s)."""
+    a singular M ends the proof (_NotTried) instead of a least-squares solve (an SVD, far slower than the
+    loop's own steps at thousands of free points)."""
     r = np.ones(M.shape[0])
     c = np.ones(M.shape[1])
     A = M.copy()
@@ -532,11 +545,12 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     return x, True
 
 
-def _violations(codes, a, r, C, scale, eps) -> np.ndarray:
-    """Points whose KKT condition fails at the polished point."""
+def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:
+    """Points whose KKT condition fails at the polished point: alpha off [0, C] by more than eps (relative),
+    a margin r_i off its side by more than margin_eps_i (margin units, with its rounding allowance)."""
     upper = math.inf if penalty.is_hard(C) else C * (1 + eps)
-    return (((codes == ZERO) & (r < -eps)) | ((codes == AT_BOUND) & (r > eps))
-            | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > eps))))
+    return (((codes == ZERO) & (r < -margin_eps)) | ((codes == AT_BOUND) & (r > margin_eps))
+            | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > margin_eps))))
 
 
 def _move(codes, moves, a, r, C):

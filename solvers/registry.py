@@ -140,8 +140,7 @@ def check_time_limit(layer: str, name: str, time_limit: float | None) -> None:
 def subproblem_stop(layer: str, name: str, what: str, left: float | None) -> str:
     """Where a working set's subproblem (`what`) ran into the time limit (Deadline.stopped_after's `where`): given the
     `left` seconds that remained, where the backend stops itself there, or run to its end by a backend without a
-    time limit of its own (PIQP, ProxQP: the soft primal at d = 500 through Pyomo/PIQP ran 191 s at a limit of
-    120 s, and the message said only "stopped at the time limit (120 s)")."""
+    time limit of its own (PIQP, ProxQP), which can run far past the limit: the message must say which."""
     if takes_time_limit(layer, name):
         return f"in {what}, given the {left:.2g} s left"
     return f"in {what}, which {layer}/{name} ran to its end (it has no time limit of its own)"

@@ -2,7 +2,7 @@
 
 Why the solver stopped (its status, normalised, with the raw code kept) is kept
 apart from what the project concludes about the point (`status`, which the
-checks in experiments.checks may downgrade after recomputing residuals and gaps).
+checks in solvers.checks may downgrade after recomputing residuals and gaps).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from formulations.kernels import Kernel, gram
 from solvers import api
 from solvers.deadline import Deadline
 from solvers.algorithms import direct, working_set
+from solvers.algorithms.working_set import start, subproblems
 from solvers.bridge.pyomo_standard_form import from_pyomo
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1: 1/2||w||^2 + C sum xi at the optimum
@@ -122,7 +123,7 @@ def test_working_set_split_start(rbf300, layer, backend):
     cold = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=0)
     split = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=300)
     assert cold.extras["start"] == "zero"
-    assert split.extras["start"].startswith(f"split: Nystrom {working_set.LANDMARKS}, |W| ")
+    assert split.extras["start"].startswith(f"split: Nystrom {start.LANDMARKS}, |W| ")
     for sol in (cold, split):
         assert sol.status == "optimal"
         assert sol.objective == pytest.approx(full.objective, rel=1e-7)
@@ -135,8 +136,8 @@ def test_split_start_is_feasible_and_near_the_optimum(rbf300):
     from solvers.profiles import backend_options
 
     opts = backend_options("piqp", "high")
-    alpha, sub_s, how = working_set.split_start(K, y, 1.0, working_set._subproblem_direct, "piqp", opts)
-    assert how.startswith(f"split: Nystrom {working_set.LANDMARKS}")
+    alpha, sub_s, how = start.split_start(K, y, 1.0, subproblems.subproblem_direct, "piqp", opts)
+    assert how.startswith(f"split: Nystrom {start.LANDMARKS}")
     assert sub_s > 0
     assert alpha.min() >= 0.0 and alpha.max() <= 1.0
     assert abs(float(y @ alpha)) < 1e-9
@@ -155,7 +156,7 @@ def test_split_start_falls_back_to_zero_when_a_subproblem_fails(rbf300):
     def no_point(Q, p, y_B, rhs, C, backend, options, time_limit=None):
         return None, 0.01
 
-    alpha, sub_s, how = working_set.split_start(K, y, 1.0, no_point, "piqp", {})
+    alpha, sub_s, how = start.split_start(K, y, 1.0, no_point, "piqp", {})
     assert alpha is None and "returned no point" in how and sub_s == pytest.approx(0.01)
 
 
@@ -289,7 +290,7 @@ def test_path_patterns_can_name_a_problem():
     picked = [p for p in paths if _matches(p, "kernel:working_set,kernel:libsvm")]
     assert {p.problem for p in picked} == {"kernel"}
     assert {p.form for p in picked} == {"working_set", "default", "tight"}
-    # linear, kernel and the kernel at C = 10 and 100 (issue 15), both tolerances
+    # linear, kernel and the kernel at C = 10 and 100, both tolerances
     assert len([p for p in paths if _matches(p, "libsvm")]) == 8
     assert {p.problem for p in paths if _matches(p, "kernel_C100")} == {"kernel_C100"}
     assert all(p.problem == "linear" for p in paths if _matches(p, "linear"))

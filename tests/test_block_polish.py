@@ -1,4 +1,4 @@
-"""Issue 15: the working set's block polish (solvers.algorithms.working_set._polish_block) on singular
+"""Issue 15: the working set's block polish (solvers.algorithms.working_set.polish) on singular
 kernels. Moons, standardized, rbf with gamma "scale", C = 1,000: K has numerical rank ~100 out of 1,000,
 so the free points' Q_FF is singular; the primal-dual rounds the polish used to run cycled there and
 the loop worked on the solver's unpolished points (n = 2,000: 546 steps against 27 for the same data in
@@ -20,6 +20,7 @@ from formulations.kernels import Kernel, gram
 from solvers import api
 from solvers import solution as st
 from solvers.algorithms import working_set as ws
+from solvers.algorithms.working_set import optimality, polish, subproblems
 
 C_LARGE = 1000.0
 #: The exactness the issue asks for: the objective within 1e-7 of a tight reference.
@@ -82,7 +83,7 @@ def test_polish_reaches_the_exact_optimum_of_a_singular_block_from_any_feasible_
     p = rng.standard_normal(size) / C - 1.0  # -1 as the kernel dual's, plus a part in C's units
     start = rng.uniform(0.0, C, size)
     rhs = float(y @ start)
-    polished = ws._polish_block(Q, p, y, rhs, C, start)
+    polished = polish.polish_block(Q, p, y, rhs, C, start)
     assert polished is not None
     assert _kkt_holds(Q, p, y, rhs, C, polished)
     assert _block_objective(Q, p, polished) <= _block_objective(Q, p, start)
@@ -94,11 +95,11 @@ def test_polish_reaches_the_exact_optimum_of_a_singular_block_from_any_feasible_
 def test_polish_solves_the_moons_block_the_old_rounds_gave_up_on():
     """The whole moons problem (n = 800, seed 2, C = 1,000) as one block from the subproblem solver's
     point (PIQP's defaults): the primal-dual rounds the polish used to run gave up on it (measured side by
-    side), and the point _solve_block returns then was the solver's, clipped."""
+    side), and the point solve_block returns then was the solver's, clipped."""
     _, y, K = _moons(800, seed=2)
     B = np.arange(len(y))
-    new, _, polished = ws._solve_block(ws.as_rows(K), y, np.zeros(len(y)), -np.ones(len(y)), B, 0.0, C_LARGE,
-                                       ws.SUBSOLVERS["direct"], "piqp", {})
+    new, _, polished = subproblems.solve_block(optimality.as_rows(K), y, np.zeros(len(y)), -np.ones(len(y)), B, 0.0,
+                                               C_LARGE, subproblems.SUBSOLVERS["direct"], "piqp", {})
     assert polished
     Q = K * np.outer(y, y)
     assert _kkt_holds(Q, -np.ones(len(y)), y, 0.0, C_LARGE, new)

@@ -1,4 +1,4 @@
-"""Warm starts along a C path (issue 6): solvers.algorithms.working_set's alpha0 and experiments.c_path."""
+"""Warm starts along a C path: solvers.algorithms.working_set's alpha0 and experiments.c_path."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from experiments.bench import c_path
 from experiments.datasets import overlapping
 from formulations.kernels import Kernel, gram
 from solvers.algorithms import working_set as ws
+from solvers.algorithms.working_set.optimality import gradient
 
 CS = (0.1, 0.3, 1.0)
 
@@ -65,8 +66,8 @@ def test_gradient_of_warm_start_is_Q_alpha_minus_one(kernel_data, cold_optima):
     K, y = kernel_data
     alpha = cold_optima[0.3].alpha
     expected = y * (K @ (y * alpha)) - 1.0
-    np.testing.assert_allclose(ws.gradient(K, y, alpha), expected, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(ws.gradient(K, y, np.zeros(len(y))), -np.ones(len(y)))
+    np.testing.assert_allclose(gradient(K, y, alpha), expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(gradient(K, y, np.zeros(len(y))), -np.ones(len(y)))
 
 
 def test_scaled_warm_start_is_feasible(cold_optima, kernel_data):

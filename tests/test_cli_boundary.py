@@ -1,5 +1,5 @@
 """Every command-line input is checked at the boundary: one line on stderr, exit code 2, no traceback,
-before anything large is read or allocated (issue 16). Also: --help/--version without the solver stack."""
+before anything large is read or allocated. Also: --help/--version without the solver stack."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the estimator's speed-ups (issue 15) rest on, checked as numbers, not as timings:
+"""What the estimator's speed-ups rest on, checked as numbers, not as timings:
 
 - solvers.blas: one BLAS thread through a controller made once, restored on exit;
 - the full kernel dual takes Mercer's condition by theorem for linear, rbf and poly (as the
@@ -19,7 +19,7 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_info
 
 import experiments.estimator as estimator_module
-from experiments.bench import estimator as estimator_bench
+from experiments.bench import estimator_vs_svc as estimator_bench
 from experiments.estimator import SVMClassifier
 from formulations.errors import IndefiniteKernelError
 from formulations.kernels import Kernel, gram
@@ -34,7 +34,7 @@ def _blas_threads() -> list[int]:
 
 
 def _breast_cancer_folds(n_folds: int = 2):
-    """The first folds of the estimator benchmark's 5-fold split (experiments.bench.estimator)."""
+    """The first folds of the estimator benchmark's 5-fold split (experiments.bench.estimator_vs_svc)."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)

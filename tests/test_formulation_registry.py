@@ -1,4 +1,4 @@
-"""One registry of formulations for the QPs and the LPs (issue 18): every name builds in both layers
+"""One registry of formulations for the QPs and the LPs: every name builds in both layers
 through formulations.build, the LP path builds through it too, and an unknown name or layer is refused."""
 
 from __future__ import annotations

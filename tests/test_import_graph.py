@@ -18,8 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("formulations", "solvers", "experiments")
-# Where every in-function import of a project module must say why. solvers/ and formulations/ are
-# being restructured on another branch (issue 18, part 1); add them here once it is merged.
+# Where every in-function import of a project module must say why.
 COMMENT_CHECKED = ("experiments", "solvers", "formulations")
 # The deferred imports of experiments/: a new one is a decision, so it raises this number in the same change as
 # its comment.
@@ -170,7 +169,7 @@ def test_every_import_inside_a_function_says_why(package):
 
 def test_deferred_imports_are_few():
     """The count of in-function imports of the project's modules in experiments/ stays at most
-    MAX_DEFERRED_IN_EXPERIMENTS (85 statements before issue 18)."""
+    MAX_DEFERRED_IN_EXPERIMENTS: each one is a decision."""
     deferred = {(i.module, i.line) for i in _deferred_in(("experiments",))}
     assert len(deferred) <= MAX_DEFERRED_IN_EXPERIMENTS, sorted(deferred)
 

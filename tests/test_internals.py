@@ -1,23 +1,27 @@
-"""The private Pyomo internals the project relies on (formulations/internals.py) still hold, and
-nothing else in the project reaches into Pyomo's or cvxpy's private names."""
+"""The private internals the project relies on (formulations/internals.py) still hold: Pyomo's names, and
+where qpsolvers and cvxpy issue the warnings that only say how a solve ended; nothing else in the project
+reaches into Pyomo's or cvxpy's private names or tells those warnings apart by file or text."""
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from formulations.internals import LazyExpression, MatrixRows, check_internals, plain_bounds
+from formulations.internals import LazyExpression, MatrixRows, check_internals, is_status_warning, plain_bounds
 from formulations.model import matrix_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("formulations", "solvers", "experiments")
 # The private Pyomo/cvxpy names that may appear only in formulations/internals.py.
+# Also the ways to tell a solver's status warning by its file or text (is_status_warning).
 PRIVATE = re.compile(r"_LinearMatrixConstraintData|ExpressionData\.__dict__|\._compilation_time|"
-                     r"\.(_domain|_lb|_ub|_fixed|_data|_prows|_jcols|_vals|_ranges|_varmap|_range_types)\b")
+                     r"\.(_domain|_lb|_ub|_fixed|_data|_prows|_jcols|_vals|_ranges|_varmap|_range_types)\b|"
+                     r"\.filename\)\.parts|startswith\([\"']Solution may be inaccurate|message=[\"']The default value of")
 
 
 def test_the_internals_still_hold():
@@ -82,3 +86,42 @@ def test_plain_bounds_are_the_given_ones():
     m.y = pyo.Var(bounds=(None, m.p))
     lo, hi = plain_bounds([m.x[0], m.x[1], m.y])
     assert lo == [0.0, 0.0, None] and hi[:2] == [1.5, 1.5] and pyo.value(hi[2]) == 2.0
+
+
+def _caught(call) -> list:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [w for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("solver", ["osqp", "clarabel", "scs"])
+def test_qpsolvers_status_warnings_are_recognised(solver):
+    """qpsolvers warns an infeasible end from its solver module: is_status_warning knows it by that folder."""
+    from qpsolvers import Problem, solve_problem
+    from scipy import sparse
+
+    # x0 <= -1 and x0 >= 1: infeasible, so every solver ends with a status qpsolvers warns about
+    problem = Problem(sparse.eye(2, format="csc"), np.ones(2), sparse.csc_matrix([[1.0, 0.0], [-1.0, 0.0]]),
+                      np.array([-1.0, -1.0]))
+    caught = _caught(lambda: solve_problem(problem, solver=solver))
+    assert caught, f"qpsolvers no longer warns {solver}'s end status"
+    assert all(is_status_warning(w) for w in caught), [(str(w.message), w.filename) for w in caught]
+
+
+def test_cvxpy_inaccurate_warning_is_recognised():
+    """cvxpy's warning at optimal_inaccurate points at the caller's line: is_status_warning knows its text."""
+    import cvxpy as cp
+
+    x = cp.Variable(2)
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([1.0, 2.0]))), [x >= 0, cp.sum(x) <= 1])
+    caught = _caught(lambda: problem.solve(solver="SCS", max_iters=2))
+    assert problem.status == "optimal_inaccurate" and caught
+    assert all(is_status_warning(w) for w in caught), [str(w.message) for w in caught]
+
+
+def test_other_warnings_are_not_status_warnings():
+    caught = _caught(lambda: warnings.warn("OSQP exited with status 'solved'", UserWarning))
+    assert len(caught) == 1 and not is_status_warning(caught[0])
+    caught = _caught(lambda: warnings.warn("Solution may be inaccurate.", RuntimeWarning))
+    assert caught == []  # not a UserWarning at all

@@ -1,4 +1,4 @@
-"""Issue 4: the kernel dual in both forms and both layers, explicit feature maps, Mercer.
+"""The kernel dual in both forms and both layers, explicit feature maps, Mercer.
 
 References: scikit-learn's SVC (LIBSVM) at tol=1e-12, and the explicit-map soft primal,
 which with a polynomial kernel is the kernel dual's own primal (strong duality).
@@ -18,8 +18,10 @@ from formulations.errors import IndefiniteKernelError
 from formulations.feature_maps import feature_map
 from formulations.kernels import Kernel, decision_function, factorize, gram, poly2_feature_map_notes
 from formulations.quadratic_form import QuadraticForm
+from solvers.algorithms.working_set.subproblems import SUBSOLVERS
 from solvers.api import solve
 from solvers.bridge.pyomo_standard_form import from_pyomo
+from solvers.profiles import native_options
 from tests.conftest import TOLERANCES, backend_params
 
 RBF_5_5 = Kernel("rbf", gamma=1.0)
@@ -44,6 +46,30 @@ def ex55():
                   kernel_form="dense", profile="high")
     assert dense.status == "optimal"
     return ds, svc, _svc_alpha(svc, ds.n), dense
+
+
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
+def test_a_block_model_restricts_the_kernel_dual_to_its_points(layer, ex55):
+    """build_block_* (the working set's subproblem): over every point with p = -1 and rhs = 0 it is the kernel
+    dual itself, and over half the points with the others fixed at the optimum (p from their gradient, rhs
+    their balance) its optimum is the optimum's alpha_B (Q_BB is nonsingular: 40 distinct points, rbf)."""
+    ds, _, _, dense = ex55
+    y, C = ds.y.astype(float), 1.0
+    Q = kernel_dual.dual_matrix(gram(RBF_5_5, ds.X), y)
+    build = kernel_dual.build_block_cvxpy if layer == "cvxpy" else kernel_dual.build_block_pyomo
+    model = build(Q, -np.ones(ds.n), y, 0.0, C)
+    names = set(model.variables) | set(model.constraints) if layer == "cvxpy" else \
+        {c.local_name for c in model.component_objects()}
+    assert {"alpha", "balance"} <= names
+    opts = native_options("clarabel", "high", None)
+    whole, _ = SUBSOLVERS[layer](Q, -np.ones(ds.n), y, 0.0, C, "clarabel", opts)
+    np.testing.assert_allclose(whole, dense.alpha, rtol=0, atol=1e-6 * C)
+    alpha = np.asarray(dense.alpha, dtype=float)
+    B, N = np.arange(0, ds.n, 2), np.arange(1, ds.n, 2)
+    g_B = Q[B] @ alpha - 1.0
+    p = g_B - Q[np.ix_(B, B)] @ alpha[B]
+    block, _ = SUBSOLVERS[layer](Q[np.ix_(B, B)], p, y[B], -float(y[N] @ alpha[N]), C, "clarabel", opts)
+    np.testing.assert_allclose(block, alpha[B], rtol=0, atol=1e-6 * C)
 
 
 # --------------------------------------------------------------------------- Exercise 5.5, factor form

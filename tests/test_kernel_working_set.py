@@ -16,6 +16,8 @@ from formulations.kernels import Kernel, gram
 from solvers import api, isolation
 from solvers import solution as st
 from solvers.algorithms import kernel_rows, working_set as ws
+from solvers.algorithms.working_set import loop, optimality, polish, proof, start, subproblems
+from solvers.algorithms.working_set import selection as block_selection
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, row_source
 from tests.conftest import backend_params
 
@@ -156,7 +158,7 @@ def test_shrinking_does_not_change_the_optimum(data):
     assert ws.kkt_violation(K, y, shrunk.alpha, 100.0, bound_tol=1e-10) <= 1e-6
 
 
-@pytest.mark.parametrize("selection", ws.SELECTIONS)
+@pytest.mark.parametrize("selection", block_selection.SELECTIONS)
 def test_both_selections_reach_the_optimum(data, reference, selection):
     X, y, K = data
     res = ws.decompose(K, y, 1000.0, backend="piqp", q=40, split_from=0, selection=selection)
@@ -334,8 +336,8 @@ def test_the_cvxpy_block_is_the_direct_block(data, C):
     size = C * np.abs(Q_BB).max()
     rhs = -float(y[L].sum()) * C
     args = (Q_BB * (C / size), (g[B] - Q_BB @ alpha[B]) / size, y[B], rhs / C, 1.0, "piqp", {})
-    s_direct, _ = ws._subproblem_direct(*args)
-    s_cvxpy, _ = ws._subproblem_cvxpy(*args)
+    s_direct, _ = subproblems.subproblem_direct(*args)
+    s_cvxpy, _ = subproblems.subproblem_cvxpy(*args)
     assert np.any(s_direct > 1 - 1e-6) and np.any(s_direct < 1e-6) and abs(rhs) > 0
     assert np.abs(s_cvxpy - s_direct).max() <= 1e-8
 
@@ -354,7 +356,7 @@ def test_the_split_start_from_nystrom_margins_reaches_the_optimum(data, referenc
     X, y, K = data
     source = KernelRows(KERNEL, X) if rows_on_demand else K
     res = ws.decompose(source, y, 100.0, backend="piqp", q=20, split_from=N)
-    assert res.start.startswith(f"split: Nystrom {ws.LANDMARKS}, |W| "), res.start
+    assert res.start.startswith(f"split: Nystrom {start.LANDMARKS}, |W| "), res.start
     assert res.converged
     assert _rel(res.objective, reference[100.0]) <= OBJECTIVE_RTOL
 
@@ -367,9 +369,9 @@ def test_nystrom_margins_with_every_point_a_landmark_are_the_optimum_s_up_to_the
                     method="full")
     y_pm = np.where(y == y.max(), 1.0, -1.0)
     optimum = y_pm * (K @ (y_pm * np.asarray(sol.alpha)) + sol.b)
-    margins = ws.nystrom_margins(ws.as_rows(K), y_pm, 1.0, landmarks=N)
+    margins = start.nystrom_margins(optimality.as_rows(K), y_pm, 1.0, landmarks=N)
     assert np.abs(margins - optimum).max() <= 0.05  # measured 0.011
-    few = ws.nystrom_margins(ws.as_rows(K), y_pm, 1.0, landmarks=N // 4)
+    few = start.nystrom_margins(optimality.as_rows(K), y_pm, 1.0, landmarks=N // 4)
     assert np.abs(few - optimum).mean() > np.abs(margins - optimum).mean()  # 0.21 against 0.004
 
 
@@ -443,10 +445,10 @@ def test_the_polish_tolerance_is_relative_until_a_block_comes_back():
     Q = np.array([[4e6, 1e6], [1e6, 3e6]])
     p, x = np.array([-1.0, 2.0]), np.array([0.5, 0.25])
     scale = 4e6 * 0.5 + 2.0
-    assert ws._polish_tol(Q, p, x, scale, math.inf) == ws.POLISH_TOL * scale
-    assert ws._polish_tol(Q, p, x, scale, 1e-6) == pytest.approx(1e-7)
-    rounding = ws.POLISH_ROUNDING * np.finfo(float).eps * (4e6 * 0.5 + 1e6 * 0.25 + 1.0)
-    assert ws._polish_tol(Q, p, x, scale, 1e-12) == pytest.approx(rounding)  # not below the gradient's rounding
+    assert polish.polish_tol(Q, p, x, scale, math.inf) == polish.POLISH_TOL * scale
+    assert polish.polish_tol(Q, p, x, scale, 1e-6) == pytest.approx(1e-7)
+    rounding = polish.POLISH_ROUNDING * np.finfo(float).eps * (4e6 * 0.5 + 1e6 * 0.25 + 1.0)
+    assert polish.polish_tol(Q, p, x, scale, 1e-12) == pytest.approx(rounding)  # not below the gradient's rounding
 
 
 def test_auto_takes_the_working_set_for_the_kernel_dual_with_the_linear_kernel():
@@ -468,14 +470,14 @@ def test_weakly_coupled_free_points_beyond_the_largest_block_take_the_base_block
     X, y, K = data
     K_near_I = gram(Kernel("rbf", gamma=10.0), X)
     everyone = np.ones(len(y), dtype=bool)
-    assert ws._weakly_coupled(FullGram(K_near_I), everyone) and not ws._weakly_coupled(FullGram(K), everyone)
-    seen, real = [], ws._solve_block
+    assert block_selection.weakly_coupled(FullGram(K_near_I), everyone) and not block_selection.weakly_coupled(FullGram(K), everyone)
+    seen, real = [], loop.solve_block
 
     def spy(src, y_, alpha, g_B, B, rhs, C, *args, **kwargs):
         seen.append((int(np.count_nonzero((alpha > 0) & (alpha < C))), len(B)))
         return real(src, y_, alpha, g_B, B, rhs, C, *args, **kwargs)
 
-    monkeypatch.setattr(ws, "_solve_block", spy)
+    monkeypatch.setattr(loop, "solve_block", spy)
     res = ws.decompose(K_near_I, y, 100.0, backend="piqp", q=20, max_q=40, split_from=0)
     whole = api.solve("kernel_dual", None, y, K=K_near_I, layer="cvxpy", backend="clarabel", C=100.0,
                       profile="high", method="full")
@@ -492,7 +494,7 @@ def test_the_tail_ends_at_the_optimum_proved_from_the_active_set(monkeypatch, da
     have ~130 free points: the threshold is lowered to reach the tail here. Same optimum, a step earlier."""
     plain = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False)
     assert plain.extras["proved_at_step"] == 0  # below TAIL_MIN_FREE: the loop's own end
-    monkeypatch.setattr(ws, "TAIL_MIN_FREE", 20)
+    monkeypatch.setattr(proof, "TAIL_MIN_FREE", 20)
     sol = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False)
     assert sol.extras["proved_at_step"] == sol.iterations < plain.iterations
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
@@ -522,7 +524,7 @@ def test_the_tail_s_proof_gives_up_on_a_singular_system_without_least_squares(mo
     gave_up = reference.polish(reference.Gram(None, K), y, C, exact.alpha, f, least_squares=False)
     assert not gave_up.ok and "is singular" in gave_up.reason and calls == []
     assert reference.polish(reference.Gram(None, K), y, C, exact.alpha, f).ok and calls  # least squares: proved
-    monkeypatch.setattr(ws, "TAIL_MIN_FREE", 20)
+    monkeypatch.setattr(proof, "TAIL_MIN_FREE", 20)
     assert np.count_nonzero(classify(exact.alpha, y, f, C) == reference.FREE) > 20
     sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False)
     assert sol.status == st.OPTIMAL

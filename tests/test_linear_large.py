@@ -1,4 +1,4 @@
-"""Issue 15's linear cases: the soft primal by restricted QPs at large n, and wide data (d ~ n).
+"""The linear SVM at scale: the soft primal by restricted QPs at large n, and wide data (d ~ n).
 
 - At n = 1e5 (the benchmark's linear data) the consistent split's QP left a point 3.3e-7 off
   its margin with alpha = 6.7e-6: 22 free points for d + 1 = 21 unknowns, the checks' proof did

@@ -59,7 +59,7 @@ def test_report_from_csv_only(smoke_run, tmp_path):
     shutil.copytree(smoke_run, copy)
     (copy / "results.parquet").unlink()
     (copy / "rows.jsonl").unlink()
-    from experiments.runner.report import build_report
+    from experiments.runner.run_report import build_report
 
     text = build_report(copy, figures=False).read_text()
     assert "(-0.9229, 0.7627) / 1.1976" in text
@@ -71,7 +71,7 @@ def test_report_from_csv_only(smoke_run, tmp_path):
 
 
 def test_report_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
-    from experiments.runner.report import main as report_main
+    from experiments.runner.run_report import main as report_main
 
     assert report_main([str(tmp_path)]) == 2
     assert "no results table" in capsys.readouterr().err
@@ -197,7 +197,7 @@ def test_each_distinct_result_once_with_the_solves_that_agree(smoke_run):
 
 def test_the_users_names_reach_the_report_and_the_figures(csv_run):
     from experiments.runner.figures import build_figures
-    from experiments.runner.report import escape_cell
+    from experiments.runner.run_report import escape_cell
 
     import json
 
@@ -244,7 +244,7 @@ def test_every_figure_has_labelled_axes_and_free_and_bound_support_vectors_diffe
 def test_report_html_is_self_contained(smoke_run, tmp_path):
     import shutil
 
-    from experiments.runner.report import main as report_main
+    from experiments.runner.run_report import main as report_main
 
     copy = tmp_path / "copy"  # rebuilt here: another test rebuilds the shared run without figures
     shutil.copytree(smoke_run, copy)
@@ -262,7 +262,7 @@ def test_report_html_is_self_contained(smoke_run, tmp_path):
 
 
 def test_markdown_cells_with_a_pipe_stay_one_cell():
-    from experiments.runner.report import md
+    from experiments.runner.run_report import md
 
     text = md(pd.DataFrame({"data": ["a | b", "c"], "x": [1.0, 2.0]}), index=False)
     html_rows = re.findall(r"<tr>(.*?)</tr>", __import__("markdown_it").MarkdownIt("commonmark").enable("table")
@@ -287,7 +287,7 @@ def test_terminal_summary_keeps_each_C_apart():
 
 
 def test_distinct_results_groups_equal_results_and_lists_the_rest_by_status():
-    from experiments.runner.report import distinct_results
+    from experiments.runner.run_report import distinct_results
 
     rows = [_row(task_key=f"k{i}", formulation=f, layer="pyomo", backend=b, status=st, w=w, order=i)
             for i, (f, b, st, w) in enumerate([

@@ -1,4 +1,4 @@
-"""The run folder (issue 16): task identity from exact parameters and the data's content hash, options
+"""The run folder: task identity from exact parameters and the data's content hash, options
 recorded and reused by --resume (a difference refused by name), a lock, a journal reader that skips
 lines that are not rows."""
 

@@ -1,4 +1,4 @@
-"""Issue 15, the runner's default on large data: a solve far slower than its problem's fastest is
+"""The runner's default on large data: a solve far slower than its problem's fastest is
 stopped as a recorded `time_limit` row (sweep.SlowStop, --stop-slow), and the report's SVC
 reference neither forms an n x n matrix nor runs libsvm on data too large for it."""
 

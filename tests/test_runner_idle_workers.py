@@ -1,4 +1,4 @@
-"""Issue 15, the runner's default timed as the benchmark times it: its solves run on the CPU cores idle
+"""The runner's default timed as the benchmark times it: its solves run on the CPU cores idle
 when it starts (sweep.idle_cores, workers_for; --workers overrides), and a working-set row computes
 kernel rows on demand, never the n x n Gram matrix."""
 

@@ -20,6 +20,8 @@ from solvers import solution as st
 from solvers.adapters import pyomo_qp
 from solvers.algorithms import primal_working_set as pws
 from solvers.algorithms import working_set as ws
+from solvers.algorithms.working_set import optimality, pair_steps, polish, state, subproblems
+from solvers.algorithms.working_set import loop as ws_loop
 from solvers.deadline import MIN_BACKEND_LIMIT, NEVER, Deadline
 
 N = 240
@@ -96,7 +98,7 @@ def test_each_kernel_subproblem_is_given_the_time_that_remains(data, monkeypatch
     is not taken; the row says where it stopped, and what a backend without a limit of its own did there."""
     _, y, K = data
     clock = Clock()
-    given = _taking(monkeypatch, ws, "direct", clock, 40.0)
+    given = _taking(monkeypatch, subproblems, "direct", clock, 40.0)
     sol = ws.solve(K, y, 10.0, backend=backend, layer="direct", q=10, validate=False,
                    time_limit=Deadline(100.0, clock=clock))
     assert given == [100.0, 60.0, 20.0]
@@ -128,19 +130,19 @@ def test_the_kernel_subproblems_hand_their_limit_to_a_backend_that_has_one(data,
         seen.append(dict(kwargs))
         return real_cvxpy(problem, *args, **kwargs)
 
-    monkeypatch.setattr(ws, "solve_standard_qp", qp_spy)  # the solver alone
+    monkeypatch.setattr(subproblems, "solve_standard_qp", qp_spy)  # the solver alone
     monkeypatch.setattr(pyomo_qp, "solve_standard_qp", qp_spy)  # the Pyomo bridge's adapter
     monkeypatch.setattr(cp.Problem, "solve", cvxpy_spy)
     B = np.arange(0, N, 4)  # both classes
     Q_BB = dual_matrix(K[np.ix_(B, B)], y[B])
-    s, _ = ws.SUBSOLVERS[layer](Q_BB, -np.ones(B.size), y[B], 0.0, 1.0, backend, {}, 7.5)
+    s, _ = subproblems.SUBSOLVERS[layer](Q_BB, -np.ones(B.size), y[B], 0.0, 1.0, backend, {}, 7.5)
     assert s is not None and len(seen) == 1
     assert seen[0].get("time_limit") == (7.5 if backend == "osqp" else None)
 
 
 def test_a_limit_passed_before_the_first_check_starts_no_subproblem(data, monkeypatch):
     X, y, _ = data
-    given = _taking(monkeypatch, ws, "cvxpy", Clock(), 0.0)
+    given = _taking(monkeypatch, subproblems, "cvxpy", Clock(), 0.0)
     sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel="rbf", method="working_set",
                     time_limit=1e-9)
     assert given == [] and sol.status == st.TIME_LIMIT and sol.iterations == 1
@@ -158,8 +160,8 @@ def test_the_split_start_and_the_final_proof_stop_at_the_deadline(data):
     assert sol.status == st.TIME_LIMIT and "after 0 steps, in the split start, " in sol.message
     assert sol.extras["start"].endswith("the restricted QP stopped at the time limit; started at zero")
     _, y, K = data
-    loop = ws._Loop(np.zeros(N), -np.ones(N), "zero", deadline=passed())
-    res = ws._finish(ws.as_rows(K), y, 1.0, loop, 0.0, False, True, ws.WorkingSetOptions())
+    loop = state.LoopState(np.zeros(N), -np.ones(N), "zero", deadline=passed())
+    res = ws_loop._finish(optimality.as_rows(K), y, 1.0, loop, 0.0, False, True, ws.WorkingSetOptions())
     assert res.timed_out and res.stalled and not res.converged
     assert res.stopped_in == "in the proof of the optimum after the loop"
 
@@ -168,12 +170,12 @@ def test_the_polish_the_smo_steps_and_the_proof_stop_at_the_deadline(data):
     _, y, K = data
     B = np.arange(0, N, 4)  # both classes
     Q_BB, C = dual_matrix(K[np.ix_(B, B)], y[B]), 10.0
-    a, _ = ws.SUBSOLVERS["direct"](Q_BB, -np.ones(B.size), y[B], 0.0, C, "piqp", {})
-    exact = ws._polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a)
+    a, _ = subproblems.SUBSOLVERS["direct"](Q_BB, -np.ones(B.size), y[B], 0.0, C, "piqp", {})
+    exact = polish.polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a)
     assert exact is not None and np.any((exact > 0) & (exact < C))
-    assert ws._polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a, deadline=passed()) is None  # the solver's point
+    assert polish.polish_block(Q_BB, -np.ones(B.size), y[B], 0.0, C, a, deadline=passed()) is None  # the solver's point
     alpha, g = np.zeros(N), -np.ones(N)
-    assert ws._smo_steps(ws.as_rows(K), y, alpha, g, C, 0.0, 1e-6, 100, deadline=passed()) == 0
+    assert pair_steps.smo_steps(optimality.as_rows(K), y, alpha, g, C, 0.0, 1e-6, 100, deadline=passed()) == 0
     assert not alpha.any() and np.all(g == -1.0)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C, method="full")
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
@@ -218,7 +220,7 @@ def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monke
     proof, and the row is a time limit, not `optimal`."""
     _, y, K = data
     clock = Clock()
-    _takes(monkeypatch, ws, "_settle", clock, 200.0)
+    _takes(monkeypatch, ws_loop, "settle", clock, 200.0)
     sol = ws.solve(K, y, 1.0, backend="piqp", layer="direct", validate=False, time_limit=Deadline(100.0, clock=clock))
     assert sol.solver_status == st.OPTIMAL and sol.status == st.TIME_LIMIT
     assert "in the closing checks, before the proof of the optimum" in sol.message

@@ -198,7 +198,7 @@ def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
         res.Ku = None
         return res
 
-    monkeypatch.setattr(working_set, "decompose", lying)
+    monkeypatch.setattr(working_set.solver, "decompose", lying)  # where solve looks it up
     sol = working_set.solve(K, ds.y, 1.0, backend="clarabel")
     assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
 
@@ -436,7 +436,8 @@ def test_working_set_starts_feasible_at_every_C(C, backend):
 
 
 def test_balance_classes_makes_a_solver_point_exactly_feasible():
-    from solvers.algorithms.working_set import balance_classes, check_alpha0
+    from solvers.algorithms.working_set import check_alpha0
+    from solvers.algorithms.working_set.optimality import balance_classes
 
     y = np.array([1.0, 1.0, -1.0, -1.0])
     alpha = np.array([1e-5, 1e-5, 1e-5, 1e-5 - 3e-9])  # a subproblem's absolute tolerance at C = 1e-5

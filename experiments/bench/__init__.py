@@ -2,6 +2,7 @@
 
 ``scaling`` is the run (data, paths, budgets, the CSV); ``report`` writes report.md and the
 figures from it; ``c_path`` times warm starts along a C path (``python -m experiments.c_path``);
-``kernel_forms`` compares the dense and the factored kernel dual; ``estimator`` times
-:class:`~experiments.estimator.SVMClassifier` against scikit-learn's SVC.
+``kernel_forms`` compares the dense and the factored kernel dual; ``estimator_vs_svc`` times
+:class:`~experiments.estimator.SVMClassifier` against scikit-learn's SVC; ``runner_default`` times the
+runner's default against the best path (``python -m experiments.runner_bench``).
 """

@@ -1,4 +1,4 @@
-r"""Warm starts along a regularisation path C_1 < C_2 < ... (issue 6): cold against warm, per C.
+r"""Warm starts along a regularisation path C_1 < C_2 < ...: cold against warm, per C.
 
     python -m experiments.c_path                  # the full run (kernel n = 5,000, linear n = 10,000)
     python -m experiments.c_path --quick          # tiny n, seconds: what the tests run
@@ -45,10 +45,8 @@ from solvers.closing import close_model
 from solvers.profiles import Profile, backend_options, get_profile
 from solvers.registry import get_backend
 
-# The kernel path stops at C = 10^0.5: at n = 5,000 and C >= 10 the working set does not reach
-# the KKT tolerance (violation 4e-3 at C = 10, 3e-2 at C = 31.6, 1e-1 at C = 100 after 900 to
-# 6,100 steps, 22 to 152 s per point cold, 20 to 116 s warm), and there cold and warm objectives
-# differed by 6.5e-8, 1.4e-6 and 1.0e-5 (measured here): not a point to compare warm starts at.
+# The kernel path stops at C = 10^0.5: from C = 10 on at n = 5,000, the cold and warm solves end at
+# different objectives, which is no point to compare warm starts at (docs/benchmarks.md).
 KERNEL_CS = tuple(np.logspace(-2, 0.5, 6))
 LINEAR_CS = tuple(np.logspace(-2, 2, 9))
 KERNEL_PATHS = (("direct", "piqp"), ("pyomo", "piqp"))

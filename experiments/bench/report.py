@@ -32,7 +32,8 @@ def path_label(problem, formulation, layer, backend, form, rank) -> str:
     return "/".join(p for p in parts if p)
 
 
-def _fmt(x, digits=3) -> str:
+def short_number(x, digits=3) -> str:
+    """x to `digits` significant digits ("-" for none or not finite; scientific below 1e-3 and from 1e5)."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
     if isinstance(x, (int, np.integer)):
@@ -43,7 +44,7 @@ def _fmt(x, digits=3) -> str:
     return f"{x:.{digits}g}"
 
 
-def _table(df: pd.DataFrame, empty: str = "no rows") -> str:
+def markdown_table(df: pd.DataFrame, empty: str = "no rows") -> str:
     """A markdown table, or `empty` (why there is none) in italics."""
     if df.empty:
         return f"_({empty})_\n"
@@ -188,12 +189,13 @@ def _steps(r) -> str:
 
 def _not_measured(label: str, layer: str, peer) -> dict:
     """A target's row where the results have no path of its layer (a run with --only left them out)."""
-    return {"target": label, "best path": "-", "time s": "-", "peer s": "-" if peer is None else _fmt(peer["total_s"]),
+    return {"target": label, "best path": "-", "time s": "-",
+            "peer s": "-" if peer is None else short_number(peer["total_s"]),
             "ratio": "-", "met": f"not measured: no {layer} path in the results"}
 
 
 def targets(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The issue's targets, each with the measured ratio; and the notes that explain a missed one."""
+    """The benchmark's targets, each with this run's ratio; and the notes that explain a missed one."""
     rows, notes = [], []
     lin = df[df["problem"] == "linear"]
     n_lin = int(lin["n"].max()) if not lin.empty else 0
@@ -207,7 +209,7 @@ def targets(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         rows += _kernel_targets(df, ker, n_k)
     rows += _overhead_targets(df, notes)
     rows += _memory_targets(lin, ker)
-    rows += issue15_targets(df)
+    rows += peer_targets(df)
     return pd.DataFrame(rows), notes
 
 
@@ -222,7 +224,8 @@ def _soft_primal_targets(lin: pd.DataFrame, n_lin: int, peer, notes: list[str]) 
             continue
         if best is None:
             rows.append({"target": f"soft primal n={n_lin}, {layer}: <= 1.0x LIBLINEAR tight, same or better objective",
-                         "best path": "-", "time s": "-", "peer s": _fmt(peer["total_s"]) if peer is not None else "-",
+                         "best path": "-", "time s": "-",
+                         "peer s": short_number(peer["total_s"]) if peer is not None else "-",
                          "ratio": "-", "met": "no verified path"
                          + (f" (fastest verified: {best_any['label']} {best_any['total_s']:.2f} s, error "
                             f"{best_any['rel_obj_error']:.1e})" if best_any is not None else "")})
@@ -236,8 +239,8 @@ def _soft_primal_targets(lin: pd.DataFrame, n_lin: int, peer, notes: list[str]) 
                          "iterations here), against LIBLINEAR's coordinate steps on the dual. The lifted dual "
                          "(rows below) has n + d columns and box bounds only, and meets it where its ratio is <= 1.")
         rows.append({"target": f"soft primal n={n_lin}, {layer}: <= 1.0x LIBLINEAR tight, same or better objective",
-                     "best path": best["label"], "time s": _fmt(best["total_s"]),
-                     "peer s": _fmt(peer["total_s"]) if peer is not None else "-", "ratio": _fmt(ratio),
+                     "best path": best["label"], "time s": short_number(best["total_s"]),
+                     "peer s": short_number(peer["total_s"]) if peer is not None else "-", "ratio": short_number(ratio),
                      "met": "yes" if ratio <= 1.0 else f"no ({ratio:.2f}x)", "where the time goes": _steps(best)})
     return rows
 
@@ -252,8 +255,9 @@ def _soft_margin_optimum_targets(lin: pd.DataFrame, n_lin: int, peer) -> list[di
             continue
         ratio = best["total_s"] / peer["total_s"]
         rows.append({"target": f"soft-margin optimum n={n_lin}, {layer}, primal or lifted dual: <= 1.0x LIBLINEAR tight",
-                     "best path": best["label"], "time s": _fmt(best["total_s"]), "peer s": _fmt(peer["total_s"]),
-                     "ratio": _fmt(ratio), "met": "yes" if ratio <= 1.0 else f"no ({ratio:.2f}x)",
+                     "best path": best["label"], "time s": short_number(best["total_s"]),
+                     "peer s": short_number(peer["total_s"]),
+                     "ratio": short_number(ratio), "met": "yes" if ratio <= 1.0 else f"no ({ratio:.2f}x)",
                      "where the time goes": _steps(best)})
     return rows
 
@@ -274,12 +278,13 @@ def _kernel_targets(df: pd.DataFrame, ker: pd.DataFrame, n_k: int) -> list[dict]
             continue
         if best is None:
             rows.append({"target": label, "best path": "-", "time s": "-",
-                         "peer s": _fmt(kpeer["total_s"]) if kpeer is not None else "-", "ratio": "-",
+                         "peer s": short_number(kpeer["total_s"]) if kpeer is not None else "-", "ratio": "-",
                          "met": "no path reached the exact optimum"})
             continue
         ratio = best["total_s"] / kpeer["total_s"] if kpeer is not None else math.nan
-        rows.append({"target": label, "best path": best["label"], "time s": _fmt(best["total_s"]),
-                     "peer s": _fmt(kpeer["total_s"]) if kpeer is not None else "-", "ratio": _fmt(ratio),
+        rows.append({"target": label, "best path": best["label"], "time s": short_number(best["total_s"]),
+                     "peer s": short_number(kpeer["total_s"]) if kpeer is not None else "-",
+                     "ratio": short_number(ratio),
                      "met": "yes" if ratio <= 5.0 else f"no ({ratio:.1f}x)", "where the time goes": _steps(best)})
     return rows
 
@@ -287,10 +292,10 @@ def _kernel_targets(df: pd.DataFrame, ker: pd.DataFrame, n_k: int) -> list[dict]
 def _overhead_targets(df: pd.DataFrame, notes: list[str]) -> list[dict]:
     """What each modelling layer adds to the fast QP solvers' own time, at the largest n (<= 1.3x)."""
     rows = []
-    ov = overhead(df)
-    if not ov.empty:
-        # The fast QP backends (the ones the issue's figures name); the table below has them all.
-        top = ov[(ov["n"] == ov["n"].max()) & ov["backend"].isin(["piqp", "clarabel"])]
+    overheads = overhead(df)
+    if not overheads.empty:
+        # The fastest QP backends only; the overhead table below has them all.
+        top = overheads[(overheads["n"] == overheads["n"].max()) & overheads["backend"].isin(["piqp", "clarabel"])]
         for _, r in top.iterrows():
             for layer in ("pyomo", "cvxpy"):
                 ratio = r[f"{layer} / solver alone"]
@@ -307,8 +312,8 @@ def _overhead_targets(df: pd.DataFrame, notes: list[str]) -> list[dict]:
                                  f"({steps}). Where it goes: 'What was tried'.")
                 rows.append({"target": f"overhead n={int(r['n'])} {r['formulation']}/{r['backend']}, {layer}: <= 1.3x",
                              "best path": f"{layer}/{formulation}/{r['backend']}" + (f"/{form}" if form else ""),
-                             "time s": _fmt(r[f"{layer} total s"]), "peer s": _fmt(r["solver alone s"]),
-                             "ratio": _fmt(ratio), "met": "yes" if ratio <= 1.3 else f"no ({ratio:.2f}x)",
+                             "time s": short_number(r[f"{layer} total s"]), "peer s": short_number(r["solver alone s"]),
+                             "ratio": short_number(ratio), "met": "yes" if ratio <= 1.3 else f"no ({ratio:.2f}x)",
                              "where the time goes": steps})
     return rows
 
@@ -322,53 +327,54 @@ def _memory_targets(lin: pd.DataFrame, ker: pd.DataFrame) -> list[dict]:
         slope = np.polyfit(np.log(ns), np.log(lin_mem.to_numpy()), 1)[0]
         rows.append({"target": "linear formulations: no O(n^2) object (largest worker peak vs n)",
                      "best path": "all linear paths", "time s": "-", "peer s": "-",
-                     "ratio": f"peak {_fmt(lin_mem.iloc[-1], 4)} MB at n={int(ns[-1])}; log-log slope {slope:.2f}",
+                     "ratio": f"peak {short_number(lin_mem.iloc[-1], 4)} MB at n={int(ns[-1])}; "
+                              f"log-log slope {slope:.2f}",
                      "met": "yes" if lin_mem.iloc[-1] < 16 * 1024 and slope < 1.5 else "no",
                      "where the time goes": "-"})
-    k20 = ker[(ker["n"] == ker["n"].max()) & ker["status"].isin(["optimal", "optimal_inaccurate"])
-              & (ker["form"] != "lowrank")] if not ker.empty else ker
-    if not k20.empty:
-        r = k20.loc[k20["peak_rss_mb"].idxmin()]
+    largest_n = ker[(ker["n"] == ker["n"].max()) & ker["status"].isin(["optimal", "optimal_inaccurate"])
+                    & (ker["form"] != "lowrank")] if not ker.empty else ker
+    if not largest_n.empty:
+        r = largest_n.loc[largest_n["peak_rss_mb"].idxmin()]
         rows.append({"target": f"kernel dual n={int(r['n'])} within 8 GiB", "best path": r["label"], "time s":
-                     _fmt(r["total_s"]), "peer s": "-", "ratio": f"peak {r['peak_rss_mb'] / 1024:.2f} GiB",
+                     short_number(r["total_s"]), "peer s": "-", "ratio": f"peak {r['peak_rss_mb'] / 1024:.2f} GiB",
                      "met": "yes" if r["peak_rss_mb"] <= 8 * 1024 else "no", "where the time goes": _steps(r)})
     return rows
 
 
-#: Issue 15's kernel targets: (problem, n, layer) -> the largest ratio to LIBSVM (tol 1e-6) allowed.
-ISSUE15_TARGETS = {
+#: The kernel dual's targets against LIBSVM: (problem, n, layer) -> the largest ratio to LIBSVM (tol 1e-6) allowed.
+PEER_KERNEL_TARGETS = {
     ("kernel", 5000, "direct"): 1.0, ("kernel", 5000, "pyomo"): 1.0, ("kernel", 5000, "cvxpy"): 1.5,
     **{("kernel_C100", 5000, layer): 2.0 for layer in ("direct", "pyomo", "cvxpy")},
     **{("kernel", 50_000, layer): 2.0 for layer in ("direct", "pyomo", "cvxpy")},
 }
-ISSUE15_PEAK_GIB = 2.0  # at n = 50,000
+PEAK_GIB_AT_50K = 2.0  # the kernel dual's peak memory allowed at n = 50,000
 
 
-#: Issue 15's linear targets: (problem, n, layer) -> (the largest ratio allowed, LIBLINEAR's tolerance
-#: measured against): the soft primal at n = 1e6 against LIBLINEAR tight, wide data against its default.
-ISSUE15_LINEAR_TARGETS = {
+#: The soft primal's targets against LIBLINEAR: (problem, n, layer) -> (the largest ratio allowed, LIBLINEAR's
+#: tolerance compared with): at n = 1e6 against LIBLINEAR tight, wide data against its default.
+PEER_LINEAR_TARGETS = {
     **{("linear_1e6", 1_000_000, layer): (0.5, "tight") for layer in ("pyomo", "cvxpy")},
     **{("linear_wide", 20_000, layer): (1.0, "default") for layer in ("pyomo", "cvxpy")},
 }
 
 
-def issue15_targets(df: pd.DataFrame) -> list[dict]:
+def peer_targets(df: pd.DataFrame) -> list[dict]:
     """The kernel dual exact (objective within MATCH_TOL of the best verified, status optimal) against LIBSVM
     tol 1e-6, at n = 5,000 (C = 1 and 100) and n = 50,000 (where the peak memory counts too); the linear
     soft primal verified against LIBLINEAR at n = 1e6 (exact) and on wide data (any verified optimum)."""
     rows = []
-    for (problem, n, layer), limit in ISSUE15_TARGETS.items():
-        label = f"issue 15: kernel dual C={'100' if problem == 'kernel_C100' else '1'} n={n}, {layer}: exact, " \
-                f"<= {limit:g}x LIBSVM tol 1e-6" + (f", peak <= {ISSUE15_PEAK_GIB:g} GiB" if n >= 50_000 else "")
-        rows += _issue15_row(df, problem, n, layer, limit, ("libsvm", "tight"), label, MATCH_TOL)
-    for (problem, n, layer), (limit, form) in ISSUE15_LINEAR_TARGETS.items():
-        label = f"issue 15: soft primal {problem} n={n:,}, {layer}: verified, <= {limit:g}x LIBLINEAR {form}"
-        rows += _issue15_row(df, problem, n, layer, limit, ("liblinear", form), label,
-                             MATCH_TOL if form == "tight" else None)
+    for (problem, n, layer), limit in PEER_KERNEL_TARGETS.items():
+        label = f"kernel dual C={'100' if problem == 'kernel_C100' else '1'} n={n}, {layer}: exact, " \
+                f"<= {limit:g}x LIBSVM tol 1e-6" + (f", peak <= {PEAK_GIB_AT_50K:g} GiB" if n >= 50_000 else "")
+        rows += _peer_target_row(df, problem, n, layer, limit, ("libsvm", "tight"), label, MATCH_TOL)
+    for (problem, n, layer), (limit, form) in PEER_LINEAR_TARGETS.items():
+        label = f"soft primal {problem} n={n:,}, {layer}: verified, <= {limit:g}x LIBLINEAR {form}"
+        rows += _peer_target_row(df, problem, n, layer, limit, ("liblinear", form), label,
+                                 MATCH_TOL if form == "tight" else None)
     return rows
 
 
-def _issue15_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict]:
+def _peer_target_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict]:
     """One target's row: the fastest verified path of `layer` (within tol of the best) against the peer."""
     peer = _peer(df, problem, n, *peer_of)
     cand = df[(df["problem"] == problem) & (df["n"] == n) & (df["layer"] == layer)]
@@ -379,14 +385,14 @@ def _issue15_row(df, problem, n, layer, limit, peer_of, label, tol) -> list[dict
         return [_not_measured(label, layer, peer)]
     if best is None or peer is None or not math.isfinite(peer["total_s"]):
         return [{"target": label, "best path": "-" if best is None else best["label"],
-                 "time s": "-" if best is None else _fmt(best["total_s"]),
-                 "peer s": "-" if peer is None else _fmt(peer["total_s"]), "ratio": "-",
+                 "time s": "-" if best is None else short_number(best["total_s"]),
+                 "peer s": "-" if peer is None else short_number(peer["total_s"]), "ratio": "-",
                  "met": "no exact verified path" if best is None else "no peer time"}]
     ratio = best["total_s"] / peer["total_s"]
-    peak_ok = n < 50_000 or is_linear(problem) or best["peak_rss_mb"] <= ISSUE15_PEAK_GIB * 1024
-    return [{"target": label, "best path": best["label"], "time s": _fmt(best["total_s"]),
-             "peer s": _fmt(peer["total_s"]),
-             "ratio": _fmt(ratio) + (f"; peak {best['peak_rss_mb'] / 1024:.2f} GiB" if n >= 50_000 else ""),
+    peak_ok = n < 50_000 or is_linear(problem) or best["peak_rss_mb"] <= PEAK_GIB_AT_50K * 1024
+    return [{"target": label, "best path": best["label"], "time s": short_number(best["total_s"]),
+             "peer s": short_number(peer["total_s"]),
+             "ratio": short_number(ratio) + (f"; peak {best['peak_rss_mb'] / 1024:.2f} GiB" if n >= 50_000 else ""),
              "met": "yes" if ratio <= limit and peak_ok else f"no ({ratio:.2f}x)",
              "where the time goes": _steps(best)}]
 
@@ -431,11 +437,11 @@ def peer_ratios(df: pd.DataFrame) -> pd.DataFrame:
                     best = _best(g[g["layer"] == layer], tol)
                     rows.append({
                         "problem": problem, "n": int(n), "peer": f"{peer_backend} {form}",
-                        "peer s": _fmt(peer["total_s"]), "peer error": _fmt(peer["rel_obj_error"]),
+                        "peer s": short_number(peer["total_s"]), "peer error": short_number(peer["rel_obj_error"]),
                         "layer": layer, "best path at that accuracy": "-" if best is None else best["label"],
-                        "its s": "-" if best is None else _fmt(best["total_s"]),
-                        "its error": "-" if best is None else _fmt(best["rel_obj_error"]),
-                        "ratio": "-" if best is None else _fmt(best["total_s"] / peer["total_s"]),
+                        "its s": "-" if best is None else short_number(best["total_s"]),
+                        "its error": "-" if best is None else short_number(best["rel_obj_error"]),
+                        "ratio": "-" if best is None else short_number(best["total_s"] / peer["total_s"]),
                     })
     return pd.DataFrame(rows)
 
@@ -463,7 +469,7 @@ def family_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (kind, peer, layer), g in ratios.groupby(["kind", "peer", "layer"]):
         rows.append({"kind": kind, "peer": peer, "layer": layer, "data sets": len(g),
-                     "median ratio": _fmt(g["ratio"].median()), "worst ratio": _fmt(g["ratio"].max()),
+                     "median ratio": short_number(g["ratio"].median()), "worst ratio": short_number(g["ratio"].max()),
                      "worst on": g.loc[g["ratio"].idxmax(), "problem"]})
     return pd.DataFrame(rows)
 
@@ -478,11 +484,11 @@ def family_sections(df: pd.DataFrame) -> list[str]:
             continue
         lines += [f"## Data family `{family}`", "", title + ".", "",
                   "Ratios to the peers (the fastest verified path of each layer at the peer's accuracy or better), "
-                  "over the family's data sets at their largest n:", "", _table(family_summary(sub)),
-                  "Per data set and n:", "", _table(peer_ratios(sub)),
+                  "over the family's data sets at their largest n:", "", markdown_table(family_summary(sub)),
+                  "Per data set and n:", "", markdown_table(peer_ratios(sub)),
                   "Every time (total s; status in brackets when not verified optimal):", ""]
         for problem in sorted(sub["problem"].unique()):
-            lines += [f"### {problem}", "", _table(pivot(sub, problem, "total_s"))]
+            lines += [f"### {problem}", "", markdown_table(pivot(sub, problem, "total_s"))]
         lines += [""]
     return lines
 
@@ -505,7 +511,7 @@ def stops(df: pd.DataFrame) -> pd.DataFrame:
         first_bad = bad.iloc[0] if not bad.empty else None
         rows.append({
             "path": label,
-            "largest n verified": _fmt(int(_ok(ran)["n"].max())) if not _ok(ran).empty else "-",
+            "largest n verified": short_number(int(_ok(ran)["n"].max())) if not _ok(ran).empty else "-",
             "first unverified n": "-" if first_bad is None else int(first_bad["n"]),
             "status there": "-" if first_bad is None else first_bad["status"],
             "why": "-" if first_bad is None else " ".join(
@@ -517,7 +523,7 @@ def stops(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pivot(df: pd.DataFrame, problem: str, value: str, fmt=_fmt) -> pd.DataFrame:
+def pivot(df: pd.DataFrame, problem: str, value: str, fmt=short_number) -> pd.DataFrame:
     sub = df[df["problem"] == problem]
     if sub.empty:
         return pd.DataFrame()
@@ -578,7 +584,7 @@ WHAT_WAS_TRIED = (
     "(`formulations.model.matrix_rows`, Pyomo's `MatrixConstraint` with rows that still give `body`/`expr` "
     "to any Pyomo tool) instead of one expression per row; long linear sums are `quicksum`s of the "
     "variables (no term object per variable). Measured at n = 100,000, d = 20 (soft primal): indexed-rule "
-    "construction 32 s (issue) -> about 1 s, most of it Pyomo creating 100,000 `xi` variables.",
+    "construction 32 s (one expression per row) -> about 1 s, most of it Pyomo creating 100,000 `xi` variables.",
     "- The standard-form bridge (`solvers.bridge.pyomo_standard_form.from_pyomo`) reads matrix components as CSR "
     "arrays, splits the objective's sums without a visitor call per term, and reads bounds once per domain: "
     "and loading the point and multipliers back into the model take about 0.25 s together on the lifted dual "
@@ -691,17 +697,17 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
     families = df
     df = df[df["family"] == "blobs"]  # the sections below are the blobs'; each other family has its own
     made = figures(df, out)
-    tg, target_notes = targets(df)
-    ov = overhead(df)
-    ovf = ov.copy()
-    for col in ovf.columns:
-        if ovf[col].dtype.kind == "f":
-            ovf[col] = ovf[col].map(_fmt)
+    target_table, target_notes = targets(df)
+    overheads = overhead(df)
+    overhead_shown = overheads.copy()
+    for col in overhead_shown.columns:
+        if overhead_shown[col].dtype.kind == "f":
+            overhead_shown[col] = overhead_shown[col].map(short_number)
     lines = [
         *_intro_lines(command=command, budget=budget, quick=quick, kill_after=kill_after, runs=runs),
         "## Targets (measured ratios from this run)",
         "",
-        _table(tg),
+        markdown_table(target_table),
         *[f"- {note}" for note in target_notes],
         "",
         *_c_path_section(out),
@@ -715,7 +721,7 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "For each peer run (default and tight tolerance), the fastest verified path of each layer whose "
         "objective error is at most the peer's.",
         "",
-        _table(peer_ratios(df)),
+        markdown_table(peer_ratios(df)),
         "## Modeling overhead (linear problem)",
         "",
         "`solver alone s`: the same QP handed to the solver on pre-assembled sparse matrices (solvers.algorithms.direct, "
@@ -725,8 +731,8 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "Pyomo models hold the margin and lift rows as one matrix-based component (formulations.model."
         "matrix_rows, Pyomo's MatrixConstraint) that the standard-form bridge reads as CSR arrays.",
         "",
-        _table(ovf, empty="not measured in this run: it needs the linear problem solved by the same backend alone "
-                          "and through a layer"),
+        markdown_table(overhead_shown, empty="not measured in this run: it needs the linear problem solved by the "
+                                             "same backend alone and through a layer"),
         "## Memory against n",
         "",
         *[f"![{m}]({m})" for m in made[1:]],
@@ -735,22 +741,22 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "",
         "### Linear, peak MB",
         "",
-        _table(pivot(df, "linear", "peak_rss_mb", lambda v: _fmt(v, 4))),
+        markdown_table(pivot(df, "linear", "peak_rss_mb", lambda v: short_number(v, 4))),
         "### Kernel, peak MB",
         "",
-        _table(pivot(df, "kernel", "peak_rss_mb", lambda v: _fmt(v, 4))),
+        markdown_table(pivot(df, "kernel", "peak_rss_mb", lambda v: short_number(v, 4))),
         "## Where each path stopped, and why",
         "",
-        _table(stops(df)),
+        markdown_table(stops(df)),
         "## All times (total s; status in brackets when not verified optimal)",
         "",
         "### Linear (working_set = the soft primal by restricted QPs, solvers.algorithms.primal_working_set)",
         "",
-        _table(pivot(df, "linear", "total_s")),
+        markdown_table(pivot(df, "linear", "total_s")),
         "### Kernel (dense = Q handed over as a matrix; factor = full-rank K = LL'; lowrankR = rank-R "
         "pivoted Cholesky, its point checked against the exact K; working_set = solvers.algorithms.working_set)",
         "",
-        _table(pivot(df, "kernel", "total_s")),
+        markdown_table(pivot(df, "kernel", "total_s")),
         *family_sections(families),
         "## What was tried (closing note)",
         "",
@@ -760,10 +766,10 @@ def write_report(df: pd.DataFrame, out: Path, *, command: str, budget: float, qu
         "",
         "### Linear",
         "",
-        _table(pivot(df, "linear", "rel_obj_error")),
+        markdown_table(pivot(df, "linear", "rel_obj_error")),
         "### Kernel",
         "",
-        _table(pivot(df, "kernel", "rel_obj_error")),
+        markdown_table(pivot(df, "kernel", "rel_obj_error")),
     ]
     path = out / "report.md"
     path.write_text("\n".join(lines))

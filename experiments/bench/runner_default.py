@@ -1,4 +1,4 @@
-"""The runner's default against the benchmark's best path (issue 15), side by side in one run.
+"""The runner's default against the benchmark's best path, side by side in one run.
 
     python -m experiments.runner_bench                    # kernel n = 5,000 and linear n = 100,000
     python -m experiments.runner_bench --backends piqp    # the runner on one backend (both layers)
@@ -16,7 +16,7 @@ n = 5,000; the soft primal, d = 20, C = 1, n = 100,000):
    forms "working_set" and "auto", in Pyomo and cvxpy) are measured in its own workers;
 3. per layer, the runner's best row against the benchmark's best path: each the fastest verified
    (`optimal`) one, or, when a side has none, the fastest with a point (its status is shown), and the
-   two objectives' relative difference (the issue's "same accuracy": <= 1e-7).
+   two objectives' relative difference ("the same accuracy": <= MATCH_TOL, 1e-7).
 
 Writes <out>/runner_default.csv (the comparison), <out>/runner_default_rows.csv (every runner row)
 and <out>/runner_default.md, which the benchmark's report.md includes (bench.report; rebuilt here when
@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 
 from experiments.bench import scaling
-from experiments.bench.report import MATCH_TOL, _fmt, _table
+from experiments.bench.report import MATCH_TOL, short_number, markdown_table
 from experiments.runner import analysis, results_table
 
-#: The issue's target: the runner's best row of each layer within this factor of the benchmark's best path.
+#: The target: the runner's best row of each layer within this factor of the benchmark's best path.
 TARGET_RATIO = 1.5
 LAYERS = ("pyomo", "cvxpy")
 #: The runner's columns kept in runner_default_rows.csv (not its points: alpha alone is n numbers a row).
@@ -140,7 +140,7 @@ def compare(problem: Problem, n: int, runner: pd.DataFrame, bench: pd.DataFrame,
 
 def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float) -> str:
     """runner_default.md: the comparison, the target, and every runner row (the slow stop shows there)."""
-    shown = table.assign(**{c: table[c].map(lambda v: _fmt(v, 3)) for c in ("runner_s", "bench_s", "ratio",
+    shown = table.assign(**{c: table[c].map(lambda v: short_number(v, 3)) for c in ("runner_s", "bench_s", "ratio",
                                                                               "rel_obj_diff", "runner_command_s")})
     met = table.dropna(subset=["ratio"])
     verdicts = [f"- {r.problem} n = {r.n:,}, {r.layer}: {r.ratio:.2f}x "
@@ -151,7 +151,7 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
                   "wall_s", "error"]].copy()
     every["error"] = every["error"].fillna("").str.slice(0, 110)
     for c in ("build_s", "solve_s", "total_s", "wall_s"):
-        every[c] = every[c].map(lambda v: _fmt(v, 3))
+        every[c] = every[c].map(lambda v: short_number(v, 3))
     return "\n".join([
         "# The runner's default against the benchmark's best path",
         "",
@@ -159,18 +159,18 @@ def markdown(table: pd.DataFrame, rows: pd.DataFrame, command: str, wall: float)
         "--label-column label --formulations F`, no method, no profile); a row's time is build_s + solve_s. The "
         "benchmark's paths are its working-set / restricted-QP paths (forms working_set and auto, profile `scale`) "
         "at the same n. Each side: the fastest verified row, else the fastest with a point (status shown). "
-        f"Target (issue 15): ratio <= {TARGET_RATIO}x, objectives within {MATCH_TOL:g}. `runner_command_s`: the "
+        f"Target: ratio <= {TARGET_RATIO}x, objectives within {MATCH_TOL:g}. `runner_command_s`: the "
         "whole command (imports, data, solves, report); `runner_workers`: its solves at a time (its --workers: by "
         "default the CPU cores idle at its start). Ratios are from one run; with `--rounds R`, each side's fastest "
         "row of R rounds (each side first in turn) and `runner_command_s` the rounds' mean. The machine may be "
         "shared.",
         "",
-        _table(shown),
+        markdown_table(shown),
         *verdicts,
         "",
         "Every runner row (time_limit rows stopped by the slow stop name the fastest solve):",
         "",
-        _table(every),
+        markdown_table(every),
     ]) + "\n"
 
 

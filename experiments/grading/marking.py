@@ -1,5 +1,5 @@
 """The grader's work once its command line is checked: read the data, judge each answer with
-solvers.grading.check_point, write the reports (experiments.grading.report). A bad answer raises
+solvers.grading.check_point, write the reports (experiments.grading.pages). A bad answer raises
 SVMInputError naming its field; in a batch it becomes a row with its error and the others are graded."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.grading.answers import AnswerError, read_answer
-from experiments.grading.report import answer_page, error_row, summary_page, summary_row
+from experiments.grading.pages import answer_page, error_row, summary_page, summary_row
 from experiments.runner.cli import UsageError as DataError, read_csv_dataset
 from experiments.typeset import write_html
 from formulations.errors import SVMInputError

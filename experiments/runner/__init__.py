@@ -2,6 +2,6 @@
 
 ``cli`` is ``python -m experiments.run``; ``suites`` names the grids; ``sweep`` turns a grid into
 tasks and runs them (in-process, isolated, or on dask); ``results_table`` is the long table and
-its file; ``analysis`` derives the duality and KKT summaries from it; ``report`` writes report.md
+its file; ``analysis`` derives the duality and KKT summaries from it; ``run_report`` writes report.md
 and report.html; ``figures`` draws the report's figures.
 """

@@ -50,10 +50,9 @@ FAMILY = {L1_PRIMAL: "l1-norm", L1_DUAL: "l1-norm", SEPARABILITY: "separability"
 
 HARD_MARGIN_SVC_C = 1e8  # libsvm has no C = inf; a C no alpha_i reaches gives the hard margin
 SVC_MAX_ITER = 1_000_000  # about a second here; an infeasible hard margin would otherwise run for ever
-#: The largest n given an SVC reference: libsvm at tol 1e-10 is O(n) per iteration. Measured (issue 15,
-#: the benchmark's data): rbf n = 5,000 0.2 s; linear n = 5,000 0.5 s and n = 20,000 13 s (both at
-#: max_iter, no reference); at n = 100,000 the report had not finished after 5 minutes, longer than
-#: every solve of the run together. Above it the report says so (the benchmark compares with LIBSVM).
+#: The largest n given an SVC reference: libsvm at tol 1e-10 is O(n) per iteration, and at large n the
+#: reference alone takes longer than every solve of the run together (docs/benchmarks.md). Above it the
+#: report says so (the benchmark compares with LIBSVM).
 SVC_REFERENCE_MAX_N = 10_000
 #: Rows of the support vectors' kernel matrix formed at a time for the reference's dual objective.
 _KERNEL_BLOCK = 1_000

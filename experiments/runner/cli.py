@@ -638,7 +638,7 @@ def summarize(df: pd.DataFrame, tables: dict, out: Path, wall: float) -> str:
                       t.round(4).to_string()]
     ds = tables.get("duality_summary")
     if ds is not None and not ds.empty:
-        from experiments.runner.report import by_problem, problems  # lazy: pandas; --help and --list stay fast
+        from experiments.runner.run_report import by_problem, problems  # lazy: pandas; --help and --list stay fast
 
         lines += ["", "Strong duality, P* - D* over all primal x dual pairs:",
                   by_problem(ds, problems(df)).to_string(index=False, float_format=lambda v: f"{v:.2e}")]
@@ -725,7 +725,7 @@ def run(args, argv: list[str]) -> int:
         if suite is not None and suite.section is not None:
             return run_section(suite, args)
     busy = ""
-    if args.workers is None:  # measured now, before this run's own work keeps the cores busy
+    if args.workers is None:  # read now, before this run's own work keeps the cores busy
         args.workers, busy = choose_workers()
     if args.executor == "local":
         from experiments.runner.sweep import warm_up  # lazy: pandas; --help and --list stay fast
@@ -857,7 +857,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
         except Exception as exc:
             print(f"warning: {suite_name} extras failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
-    from experiments.runner.report import write_report  # lazy: pandas; --help and --list stay fast
+    from experiments.runner.run_report import write_report  # lazy: pandas; --help and --list stay fast
 
     _, tables = write_report(out, figures=not args.no_figures)
     print(f"results: {out}" if args.quiet else summarize(df, tables, out, wall))

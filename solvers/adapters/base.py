@@ -60,16 +60,6 @@ class RecordAdapter:
         return self.record.version()
 
 
-def _is_status_warning(caught: warnings.WarningMessage) -> bool:
-    """A UserWarning that only says how a solve ended: qpsolvers' solver modules warn it ("OSQP exited with
-    status ...", "Clarabel.rs terminated with status PrimalInfeasible", "SCS returned -2: INFEASIBLE"), and
-    cvxpy at an inaccurate status ("Solution may be inaccurate. ...")."""
-    if not issubclass(caught.category, UserWarning):
-        return False
-    parts = Path(caught.filename).parts
-    return ("qpsolvers" in parts and "solvers" in parts) or str(caught.message).startswith("Solution may be inaccurate")
-
-
 _HIGHS_BANNER_SPENT = False
 
 
@@ -101,16 +91,18 @@ def status_warnings(backend: str = ""):
     row. Every other warning is shown as it was. OSQP 1.1's PendingDeprecationWarning when solve() is called
     without raise_error, which qpsolvers does not pass, is dropped. For `backend` "highs", HiGHS's banner is
     kept off the console (_spend_highs_banner)."""
+    # lazy: Pyomo (formulations.internals); a solve has loaded it already, --list stays light
+    from formulations.internals import OSQP_RAISE_ERROR_NOTICE, is_status_warning
+
     if backend == "highs":
         _spend_highs_banner()
     folded: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        warnings.filterwarnings("ignore", message="The default value of raise_error",
-                                category=PendingDeprecationWarning)
+        warnings.filterwarnings("ignore", message=OSQP_RAISE_ERROR_NOTICE, category=PendingDeprecationWarning)
         yield folded
     for w in caught:
-        if _is_status_warning(w):
+        if is_status_warning(w):
             folded.append(str(w.message))
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -134,8 +134,8 @@ def assemble(formulation: str, X=None, y=None, C: float = math.inf, K=None, L=No
             P = kernel_dual.dual_matrix(K, y)  # dense on purpose: the matrix is dense
             qp = standard_qp(P, -np.ones(n), sp.csr_matrix(y[None, :]), np.zeros(1), None, None,
                      np.zeros(n), penalty.upper_bounds(C, n), -1)
-            # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (with a sparse A
-            # next to the dense P, PIQP took its sparse backend: 9 s instead of 0.8 s at n = 1,000).
+            # All dense: qpsolvers then picks PIQP's and ProxQP's dense backends (a sparse A next to
+            # the dense P would make PIQP take its sparse backend, many times slower).
             qp.P, qp.A = P, y[None, :].copy()
             return Assembled(qp, formulation, -1, n, 0, kernel_form="dense")
         if kernel_form == "factor":

@@ -37,8 +37,7 @@ from solvers.reference import Gram
 DEFAULT_CACHE_BYTES = 512 * 2**20
 #: Largest temporary block of kernel values made at once by times() and the gradient update (bytes).
 #: Below glibc's largest mmap threshold (32 MB), so a freed block is reused from the heap instead of
-#: being mapped and faulted in again: n = 5,000, C = 1, a fresh process, 0.26-0.27 s with 16 MB blocks
-#: against 0.32-0.44 s with 64 MB (LIBSVM 0.18 s in the same runs).
+#: being mapped and faulted in again.
 CHUNK_BYTES = 16 * 2**20
 
 #: Products K u that times() keeps to start the next one from (the working set's start makes one from the
@@ -81,7 +80,7 @@ class FullGram(Gram):
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
         nz = np.flatnonzero(u)
-        if 8 * nz.size > self.n:  # gathering rows copies them: at n = 5,000 half the rows took 70 ms, K u 10 ms
+        if 8 * nz.size > self.n:  # gathering many rows copies them, slower than the whole product
             return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
 
@@ -108,6 +107,11 @@ class KernelRows(Gram):
         # the rbf's points centered once (formulations.kernels.rbf_values), not at every call; a sparse X's rows
         # come from gram's sparse branch (centering would densify it)
         self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
+
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        """A bound on sum_j |K_ij u_j| without computing rows: |K_ij| <= sqrt(K_ii K_jj) (K is PSD)."""
+        root = np.sqrt(np.maximum(self.diagonal(), 0.0))
+        return root * float(np.abs(u) @ root)
 
     def _values(self, I, J=None) -> np.ndarray:
         """k(x_i, x_j) for the points I against J (None: all), as formulations.kernels.gram gives them."""
@@ -150,9 +154,8 @@ class KernelRows(Gram):
 
     def _kept(self, row: np.ndarray) -> np.ndarray:
         """A computed row as the cache keeps it: a copy where rows can be evicted, since a view would keep
-        its whole block alive after the LRU evicts the row's neighbours (n = 50,000: a 5.4 GB peak with
-        views, against the cache's 512 MB); the view itself where every row fits (nothing is evicted, and
-        at n = 5,000 the copies were 7 ms of a 0.17 s solve)."""
+        its whole block alive after the LRU evicts the row's neighbours (the peak then grows far past the
+        cache's size); the view itself where every row fits (nothing is evicted, and copies would cost time)."""
         return row if self.capacity >= self.n else row.copy()
 
     def restricted(self, S) -> "KernelRows":
@@ -188,9 +191,8 @@ class KernelRows(Gram):
         nonzeros; rows a bounded chunk at a time, cached ones as they are.
 
         The working set asks for K (y . alpha) at its start, its loop's end and its proof, and alpha moved
-        only on the free points in between. At n = 5,000 (C = 1) each asked for the ~2,400 rows of the points
-        at C: 0.2 s of a 0.6 s solve when every call recomputed them, and keeping them took 90 MB of fresh
-        memory (22,000 page faults).
+        only on the free points in between: recomputing the rows of the points at C at every call, or keeping
+        them, would cost a large share of the solve.
         """
         u = np.asarray(u, dtype=float)
         nz = np.flatnonzero(u)
@@ -231,8 +233,8 @@ class LinearRows(KernelRows):
     """The linear kernel K = X X' as cached rows, whose products go through X instead of rows: K u =
     X (X' u) and c' K[I, :] = X (X[I]' c) cost O(n d) each, where rows cost O(|I| n d).
 
-    Why: the gradient's update after each block was the block's rows, q n d flops (q = 1,000, n = 20,000,
-    d = 500: 1e10, 0.5 s a step); through X it is 2 n d (2e7). Rows are still computed (and cached) where
+    Why: the gradient's update after each block through the block's rows is q n d flops; through X it is
+    2 n d. Rows are still computed (and cached) where
     single ones are asked for: the second-order selection's two, the SMO steps'."""
 
     def __init__(self, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES):
@@ -254,16 +256,13 @@ def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
     """k(x_i, x_i) for every i, one point at a time in chunks (exactly the Gram matrix's diagonal)."""
     if kernel.name == "rbf":
         return np.ones(X.shape[0])  # the Gram matrix sets ||x - x|| = 0 exactly
-    if kernel.name == "linear":  # ||x_i||^2 at once (point by point: 20,000 calls of gram at n = 20,000)
+    if kernel.name == "linear":  # ||x_i||^2 at once, not n calls of gram
         return squared_row_norms(X)
     return np.array([gram(kernel, X[i:i + 1])[0, 0] for i in range(X.shape[0])])
 
 
 #: From this n the working set's rows are computed on demand even when the Gram matrix fits: the
-#: loop needs far fewer rows than n (bench data, rbf, C = 1: 1,082 of 5,000), and the 200 MB matrix
-#: cost more than the whole loop. Side by side (solve() in "direct", PIQP, machine shared by 4
-#: agents): n = 2,000: 0.23-0.24 s with rows against 0.28-0.29 s with the matrix; n = 5,000:
-#: 0.54 s against 0.70-1.90 s (C = 1), 3.1 s against 4.5 s (C = 10).
+#: loop needs far fewer rows than n, and the whole matrix costs more than the loop (docs/benchmarks.md).
 ROWS_FROM_N = 2000
 
 
@@ -278,10 +277,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     that the full Gram matrix if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
 
     The linear kernel's Gram matrix is never needed: its products go through X, and the checks' proof solves
-    for (w, b) from X (LinearRows). MEASURED (make_classification, d = 10 and 50, C = 1 and 100, direct/PIQP,
-    best of 3, machine shared): n = 500-1,900, 0.02-1.6 s with rows against 0.02-1.4 s with the Gram
-    matrix, faster in 9 of 12 cases (1,000 x 10 at C = 100: 0.46 s against 0.78 s), slower at d = 50, C = 100
-    (1.58 s against 1.39 s at 1,900).
+    for (w, b) from X (LinearRows); rows through X are as fast as the Gram matrix at the sizes where it fits.
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """

@@ -35,17 +35,8 @@ The loop:
    or, where the QP left the set ambiguous, from that of one more QP over the points within
    SETTLE_BAND of their margin solved to SETTLE_TOL (`_settle`). The checks still judge the result.
 
-Measured (C = 1, experiments.bench's blobs, the whole loop, every result `optimal` with the proved
-optimum's objective), the smoothed start against a sample's QP of 10,000 points:
-- n = 1e5, d = 20 (PIQP): 0.32 s against 0.48 s, one restricted QP of 2,730 rows against 15,887;
-- n = 1e6, d = 20 (PIQP): 3.0-3.4 s against 8.5-10.3 s in the three layers, one restricted QP of 26,770
-  rows against two of 158,810 (then, with the settling step's band QP first, `_settle`: 0.21 s at
-  n = 1e5 and 1.3 s at n = 1e6 through the solver alone, in process);
-- wide data, n = 20,000, d = 500: 3.8-4.9 s in the three layers through
-  Clarabel and PIQP, one restricted QP of 1,008 rows. A sample of 10,000 points says little about w
-  in 500 dimensions (six restricted QPs, one of 10,927 rows, 86 s), and the whole QP solved loosely
-  to split the points took 35-37 s through Clarabel and 235-257 s through PIQP. LIBLINEAR at its
-  default tolerance: 16 s, at its iteration cap, 1.2% above the optimum.
+The smoothed start leaves one restricted QP of a few thousand rows at n = 1e5, where a sample's QP
+leaves several times more; the figures behind this module's constants are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -75,48 +66,25 @@ from solvers.registry import get_backend, subproblem_stop
 #: The points of a random sample whose QP starts the loop when decompose is asked for a sample start.
 SAMPLE = 10_000
 #: The last restricted QP (`_settle`) holds the rows of the points this close to their margin
-#: (margin units; 78 points at n = 1e5, d = 20) ...
+#: (margin units; a few dozen points at n = 1e5) ...
 SETTLE_BAND = 1e-3
-#: ... and asks its backend for this tolerance. Why: the consistent split's QP, solved to the
-#: `scale` profile's 1e-8 over ~16,000 rows (n = 1e5) or ~159,000 (n = 1e6), left a point 3.3e-7
-#: off its margin with alpha = 6.7e-6 (both sides of complementarity small), so the checks' active
-#: set had 22 free points for d + 1 = 21 unknowns, the proof of the optimum (solvers.reference.polish)
-#: did not settle and the rigorous gap bound (9e-4 of max |f|) refused the point: optimal_inaccurate.
-#: The 78-row QP at 1e-12 takes 0.01-0.05 s in each layer and leaves 21 free points (PIQP and
-#: Clarabel; PIQP at 1e-10 or with the 574 rows within 1e-2 still left 22).
+#: ... and asks its backend for this tolerance: the large QP's point at 1e-8 can leave a point just off its
+#: margin with a small alpha (both sides of complementarity small), one free point too many for the proof of
+#: the optimum (solvers.reference.polish); the small band QP settles it cheaply.
 SETTLE_TOL = 1e-12
 
 
-#: From this many points the loop starts from the smoothed primal (smoothed_start); below, its first QP holds
-#: every point: the whole problem, solved once (the coursework's sizes). MEASURED through solvers.api.solve
-#: (experiments.bench's blobs, d = 20, C = 1, PIQP, best of 3, another process on the second core), the whole QP
-#: against the restricted QPs from the smoothed start: n = 1,000: 0.017 / 0.011 s (cvxpy), 0.014 / 0.006 s
-#: (Pyomo); 2,000: 0.031 / 0.011, 0.031 / 0.006; 5,000: 0.072 / 0.013, 0.076 / 0.009; 10,000: 0.141 / 0.017,
-#: 0.153 / 0.013; 20,000: 0.351 / 0.071, 0.508 / 0.064. make_classification (3,000 x 40) at C = 1e-5 to 1e3,
-#: X x 1e-3 and x 1e3, nearly separable data at C = 1e4: 1.3-23x faster, one or two restricted QPs, the same
-#: objective to 2e-8.
+#: From this many points the loop starts from the smoothed primal (smoothed_start), faster than the whole QP
+#: from there on; below, its first QP holds every point: the whole problem, solved once (the coursework's sizes).
 SMOOTHED_MIN_N = 1_000
 #: ... but only where d <= MAX_D_OVER_N n: with d near n most points lie near their margin and the loop takes
-#: many restricted QPs of nearly every row. MEASURED (the blobs, C = 1, cvxpy / PIQP, another process on the
-#: second core), restricted QPs against the whole QP: d / n = 0.025 (20,000 x 500): 4.9 s against 71 s
-#: (Clarabel); 0.1 (5,000 x 500): 1.5 s against 49 s; 0.25 (2,000 x 500): 2.2 s (3 restricted QPs) against
-#: 11.7 s; 0.5 (2,000 x 1,000): 46 s (22 restricted QPs) against 55 s; 2 (1,000 x 2,000): 60 s (10) against
-#: 15 s (which the checks then refused: optimal_inaccurate). A helper's fresh clone at 0.5: 0.4 and 0.5
-#: (1,000 x 400 and x 500; integer, binary, make_classification, duplicated data; C = 1 to 1e4) stopped at
-#: 50 restricted QPs in 7 of its rows (10-90 s) where the whole QP was optimal in 1-12 s: hence 0.1.
+#: many restricted QPs of nearly every row, slower than the whole QP from d / n = 0.4 on.
 MAX_D_OVER_N = 0.1
 #: The smoothed start (`smoothed_start`): the hinge max(0, t) of t = 1 - m_i replaced by Huber's, t^2 / (2 h)
 #: for 0 < t < h and t - h / 2 from h on, with h = SMOOTHING (margin units, so the same at any scale of X or
 #: C); L-BFGS from (w, b) = 0 stops when the objective changes by less than SMOOTH_FTOL (relative) in a step,
-#: or after SMOOTH_MAX_ITER steps (~10 ms each at n = 20,000, d = 500). Its margins split the points and the
-#: loop's first band is SMOOTHED_BAND around them. MEASURED (max |m_i - m_i*| over the points, against the
-#: proved optimum; "missed": points free at the optimum outside the band):
-#:   experiments.bench's blobs, n = 20,000, d = 500, C = 1: 76 steps, 1.0 s, 0.055, none missed (1,008 points
-#:   in the band, the optimum's 501 free ones among them); h = 1 then 0.1 then 0.01, each from the last:
-#:   0.055 in 1.2 s (no better); ftol 1e-6: 0.069 in 0.6 s; 1e-10: 0.058 in 1.9 s;
-#:   n = 12,000, d = 150 and 300, Gaussian blobs, make_classification and blobs with 10% of the labels
-#:   flipped, C = 1e-3, 1 and 100, X x 1e-3 and x 1e3 (12 cases): 19-118 steps, 0.2-1.2 s, 0.006-0.078,
-#:   none missed.
+#: or after SMOOTH_MAX_ITER steps. Its margins split the points and the loop's first band is SMOOTHED_BAND
+#: around them: wide enough to hold the optimum's free points on the data tried (docs/benchmarks.md).
 #: A point the band misses costs one more restricted QP, never the optimum (the loop adds it).
 SMOOTHING = 1e-2
 SMOOTH_FTOL = 1e-8
@@ -140,10 +108,9 @@ def smoothed_primal(v, X, y, C, h):
 def smoothed_start(X, y, C, deadline: Deadline = NEVER) -> tuple[np.ndarray, float]:
     """(w, b) near the soft primal's optimum: the smoothed primal's minimizer by L-BFGS from 0 (SMOOTHING).
 
-    BLAS on one thread: L-BFGS-B's own small vector operations went through a spinning second thread
-    (measured with another process on the second core: n = 2,000, d = 20: 0.21 s against 0.002-0.03 s;
-    n = 1e5: 0.30 s against 0.09 s; n = 20,000, d = 500, where X's products dominate: 2.4-2.6 s against
-    0.6 s). deadline: L-BFGS stops at it after its current step (the point so far is returned)."""
+    BLAS on one thread: L-BFGS-B's own small vector operations otherwise go through a second thread that
+    spins against other processes, several times slower. deadline: L-BFGS stops at it after its current
+    step (the point so far is returned)."""
 
     def on_time(_):
         if deadline.passed():

@@ -1,4 +1,4 @@
-"""The estimator against SVC, the issue's two targets as ratios measured side by side.
+"""The estimator against SVC: its time as a ratio to SVC's, measured side by side.
 
     python -m experiments.estimator_bench            # both measurements (about a minute at n = 5,000)
     python -m experiments.estimator_bench --n 2000   # the single fit at another n

@@ -1,7 +1,7 @@
 """The grader's reports: one Markdown page per answer, and the class's table (summary.csv and .parquet, summary.md
 and .html).
 
-Tables render through the runner's `md` (experiments.runner.report), so a grade reads like a run's report.
+Tables render through the runner's `md` (experiments.runner.run_report), so a grade reads like a run's report.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from experiments.runner.report import escape_cell, md
+from experiments.runner.run_report import escape_cell, md
 from experiments.grading.rubric import Rubric
 
 SUMMARY_COLUMNS = ["answer", "student", "formulation", "verdict", "credit", "points", "failed", "first failure",
