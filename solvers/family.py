@@ -295,7 +295,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     x = common.prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
-        reach = math.sqrt(float(np.max(np.diag(data.gram())))) if proved is not None else math.nan
+        reach = math.sqrt(data.max_diagonal())
         bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
         return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
     n = len(values["alpha"])

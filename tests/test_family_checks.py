@@ -139,3 +139,15 @@ def test_one_class_is_invariant_to_order_and_to_units_with_gamma_rescaled(seed, 
     assert np.max(np.abs(moved.proved_alpha - base.proved_alpha[order])) <= 1e-7 * U
     assert moved.extras["proved"]["rho"] == pytest.approx(base.extras["proved"]["rho"], rel=1e-7)
     assert moved.objective == pytest.approx(base.objective, rel=1e-6)
+
+
+def test_past_the_proofs_size_the_gap_bound_judges(monkeypatch):
+    """Where the proof is not attempted (more multipliers than PROOF_MAX_SIZE), the gap's bound on the decision
+    values stands in: finite, and small for a tight point."""
+    from solvers import family as solvers_family
+
+    monkeypatch.setattr(solvers_family, "PROOF_MAX_SIZE", 10)
+    X, y = load("breast_cancer", N)
+    sol = solve("nu_svc_primal", X, y, layer="cvxpy", backend="proxqp", nu=0.4, profile="high")
+    assert sol.checks["reference"].startswith("gap bound (more than 10 multipliers")
+    assert 0 <= sol.checks["decision_values_(bound)"] < 1e-3

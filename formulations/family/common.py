@@ -93,6 +93,14 @@ class FamilyData:
     def n(self) -> int:
         return self.X.shape[0] if self.X is not None else self.K.shape[0]
 
+    def max_diagonal(self) -> float:
+        """max_i K_ii (max_i ||x_i||^2 where no K is given), without forming K."""
+        if self.K is not None:
+            return float(np.max(np.diag(self.K)))
+        X = self.X
+        rows = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else np.einsum("ij,ij->i", X, X)
+        return float(np.max(rows))
+
     def gram(self) -> np.ndarray:
         """K as a dense matrix (X X' where no K is given): for the proof of the optimum."""
         if self.K is not None:
