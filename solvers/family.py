@@ -306,8 +306,22 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
     proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
               "dual_objective": best.dual_objective, **best.meaning, **point}
-    return {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-            "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
+           "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    note = getattr(module, "DEGENERATE", None)
+    if note and _trivial(best.coef, data):
+        out["degenerate"] = note
+    return out
+
+
+#: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
+TRIVIAL = 1e-12
+
+
+def _trivial(coef: np.ndarray, data: FamilyData) -> bool:
+    """Whether the optimum has w* = 0: the margin rho* is then 0 too, and the residuals have no scale."""
+    ww = float(coef @ data.times(coef))
+    return ww <= TRIVIAL * float(np.abs(coef).sum()) ** 2 * data.max_diagonal()
 
 
 def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
@@ -318,6 +332,7 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
         sol.extras["proved"] = proved
     how = reference.pop("reference")
+    degenerate = reference.pop("degenerate", "")
     scaled = {"relative duality gap": cond.gap, **cond.residuals, **reference}
     recomputed = cond.primal_objective if kind == PRIMAL else cond.dual_objective
     claim = abs(sol.objective - recomputed) / max(cond.scale, np.finfo(float).tiny)
@@ -329,6 +344,8 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         "objective_scale": cond.scale,
         **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
         "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
-        "objective_claim": claim, "verified": not failed,
+        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate),
         "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
     }
+    if degenerate and failed:  # what the numbers above mean: nothing to measure them against
+        sol.checks["verdict"] = f"{degenerate}; {sol.checks['verdict']}"
