@@ -171,3 +171,26 @@ def test_a_degenerate_optimum_says_what_it_is():
     assert centered.status == "optimal_inaccurate" and "the origin lies in the data's" in centered.message
     moved = solve("one_class_primal", X + 3.0, None, layer="cvxpy", backend="proxqp", nu=0.2, profile="high")
     assert moved.status == "optimal" and not moved.checks["degenerate"]
+
+
+def test_the_proof_takes_a_dual_without_equalities_or_upper_bounds():
+    """The shared proof (formulations.family.common.prove) on LIBLINEAR's squared-hinge dual without a bias,
+    min 1/2 a'(YKY + I/(2C))a - e'a s.t. a >= 0 (no equality row, U = inf), from an interior point's alpha: the
+    exact optimum, its reduced gradient >= 0, zero where a > 0."""
+    import cvxpy as cp
+
+    from formulations.family.common import BoxQP, box_residuals, prove
+
+    X, y = load("breast_cancer", N)
+    labels = np.where(y > 0, 1.0, -1.0)
+    C = 0.5
+    Q = (labels[:, None] * (X @ X.T)) * labels[None, :] + np.eye(N) / (2 * C)
+    a = cp.Variable(N, nonneg=True)
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q)) - cp.sum(a))).solve(solver="CLARABEL")
+    qp = BoxQP(Q, -np.ones(N), np.zeros((0, N)), np.zeros(0), math.inf)
+    x = prove(qp, a.value)
+    assert x is not None
+    G = Q @ x - 1.0
+    assert np.all(x >= 0) and np.all(G >= -1e-12) and np.max(np.abs(G[x > 0])) <= 1e-12
+    feasibility, comp = box_residuals(x, math.inf, G, 1.0)
+    assert feasibility.max() == 0 and comp.max() <= 1e-12
