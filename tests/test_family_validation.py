@@ -113,3 +113,10 @@ def test_memory_budget_refuses_the_regressions_paired_gram_before_it_is_made():
     with pytest.raises(MemoryBudgetError, match="Gram matrix"):
         solve("eps_svr_kernel_dual", X, TARGETS, layer="cvxpy", backend="clarabel", C=1.0, epsilon=0.1,
               memory_budget=1e3)
+
+
+def test_the_c_svm_entry_point_names_the_familys():
+    from solvers.api import solve as solve_c_svm
+
+    with pytest.raises(SVMInputError, match=r"member of the SVM family: solve it with solvers.family.solve"):
+        solve_c_svm("nu_svc_kernel_dual", X, LABELS, layer="cvxpy", backend="clarabel")
