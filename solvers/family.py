@@ -101,8 +101,9 @@ def _checked_data(member, kind: str, X, y, kernel, K):
                                                   and validation.check_kernel(kernel).name != "linear")):
         raise validation.SVMInputError(f"a kernel or a precomputed K is for the kernel duals; {member.name}_{kind} "
                                        "is linear")
-    if K is not None and X is None:
-        n = np.shape(K)[0] if np.ndim(K) == 2 else 0
+    if K is not None and X is None:  # K's own checks (square, finite, symmetric, one row per y) name a bad one
+        n = len(y) if y is not None and np.ndim(y) >= 1 else (np.shape(K)[0] if np.ndim(K) == 2 else 0)
+        validation.check_gram(K, n)
         X = np.zeros((n, 0))
     else:
         X = validation.check_X(X)
