@@ -92,7 +92,7 @@ def normalised(case: Case, model, X, y, n: int, K: np.ndarray) -> dict:
     """scikit-learn's decision values, dual coefficients and dual objective in the formulation's scale."""
     coef = np.zeros(n)
     coef[model.support_] = model.dual_coef_.ravel()
-    decision = model.decision_function(X) if case.member != "eps_svr" and case.member != "nu_svr" else model.predict(X)
+    decision = model.predict(X) if case.member.endswith("svr") else model.decision_function(X)
     if case.member == "nu_svc":
         rho = case.params["nu"] / np.abs(coef).sum()
         coef, decision = coef * rho, decision * rho
@@ -122,7 +122,8 @@ def compare(case: Case, n: int | None = None, layer: str = "cvxpy", backend: str
     spread = np.max(np.abs(y - y.mean())) if case.member.endswith("svr") else np.max(np.abs(theirs["decision"]))
     row = {"case": case.label, "n": len(X), "gamma": gamma, "status": sol.status,
            "row_decision_vs_proved": sol.checks.get("decision_value_error", float("nan")),
-           "dual_objective": ours.get("dual_objective", float("nan")), "sklearn_dual_objective": theirs["dual_objective"]}
+           "dual_objective": ours.get("dual_objective", float("nan")),
+           "sklearn_dual_objective": theirs["dual_objective"]}
     if ours:
         row["decision_diff"] = float(np.max(np.abs(ours["decision"] - theirs["decision"])) / spread)
         row["objective_diff"] = abs(ours["dual_objective"] - theirs["dual_objective"]) / abs(ours["dual_objective"])

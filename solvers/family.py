@@ -78,7 +78,7 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     if member.name == NU_SVC:
         family_validation.check_nu_balance(params["nu"], y)
     if kind == KERNEL_DUAL:
-        size = len(X) * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
+        size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
         validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
     if not isolation.ISOLATE:

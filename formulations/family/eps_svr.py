@@ -141,6 +141,7 @@ def box_qp(data: FamilyData, params: dict) -> BoxQP:
     e'(alpha - alpha*) = 0, 0 <= alpha, alpha* <= C."""
     y, eps = data.y, float(params["epsilon"])
     n = len(y)
+    y = y - y.mean()  # e'beta = 0 makes y'beta = (y - mean y)'beta: the same optimum, G's terms the tube's size
     return BoxQP(paired(data.gram()), np.concatenate([eps - y, eps + y]),
                  np.concatenate([np.ones(n), -np.ones(n)])[None, :], np.array([0.0]), float(params["C"]))
 

@@ -147,5 +147,6 @@ def box_qp(data: FamilyData, params: dict) -> BoxQP:
     e'(alpha + alpha*) = C nu, 0 <= alpha, alpha* <= C/l."""
     y, C, nu = data.y, float(params["C"]), float(params["nu"])
     n = len(y)
+    y = y - y.mean()  # e'beta = 0 makes y'beta = (y - mean y)'beta: the same optimum, G's terms the tube's size
     A = np.vstack([np.concatenate([np.ones(n), -np.ones(n)]), np.ones(2 * n)])
     return BoxQP(paired(data.gram()), np.concatenate([-y, y]), A, np.array([0.0, C * nu]), C / n)
