@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
@@ -289,3 +290,18 @@ def test_crammer_singer_proof_never_above_a_feasible_point_at_tiny_effective_C(w
     assert not proof.ok or P(proof.W) <= P(peer.coef_) + 1e-12 * P(peer.coef_)
     if sol.status == st.OPTIMAL:
         assert np.linalg.norm(sol.w - peer.coef_) <= 1e-4 * np.linalg.norm(peer.coef_)
+
+
+@pytest.mark.parametrize("member, data", [("squared_hinge", "cancer"), ("crammer_singer", "wine")])
+def test_sparse_X_gives_the_dense_optimum(member, data, request):
+    """A scipy.sparse X (kept sparse through the models, the conditions and the proof) has the dense X's optimum."""
+    X, y = request.getfixturevalue(data)
+    X = np.where(np.abs(X) > 0.5, X, 0.0)
+    for form in ("primal", "dual"):
+        sparse = solve_member(member, form, sp.csr_matrix(X), y, C=1.0, layer="pyomo", backend="piqp",
+                              intercept="regularized")
+        dense = solve_member(member, form, X, y, C=1.0, layer="cvxpy", backend="clarabel", intercept="regularized")
+        assert sparse.status == dense.status == st.OPTIMAL, (form, sparse.message)
+        assert sparse.checks["reference"].startswith("proved optimum")
+        assert abs(sparse.objective - dense.objective) <= 1e-7 * abs(dense.objective)
+        assert np.linalg.norm(sparse.w - dense.w) <= 1e-5 * np.linalg.norm(dense.w)
