@@ -17,7 +17,8 @@
 # The C-SVM prices every slack by C. Its relatives change what is priced, and each change is a lesson in duality:
 #
 # - **nu-SVC** (Scholkopf et al. 2000) asks for a margin $\rho$ and prices its lack by $\nu$:
-#   $\min_{w,b,\rho,\xi} \frac{1}{2}\|w\|^2 - \nu\rho + \frac{1}{l}\sum_i \xi_i$ s.t. $y_i(w^T x_i + b) \geq \rho - \xi_i$,
+#   $\min_{w,b,\rho,\xi} \frac{1}{2}\|w\|^2 - \nu\rho + \frac{1}{l}\sum_i \xi_i$ s.t.
+#   $y_i(w^T x_i + b) \geq \rho - \xi_i$,
 #   $\xi_i \geq 0$. Its dual has $0 \leq \alpha_i \leq 1/l$, $\sum_i \alpha_i y_i = 0$ and $\sum_i \alpha_i = \nu$.
 #   Every margin error has $\alpha_i = 1/l$ and every support vector $\alpha_i > 0$, so
 #   $$\mathrm{fraction\ of\ margin\ errors} \leq \nu \leq \mathrm{fraction\ of\ support\ vectors}.$$
@@ -143,7 +144,8 @@ svr = {layer: solve("eps_svr_kernel_dual", x[:, None], t, layer=layer, backend=B
                     kernel=kernel, profile=PROFILE) for layer in ("pyomo", "cvxpy")}
 sol = svr["pyomo"]
 assert all(s.status == "optimal" for s in svr.values())
-assert abs(svr["cvxpy"].checks["dual_objective"] - sol.checks["dual_objective"]) <= 1e-6 * abs(sol.checks["dual_objective"])
+D_star = sol.checks["dual_objective"]
+assert abs(svr["cvxpy"].checks["dual_objective"] - D_star) <= 1e-6 * abs(D_star)
 alpha, alpha_star = sol.alpha, sol.extras["alpha_star"]
 beta, f = alpha - alpha_star, sol.decision
 outside = np.abs(t - f) > eps * (1 + 1e-6)
@@ -186,7 +188,8 @@ for nu in (0.21, 0.41, 0.61):  # nu l off the integers (120 points), where eps i
                  "fraction of support vectors": s.extras["fraction_sv"]})
 nu_svr = pd.DataFrame(rows)
 assert nu_svr.status.eq("optimal").all()
-assert (nu_svr["fraction outside the tube"] <= nu_svr.nu).all() and (nu_svr.nu <= nu_svr["fraction of support vectors"]).all()
+assert (nu_svr["fraction outside the tube"] <= nu_svr.nu).all()
+assert (nu_svr.nu <= nu_svr["fraction of support vectors"]).all()
 assert nu_svr["epsilon found"].is_monotonic_decreasing  # a larger nu lets more points out: a narrower tube
 nu_svr
 
@@ -211,7 +214,8 @@ shifted = X_wine + 3.0  # the linear one-class SVM separates the points from the
 linear = {kind: solve(f"one_class_{kind}", shifted, None, layer="cvxpy", backend=BACKEND, nu=nu, profile=PROFILE,
                       kernel="linear" if kind == "kernel_dual" else None) for kind in ("primal", "kernel_dual")}
 assert all(s.status == "optimal" for s in linear.values())
-assert abs(linear["primal"].extras["rho"] - linear["kernel_dual"].extras["rho"]) <= 1e-6 * linear["primal"].extras["rho"]
+rho_primal, rho_dual = linear["primal"].extras["rho"], linear["kernel_dual"].extras["rho"]
+assert abs(rho_primal - rho_dual) <= 1e-6 * rho_primal
 pd.DataFrame({"kernel": ["rbf", "linear", "linear"], "formulation": ["kernel dual", "primal", "kernel dual"],
               "rho": [rho, linear["primal"].extras["rho"], linear["kernel_dual"].extras["rho"]],
               "solver's multiplier of sum alpha = 1": [one.extras["solver_total_multiplier"], np.nan,

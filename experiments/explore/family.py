@@ -18,10 +18,25 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from experiments.explore.compute import GRID_CHUNK, GRID_SIZE, MAX_POINTS, SOLVE_TIME_LIMIT_S, limit_for, plot_window
+from experiments.explore.compute import (
+    GRID_CHUNK,
+    GRID_SIZE,
+    MAX_POINTS,
+    SOLVE_TIME_LIMIT_S,
+    limit_for,
+    plot_window,
+)
 from formulations.errors import SVMInputError
 from formulations.family.common import AT_BOUND, top
-from formulations.family.names import EPS_SVR, KERNEL_DUAL, LINEAR_DUAL, NU_SVC, NU_SVR, ONE_CLASS, PRIMAL
+from formulations.family.names import (
+    EPS_SVR,
+    KERNEL_DUAL,
+    LINEAR_DUAL,
+    NU_SVC,
+    NU_SVR,
+    ONE_CLASS,
+    PRIMAL,
+)
 from formulations.kernels import Kernel, decision_function
 from solvers import solution as st
 from solvers.family import solve
@@ -208,7 +223,7 @@ def explore_family(X, y, settings: FamilySettings, window: tuple | None = None,
     """Solve the plane's points as `settings.member` (SVMInputError on bad input, before any solve); `window` as in
     experiments.explore.compute.explore; `time_limit` covers the request: the solve, the other layer's, the sweep."""
     began = time.perf_counter()
-    formulation = settings.solved_formulation()
+    settings.solved_formulation()  # a bad member, formulation or kernel choice is refused first
     points, data_X, target = member_data(settings.member, X, y, max_points)
 
     def left():

@@ -80,7 +80,8 @@ class FamilyView:
         P, f = result.points, result.decision
         marked = [k for k, role in enumerate(result.roles) if role in ROLE_COLORS]
         self.sv.data = dict(x=P[marked, 0].tolist(), y=P[marked, 1].tolist(),
-                            role=[result.roles[k] for k in marked], color=[ROLE_COLORS[result.roles[k]] for k in marked])
+                            role=[result.roles[k] for k in marked],
+                            color=[ROLE_COLORS[result.roles[k]] for k in marked])
         alpha = np.asarray(sol.alpha, dtype=float)
         if result.regression:
             alpha = alpha - np.asarray(sol.extras["alpha_star"], dtype=float)  # beta_i: f = sum_i beta_i k(x_i, .) + b
