@@ -213,3 +213,16 @@ def test_the_one_class_region_moves_with_the_points(offset):
     assert out.solution.status == "optimal" and out.roles == ref.roles
     assert out.solution.extras["rho"] == pytest.approx(ref.solution.extras["rho"], rel=1e-6)
     assert np.max(np.abs(out.grid["f"] - ref.grid["f"])) <= 1e-6 * ref.solution.extras["rho"]
+
+
+def test_a_superseded_sweep_stops_between_its_solves_and_is_not_kept():
+    X, y = _points("example_5_1")
+    X = X * 1.25  # points no other test's sweep was kept for
+    settings = ef.FamilySettings(member="nu_svc", nu=0.3)
+    calls = []
+    result = ef.explore_family(X, y, settings, superseded=lambda: calls.append(1) or len(calls) > 2)
+    assert result.solution.status == "optimal"
+    assert len(result.sweep) == 2 and "newer request" in result.notice()
+    again = ef.explore_family(X, y, settings)  # not taken from the cache: the whole sweep
+    assert len(again.sweep) == len([nu for nu in ef.NU_SWEEP if nu <= 2 * min((y > 0).sum(), (y < 0).sum()) / len(y)])
+    assert again.notice() == ""

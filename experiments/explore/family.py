@@ -219,9 +219,11 @@ def decision_values(sol: st.Solution, settings: FamilySettings, X, Z) -> np.ndar
 
 
 def explore_family(X, y, settings: FamilySettings, window: tuple | None = None,
-                   time_limit: float | None = SOLVE_TIME_LIMIT_S, max_points: int = MAX_POINTS) -> FamilyExploration:
+                   time_limit: float | None = SOLVE_TIME_LIMIT_S, max_points: int = MAX_POINTS,
+                   superseded=None) -> FamilyExploration:
     """Solve the plane's points as `settings.member` (SVMInputError on bad input, before any solve); `window` as in
-    experiments.explore.compute.explore; `time_limit` covers the request: the solve, the other layer's, the sweep."""
+    experiments.explore.compute.explore; `time_limit` covers the request: the solve, the other layer's, the sweep.
+    `superseded()` (optional) says that a newer request waits: the sweep then stops between its solves."""
     began = time.perf_counter()
     settings.solved_formulation()  # a bad member, formulation or kernel choice is refused first
     points, data_X, target = member_data(settings.member, X, y, max_points)
@@ -238,7 +240,7 @@ def explore_family(X, y, settings: FamilySettings, window: tuple | None = None,
         result.roles = roles(result)
         result.grid = _grid(result, points, window)
     if settings.sweep and settings.member in NU_MEMBERS:
-        result.sweep, result.sweep_note = nu_sweep(data_X, target, settings, left)
+        result.sweep, result.sweep_note = nu_sweep(data_X, target, settings, left, superseded)
     return result
 
 
@@ -281,9 +283,10 @@ def _grid(result: FamilyExploration, points: np.ndarray, window) -> dict:
     return {"xs": xs, "ys": ys, "f": f.reshape(xx.shape)}
 
 
-def nu_sweep(data_X, y, settings: FamilySettings, left) -> tuple[pd.DataFrame | None, str]:
+def nu_sweep(data_X, y, settings: FamilySettings, left, superseded=None) -> tuple[pd.DataFrame | None, str]:
     """The fractions nu bounds at each nu of NU_SWEEP (the proved optimum's where there is one), within the time
-    `left()`; a finished sweep is kept for the same points and settings but nu. Returns (table, note)."""
+    `left()` and until `superseded()`; a finished sweep is kept for the same points and settings but nu. Returns
+    (table, note)."""
     key = (data_X.tobytes(), None if y is None else y.tobytes(), replace(settings, nu=0.0, compare_layers=False))
     if key in _SWEEPS:
         _SWEEPS.move_to_end(key)
@@ -297,6 +300,8 @@ def nu_sweep(data_X, y, settings: FamilySettings, left) -> tuple[pd.DataFrame | 
         budget = left()
         if budget is not None and budget <= 1e-3:
             return pd.DataFrame(rows), f"the sweep over nu stopped at nu = {nu:g}: the request's time was used up"
+        if superseded is not None and superseded():
+            return pd.DataFrame(rows), "the sweep over nu stopped: a newer request is waiting"
         sol = _solve_one(data_X, y, replace(settings, nu=float(nu)), settings.layer, budget)
         point = sol.extras.get("proved", sol.extras)
         rows.append({"nu": float(nu), "status": sol.status, "above": point.get(above, math.nan),

@@ -464,7 +464,7 @@ class ExplorerPage(FamilyView):
             return None
         if isinstance(settings, ef.FamilySettings):
             return ef.explore_family(X, y, settings, window=window, time_limit=ec.SOLVE_TIME_LIMIT_S,
-                                     max_points=ec.MAX_POINTS)
+                                     max_points=ec.MAX_POINTS, superseded=lambda: generation != self._generation)
         return ec.explore(X, y, settings, window=window, time_limit=ec.SOLVE_TIME_LIMIT_S, max_points=ec.MAX_POINTS)
 
     def _set_busy(self, busy: bool) -> None:
