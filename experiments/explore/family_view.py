@@ -30,7 +30,7 @@ class FamilyView:
         self.boundary.visible = False
         self.curve = ColumnDataSource(dict(x=[], f=[], lower=[], upper=[]))
         plane.varea(x="x", y1="lower", y2="upper", source=self.curve, fill_color="#dfeaf6",
-                    fill_alpha=0.6, legend_label="epsilon tube")
+                    fill_alpha=0.6, legend_label="epsilon tube", level="underlay")  # beneath the points
         plane.line("x", "f", source=self.curve, line_color="black", line_width=2, legend_label="regression f(x)")
         for edge in ("lower", "upper"):
             plane.line("x", edge, source=self.curve, line_color="#1f77b4", line_dash="dashed")
