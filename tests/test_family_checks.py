@@ -194,3 +194,26 @@ def test_the_proof_takes_a_dual_without_equalities_or_upper_bounds():
     assert np.all(x >= 0) and np.all(G >= -1e-12) and np.max(np.abs(G[x > 0])) <= 1e-12
     feasibility, comp = box_residuals(x, math.inf, G, 1.0)
     assert feasibility.max() == 0 and comp.max() <= 1e-12
+
+
+def test_every_point_inside_the_tube_is_verified():
+    """epsilon wider than the targets' spread: the optimum is alpha = alpha* = 0, w = 0, P* = D* = 0, and b anywhere
+    in [max y - eps, min y + eps]. Nothing of the objective is left to measure the gap against, so it is measured
+    against what one point outside the tube would cost (C times the tube's size)."""
+    X, y = load("diabetes", N)
+    for backend in ("clarabel", "proxqp"):
+        sol = solve("eps_svr_kernel_dual", X, y, layer="cvxpy", backend=backend, C=10.0, epsilon=1e4,
+                    kernel=Kernel("rbf", gamma=0.1), profile="high")
+        assert sol.status == "optimal", sol.checks["verdict"]
+        assert sol.extras["fraction_inside_tube"] == 1.0 and np.max(sol.extras["proved"]["coef"]) == 0.0
+        assert y.max() - 1e4 <= sol.b <= y.min() + 1e4
+
+
+def test_a_fit_through_every_point_is_measured_against_the_spread_of_f():
+    """nu-SVR at C = 1e7, nu = 0.01 (rbf): the tube shrinks to eps* ~ 1e-11 and f passes through the points, so
+    eps and y - f are both near 0; errors in f are measured against f's own spread."""
+    X, y = load("diabetes", 60)
+    sol = solve("nu_svr_kernel_dual", X, y, layer="cvxpy", backend="proxqp", C=1e7, nu=0.01,
+                kernel=Kernel("rbf", gamma=0.1), profile="high")
+    assert sol.status == "optimal", sol.checks["verdict"]
+    assert abs(sol.extras["proved"]["epsilon"]) <= 1e-6 * np.ptp(y)

@@ -126,11 +126,14 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     primal = 0.5 * ww + C * float(xi.sum() + xi_star.sum())
     linear = -eps * float(alpha.sum() + alpha_star.sum()) + float(y @ beta)
     dual = -0.5 * bKb + linear
-    scale = max(abs(primal), 0.5 * bKb + abs(linear))
-    size = max(eps, top(y - f))
+    size = tube_size(y, f, eps)
+    # the objectives' terms, and at least one point's worth of the tube priced by C (every point inside the tube
+    # makes P = D = 0: the gap is then measured against what one point outside it would cost)
+    scale = max(abs(primal), 0.5 * bKb + abs(linear), C * size)
     feasibility, comp = box_residuals(np.concatenate([alpha, alpha_star]), C, np.concatenate([above, below]), size)
     residuals = {"dual feasibility": float(feasibility.max()),
-                 "balance": abs(float(beta.sum())) / max(float(alpha.sum() + alpha_star.sum()), np.finfo(float).tiny),
+                 # against the multipliers' sum, or the bound C where they are all near 0 (every point in the tube)
+                 "balance": abs(float(beta.sum())) / max(float(alpha.sum() + alpha_star.sum()), C),
                  "complementarity": float(comp.max()), **extra}
     meaning = _tube(y, f, eps, alpha, alpha_star, C)
     return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
@@ -146,9 +149,15 @@ def box_qp(data: FamilyData, params: dict) -> BoxQP:
                  np.concatenate([np.ones(n), -np.ones(n)])[None, :], np.array([0.0]), float(params["C"]))
 
 
+def tube_size(y: np.ndarray, f: np.ndarray, eps: float) -> float:
+    """What the tube's conditions and errors in f are measured against: the tube's width, the largest residual
+    y - f, or the spread of f itself (a fit through every point leaves both others near 0)."""
+    return max(abs(eps), top(y - f), top(f - f.mean()))
+
+
 def _tube(y, f, eps, alpha, alpha_star, C) -> dict:
     """Where the points sit against the tube, and alpha_i alpha*_i = 0 (max min(alpha_i, alpha*_i) / C)."""
-    size = max(eps, top(y - f))
+    size = tube_size(y, f, eps)
     distance = np.abs(y - f) - eps
     support = np.maximum(alpha, alpha_star) > AT_BOUND * C
     return {"epsilon": eps, "fraction_outside_tube": fraction(distance > AT_BOUND * size),

@@ -33,7 +33,7 @@ import pyomo.environ as pyo
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
                                         BoxQP, fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
                                         squared_norm, stationarity, top)
-from formulations.family.eps_svr import tube_rows
+from formulations.family.eps_svr import tube_rows, tube_size
 from formulations.family.names import NU_SVR_KERNEL_DUAL, NU_SVR_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
@@ -125,8 +125,10 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     xi, xi_star = np.maximum(0.0, -above), np.maximum(0.0, -below)
     primal = 0.5 * ww + C * (nu * eps + float(xi.sum() + xi_star.sum()) / n)
     dual = -0.5 * bKb + float(y @ beta)
-    scale = max(0.5 * ww + C * (nu * abs(eps) + float(xi.sum() + xi_star.sum()) / n), 0.5 * bKb + abs(float(y @ beta)))
-    size = max(abs(eps), top(y - f))
+    size = tube_size(y, f, eps)
+    # the objectives' terms, and at least what one point a tube's size outside it would cost (eps_svr's reason)
+    scale = max(0.5 * ww + C * (nu * abs(eps) + float(xi.sum() + xi_star.sum()) / n), 0.5 * bKb + abs(float(y @ beta)),
+                C / n * size)
     feasibility, comp = box_residuals(np.concatenate([alpha, alpha_star]), U, np.concatenate([above, below]), size)
     both = float(alpha.sum() + alpha_star.sum())
     residuals = {"dual feasibility": float(feasibility.max()),
