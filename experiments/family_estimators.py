@@ -214,6 +214,8 @@ class _FamilyModel(BaseEstimator):
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, **self._sparse_options())
         self._sparse = sparse.issparse(X) and not callable(self.kernel)
         keep, weight = _kept(sample_weight, _num_rows(X))
+        if y is None and keep.size < 2:  # before the kernel: one point is its own region, nothing to learn
+            raise SVMInputError(f"{type(self).__name__} needs at least 2 samples, got n_samples = {keep.size}")
         params = self._parameters(keep.size)
         if weight != 1.0:
             if "C" not in params or "nu" in params:
@@ -278,6 +280,10 @@ class _FamilyModel(BaseEstimator):
 
     def _decision(self, X) -> np.ndarray:
         """f(x) in LIBSVM's scale: sum_SV dual_coef_ k(sv, x) + intercept_."""
+        return self._decision_and_rounding(X)[0]
+
+    def _decision_and_rounding(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """f(x), and the rounding of its sum: 16 eps (sum_SV |dual_coef_ k(sv, x)| + |intercept_|)."""
         check_is_fitted(self, "_n_support")
         refuse_masked(X, "X")
         if sparse.issparse(X) and not self._sparse and not callable(self.kernel):
@@ -293,7 +299,10 @@ class _FamilyModel(BaseEstimator):
             G = self._call_kernel(X, self._X_fit)[:, self.support_]
         else:
             G = gram(self.kernel_, X, self.support_vectors_)
-        return np.asarray(G @ self._dual_coef.ravel(), dtype=float).ravel() + self.intercept_[0]
+        coef = self._dual_coef.ravel()
+        f = np.asarray(G @ coef, dtype=float).ravel() + self.intercept_[0]
+        terms = np.asarray(abs(G) @ np.abs(coef), dtype=float).ravel() + abs(self.intercept_[0])
+        return f, 16 * np.finfo(float).eps * terms
 
 
 def _kept(sample_weight, n: int) -> tuple[np.ndarray, float]:
@@ -319,6 +328,8 @@ def _kept(sample_weight, n: int) -> tuple[np.ndarray, float]:
 class _Regressor(RegressorMixin, _FamilyModel):
     def fit(self, X, y, sample_weight=None):
         """Solve the member's kernel dual on (X, y) and keep the verified optimum."""
+        if y is None:
+            raise SVMInputError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         return self._fit(X, y, sample_weight)
 
     def predict(self, X) -> np.ndarray:
@@ -396,13 +407,18 @@ class OneClassSVMDetector(OutlierMixin, _FamilyModel):
         return self
 
     def decision_function(self, X) -> np.ndarray:
-        """nu l f(x): positive inside the learned region, negative outside (LIBSVM's scale)."""
-        return self._decision(X)
+        """nu l f(x): positive inside the learned region, negative outside (LIBSVM's scale). The proved optimum
+        puts the free support vectors on the boundary, at 0 up to the rounding of the kernel sum: a value within
+        that rounding is 0, so that a point's side does not depend on how the sum was rounded (dense or sparse X,
+        one point or many)."""
+        f, rounding = self._decision_and_rounding(X)
+        return np.where(np.abs(f) <= rounding, 0.0, f)
 
     def score_samples(self, X) -> np.ndarray:
         """decision_function(X) + offset_ (the kernel part, LIBSVM's scale)."""
         return self.decision_function(X) + self.offset_
 
     def predict(self, X) -> np.ndarray:
-        """+1 inside the region (decision value > 0), -1 outside, as LIBSVM."""
-        return np.where(self.decision_function(X) > 0, 1, -1)
+        """+1 inside the region or on its boundary (decision value >= 0, scikit-learn's rule for outlier
+        detectors), -1 outside."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)

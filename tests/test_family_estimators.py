@@ -15,6 +15,7 @@ import pytest
 from sklearn import datasets, svm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from experiments.family_estimators import (NuSVMClassifier, NuSVMRegressor, OneClassSVMDetector, SVMFitError,
                                            SVMRegressor)
@@ -22,6 +23,17 @@ from experiments.family_peers import DECISION_RTOL, load
 from formulations.errors import SVMInputError
 
 TIGHT = 1e-10  # scikit-learn's stopping tolerance in the comparisons
+#: scikit-learn's checks weigh samples (and classes) unequally: the family's duals have one bound for every point,
+#: and fit refuses such weights (a weight of 0 leaves a sample out; one weight for all scales SVR's C)
+WEIGHTS = "unequal sample_weight or class_weight: the family's duals have one bound for every point; fit refuses them"
+_WEIGHT_CHECKS = ("check_sample_weights_list", "check_sample_weights_not_overwritten",
+                  "check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data")
+EXPECTED_FAILED_CHECKS = {
+    "NuSVMClassifier": {**dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS), "check_class_weight_classifiers": WEIGHTS},
+    "SVMRegressor": dict.fromkeys(_WEIGHT_CHECKS[1:], WEIGHTS),  # a list of equal weights passes
+    "NuSVMRegressor": dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS),
+    "OneClassSVMDetector": dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS),
+}
 
 
 def _dense_coef(model, n: int) -> np.ndarray:
@@ -199,7 +211,7 @@ def test_nan_targets(model):
 def test_one_class_set_of_one_point():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one error, no warning before it
-        with pytest.raises(SVMInputError, match="at least 2 points"):
+        with pytest.raises(SVMInputError, match="at least 2 samples"):
             OneClassSVMDetector().fit(X_SMALL[:1])
 
 
@@ -222,3 +234,16 @@ def test_equal_sample_weights_scale_svr_C():
     without = SVMRegressor(C=2.0, epsilon=5.0, gamma=0.1).fit(X_SMALL[5:], Y_SMALL[5:])
     np.testing.assert_allclose(left_out.predict(X_SMALL), without.predict(X_SMALL), rtol=1e-9)
     assert left_out.support_.min() >= 5
+
+
+# --------------------------------------------------------------------------- scikit-learn's estimator checks
+
+
+@parametrize_with_checks([NuSVMClassifier(), SVMRegressor(), NuSVMRegressor(), OneClassSVMDetector()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
+                         xfail_strict=True)
+@pytest.mark.slow
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)

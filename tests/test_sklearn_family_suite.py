@@ -13,8 +13,8 @@ Left out, each with its reason:
   * xfail, "regex names the class": tests whose expected message names scikit-learn's class;
   * xfail, "weights": tests that weigh samples or classes unequally (the family's duals have one bound for every
     point: such weights are refused at fit, with a message saying so);
-  * xfail, "exact ties", and three cases of test_sparse_oneclasssvm (CASE_XFAIL: points exactly on the boundary,
-    a degenerate linear one-class SVM, an indefinite sigmoid kernel);
+  * xfail, "exact ties", and the cases of test_sparse_oneclasssvm whose sigmoid kernel is indefinite on its data
+    (CASE_XFAIL);
   * xfail, "C = inf" (SVR's hard tube: the family's epsilon-SVR takes a finite C) and "a callable kernel of the
     wrong shape" (refused at fit, where the test expects predict to refuse it).
 
@@ -56,17 +56,11 @@ EXACT_TIE = ("exact ties: the test needs an intercept of exactly 0 where the cla
              "optimum's is 5e-16, the rounding of b = (t_- - t_+) / 2")
 OTHER_XFAIL = {"test_svm": {"test_svm_with_infinite_C": INFINITE_C, "test_svr_errors": BAD_KERNEL_AT_FIT,
                             "test_svc_ovr_tie_breaking": EXACT_TIE}}
-ON_THE_BOUNDARY = ("dense and sparse predict alike only off the boundary: the proved optimum puts the free support "
-                   "vectors at f = 0 (to 1e-14), whose sign dense and sparse kernel arithmetic round apart "
-                   "(LIBSVM's inexact optimum leaves them 1e-6 off)")
-DEGENERATE = ("a degenerate one-class SVM: the linear kernel on data around the origin has w* = 0 and rho* = 0, "
-              "every decision value is rounding (fit warns: not verified)")
 INDEFINITE = ("sigmoid kernel, indefinite on these data: the family's duals are solved as convex QPs (PIQP stops at its "
               "iteration cap; fit raises SVMFitError); SVMClassifier's non-convex fallback is not in solvers.family")
 #: the parametrized cases that fail for a named reason: (test, substring of the case's id) -> reason
-CASE_XFAIL = {("test_sparse__sparse_oneclasssvm", "rbf-X_train3"): ON_THE_BOUNDARY,
-              ("test_sparse__sparse_oneclasssvm", "linear-X_train2"): DEGENERATE,
-              ("test_sparse__sparse_oneclasssvm", "sigmoid-X_train2"): INDEFINITE}
+CASE_XFAIL = {("test_sparse__sparse_oneclasssvm", "sigmoid-X_train2"): INDEFINITE}
+
 pytestmark = pytest.mark.sklearn_suite
 
 
