@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn import datasets, svm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -247,3 +249,51 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+# --------------------------------------------------------------------------- invariances (hypothesis)
+
+X_INV, Y_INV = _regression(40)
+CLASSES_INV = (Y_INV > np.median(Y_INV)).astype(int)
+
+
+@settings(max_examples=6, deadline=None)
+@given(exponent=st.floats(-3, 3), seed=st.integers(0, 2**16))
+def test_svr_scales_with_the_targets_in_any_order(exponent, seed):
+    """epsilon-SVR on (y s, epsilon s, C s) is s times the one on (y, epsilon, C) (w, b and the slacks scale by s),
+    and the order of the samples changes nothing; each fit proved optimal."""
+    s = 10.0 ** exponent
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = SVMRegressor(C=10.0, epsilon=5.0, gamma=0.1).fit(X_INV, Y_INV)
+        scaled = SVMRegressor(C=10.0 * s, epsilon=5.0 * s, gamma=0.1).fit(X_INV[order], Y_INV[order] * s)
+    ref = base.predict(X_INV)
+    np.testing.assert_allclose(scaled.predict(X_INV), s * ref, rtol=0, atol=1e-7 * s * np.max(np.abs(ref)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(exponent=st.floats(-3, 3), seed=st.integers(0, 2**16))
+def test_one_class_in_other_units_and_order(exponent, seed):
+    """X s with gamma / s^2 is the same kernel: the same decision values, in any order of the samples."""
+    s = 10.0 ** exponent
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = OneClassSVMDetector(nu=0.3, gamma=0.1).fit(X_INV)
+        other = OneClassSVMDetector(nu=0.3, gamma=0.1 / s**2).fit(X_INV[order] * s)
+    ref = base.decision_function(X_INV)
+    np.testing.assert_allclose(other.decision_function(X_INV * s), ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_nu_svc_label_flip(seed):
+    """Swapping the two classes' labels negates the decision function (NuSVC's f / rho), in any order."""
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = NuSVMClassifier(nu=0.35, gamma=0.1).fit(X_INV, CLASSES_INV)
+        flipped = NuSVMClassifier(nu=0.35, gamma=0.1).fit(X_INV[order], 1 - CLASSES_INV[order])
+    ref = base.decision_function(X_INV)
+    np.testing.assert_allclose(flipped.decision_function(X_INV), -ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
