@@ -387,9 +387,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if self.probability != "deprecated":
             if not isinstance(self.probability, (bool, np.bool_)):
                 raise SVMInputError(f"probability must be True or False, got {self.probability!r}")
+            name = type(self).__name__
             warnings.warn(
-                "The `probability` parameter was deprecated in scikit-learn 1.9 (SVC) and SVMClassifier "
-                "ignores it: it has no predict_proba. Use CalibratedClassifierCV(SVMClassifier(), "
+                f"The `probability` parameter was deprecated in scikit-learn 1.9 (SVC) and {name} "
+                f"ignores it: it has no predict_proba. Use CalibratedClassifierCV({name}(), "
                 "ensemble=False) for probabilities.", FutureWarning, stacklevel=3)
 
     def _resolved_formulation(self) -> str:
