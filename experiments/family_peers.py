@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 
 #: the bar of the comparison with LIBSVM (its single-precision kernel cache: docs/family.md)
@@ -155,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layer", default="cvxpy", choices=("cvxpy", "pyomo"))
     parser.add_argument("--backend", default="clarabel")
     args = parser.parse_args(argv)
-    rows = [compare(case, 80 if args.small else None, args.layer, args.backend) for case in CASES]
+    try:
+        rows = [compare(case, 80 if args.small else None, args.layer, args.backend) for case in CASES]
+    except SVMInputError as exc:  # a backend that is not there, named in one line
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     print(table(rows))
     return 0
 

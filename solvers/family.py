@@ -104,8 +104,9 @@ def _checked_data(member, kind: str, X, y, kernel, K):
                                                   and validation.check_kernel(kernel).name != "linear")):
         raise validation.SVMInputError(f"a kernel or a precomputed K is for the kernel duals; {member.name}_{kind} "
                                        "is linear")
-    if K is not None and X is None:
-        n = np.shape(K)[0] if np.ndim(K) == 2 else 0
+    if K is not None and X is None:  # K's own checks (square, finite, symmetric, one row per y) name a bad one
+        n = len(y) if y is not None and np.ndim(y) >= 1 else (np.shape(K)[0] if np.ndim(K) == 2 else 0)
+        validation.check_gram(K, n)
         X = np.zeros((n, 0))
     else:
         X = validation.check_X(X)
@@ -302,7 +303,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     x = common.prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
-        reach = math.sqrt(float(np.max(np.diag(data.gram())))) if proved is not None else math.nan
+        reach = math.sqrt(data.max_diagonal())
         bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
         return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
     n = len(values["alpha"])
@@ -313,8 +314,22 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
     proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
               "dual_objective": best.dual_objective, **best.meaning, **point}
-    return {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-            "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
+           "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    note = getattr(module, "DEGENERATE", None)
+    if note and _trivial(best.coef, data):
+        out["degenerate"] = note
+    return out
+
+
+#: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
+TRIVIAL = 1e-12
+
+
+def _trivial(coef: np.ndarray, data: FamilyData) -> bool:
+    """Whether the optimum has w* = 0: the margin rho* is then 0 too, and the residuals have no scale."""
+    ww = float(coef @ data.times(coef))
+    return ww <= TRIVIAL * float(np.abs(coef).sum()) ** 2 * data.max_diagonal()
 
 
 def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
@@ -325,6 +340,7 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
         sol.extras["proved"] = proved
     how = reference.pop("reference")
+    degenerate = reference.pop("degenerate", "")
     scaled = {"relative duality gap": cond.gap, **cond.residuals, **reference}
     recomputed = cond.primal_objective if kind == PRIMAL else cond.dual_objective
     claim = abs(sol.objective - recomputed) / max(cond.scale, np.finfo(float).tiny)
@@ -336,6 +352,8 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         "objective_scale": cond.scale,
         **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
         "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
-        "objective_claim": claim, "verified": not failed,
+        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate),
         "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
     }
+    if degenerate and failed:  # what the numbers above mean: nothing to measure them against
+        sol.checks["verdict"] = f"{degenerate}; {sol.checks['verdict']}"

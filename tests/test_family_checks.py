@@ -139,3 +139,58 @@ def test_one_class_is_invariant_to_order_and_to_units_with_gamma_rescaled(seed, 
     assert np.max(np.abs(moved.proved_alpha - base.proved_alpha[order])) <= 1e-7 * U
     assert moved.extras["proved"]["rho"] == pytest.approx(base.extras["proved"]["rho"], rel=1e-7)
     assert moved.objective == pytest.approx(base.objective, rel=1e-6)
+
+
+def test_past_the_proofs_size_the_gap_bound_judges(monkeypatch):
+    """Where the proof is not attempted (more multipliers than PROOF_MAX_SIZE), the gap's bound on the decision
+    values stands in: finite, and small for a tight point."""
+    from solvers import family as solvers_family
+
+    monkeypatch.setattr(solvers_family, "PROOF_MAX_SIZE", 10)
+    X, y = load("breast_cancer", N)
+    sol = solve("nu_svc_primal", X, y, layer="cvxpy", backend="proxqp", nu=0.4, profile="high")
+    assert sol.checks["reference"].startswith("gap bound (more than 10 multipliers")
+    assert 0 <= sol.checks["decision_values_(bound)"] < 1e-3
+
+
+def test_a_degenerate_optimum_says_what_it_is():
+    """Overlapping classes with the linear kernel and a small nu (their reduced convex hulls meet), and the linear
+    one-class SVM on centered data (the origin inside their hull): the optimum is w* = 0, rho* = 0, with no margin
+    to measure the residuals against. The row is not called optimal, and says why; away from the origin the
+    one-class SVM is verified."""
+    from experiments.datasets import overlapping
+
+    ds = overlapping(60, 2, 0)
+    for formulation in ("nu_svc_primal", "nu_svc_kernel_dual"):
+        sol = solve(formulation, ds.X, ds.y, layer="cvxpy", backend="proxqp", nu=0.1, profile="high",
+                    kernel="linear" if formulation.endswith("kernel_dual") else None)
+        assert sol.status == "optimal_inaccurate" and sol.checks["degenerate"]
+        assert "reduced convex hulls" in sol.message and "choose a larger nu" in sol.message
+    X, _ = load("wine", N)
+    centered = solve("one_class_primal", X, None, layer="cvxpy", backend="proxqp", nu=0.2, profile="high")
+    assert centered.status == "optimal_inaccurate" and "the origin lies in the data's" in centered.message
+    moved = solve("one_class_primal", X + 3.0, None, layer="cvxpy", backend="proxqp", nu=0.2, profile="high")
+    assert moved.status == "optimal" and not moved.checks["degenerate"]
+
+
+def test_the_proof_takes_a_dual_without_equalities_or_upper_bounds():
+    """The shared proof (formulations.family.common.prove) on LIBLINEAR's squared-hinge dual without a bias,
+    min 1/2 a'(YKY + I/(2C))a - e'a s.t. a >= 0 (no equality row, U = inf), from an interior point's alpha: the
+    exact optimum, its reduced gradient >= 0, zero where a > 0."""
+    import cvxpy as cp
+
+    from formulations.family.common import BoxQP, box_residuals, prove
+
+    X, y = load("breast_cancer", N)
+    labels = np.where(y > 0, 1.0, -1.0)
+    C = 0.5
+    Q = (labels[:, None] * (X @ X.T)) * labels[None, :] + np.eye(N) / (2 * C)
+    a = cp.Variable(N, nonneg=True)
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q)) - cp.sum(a))).solve(solver="CLARABEL")
+    qp = BoxQP(Q, -np.ones(N), np.zeros((0, N)), np.zeros(0), math.inf)
+    x = prove(qp, a.value)
+    assert x is not None
+    G = Q @ x - 1.0
+    assert np.all(x >= 0) and np.all(G >= -1e-12) and np.max(np.abs(G[x > 0])) <= 1e-12
+    feasibility, comp = box_residuals(x, math.inf, G, 1.0)
+    assert feasibility.max() == 0 and comp.max() <= 1e-12

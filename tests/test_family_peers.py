@@ -30,3 +30,11 @@ def test_whole_sets_agree_with_scikit_learn(layer):
     print(table(rows))
     for row in rows:
         _agrees(row)
+
+
+def test_the_command_refuses_an_unknown_backend_in_one_line(capsys):
+    from experiments.family_peers import main
+
+    assert main(["--small", "--backend", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown backend 'nope'" in err

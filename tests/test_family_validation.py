@@ -113,3 +113,18 @@ def test_memory_budget_refuses_the_regressions_paired_gram_before_it_is_made():
     with pytest.raises(MemoryBudgetError, match="Gram matrix"):
         solve("eps_svr_kernel_dual", X, TARGETS, layer="cvxpy", backend="clarabel", C=1.0, epsilon=0.1,
               memory_budget=1e3)
+
+
+def test_the_c_svm_entry_point_names_the_familys():
+    from solvers.api import solve as solve_c_svm
+
+    with pytest.raises(SVMInputError, match=r"member of the SVM family: solve it with solvers.family.solve"):
+        solve_c_svm("nu_svc_kernel_dual", X, LABELS, layer="cvxpy", backend="clarabel")
+
+
+def test_a_bad_precomputed_K_is_named():
+    _refused("one_class_kernel_dual", None, None, "must be square, got shape", K=np.ones((3, 4)), nu=0.5)
+    K = np.eye(20)
+    K[0, 1] = 0.5  # not symmetric
+    _refused("eps_svr_kernel_dual", None, TARGETS, "symmetric", K=K, C=1.0, epsilon=0.1)
+    _refused("nu_svc_kernel_dual", None, LABELS[:10], "20 x 20 but y has 10 labels", K=np.eye(20), nu=0.5)

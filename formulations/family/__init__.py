@@ -3,9 +3,22 @@ as a Pyomo model and as a cvxpy model beside the maths (the notes' notation), an
 
 A member is one record (`Member`): its module, its task (classification, novelty, regression), its parameters
 (C, nu, epsilon), its primal's and duals' names and its scikit-learn peer. A formulation's name is
-"<member>_<kind>" (formulations.family.names); its builders are `build_<kind>_pyomo` and `build_<kind>_cvxpy` in
-the member's module, and its optimality conditions the module's `conditions`. The modules import Pyomo and cvxpy,
-so they are loaded on first use: importing this package, or its names, stays cheap.
+"<member>_<kind>" (formulations.family.names). The modules import Pyomo and cvxpy, so they are loaded on first
+use: importing this package, or its names, stays cheap.
+
+What a member's module provides (what solvers.family reads; a new member is its record here and its module):
+
+    build_<kind>_pyomo(data, y, params), build_<kind>_cvxpy(data, y, params)
+                    data: X for the primal and a linear dual, K for a kernel dual; y: -1/+1, targets or None;
+                    params: the member's parameters by name. Variables and rows by the family's names (alpha,
+                    alpha_star, w, b, rho, eps; margin, upper, lower: the primal rows whose multipliers are alpha
+                    and alpha*; balance, total: the dual's equalities)
+    conditions(values, data, params, kind) -> common.Conditions
+                    the point judged by the member's optimality conditions (objectives, residuals each on its own
+                    scale, f, coef, b, w, what the multipliers mean); data a common.FamilyData
+    box_qp(data, params) -> common.BoxQP
+                    its dual as min 1/2 a'Qa + p'a, A a = c, 0 <= a <= U, for the proof of the optimum
+    DEGENERATE      (optional) what a proved optimum with w* = 0 means, said in its row
 """
 
 from __future__ import annotations

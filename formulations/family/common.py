@@ -93,6 +93,14 @@ class FamilyData:
     def n(self) -> int:
         return self.X.shape[0] if self.X is not None else self.K.shape[0]
 
+    def max_diagonal(self) -> float:
+        """max_i K_ii (max_i ||x_i||^2 where no K is given), without forming K."""
+        if self.K is not None:
+            return float(np.max(np.diag(self.K)))
+        X = self.X
+        rows = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else np.einsum("ij,ij->i", X, X)
+        return float(np.max(rows))
+
     def gram(self) -> np.ndarray:
         """K as a dense matrix (X X' where no K is given): for the proof of the optimum."""
         if self.K is not None:
@@ -152,10 +160,14 @@ def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U: float) ->
 def box_residuals(a: np.ndarray, U: float, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Per coordinate: dual feasibility max(0, -a_i, a_i - U) / U, and complementarity
     (a_i/U) max(0, G_i)/scale + (1 - a_i/U) max(0, -G_i)/scale (a_i > 0 only on or inside the margin, a_i < U
-    only on or outside it); `scale` is the size of what G compares (the margin, the tube)."""
-    frac = np.clip(a / U, 0.0, 1.0)
-    feasibility = np.maximum(0.0, np.maximum(-a, a - U)) / U
-    comp = (frac * np.maximum(0.0, G) + (1.0 - frac) * np.maximum(0.0, -G)) / max(scale, _TINY)
+    only on or outside it); `scale` is the size of what G compares (the margin, the tube). U = inf (no upper
+    bound, a squared hinge's dual): the a_i are measured against max a, and G_i >= 0 is asked of every point."""
+    finite = math.isfinite(U)
+    reach = U if finite else max(top(a), _TINY)
+    frac = np.clip(a / reach, 0.0, 1.0)
+    feasibility = np.maximum(0.0, np.maximum(-a, a - U)) / reach
+    below = (1.0 - frac) if finite else 1.0
+    comp = (frac * np.maximum(0.0, G) + below * np.maximum(0.0, -G)) / max(scale, _TINY)
     return feasibility, comp
 
 
@@ -184,7 +196,8 @@ def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray) -> float:
 
 @dataclass
 class BoxQP:
-    """A member's dual as min 1/2 a'Qa + p'a s.t. A a = c, 0 <= a <= U (a: alpha, or alpha then alpha*)."""
+    """A member's dual as min 1/2 a'Qa + p'a s.t. A a = c, 0 <= a <= U (a: alpha, or alpha then alpha*); A may
+    have no rows (a dual without a bias) and U may be inf (no upper bound: a squared hinge)."""
 
     Q: np.ndarray
     p: np.ndarray
@@ -211,7 +224,8 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     system is solved again."""
     U = qp.U
     a = np.asarray(a, dtype=float)
-    state = np.where(a <= AT_BOUND * U, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
+    reach = U if math.isfinite(U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
+    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
     for _ in range(PROOF_ROUNDS):
         x = _solve_free(qp, state)
         if x is None:
@@ -226,7 +240,7 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
         slack = PROOF_RTOL * max(float(size.max()), _TINY)
         G = r + qp.A.T @ mu
         free = state == 0
-        low, high = free & (x < -PROOF_RTOL * U), free & (x > U * (1 + PROOF_RTOL))
+        low, high = free & (x < -PROOF_RTOL * reach), free & (x > U + PROOF_RTOL * reach)
         wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
         if not (low.any() or high.any() or wrong.any()):
             return np.clip(x, 0.0, U)
@@ -241,6 +255,8 @@ def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
     from scipy.optimize import linprog  # deferred: only a proof needs it
 
     k = A.shape[0]
+    if k == 0:  # no equalities (a dual without a bias): nothing to choose
+        return np.zeros(0)
     unit = max(float(np.max(np.abs(r))), _TINY)  # the LP in units of r: HiGHS's tolerances are absolute
     r = r / unit
     rows, rhs = [], []

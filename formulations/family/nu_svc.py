@@ -43,6 +43,12 @@ from formulations.model import CvxpyModel, lifted_rows, linear_sum, matrix_rows,
 from formulations.kernel_dual import dual_matrix
 
 
+#: what a proved optimum with w* = 0 means (solvers.family): nothing to measure the residuals against
+DEGENERATE = ("degenerate optimum w* = 0, rho* = 0 (the trivial classifier): the classes' reduced convex hulls "
+              "(weights at most 1/l, nu/2 per class) meet for this nu, so no margin exists; choose a larger nu or a "
+              "kernel that separates the classes")
+
+
 def _margin_rows(X, y) -> sp.csr_matrix:
     """Rows [y_i x_i', y_i, -1, e_i'] over (w, b, rho, xi): y_i (w'x_i + b) - rho + xi_i >= 0."""
     n = len(y)

@@ -38,6 +38,12 @@ from formulations.family.names import ONE_CLASS_KERNEL_DUAL, ONE_CLASS_PRIMAL, P
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
 
+#: what a proved optimum with w* = 0 means (solvers.family): nothing to measure the residuals against
+DEGENERATE = ("degenerate optimum w* = 0, rho* = 0: the origin lies in the data's reduced convex hull (weights at "
+              "most 1/(nu l)), so no region is separated from it; move the data away from the origin (the linear "
+              "one-class SVM separates them from it) or use a kernel whose Gram matrix is positive definite (rbf)")
+
+
 def build_primal_pyomo(X, y, params) -> pyo.ConcreteModel:
     n, d = X.shape
     weight = 1.0 / (float(params["nu"]) * n)
