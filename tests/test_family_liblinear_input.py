@@ -1,5 +1,5 @@
 """The LIBLINEAR members' boundary (one clear SVMInputError, before any model is built) and their invariances
-(hypothesis: a permutation of the points, a relabelling of the classes, the two classes swapped)."""
+(hypothesis: a permutation of the points, a relabelling of the classes, the two classes swapped, the units)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
 
 from formulations.errors import SVMInputError
-from formulations.family import crammer_singer, squared_hinge
+from formulations.family import MEMBERS, crammer_singer, squared_hinge
+from formulations.family.common import FamilyData
 from solvers import solution as st
 from solvers import family
 
@@ -130,3 +131,43 @@ def test_squared_hinge_invariant_to_point_order_and_label_swap(iris, order, form
     assert abs(base.objective - swapped.objective) <= 1e-7 * base.objective
     assert np.linalg.norm(base.w + swapped.w) <= 1e-5 * np.linalg.norm(base.w)
     assert abs(base.b + swapped.b) <= 1e-5 * np.max(np.abs(base.decision))
+
+
+@pytest.fixture(scope="module")
+def optima(iris):
+    """Each member's verified optimum on the iris subset (Clarabel), solved once."""
+    X, y = iris
+    two = _two_class(iris)
+    return {"squared_hinge": (two, _solve("squared_hinge", *two, form="primal")),
+            "crammer_singer": ((X, y), _solve("crammer_singer", X, y, form="primal"))}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(log_s=hs.floats(-3.0, 3.0), member=hs.sampled_from(["squared_hinge", "crammer_singer"]))
+def test_the_verdict_is_the_same_in_any_units(optima, log_s, member):
+    """(s X, C / s^2) has the optimum w* / s with the same decision values and multipliers alpha* / s^2: that point is
+    verified in any units s, and the same point with w moved by 1e-3 of its norm is refused (the closing step's
+    verdict, solvers.family.close, recomputed from the point)."""
+    (X, y), sol = optima[member]
+    s = 10.0 ** log_s
+    Xs, Cs, ws = X * s, 0.7 / s**2, sol.w / s
+    if member == "squared_hinge":
+        signs = np.where(y == y.max(), 1.0, -1.0)
+        values = {"w": ws, "b": sol.b, "alpha": sol.alpha / s**2}
+        codes = signs
+    else:
+        codes = np.searchsorted(np.unique(y), y)
+        values = {"w": ws.ravel(), "alpha": (0.7 * np.eye(3)[codes] - sol.alpha).ravel() / s**2}
+    params = {"C": Cs, "intercept": "free" if member == "squared_hinge" else "none", "intercept_scaling": None}
+
+    def verdict(point):
+        module = crammer_singer if member == "crammer_singer" else squared_hinge
+        cond = module.conditions(point, FamilyData(codes, Xs), params, "primal")
+        claim = st.Solution(formulation=f"{member}_primal", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
+                            solver_status=st.OPTIMAL, raw_status="claimed", objective=cond.primal_objective)
+        return family.close(claim, point, FamilyData(codes, Xs), params, "primal", MEMBERS[member], 1e-4).status
+
+    assert verdict(values) == st.OPTIMAL
+    step = np.random.default_rng(3).normal(size=values["w"].shape)
+    moved = {**values, "w": values["w"] + 1e-3 * np.linalg.norm(values["w"]) * step / np.linalg.norm(step)}
+    assert verdict(moved) == st.OPTIMAL_INACCURATE
