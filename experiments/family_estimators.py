@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator import (PIPELINE_ADVICE, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
+from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
 from formulations.errors import SVMInputError
 from formulations.family import MEMBERS
@@ -78,8 +78,8 @@ def _point(sol) -> dict:
 
 
 def _support(point: dict, bound: float, proved: bool) -> np.ndarray:
-    """Where alpha (or alpha*) is nonzero: exactly for a proved optimum (its zeros are exact), above AT_BOUND of the
-    bound for a solver's point."""
+    """Where alpha (or alpha*) is nonzero: exactly for a proved optimum (its zeros are exact), above AT_BOUND of
+    `bound` (the box's bound, or the largest coefficient) for a solver's point."""
     alpha = np.asarray(point["alpha"], dtype=float)
     if "alpha_star" in point:
         alpha = np.maximum(alpha, np.asarray(point["alpha_star"], dtype=float))
@@ -150,7 +150,8 @@ class NuSVMClassifier(SVMClassifier):
         return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, nu, *_) -> _PairFit:
-        """The pair's nu-SVC, in LIBSVM's scale (coef = y alpha / rho, b / rho: f / rho, module docstring)."""
+        """The pair's nu-SVC, in LIBSVM's scale (coef = y alpha / rho, b / rho: f / rho, module docstring). `*_`:
+        what SVMClassifier's SMO path hands a pair (its first solve), which nu-SVC has not."""
         K_pair = K[np.ix_(rows, rows)] if K is not None else None
         sol, stopped_early = _solve_member(self, NU_SVC, None if K is not None else X[rows], K_pair, signs,
                                            {"nu": nu})
@@ -256,8 +257,7 @@ class _FamilyModel(BaseEstimator):
         self.fit_status_ = int(stopped_early)
         self.solution_ = sol
         if stopped_early:
-            warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  Consider pre-processing your data "
-                          "with StandardScaler or MinMaxScaler.", category=ConvergenceWarning, stacklevel=3)
+            warnings.warn(_EARLY_STOP.format(self.max_iter), ConvergenceWarning, stacklevel=3)
 
     @property
     def n_support_(self) -> np.ndarray:
