@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
+from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, _blas_threads_for, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
 from formulations.errors import SVMInputError
 from formulations.family import MEMBERS
@@ -58,10 +58,12 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     formulation = f"{member}_kernel_dual"
     kwargs = {"layer": est.layer, "backend": est.backend, "profile": est.profile,
               **iteration_options(est.backend, est.max_iter)}
-    if K is not None:
-        sol = family_solve(formulation, None, y, K=K, **params, **kwargs)
-    else:
-        sol = family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
+    n = K.shape[0] if K is not None else X.shape[0]
+    with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
+        if K is not None:
+            sol = family_solve(formulation, None, y, K=K, **params, **kwargs)
+        else:
+            sol = family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
     return sol, est._accept(sol, formulation)
 
 
