@@ -171,6 +171,44 @@ def _warn_indefinite(fits) -> None:
                       stacklevel=3)
 
 
+def check_libsvm_parameters(est) -> None:
+    """The parameters every LIBSVM estimator of scikit-learn shares (kernel, degree, coef0, tol, cache_size,
+    max_iter, shrinking, verbose), each refused with a message naming it (scikit-learn's constraints)."""
+    def refuse(name, what):
+        raise SVMInputError(f"{name} must be {what}, got {getattr(est, name)!r}")
+
+    def is_real(v):
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
+
+    if not callable(est.kernel) and est.kernel not in KERNEL_CHOICES:
+        raise SVMInputError(f"kernel must be one of {KERNEL_CHOICES} or a callable, got {est.kernel!r}")
+    if not (isinstance(est.degree, numbers.Integral) and not isinstance(est.degree, bool) and est.degree >= 0):
+        refuse("degree", "an integer >= 0")
+    if not (is_real(est.coef0) and math.isfinite(est.coef0)):
+        refuse("coef0", "a finite number")
+    if not (is_real(est.tol) and est.tol > 0):
+        refuse("tol", "a number > 0")
+    if not (is_real(est.cache_size) and est.cache_size > 0):
+        refuse("cache_size", "a number > 0")
+    if not (isinstance(est.max_iter, numbers.Integral) and not isinstance(est.max_iter, bool)
+            and est.max_iter >= -1 and est.max_iter != 0):
+        refuse("max_iter", "-1 (no cap) or an integer >= 1")
+    for name in ("shrinking", "verbose"):
+        if not isinstance(getattr(est, name), (bool, np.bool_)):
+            refuse(name, "True or False")
+
+
+def iteration_options(backend: str, max_iter: int) -> dict:
+    """{"options": {the backend's iteration option: max_iter}} for a cap (the backend's record), {} for -1."""
+    if max_iter == -1:
+        return {}
+    record = get_record(backend)
+    option = record.iteration_limit_option if record is not None else None
+    if option is None:
+        raise SVMInputError(f"max_iter: backend {backend!r} has no iteration limit to set")
+    return {"options": {option: int(max_iter)}}
+
+
 class SVMClassifier(ClassifierMixin, BaseEstimator):
     """SVM classifier solved by the project's formulations and backends (SVC's interface and defaults).
 
@@ -340,37 +378,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_svc_parameters(self) -> None:
         """SVC's own parameters, each refused with a message naming it (scikit-learn's constraints for SVC)."""
-        def refuse(name, what):
-            raise SVMInputError(f"{name} must be {what}, got {getattr(self, name)!r}")
-
-        def is_real(v):
-            return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
-
-        if not callable(self.kernel) and self.kernel not in KERNEL_CHOICES:
-            raise SVMInputError(f"kernel must be one of {KERNEL_CHOICES} or a callable, got {self.kernel!r}")
+        check_libsvm_parameters(self)
         if self.decision_function_shape not in ("ovr", "ovo"):
             raise SVMInputError(
                 f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
-        if not (isinstance(self.degree, numbers.Integral) and not isinstance(self.degree, bool) and self.degree >= 0):
-            refuse("degree", "an integer >= 0")
-        if not (is_real(self.coef0) and math.isfinite(self.coef0)):
-            refuse("coef0", "a finite number")
-        if not (is_real(self.tol) and self.tol > 0):
-            refuse("tol", "a number > 0")
-        if not (is_real(self.cache_size) and self.cache_size > 0):
-            refuse("cache_size", "a number > 0")
-        if not (isinstance(self.max_iter, numbers.Integral) and not isinstance(self.max_iter, bool)
-                and self.max_iter >= -1 and self.max_iter != 0):
-            refuse("max_iter", "-1 (no cap) or an integer >= 1")
-        for name in ("shrinking", "verbose", "break_ties"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                refuse(name, "True or False")
+        if not isinstance(self.break_ties, (bool, np.bool_)):
+            raise SVMInputError(f"break_ties must be True or False, got {self.break_ties!r}")
         if self.probability != "deprecated":
             if not isinstance(self.probability, (bool, np.bool_)):
-                refuse("probability", "True or False")
+                raise SVMInputError(f"probability must be True or False, got {self.probability!r}")
+            name = type(self).__name__
             warnings.warn(
-                "The `probability` parameter was deprecated in scikit-learn 1.9 (SVC) and SVMClassifier "
-                "ignores it: it has no predict_proba. Use CalibratedClassifierCV(SVMClassifier(), "
+                f"The `probability` parameter was deprecated in scikit-learn 1.9 (SVC) and {name} "
+                f"ignores it: it has no predict_proba. Use CalibratedClassifierCV({name}(), "
                 "ensemble=False) for probabilities.", FutureWarning, stacklevel=3)
 
     def _resolved_formulation(self) -> str:
@@ -513,26 +533,34 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
-        fits = []
         if K is None:  # features, not a precomputed or callable kernel's Gram matrix
             check_scaling(X, advice=PIPELINE_ADVICE)  # warned at the caller of fit
+        row_C = C_samples
+        if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
+            row_C = np.full(y_index.size, math.nan)
+            row_C[kept] = C_samples
         with warnings.catch_warnings():  # said once above, with the estimator's advice, not once per pair
             warnings.simplefilter("ignore", BadScalingWarning)
-            for i, j in _class_pairs(self.classes_.size):
-                in_pair = np.isin(y_index[kept], (i, j))
-                rows = kept[in_pair]
-                pair_C = C_samples[in_pair] if isinstance(C_samples, np.ndarray) else C_samples  # C of `kept`
-                began = time.perf_counter()
-                fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0),
-                                           pair_C))
-                if self.verbose:
-                    sol = fits[-1].solution
-                    print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
-                          f"via {self.layer}/{self.backend}, {sol.iterations} iterations, "
-                          f"{time.perf_counter() - began:.3g} s")
+            fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
         self._store(X, y_index, fits)
         _warn_indefinite(fits)
         return self
+
+    def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
+        """Every pair of classes fitted (one-vs-one, LIBSVM's order) through _fit_pair. row_C: C, or C_i by row of
+        X."""
+        fits = []
+        for i, j in _class_pairs(self.classes_.size):
+            rows = kept[np.isin(y_index[kept], (i, j))]
+            pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+            began = time.perf_counter()
+            fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0), pair_C))
+            if self.verbose:
+                sol = fits[-1].solution
+                print(f"[{type(self).__name__}] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
+                      f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
+                      f"{time.perf_counter() - began:.3g} s")
+        return fits
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
@@ -540,13 +568,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _solve_kwargs(self) -> dict:
         kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
-        if self.max_iter != -1:
-            record = get_record(self.backend)
-            option = record.iteration_limit_option if record is not None else None
-            if option is None:
-                raise SVMInputError(f"max_iter: backend {self.backend!r} has no iteration limit to set")
-            kwargs["options"] = {option: int(self.max_iter)}
-        return kwargs
+        return {**kwargs, **iteration_options(self.backend, self.max_iter)}
 
     def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C) -> st.Solution:
         """The pair's solve from its features. The sigmoid kernel is solved where its Gram matrix is indefinite, as

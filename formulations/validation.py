@@ -125,6 +125,42 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     The sorted first label becomes -1 and the second +1 (scikit-learn's order of
     `classes_`), so labels that are already {-1, +1} keep their signs.
     """
+    arr, classes = _label_classes(y, n)
+    if classes.size != 2:
+        raise SVMInputError(
+            f"y must contain exactly two classes, found {classes.size} class"
+            f"{'es' if classes.size != 1 else ''}: {[_plain(c) for c in classes[:5]]}"
+            f"{' ...' if classes.size > 5 else ''}"
+        )
+    labels = LabelMap(negative=_plain(classes[0]), positive=_plain(classes[1]))
+    signs = np.where(arr == classes[1], 1.0, -1.0)
+    return signs, labels
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """How a multiclass SVM's labels map to the codes 0..k-1 (the sorted classes' order, scikit-learn's `classes_`)."""
+
+    classes: tuple
+
+    def as_dict(self) -> dict[str, int]:
+        return {str(c): code for code, c in enumerate(self.classes)}
+
+    def inverse(self, codes: np.ndarray) -> np.ndarray:
+        return np.asarray(self.classes, dtype=object)[np.asarray(codes)]
+
+
+def check_classes(y, n: int | None = None) -> tuple[np.ndarray, ClassMap]:
+    """Labels of two or more classes (a multiclass SVM's) as codes 0..k-1, with the ClassMap kept."""
+    arr, classes = _label_classes(y, n)
+    if classes.size < 2:
+        raise SVMInputError(f"y must contain at least two classes for a multiclass SVM, found {classes.size}: "
+                            f"{[_plain(c) for c in classes]}")
+    return np.searchsorted(classes, arr).astype(np.intp), ClassMap(tuple(_plain(c) for c in classes))
+
+
+def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """y as a one-dimensional array of finite labels of one type (matching n rows), and its sorted classes."""
     refuse_masked(y, "y")
     arr = np.asarray(y)
     if arr.ndim == 2 and 1 in arr.shape:
@@ -151,17 +187,9 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     except TypeError:  # labels of mixed types (e.g. 1 and "a") cannot be ordered
         kinds = sorted({type(v).__name__ for v in arr})
         raise SVMInputError(
-            f"y mixes label types ({', '.join(kinds)}); use one type for the two classes"
+            f"y mixes label types ({', '.join(kinds)}); use one type for the classes"
         ) from None
-    if classes.size != 2:
-        raise SVMInputError(
-            f"y must contain exactly two classes, found {classes.size} class"
-            f"{'es' if classes.size != 1 else ''}: {[_plain(c) for c in classes[:5]]}"
-            f"{' ...' if classes.size > 5 else ''}"
-        )
-    labels = LabelMap(negative=_plain(classes[0]), positive=_plain(classes[1]))
-    signs = np.where(arr == classes[1], 1.0, -1.0)
-    return signs, labels
+    return arr, classes
 
 
 def _plain(value):

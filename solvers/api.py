@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 import formulations
-from formulations import kernels, penalty, scaling, validation
+from formulations import family, kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
 from solvers import solution as st
@@ -201,6 +201,10 @@ def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_f
                     standardize, method):
     """Every argument of `solve` checked before any model is built: (X, y, labels, C, kernel, time_limit,
     options), or an SVMInputError naming the bad one."""
+    if formulation in family.formulations():  # the family's members take nu, epsilon: their own entry point
+        raise validation.SVMInputError(
+            f"{formulation!r} is a member of the SVM family: solve it with solvers.family.solve(formulation, X, y, "
+            "layer=..., backend=..., nu=..., C=..., epsilon=...)")
     if formulation not in formulations.QP_FORMULATIONS:
         raise validation.SVMInputError(
             f"unknown formulation {formulation!r}; choose one of {list(formulations.QP_FORMULATIONS)}"

@@ -315,3 +315,28 @@ def test_certificate_bad_C_other_layer_and_update_time(page, tmp_path):
     if os.environ.get("EXPLORER_SCREENSHOT"):  # how the README's results/explorer.png was made
         shutil.copy(screenshot, os.environ["EXPLORER_SCREENSHOT"])
     assert not tab.console_errors, tab.console_errors
+
+
+def test_member_chooser_switches_to_epsilon_svr_and_shows_its_tube(page, tmp_path):
+    """One switch of member: the regressions read the plane as 1-D data, and the page's P*, D*, b* are
+    solvers.family.solve's on the points it exports."""
+    from solvers.family import solve as family_solve
+
+    tab = page
+    before = _request_number(tab)
+    tab.get_by_label("Member").select_option("epsilon-SVR")
+    _wait_until(lambda: _shown_request(tab) > before and _text(tab, "member") == "eps_svr", "the epsilon-SVR solve")
+    _wait_shown(tab, before)
+    assert _text(tab, "status") == "optimal" and _text(tab, "formulation") == "eps_svr_kernel_dual"
+    frame = _export_points(tab, tmp_path)
+    assert len(frame) == _points(tab) == 40
+    ref = family_solve("eps_svr_primal", frame[["x1"]].to_numpy(), frame["x2"].to_numpy(), layer="pyomo",
+                       backend="clarabel", C=float(_text(tab, "C")), epsilon=float(_text(tab, "epsilon")),
+                       profile="high")
+    assert ref.status == "optimal"
+    P, D = float(_text(tab, "P* (primal objective)")), float(_text(tab, "D* (dual objective)"))
+    assert P == pytest.approx(ref.checks["primal_objective"], rel=REL) and D == pytest.approx(P, rel=REL)
+    f_scale = float(np.abs(frame["x2"]).max())  # b in the targets' units
+    assert abs(float(_text(tab, "b*")) - ref.b) <= REL * f_scale + 5e-6 * abs(ref.b)  # shown to 6 digits
+    tab.screenshot(path=str(tmp_path / "explorer_eps_svr.png"))
+    assert not tab.console_errors, tab.console_errors

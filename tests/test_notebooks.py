@@ -29,6 +29,7 @@ EXPECTED_FIGURES = {
     "03_kernels.py": ["03_exercise_5_5_surface.png", "demo_compare.png"],
     "04_perceptron.py": ["perceptron_vs_svm.png"],
     "05_choosing_C.py": ["05_grid_search_heatmap.png", "choose_C_cv.png", "choose_C_path.png"],
+    "06_svm_family.py": ["06_nu_property.png", "06_one_class_boundary.png", "06_svr_tube.png"],
 }
 
 

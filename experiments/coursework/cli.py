@@ -8,6 +8,7 @@ from pathlib import Path
 
 from experiments.coursework.choosing_C import choose_C
 from experiments.coursework.demos import demo_compare, demo_linear, demo_rbf
+from experiments.coursework.family import svm_family
 from experiments.coursework.fitting import DEFAULT_BACKEND, DEFAULT_LAYER
 from experiments.coursework.perceptron_vs_svm import perceptron_vs_svm
 from experiments.coursework.section import Section
@@ -38,6 +39,8 @@ COURSEWORK_SUITES: dict[str, CourseworkSuite] = {
                         "regularization path", choose_C),
         CourseworkSuite("perceptron-vs-svm", "the perceptron's line beside the maximum-margin line, "
                         "with both margins", perceptron_vs_svm),
+        CourseworkSuite("family", "the SVM family (nu-SVC, one-class, epsilon-SVR, nu-SVR): primal and dual in both "
+                        "layers, P* = D*, the multipliers' meaning, nu's bounds on the fractions", svm_family),
     )
 }
 

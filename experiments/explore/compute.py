@@ -46,8 +46,11 @@ STARTS = {  # the page's start data: name -> Dataset factory (None: an empty pla
     "exercise_5_4": exercise_5_4,
     "gendata(20, 20)": lambda: gendata(20, 20, seed=0),
     "overlapping(200)": lambda: overlapping(200, seed=1),
+    "sine(40) (regression)": lambda: sine_points(40, seed=0),
     "empty": None,
 }
+#: the start data of the regressions (x1: the input, x2: the target); the others read the plane as two classes
+REGRESSION_START = "sine(40) (regression)"
 GRID_SIZE = 120  # decision values on GRID_SIZE^2 points: smooth contours, a few ms for a kernel at n = 200
 GRID_CHUNK = 2_000  # grid points per kernel block: GRID_CHUNK x MAX_POINTS doubles (16 MB) at a time
 #: A page's request (its solve, and the other layer's if asked) stops at this many seconds (solvers.api's
@@ -56,6 +59,21 @@ SOLVE_TIME_LIMIT_S = 30.0
 #: The most points a page solves; the page says so past it (larger data: python -m experiments.run --data).
 MAX_POINTS = 1_000
 CODE_NAMES = {recovery.ZERO: "not SV", recovery.FREE: "free SV", recovery.AT_BOUND: "SV at bound C"}
+
+
+@dataclass(frozen=True)
+class PlanePoints:
+    """Points of the plane with their labels, as a start data set gives them."""
+
+    X: np.ndarray
+    y: np.ndarray
+
+
+def sine_points(n: int = 40, seed: int = 0) -> PlanePoints:
+    """1-D regression data on the plane: x1 uniform in [0, 6], x2 = sin(x1) + noise (labels all +1, unused)."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0.0, 6.0, n))
+    return PlanePoints(np.column_stack([x, np.sin(x) + 0.15 * rng.standard_normal(n)]), np.ones(n))
 
 
 def available_backends(layer: str) -> list[str]:
@@ -310,9 +328,15 @@ def layers_table(result: Exploration) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def points_csv(X, y) -> str:
-    """The points as CSV text that `python -m experiments.run --data FILE --label-column label` reads."""
-    X, y = check_points(X, y)
+def points_csv(X, y, labelled: bool = True) -> str:
+    """The points as CSV text that `python -m experiments.run --data FILE --label-column label` reads. Points
+    the page does not read as two classes (`labelled` False: the one-class SVM's, the regressions' x1 -> x2)
+    need no point of each class."""
+    if labelled:
+        X, y = check_points(X, y)
+    else:
+        X = np.asarray(X, dtype=float).reshape(-1, 2)
+        y = np.asarray(y, dtype=float).reshape(-1)
     frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], LABEL_COLUMN: y.astype(int)})
     buffer = io.StringIO()
     frame.to_csv(buffer, index=False, float_format="%.17g")

@@ -33,6 +33,8 @@ from bokeh.plotting.contour import contour_data
 from bokeh.transform import factor_cmap, factor_mark
 
 from experiments.explore import compute as ec
+from experiments.explore import family as ef
+from experiments.explore.family_view import FamilyView
 from experiments.separability import format_certificate, hull_outline
 from formulations import recovery
 from formulations.errors import SVMInputError
@@ -63,13 +65,13 @@ def summary_html(result: ec.Exploration) -> str:
     rows = []
     summary = result.summary()
     w = summary.pop("w*")
-    lower, upper = summary.pop("b interval")
+    lower, upper = summary.pop("b interval", (None, None))
     items = list(summary.items())
     items.insert(list(summary).index("b*"), ("w*", w))
     for key, value in items:
         rows.append(f'<tr><th style="text-align:left;padding-right:1em">{html.escape(key)}</th>'
                     f'<td data-key="{html.escape(key)}">{html.escape(_fmt(value))}</td></tr>')
-        if key == "b*":
+        if key == "b*" and lower is not None:
             rows.append(f'<tr><th style="text-align:left">b valid interval (KKT)</th>'
                         f'<td data-key="b interval">[{_fmt(lower)}, {_fmt(upper)}]</td></tr>')
     if w is not None:
@@ -83,7 +85,19 @@ def summary_html(result: ec.Exploration) -> str:
 LEGEND_ROOM = 150
 
 
-class ExplorerPage:
+#: what a click on the plane adds, and what the bar plot's dashed line is, by member
+PLANE_TITLES = {ef.C_SVM: "Click: add a point of the selected class; drag: move it",
+                ef.ONE_CLASS: "Click: add a point (one class: its colour is ignored); drag: move it",
+                ef.EPS_SVR: "Click: add a point (x: input, y: its target); drag: move it",
+                ef.NU_SVR: "Click: add a point (x: input, y: its target); drag: move it"}
+BAR_TITLES = {ef.C_SVM: "alpha* per point (dual variables; dashed: C)",
+              ef.NU_SVC: "alpha* per point (dual variables; dashed: their bound 1/l)",
+              ef.ONE_CLASS: "alpha* per point (dual variables; dashed: their bound 1/(nu l))",
+              ef.EPS_SVR: "alpha - alpha* per point (dual variables; dashed: C)",
+              ef.NU_SVR: "alpha - alpha* per point (dual variables; dashed: their bound C/l)"}
+
+
+class ExplorerPage(FamilyView):
     """Widgets, figures and the request loop of one session."""
 
     def __init__(self, start: str = "example_5_1"):
@@ -98,8 +112,11 @@ class ExplorerPage:
         self._ready = pn.state.curdoc is None
         self._build_widgets(start)
         self._build_plane()
+        self._build_family_renderers()
         self._build_alpha_plot()
+        self._build_nu_plot()
         self._build_layout()
+        self._member_changed()
         self._load_start()
         if not self._ready:
             pn.state.onload(self._loaded)
@@ -114,6 +131,9 @@ class ExplorerPage:
         w = pn.widgets
         self.start = w.Select(label="Start from", options=list(ec.STARTS), value=start, width=160)
         self.load = w.Button(label="Load", color="primary", width=80)
+        self.member = w.Select(label="Member", options=list(ef.MEMBER_LABELS), value="C-SVM", width=130)
+        self.nu = w.FloatSlider(label="nu", start=0.01, end=1.0, step=0.01, value=0.3, width=190)
+        self.epsilon = w.FloatInput(label="epsilon (tube)", value=0.1, start=0.0, step=0.05, width=110)
         self.point_class = w.RadioButtonGroup(label="Class of a new point", options=CLASSES, value="+1",
                                               color="default", width=120)
         self.log_C = w.FloatSlider(label="log10 C", start=C_SLIDER[0], end=C_SLIDER[1], step=C_SLIDER[2],
@@ -148,9 +168,10 @@ class ExplorerPage:
         self.log_C.param.watch(self._slider_moved, "value")
         self.C_text.param.watch(self._C_typed, "value")
         self.kernel.param.watch(self._kernel_changed, "value")
+        self.member.param.watch(lambda _event: self._member_changed(load=True), "value")
         self.layer.param.watch(self._layer_changed, "value")
         for widget in (self.hard, self.formulation, self.gamma, self.degree, self.coef0, self.backend,
-                       self.profile, self.method, self.compare):
+                       self.profile, self.method, self.compare, self.nu, self.epsilon):
             widget.param.watch(lambda _event: self.request(), "value")
 
     def _build_plane(self) -> None:
@@ -226,9 +247,10 @@ class ExplorerPage:
         self.bars = bars
 
     def _build_layout(self) -> None:
+        self.class_title = pn.pane.Markdown("**Class of a new point**")
         controls = pn.Column(
-            pn.Row(self.start, self.load), pn.pane.Markdown("**Class of a new point**"), self.point_class,
-            pn.Row(self.log_C, self.C_text), self.hard,
+            pn.Row(self.start, self.load), self.member, self.class_title, self.point_class,
+            pn.Row(self.log_C, self.C_text), self.hard, pn.Row(self.nu, self.epsilon),
             pn.Row(self.formulation, self.kernel), pn.Row(self.gamma, self.degree, self.coef0),
             pn.Row(self.layer, self.backend), pn.Row(self.profile, self.method), self.compare,
             self.csv, pn.pane.Markdown("PNG: the save icon in each plot's toolbar.", width=300),
@@ -236,11 +258,13 @@ class ExplorerPage:
                              f"{ec.MAX_POINTS:,} points.", width=300),
             pn.pane.Markdown("**Check an answer** (w, b, xi or alpha; .json or .csv, docs/grading.md) on these "
                              "points, with this C and kernel:", width=300), self.answer_file, width=350)
+        # shown for nu's members; a Column, as a Bokeh pane's own visibility follows its figure's
+        self.nu_pane = pn.Column(pn.pane.Bokeh(self.nu_plot))
         results = pn.Column(pn.Row(self.busy, self.state), self.message, self.answer_report, self.numbers,
                             self.layers, self.certificate)
         self.layout = pn.Column(
             pn.pane.Markdown("## SVM duality explorer: primal and dual, point by point"),
-            pn.Row(controls, pn.Column(pn.pane.Bokeh(self.plane), pn.pane.Bokeh(self.bars)), results))
+            pn.Row(controls, pn.Column(pn.pane.Bokeh(self.plane), pn.pane.Bokeh(self.bars), self.nu_pane), results))
 
     # ------------------------------------------------------------------ controls
 
@@ -265,6 +289,9 @@ class ExplorerPage:
         if not self.answer_file.value:
             return
         name = self.answer_file.filename or "answer.json"
+        if self.member_name() != ef.C_SVM:
+            self._show_answer_error("answers are checked against the C-SVM: choose the member C-SVM")
+            return
         try:
             text = self.answer_file.value.decode("utf-8")
             view = ec.check_answer(name, text, *self.current_points(), self.settings())
@@ -333,8 +360,45 @@ class ExplorerPage:
             self.backend.value = options[0]
         self.request()
 
-    def settings(self) -> ec.Settings:
-        """The controls as Settings (SVMInputError when C is not a number)."""
+    def member_name(self) -> str:
+        return ef.MEMBER_LABELS[self.member.value]
+
+    def _member_changed(self, load: bool = False) -> None:
+        """Show the member's own controls; the regressions read the plane as 1-D data (x1 in, x2 out), and a
+        change between them and the classifiers loads start data of the right kind."""
+        member = self.member_name()
+        regression, labelled = member in ef.REGRESSIONS, member in (ef.C_SVM, ef.NU_SVC)
+        self.log_C.visible = self.C_text.visible = member in (ef.C_SVM, *ef.REGRESSIONS)
+        self.hard.visible = self.method.visible = member == ef.C_SVM
+        self.nu.visible = member in ef.NU_MEMBERS
+        self.epsilon.visible = member == ef.EPS_SVR
+        self.point_class.visible = self.class_title.visible = labelled
+        self.nu_pane.visible = member in ef.NU_MEMBERS
+        self.plane.xaxis.axis_label = "x (input)" if regression else "x1"
+        self.plane.yaxis.axis_label = "y (target)" if regression else "x2"
+        self.bars.yaxis.axis_label = "alpha - alpha*" if regression else "alpha"
+        self.plane.title.text = PLANE_TITLES.get(member, PLANE_TITLES[ef.C_SVM])
+        self.bars.title.text = BAR_TITLES[member]
+        if not load:
+            return
+        if regression != (self.start.value == ec.REGRESSION_START):
+            self.start.value = ec.REGRESSION_START if regression else "example_5_1"  # its watcher loads and solves
+        else:
+            self.request()
+
+    def settings(self):
+        """The controls as Settings, or as FamilySettings for a family member (SVMInputError when C is not a
+        number)."""
+        member = self.member_name()
+        if member != ef.C_SVM:
+            C = ec.parse_C(self.C_text.value) if member in ef.REGRESSIONS else 1.0
+            if not math.isfinite(C):
+                raise SVMInputError("C must be finite for the regressions (inf is the C-SVM's hard margin)")
+            return ef.FamilySettings(member=member, nu=self.nu.value, C=C, epsilon=self.epsilon.value,
+                                     formulation=self.formulation.value, kernel=self.kernel.value,
+                                     gamma=self.gamma.value, degree=self.degree.value, coef0=self.coef0.value,
+                                     layer=self.layer.value, backend=self.backend.value, profile=self.profile.value,
+                                     compare_layers=self.compare.value)
         C = math.inf if self.hard.value else ec.parse_C(self.C_text.value)
         return ec.Settings(C=C, formulation=self.formulation.value, kernel=self.kernel.value,
                            gamma=self.gamma.value, degree=self.degree.value, coef0=self.coef0.value,
@@ -349,7 +413,8 @@ class ExplorerPage:
 
     def _csv_file(self) -> io.StringIO:
         try:
-            return io.StringIO(ec.points_csv(*self.current_points()))
+            labelled = self.member_name() in (ef.C_SVM, ef.NU_SVC)
+            return io.StringIO(ec.points_csv(*self.current_points(), labelled=labelled))
         except SVMInputError as exc:
             self._show_error_in_session(exc)
             return io.StringIO("")
@@ -397,6 +462,9 @@ class ExplorerPage:
     def _compute_if_current(self, generation: int, X, y, settings, window):
         if generation != self._generation:
             return None
+        if isinstance(settings, ef.FamilySettings):
+            return ef.explore_family(X, y, settings, window=window, time_limit=ec.SOLVE_TIME_LIMIT_S,
+                                     max_points=ec.MAX_POINTS, superseded=lambda: generation != self._generation)
         return ec.explore(X, y, settings, window=window, time_limit=ec.SOLVE_TIME_LIMIT_S, max_points=ec.MAX_POINTS)
 
     def _set_busy(self, busy: bool) -> None:
@@ -431,6 +499,7 @@ class ExplorerPage:
         for source in (self.hulls, self.hull_links, self.common, self.slacks, self.sv, self.info, self.alpha):
             source.data = {key: [] for key in source.data}
         self.C_line.visible = False
+        self._clear_family()
         self.numbers.object = ""
         self.layers.visible = self.certificate.visible = False
         self._sync_legend()
@@ -450,12 +519,16 @@ class ExplorerPage:
         self.message.alert_type = "warning"
         self.message.object = f"<span data-key='notice'>{html.escape(notice)}</span>"
         self.message.visible = bool(notice)
-        self._draw_solution(result)
-        self._draw_certificate(result)
+        if isinstance(result, ef.FamilyExploration):
+            self._draw_family(result)
+        else:
+            self._draw_solution(result)
+            self._draw_certificate(result)
         self._sync_legend()
         self.numbers.object = summary_html(result)
         if result.other is not None:
-            self.layers.object = ec.layers_table(result)
+            tables = ef.layers_table if isinstance(result, ef.FamilyExploration) else ec.layers_table
+            self.layers.object = tables(result)
             self.layers.visible = True
         elapsed = time.perf_counter() - self._requested_at
         self._set_busy(False)

@@ -267,5 +267,7 @@ for _name, _description in (
     ("seeds", "every worked example of the lecture notes (001, 002) against its published numbers, pass/fail"),
     ("choose-C", "k-fold cross-validated grid search over C and gamma, heat map, regularization path"),
     ("perceptron-vs-svm", "the perceptron's line beside the maximum-margin line, with both margins"),
+    ("family", "the SVM family (nu-SVC, one-class, epsilon-SVR, nu-SVR): every primal and dual in both layers, "
+               "P* = D*, the multipliers' meaning (rho, eps, alpha_i alpha*_i = 0), nu's bounds on the fractions"),
 ):
     register(Suite(_name, _description, lambda seed: [], section=_coursework_section(_name)))

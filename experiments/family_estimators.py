@@ -1,0 +1,426 @@
+r"""scikit-learn's NuSVC, SVR, NuSVR and OneClassSVM as the project's estimators, solved by the SVM family's kernel
+duals (formulations.family) through solvers.family.solve, every fit verified as SVMClassifier's.
+
+    NuSVMClassifier      NuSVC's drop-in: SVMClassifier's one-vs-one machinery (pairs, votes, "ovr", attributes),
+                         each pair the nu-SVC dual
+    SVMRegressor         SVR's drop-in: the epsilon-SVR dual
+    NuSVMRegressor       NuSVR's drop-in: the nu-SVR dual
+    OneClassSVMDetector  OneClassSVM's drop-in: the one-class dual
+
+A fit keeps the optimum the family's checks proved from the solver's point (extras["proved"]); a point they could
+not prove is kept with a ConvergenceWarning, a fit with no usable point raises SVMFitError (SVMClassifier._accept).
+The fitted attributes are scikit-learn's, in LIBSVM's scale (docs/family.md), from the formulations' with l points:
+
+    NuSVC        dual_coef_ = y alpha / rho, intercept_ = b / rho: decision_function = f / rho
+    OneClassSVM  dual_coef_ = nu l alpha, offset_ = nu l rho = -intercept_: decision_function = nu l f
+    SVR          dual_coef_ = alpha - alpha*, intercept_ = b: predict = f
+    NuSVR(C=c)   the formulation's C is c l (LIBSVM's C is C/l); then as SVR
+
+Weights: a sample of weight <= 0 is left out, as LIBSVM; the formulations have one bound for every point, so the
+remaining weights must be equal (SVR: C times that weight) or 1 (the nu members); other weights are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, OutlierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
+
+from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, _blas_threads_for, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
+                                   _PairFit, check_libsvm_parameters, iteration_options)
+from formulations.errors import SVMInputError
+from formulations.family import MEMBERS
+from formulations.family import validation as family_validation
+from formulations.family.common import AT_BOUND
+from formulations.family.names import EPS_SVR, NU_SVC, NU_SVR, ONE_CLASS
+from formulations.kernels import gram
+from formulations.scaling import BadScalingWarning, check_scaling
+from formulations.validation import refuse_masked
+from solvers.family import solve as family_solve
+
+__all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
+
+#: the fastest verified pair on the family's kernel duals (docs/family.md), as SVMClassifier's
+DEFAULT_LAYER, DEFAULT_BACKEND = "pyomo", "piqp"
+_ALL_NON_POSITIVE = "Invalid input - all samples have zero or negative weights."
+
+
+def _solve_member(est, member: str, X, K, y, params: dict):
+    """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
+    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
+    formulation = f"{member}_kernel_dual"
+    kwargs = {"layer": est.layer, "backend": est.backend, "profile": est.profile,
+              **iteration_options(est.backend, est.max_iter)}
+    n = K.shape[0] if K is not None else X.shape[0]
+    with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
+        if K is not None:
+            sol = family_solve(formulation, None, y, K=K, **params, **kwargs)
+        else:
+            sol = family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
+    return sol, est._accept(sol, formulation)
+
+
+def _point(sol) -> dict:
+    """The model's values: the proved optimum where the checks proved one, else the row's own point."""
+    proved = sol.extras.get("proved")
+    if proved is not None:
+        return proved
+    b = sol.b if math.isfinite(sol.b) else sol.extras.get("unverified", {}).get("b", math.nan)
+    point = {**sol.extras, "alpha": sol.alpha, "b": b}
+    if not np.all(np.isfinite(point["coef"])) or not math.isfinite(b):
+        raise SVMFitError(f"{sol.formulation}: the solver's point is not finite")
+    return point
+
+
+def _support(point: dict, bound: float, proved: bool) -> np.ndarray:
+    """Where alpha (or alpha*) is nonzero: exactly for a proved optimum (its zeros are exact), above AT_BOUND of
+    `bound` (the box's bound, or the largest coefficient) for a solver's point."""
+    alpha = np.asarray(point["alpha"], dtype=float)
+    if "alpha_star" in point:
+        alpha = np.maximum(alpha, np.asarray(point["alpha_star"], dtype=float))
+    return alpha > (0.0 if proved else AT_BOUND * bound)
+
+
+# --------------------------------------------------------------------------- NuSVC
+
+
+class NuSVMClassifier(SVMClassifier):
+    """NuSVC's interface and defaults: each pair of classes solved as the nu-SVC kernel dual (0 < alpha_i <= 1/l,
+    sum alpha_i = nu, sum alpha_i y_i = 0) and verified; the rest (one-vs-one, predict, decision_function,
+    attributes) as SVMClassifier's. nu in (0, 1] must be feasible for every pair's class balance:
+    nu <= 2 min(l_i, l_j) / (l_i + l_j). layer, backend, profile: as SVMClassifier's."""
+
+    def __init__(self, nu: float = 0.5, kernel="rbf", degree: int = 3, gamma="scale", coef0: float = 0.0,
+                 shrinking: bool = True, probability="deprecated", tol: float = 1e-3, cache_size: float = 200,
+                 class_weight=None, verbose: bool = False, max_iter: int = -1, decision_function_shape: str = "ovr",
+                 break_ties: bool = False, random_state=None, layer: str = DEFAULT_LAYER,
+                 backend: str = DEFAULT_BACKEND, profile: str = "default"):
+        self.nu = nu
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+        self.layer = layer
+        self.backend = backend
+        self.profile = profile
+
+    def _resolved_formulation(self) -> str:
+        self._check_svc_parameters()
+        return f"{NU_SVC}_kernel_dual"
+
+    def _resolved_C(self, formulation: str) -> float:
+        return family_validation.check_nu(self.nu)  # nu takes C's place in SVMClassifier's fit
+
+    def _sample_C(self, nu: float, y_index: np.ndarray, sample_weight):
+        try:
+            keep, weights = super()._sample_C(1.0, y_index, sample_weight)
+        except SVMInputError as exc:
+            if "same class" not in str(exc):
+                raise
+            raise SVMInputError(f"specified nu is infeasible: {exc} (nu-SVC needs nu <= 2 min(n+, n-)/n = 0 here)") \
+                from None
+        if isinstance(weights, np.ndarray) and not np.all(weights == 1.0):
+            raise SVMInputError("NuSVMClassifier takes sample_weight and class_weight of 0 (leave a sample out) or 1 "
+                                "only: the nu-SVC dual has one bound 1/l for every point")
+        return keep, nu
+
+    def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
+        for i, j in _class_pairs(self.classes_.size):  # every pair's nu checked before any solve
+            pair = y_index[kept][np.isin(y_index[kept], (i, j))]
+            try:
+                family_validation.check_nu_balance(C, np.where(pair == j, 1.0, -1.0))
+            except SVMInputError as exc:
+                raise SVMInputError(f"specified nu is infeasible for classes {self.classes_[i]!r} and "
+                                    f"{self.classes_[j]!r}: {exc}") from None
+        return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
+
+    def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, nu, *_) -> _PairFit:
+        """The pair's nu-SVC, in LIBSVM's scale (coef = y alpha / rho, b / rho: f / rho, module docstring). `*_`:
+        what SVMClassifier's SMO path hands a pair (its first solve), which nu-SVC has not."""
+        K_pair = K[np.ix_(rows, rows)] if K is not None else None
+        sol, stopped_early = _solve_member(self, NU_SVC, None if K is not None else X[rows], K_pair, signs,
+                                           {"nu": nu})
+        proved = "proved" in sol.extras
+        point = _point(sol)
+        rho = float(point["rho"])
+        if not rho > 0:
+            raise SVMFitError(f"nu-SVC's rho is {rho:g} for classes of this pair: its decision function f / rho, "
+                              "LIBSVM's, is not defined; try a smaller nu")
+        alpha = np.asarray(point["alpha"], dtype=float)
+        return _PairFit(rows, alpha * signs / rho, _support(point, 1.0 / rows.size, proved), float(point["b"]) / rho,
+                        sol, stopped_early)
+
+
+# --------------------------------------------------------------------------- one model: SVR, NuSVR, OneClassSVM
+
+
+class _FamilyModel(BaseEstimator):
+    """What SVR, NuSVR and OneClassSVM share: one kernel dual of the kept samples, f(x) = sum_SV dual_coef_
+    k(sv, x) + intercept_. The kernel, Gram matrix and acceptance are SVMClassifier's own."""
+
+    _member: str  # formulations.family's member name
+
+    _resolved_kernel = SVMClassifier._resolved_kernel
+    _training_gram = SVMClassifier._training_gram
+    _call_kernel = SVMClassifier._call_kernel
+    _sparse_options = SVMClassifier._sparse_options
+    _accept = SVMClassifier._accept
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+    def _parameters(self, n: int) -> dict:
+        """The member's parameters in the formulation's scale (n: the number of samples kept)."""
+        raise NotImplementedError
+
+    def _scale(self, n: int) -> float:
+        """LIBSVM's scale of the dual coefficients and intercept against the formulation's."""
+        return 1.0
+
+    def _fit(self, X, y, sample_weight):
+        refuse_masked(X, "X")
+        if sparse.issparse(X) and self.kernel == "precomputed":
+            raise TypeError("Sparse precomputed kernels are not supported.")
+        member = MEMBERS[self._member]
+        given = {name: getattr(self, name) for name in member.parameters}
+        family_validation.check_parameters(member, given)  # each refused by name before any work
+        check_libsvm_parameters(self)
+        self._raw_X = callable(self.kernel) and not _numeric(X)
+        if self._raw_X:  # X goes to the callable as given (scikit-learn's: strings too)
+            if y is not None:
+                check_consistent_length(X, y)
+                y = family_validation.check_targets(column_or_1d(y, warn=True), _num_rows(X))
+        elif y is None:
+            X = validate_data(self, X, dtype=np.float64, **self._sparse_options())
+        else:
+            refuse_masked(y, "y")
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, **self._sparse_options())
+        self._sparse = sparse.issparse(X) and not callable(self.kernel)
+        keep, weight = _kept(sample_weight, _num_rows(X))
+        if y is None and keep.size < 2:  # before the kernel: one point is its own region, nothing to learn
+            raise SVMInputError(f"{type(self).__name__} needs at least 2 samples, got n_samples = {keep.size}")
+        params = self._parameters(keep.size)
+        if weight != 1.0:
+            if "C" not in params or "nu" in params:
+                raise SVMInputError(f"{type(self).__name__} takes sample_weight of 0 (leave a sample out) or 1 only: "
+                                    "its dual has one bound for every point")
+            params["C"] *= weight  # LIBSVM's C_i = C w_i, one w for all
+        self.kernel_ = self._resolved_kernel(None if self._raw_X else X)
+        K = self._training_gram(X)
+        self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
+        if K is None:
+            check_scaling(X, advice=PIPELINE_ADVICE.replace("SVMClassifier", type(self).__name__))
+        began = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BadScalingWarning)
+            sol, stopped_early = _solve_member(self, self._member, None if K is not None else X[keep],
+                                               None if K is None else K[np.ix_(keep, keep)],
+                                               None if y is None else y[keep], params)
+        if self.verbose:
+            print(f"[{type(self).__name__}] {sol.status} via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
+                  f"{time.perf_counter() - began:.3g} s")
+        self._store(X, keep, sol, stopped_early)
+        return self
+
+    def _store(self, X, keep: np.ndarray, sol, stopped_early: bool) -> None:
+        proved = "proved" in sol.extras
+        point = _point(sol)
+        scale = self._scale(keep.size)
+        bound = max(np.max(np.abs(point["coef"])), np.finfo(float).tiny)
+        inside = _support(point, bound, proved)
+        self.support_ = keep[inside].astype(np.int32)
+        self.support_vectors_ = np.empty((0, 0)) if self.kernel == "precomputed" else _safe_indexing(X, self.support_)
+        self._X_fit = X if callable(self.kernel) else None
+        self._dual_coef = scale * np.asarray(point["coef"], dtype=float)[inside][None, :]
+        self.dual_coef_ = sparse.csr_matrix(self._dual_coef) if self._sparse else self._dual_coef
+        self.intercept_ = np.array([scale * float(point["b"])])
+        self._n_support = np.array([inside.sum()], dtype=np.int32)
+        self.n_iter_ = int(sol.iterations or 0)
+        self.fit_status_ = int(stopped_early)
+        self.solution_ = sol
+        if stopped_early:
+            warnings.warn(_EARLY_STOP.format(self.max_iter), ConvergenceWarning, stacklevel=3)
+
+    @property
+    def n_support_(self) -> np.ndarray:
+        """Number of support vectors (one entry, as scikit-learn's for SVR, NuSVR and OneClassSVM)."""
+        check_is_fitted(self, "_n_support")
+        return self._n_support
+
+    @property
+    def coef_(self):
+        """w = sum_SV dual_coef_ sv (linear kernel only), read-only, as scikit-learn's."""
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        check_is_fitted(self, "_n_support")
+        coef = self.support_vectors_.T @ self._dual_coef.ravel()
+        coef = np.asarray(coef, dtype=float).reshape(1, -1)
+        if self._sparse:
+            return sparse.csr_matrix(coef)
+        coef.flags.writeable = False
+        return coef
+
+    def _decision(self, X) -> np.ndarray:
+        """f(x) in LIBSVM's scale: sum_SV dual_coef_ k(sv, x) + intercept_."""
+        return self._decision_and_rounding(X)[0]
+
+    def _decision_and_rounding(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """f(x), and the rounding of its sum: 16 eps (sum_SV |dual_coef_ k(sv, x)| + |intercept_|)."""
+        check_is_fitted(self, "_n_support")
+        refuse_masked(X, "X")
+        if sparse.issparse(X) and not self._sparse and not callable(self.kernel):
+            raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
+        if not self._raw_X:
+            X = validate_data(self, X, dtype=np.float64, reset=False, **self._sparse_options())
+        if self.kernel == "precomputed":
+            if X.shape[1] != self.shape_fit_[0]:
+                raise SVMInputError(f"X.shape[1] = {X.shape[1]} should be equal to {self.shape_fit_[0]}, "
+                                    "the number of samples at training time")
+            G = X[:, self.support_]
+        elif callable(self.kernel):
+            G = self._call_kernel(X, self._X_fit)[:, self.support_]
+        else:
+            G = gram(self.kernel_, X, self.support_vectors_)
+        coef = self._dual_coef.ravel()
+        f = np.asarray(G @ coef, dtype=float).ravel() + self.intercept_[0]
+        terms = np.asarray(abs(G) @ np.abs(coef), dtype=float).ravel() + abs(self.intercept_[0])
+        return f, 16 * np.finfo(float).eps * terms
+
+
+def _kept(sample_weight, n: int) -> tuple[np.ndarray, float]:
+    """(the rows of weight > 0, their one weight); LIBSVM leaves samples of weight <= 0 out."""
+    if sample_weight is None:
+        return np.arange(n), 1.0
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim == 0:
+        weights = np.full(n, float(weights))
+    if weights.shape != (n,):
+        raise SVMInputError(f"sample_weight must have shape ({n},) (one weight per sample), got shape {weights.shape}")
+    if not np.all(np.isfinite(weights)):
+        raise SVMInputError("sample_weight must be finite")
+    keep = np.flatnonzero(weights > 0)
+    if keep.size == 0:
+        raise SVMInputError(_ALL_NON_POSITIVE)
+    if not np.all(weights[keep] == weights[keep[0]]):
+        raise SVMInputError("sample_weight must be equal on the samples it keeps (weight > 0): the family's duals "
+                            "have one bound for every point")
+    return keep, float(weights[keep[0]])
+
+
+class _Regressor(RegressorMixin, _FamilyModel):
+    def fit(self, X, y, sample_weight=None):
+        """Solve the member's kernel dual on (X, y) and keep the verified optimum."""
+        if y is None:
+            raise SVMInputError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        return self._fit(X, y, sample_weight)
+
+    def predict(self, X) -> np.ndarray:
+        """f(x) = sum_SV dual_coef_ k(sv, x) + intercept_."""
+        return self._decision(X)
+
+
+class SVMRegressor(_Regressor):
+    """SVR's interface and defaults, solved as the epsilon-SVR kernel dual (0 <= alpha, alpha* <= C,
+    sum (alpha - alpha*) = 0) and verified. C > 0, epsilon >= 0 (the tube's half-width); kernel, degree, gamma,
+    coef0 as SVR's; tol, shrinking, cache_size accepted for SVR's interface (the profile sets the accuracy);
+    max_iter caps the backend's iterations. layer, backend, profile: as SVMClassifier's."""
+
+    _member = EPS_SVR
+
+    def __init__(self, *, kernel="rbf", degree: int = 3, gamma="scale", coef0: float = 0.0, tol: float = 1e-3,
+                 C: float = 1.0, epsilon: float = 0.1, shrinking: bool = True, cache_size: float = 200,
+                 verbose: bool = False, max_iter: int = -1, layer: str = DEFAULT_LAYER,
+                 backend: str = DEFAULT_BACKEND, profile: str = "default"):
+        self.kernel, self.degree, self.gamma, self.coef0, self.tol = kernel, degree, gamma, coef0, tol
+        self.C, self.epsilon, self.shrinking, self.cache_size = C, epsilon, shrinking, cache_size
+        self.verbose, self.max_iter = verbose, max_iter
+        self.layer, self.backend, self.profile = layer, backend, profile
+
+    def _parameters(self, n: int) -> dict:
+        return {"C": float(self.C), "epsilon": float(self.epsilon)}
+
+
+class NuSVMRegressor(_Regressor):
+    """NuSVR's interface and defaults, solved as the nu-SVR kernel dual and verified: nu in (0, 1] bounds the
+    fraction of points outside the tube from above and of support vectors from below; the formulation's C is
+    C l (LIBSVM's C is the formulation's C / l, docs/family.md). layer, backend, profile: as SVMClassifier's."""
+
+    _member = NU_SVR
+
+    def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel="rbf", degree: int = 3, gamma="scale",
+                 coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3, cache_size: float = 200,
+                 verbose: bool = False, max_iter: int = -1, layer: str = DEFAULT_LAYER,
+                 backend: str = DEFAULT_BACKEND, profile: str = "default"):
+        self.nu, self.C, self.kernel, self.degree, self.gamma, self.coef0 = nu, C, kernel, degree, gamma, coef0
+        self.shrinking, self.tol, self.cache_size = shrinking, tol, cache_size
+        self.verbose, self.max_iter = verbose, max_iter
+        self.layer, self.backend, self.profile = layer, backend, profile
+
+    def _parameters(self, n: int) -> dict:
+        return {"C": float(self.C) * n, "nu": float(self.nu)}
+
+
+class OneClassSVMDetector(OutlierMixin, _FamilyModel):
+    """OneClassSVM's interface and defaults, solved as the one-class kernel dual (0 <= alpha_i <= 1/(nu l),
+    sum alpha_i = 1) and verified: decision_function = nu l f (LIBSVM's scale), positive inside the region;
+    offset_ = nu l rho; score_samples = decision_function + offset_. Needs two points at least.
+    layer, backend, profile: as SVMClassifier's."""
+
+    _member = ONE_CLASS
+
+    def __init__(self, *, kernel="rbf", degree: int = 3, gamma="scale", coef0: float = 0.0, tol: float = 1e-3,
+                 nu: float = 0.5, shrinking: bool = True, cache_size: float = 200, verbose: bool = False,
+                 max_iter: int = -1, layer: str = DEFAULT_LAYER, backend: str = DEFAULT_BACKEND,
+                 profile: str = "default"):
+        self.kernel, self.degree, self.gamma, self.coef0, self.tol, self.nu = kernel, degree, gamma, coef0, tol, nu
+        self.shrinking, self.cache_size, self.verbose, self.max_iter = shrinking, cache_size, verbose, max_iter
+        self.layer, self.backend, self.profile = layer, backend, profile
+
+    def _parameters(self, n: int) -> dict:
+        return {"nu": float(self.nu)}
+
+    def _scale(self, n: int) -> float:
+        return float(self.nu) * n
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Solve the one-class kernel dual on X (y is ignored, as scikit-learn's) and keep the verified optimum."""
+        self._fit(X, None, sample_weight)
+        self.offset_ = -self.intercept_[0]
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """nu l f(x): positive inside the learned region, negative outside (LIBSVM's scale). The proved optimum
+        puts the free support vectors on the boundary, at 0 up to the rounding of the kernel sum: a value within
+        that rounding is 0, so that a point's side does not depend on how the sum was rounded (dense or sparse X,
+        one point or many)."""
+        f, rounding = self._decision_and_rounding(X)
+        return np.where(np.abs(f) <= rounding, 0.0, f)
+
+    def score_samples(self, X) -> np.ndarray:
+        """decision_function(X) + offset_ (the kernel part, LIBSVM's scale)."""
+        return self.decision_function(X) + self.offset_
+
+    def predict(self, X) -> np.ndarray:
+        """+1 inside the region or on its boundary (decision value >= 0, scikit-learn's rule for outlier
+        detectors), -1 outside."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)

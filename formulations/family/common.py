@@ -1,0 +1,284 @@
+r"""What the family's members share: the box of the duals, their quadratic forms in both layers, and the maths
+of their optimality conditions.
+
+Every member's dual is a box-constrained QP with one or two equality rows,
+
+    min_a  1/2 a'Q a + p'a   s.t.  A a = c,  0 <= a_i <= U,
+
+(Q from K; a holds alpha, and alpha* for the regressions), and its equality rows split the coordinates into
+groups that each carry one multiplier t (nu-SVC: the two classes, t_+ = rho - b and t_- = rho + b; the one-class
+SVM: t = rho; epsilon-SVR: t = b for alpha and alpha* with opposite signs; nu-SVR: t = b + eps for alpha,
+b - eps for alpha*). At the optimum each coordinate's reduced gradient G_i = s_i (h_i - t_g) (s_i = +1 or -1)
+satisfies
+
+    G_i >= 0 where a_i = 0,    G_i <= 0 where a_i = U,    G_i = 0 where 0 < a_i < U,
+
+and G_i is the point's distance to its margin or tube in the units of the margin (y_i f_i - rho, f_i,
+eps - |y_i - f_i|). `recover_multiplier` finds the t that makes these hold best, `box_residuals` measures what
+is left; the member modules say what h, s, t and the objectives are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+
+from formulations.kernel_dual import psd_constant
+from formulations.quadratic_form import QuadraticForm
+
+_TINY = np.finfo(float).tiny
+#: a multiplier within this fraction of its bound counts as at the bound when t is recovered (an interior
+#: point's 1e-9 U is a zero): the free ones then fix t, and without any t is the middle of its interval
+AT_BOUND = 1e-6
+
+
+# --------------------------------------------------------------------------- models
+
+
+def pyomo_box(U: float) -> tuple[float, float]:
+    """Pyomo bounds 0 <= a_i <= U (plain floats: the standard-form bridge reads them in one pass)."""
+    return (0.0, float(U))
+
+
+def cvxpy_box(U: float) -> list:
+    """cvxpy bounds 0 <= a_i <= U (bounds, not rows: formulations.model.alpha_bounds says why)."""
+    return [0.0, float(U)]
+
+
+def pyomo_quadratic(Q: np.ndarray, variables) -> QuadraticForm:
+    """x'Qx kept as the matrix (no Pyomo term per entry: formulations.quadratic_form)."""
+    return QuadraticForm(np.asarray(Q, dtype=float), variables)
+
+
+def cvxpy_quadratic(x, Q: np.ndarray):
+    """x'Qx for an affine x; Q is positive semidefinite by the kernel's Mercer condition (checked by the caller),
+    so cvxpy's own eigenvalue probe is skipped."""
+    return cp.quad_form(x, cp.psd_wrap(psd_constant(np.asarray(Q, dtype=float))))
+
+
+def paired(K: np.ndarray) -> np.ndarray:
+    """[[K, -K], [-K, K]]: (alpha - alpha*)' K (alpha - alpha*) as a form in (alpha, alpha*)."""
+    return np.block([[K, -K], [-K, K]])
+
+
+def squared_norm(pyomo_vars) -> object:
+    """sum_j v_j^2 of a Pyomo indexed variable."""
+    return pyo.quicksum(v ** 2 for v in pyomo_vars.values())
+
+
+# --------------------------------------------------------------------------- optimality conditions
+
+
+@dataclass
+class FamilyData:
+    """What a member's conditions are computed on: y (labels -1/+1, targets, or None), and X or K."""
+
+    y: np.ndarray | None
+    X: np.ndarray | None = None
+    K: np.ndarray | None = None
+
+    def times(self, v: np.ndarray) -> np.ndarray:
+        """K v, with K = X X' where no K is given (never formed)."""
+        return self.K @ v if self.K is not None else self.X @ (self.X.T @ v)
+
+    def weights(self, coef: np.ndarray) -> np.ndarray | None:
+        """w = sum_i coef_i x_i where the features are the data's own (None for a kernel)."""
+        return None if self.X is None else np.asarray(self.X.T @ coef, dtype=float).ravel()
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0] if self.X is not None else self.K.shape[0]
+
+    def max_diagonal(self) -> float:
+        """max_i K_ii (max_i ||x_i||^2 where no K is given), without forming K."""
+        if self.K is not None:
+            return float(np.max(np.diag(self.K)))
+        X = self.X
+        rows = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else np.einsum("ij,ij->i", X, X)
+        return float(np.max(rows))
+
+    def gram(self) -> np.ndarray:
+        """K as a dense matrix (X X' where no K is given): for the proof of the optimum."""
+        if self.K is not None:
+            return np.asarray(self.K, dtype=float)
+        G = self.X @ self.X.T
+        return np.asarray(G.toarray() if hasattr(G, "toarray") else G, dtype=float)
+
+
+@dataclass
+class Conditions:
+    """A member's point judged by its own optimality conditions, each residual on its own scale."""
+
+    primal_objective: float
+    dual_objective: float
+    scale: float  # the size of the objectives' terms: what the gap is relative to
+    residuals: dict[str, float]  # name -> relative residual (the verdict's bar applies to each)
+    decision: np.ndarray  # f(x_i) on the training points
+    coef: np.ndarray  # f(x) = sum_i coef_i k(x_i, x) + b
+    b: float = math.nan
+    w: np.ndarray | None = None
+    meaning: dict = field(default_factory=dict)  # rho, epsilon, the fractions nu bounds, ...
+    size: float = 1.0  # the margin's or the tube's size: what errors in f are measured against (set by the member)
+    alpha: np.ndarray | None = None  # the multipliers in the member's own terms where the rows' differ (Crammer-Singer)
+
+    @property
+    def gap(self) -> float:
+        return abs(self.primal_objective - self.dual_objective) / max(self.scale, _TINY)
+
+
+def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U: float) -> tuple[float, float, float]:
+    """The multiplier t of one group that best satisfies its coordinates' conditions, and the interval [lo, hi]
+    of such t: (t, lo, hi).
+
+    t minimises sum_i c_i(t), c_i = (a_i/U) max(0, G_i) + (1 - a_i/U) max(0, -G_i), G_i = s_i (h_i - t): each
+    coordinate's violation weighted by how far it is from the bound that would excuse it. The sum is convex and
+    piecewise linear in t, and its slope rises by exactly 1 at each h_i, so the minimiser is a weighted median of
+    the h_i: a free a_i pins t = h_i, and with none at bounds t is the middle of the optimal interval (LIBSVM's
+    rule). Weights within AT_BOUND of a bound are rounded to it.
+    """
+    frac = np.clip(np.asarray(a, dtype=float) / U, 0.0, 1.0)
+    frac[frac < AT_BOUND] = 0.0
+    frac[frac > 1.0 - AT_BOUND] = 1.0
+    below = np.where(s > 0, frac, 1.0 - frac)  # the slope's fall below h_i (it rises by 1 across h_i)
+    order = np.argsort(h, kind="stable")
+    hs = np.asarray(h, dtype=float)[order]
+    total = float(below.sum())
+    k = int(round(total))
+    if abs(total - k) <= 1e-9 * max(1.0, len(hs)):  # slope 0 on [h_(k), h_(k+1)]: every t there is optimal
+        lo = hs[k - 1] if k >= 1 else -math.inf
+        hi = hs[k] if k < len(hs) else math.inf
+        t = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else (lo if math.isfinite(lo) else hi)
+        return float(t), float(lo), float(hi)
+    t = float(hs[min(len(hs) - 1, max(0, math.ceil(total) - 1))])
+    return t, t, t
+
+
+def box_residuals(a: np.ndarray, U: float, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per coordinate: dual feasibility max(0, -a_i, a_i - U) / U, and complementarity
+    (a_i/U) max(0, G_i)/scale + (1 - a_i/U) max(0, -G_i)/scale (a_i > 0 only on or inside the margin, a_i < U
+    only on or outside it); `scale` is the size of what G compares (the margin, the tube). U = inf (no upper
+    bound, a squared hinge's dual): the a_i are measured against max a, and G_i >= 0 is asked of every point."""
+    finite = math.isfinite(U)
+    reach = U if finite else max(top(a), _TINY)
+    frac = np.clip(a / reach, 0.0, 1.0)
+    feasibility = np.maximum(0.0, np.maximum(-a, a - U)) / reach
+    below = (1.0 - frac) if finite else 1.0
+    comp = (frac * np.maximum(0.0, G) + below * np.maximum(0.0, -G)) / max(scale, _TINY)
+    return feasibility, comp
+
+
+def top(values) -> float:
+    """max |v| (0 for none)."""
+    values = np.asarray(values, dtype=float)
+    return float(np.max(np.abs(values))) if values.size else 0.0
+
+
+def fraction(mask) -> float:
+    return float(np.mean(mask)) if np.size(mask) else math.nan
+
+
+def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray) -> float:
+    """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f|
+    (max|f| / max ||x_i||): a primal's w against the one its multipliers make."""
+    rows = np.sqrt(np.max(np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply")
+                          else np.einsum("ij,ij->i", X, X)))
+    reach = top(f) / rows if rows > 0 else 0.0
+    return float(np.linalg.norm(w - w_alpha)) / max(float(np.linalg.norm(w)), reach, _TINY)
+
+
+
+# --------------------------------------------------------------------------- the optimum proved from the point
+
+
+@dataclass
+class BoxQP:
+    """A member's dual as min 1/2 a'Qa + p'a s.t. A a = c, 0 <= a <= U (a: alpha, or alpha then alpha*); A may
+    have no rows (a dual without a bias) and U may be inf (no upper bound: a squared hinge)."""
+
+    Q: np.ndarray
+    p: np.ndarray
+    A: np.ndarray
+    c: np.ndarray
+    U: float
+
+
+#: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
+PROOF_ROUNDS = 20
+#: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
+PROOF_RTOL = 1e-9
+
+
+def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
+    """The exact optimum of `qp` on the active set the point `a` suggests, or None where no guess is proved.
+
+    Coordinates within AT_BOUND of a bound are fixed there, and the free ones solve the linear KKT system
+    Q_FF a_F + A_F' mu = -p_F - Q_FB a_B,  A_F a_F = c - A_B a_B  (least squares: Q_FF is singular for a linear
+    kernel with fewer features than free points). The result is the optimum when every free a_i is in [0, U]
+    and some multipliers mu make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at
+    the lower bounds and <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose
+    coordinates are all at bounds leaves its multiplier an interval); otherwise the wrong guesses move and the
+    system is solved again."""
+    U = qp.U
+    a = np.asarray(a, dtype=float)
+    reach = U if math.isfinite(U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
+    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
+    for _ in range(PROOF_ROUNDS):
+        x = _solve_free(qp, state)
+        if x is None:
+            return None
+        unmet = np.abs(qp.A @ x - qp.c) > PROOF_RTOL * (np.abs(qp.A) @ np.abs(x) + np.abs(qp.c))
+        if unmet.any():  # the fixed coordinates leave the equalities no free coordinate to meet them with
+            return None
+        r = qp.Q @ x + qp.p
+        size = np.abs(qp.Q) @ np.abs(x) + np.abs(qp.p)
+        mu = _multipliers(qp.A, r, state)
+        size = size + np.abs(qp.A.T) @ np.abs(mu)
+        slack = PROOF_RTOL * max(float(size.max()), _TINY)
+        G = r + qp.A.T @ mu
+        free = state == 0
+        low, high = free & (x < -PROOF_RTOL * reach), free & (x > U + PROOF_RTOL * reach)
+        wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
+        if not (low.any() or high.any() or wrong.any()):
+            return np.clip(x, 0.0, U)
+        state[low], state[high] = -1, 1
+        state[wrong & ~free] = 0
+    return None
+
+
+def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """The equalities' multipliers mu that make G = r + A'mu most nearly what each coordinate's state asks
+    (0 free, >= 0 at the lower bound, <= 0 at the upper one): min s s.t. those within s, a small LP."""
+    from scipy.optimize import linprog  # deferred: only a proof needs it
+
+    k = A.shape[0]
+    if k == 0:  # no equalities (a dual without a bias): nothing to choose
+        return np.zeros(0)
+    unit = max(float(np.max(np.abs(r))), _TINY)  # the LP in units of r: HiGHS's tolerances are absolute
+    r = r / unit
+    rows, rhs = [], []
+    for sign, mask in ((1.0, state != -1), (-1.0, state != 1)):  # sign * G_i <= s
+        rows.append(np.hstack([sign * A[:, mask].T, -np.ones((int(mask.sum()), 1))]))
+        rhs.append(-sign * r[mask])
+    result = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
+                     bounds=[(None, None)] * k + [(0, None)], method="highs")
+    return unit * result.x[:k] if result.status == 0 else np.zeros(k)
+
+
+def _solve_free(qp: BoxQP, state: np.ndarray):
+    """a with the bound coordinates at their bounds and the free ones from the KKT system (least squares)."""
+    x = np.where(state == 1, qp.U, 0.0)
+    F = np.flatnonzero(state == 0)
+    B = state != 0
+    k = qp.A.shape[0]
+    # the equalities' rows times the size of Q: least squares then weighs them alike whatever the data's units
+    unit = max(float(np.max(np.abs(qp.Q))), _TINY)
+    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], unit * (qp.c - qp.A[:, B] @ x[B])])
+    M = np.block([[qp.Q[np.ix_(F, F)], unit * qp.A[:, F].T], [unit * qp.A[:, F], np.zeros((k, k))]])
+    if not np.all(np.isfinite(M)):
+        return None
+    x[F] = np.linalg.lstsq(M, rhs, rcond=None)[0][:len(F)]
+    return x

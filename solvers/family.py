@@ -1,0 +1,359 @@
+"""The SVM family's solves: data -> checked input -> model -> backend -> the member's own checks -> `Solution`.
+
+`solve(formulation, X, y, ...)` is solvers.api.solve for the family's members (formulations.family): the same
+backends and layers (solvers.registry), profiles, time limits (solvers.deadline; with a limit, in a process of
+the solve server, killed past it: solvers.isolation), and the same one constructor of a row from a backend's
+answer (solvers.closing.answered). Every row then goes through `close`, whatever produced its point:
+
+    read back   the member's variables and its rows' multipliers by their names (alpha, alpha_star, w, b, rho,
+                eps; margin, upper, lower, balance, total)
+    conditions  the member's optimality conditions recomputed from the point (formulations.family.<member>
+                .conditions): the primal and dual objectives, every residual on its own scale (the bounds relative
+                to the bound, the equalities to their size, complementarity in the units of the margin or the
+                tube, stationarity relative to ||w||), and what the multipliers mean (rho, eps, the fractions
+                nu bounds, the tube)
+    verdict     `optimal` only when the solver claimed an optimum AND the gap |P - D| (relative to the size of
+                the objectives' terms) and every residual are within the profile's check_tol, AND the solver's
+                objective is the one recomputed at its point; a claim the problem cannot have (the checked
+                inputs make every member feasible and bounded) is an `error` row; no point is reported as a
+                result without a verified or claimed optimum (solvers.checks.withhold_unverified)
+
+The member-specific values go in `Solution.extras` (rho, epsilon, the fractions, alpha_star, coef: f(x) =
+sum_i coef_i k(x_i, x) + b); `Solution.alpha` is alpha (alpha_star is in extras for the regressions).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from functools import partial
+
+import numpy as np
+
+from formulations import family, kernels, validation
+from formulations.family import validation as family_validation
+from formulations.family import common
+from formulations.family.common import FamilyData
+from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
+from solvers import isolation
+from solvers import solution as st
+from solvers.checks import withhold_unverified
+from solvers.closing import answered
+from solvers.deadline import Deadline
+from solvers.errors import BackendError, UnsupportedModelError
+from solvers.profiles import PROFILES, get_profile, native_options
+from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
+
+#: The rows whose multipliers are a member's alpha and alpha* in a primal (d objective / d right-hand side of a
+#: >= row of a minimisation: >= 0 in both layers), and the dual rows whose multipliers the solver also reports.
+PRIMAL_ROWS = {"margin": "alpha", "upper": "alpha", "lower": "alpha_star"}
+DUAL_ROWS = ("balance", "total")
+VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
+
+
+def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
+          K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
+          memory_budget: float | None = None, intercept: str | None = None,
+          intercept_scaling: float | None = None) -> st.Solution:
+    """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
+
+    X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
+    targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
+    parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
+    .liblinear), checked first, and one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
+    kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
+    matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
+    (module docstring); extras hold the member's values.
+    """
+    began = time.perf_counter()
+    member, kind = family.member_of(formulation)
+    validation.check_choice("layer", layer, LAYERS)
+    validation.check_choice("backend", backend, BACKEND_NAMES)
+    validation.check_choice("profile", profile, PROFILES)
+    time_limit = validation.check_time_limit(time_limit)
+    options = validation.check_options(options)
+    params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon, "intercept": intercept,
+                                                         "intercept_scaling": intercept_scaling})
+    X, y, labels = _checked_data(member, kind, X, y, kernel, K)
+    if member.name == NU_SVC:
+        family_validation.check_nu_balance(params["nu"], y)
+    if kind == KERNEL_DUAL:
+        size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
+        validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
+        kernel = None if K is not None else validation.check_kernel(kernel)
+    if not isolation.ISOLATE:
+        check_time_limit(layer, backend, time_limit)
+    get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
+    deadline = Deadline(time_limit, began=began)
+    extras = {"member": member.name, "kind": kind, "parameters": params, "method": "full"}
+    if labels is not None:
+        extras["labels"] = labels.as_dict()
+    work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
+                   deadline=deadline, options=options, extras=extras)
+    sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
+                                                      backend=backend, profile=profile, deadline=deadline,
+                                                      extras=extras))
+    elapsed = time.perf_counter() - began
+    sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
+    return sol
+
+
+def _checked_data(member, kind: str, X, y, kernel, K):
+    """(X, y, labels): X checked (a precomputed K's own checks for the kernel duals), y for the member's task."""
+    if kind != KERNEL_DUAL and (K is not None or (kernel is not None
+                                                  and validation.check_kernel(kernel).name != "linear")):
+        raise validation.SVMInputError(f"a kernel or a precomputed K is for the kernel duals; {member.name}_{kind} "
+                                       "is linear")
+    if K is not None and X is None:  # K's own checks (square, finite, symmetric, one row per y) name a bad one
+        n = len(y) if y is not None and np.ndim(y) >= 1 else (np.shape(K)[0] if np.ndim(K) == 2 else 0)
+        validation.check_gram(K, n)
+        X = np.zeros((n, 0))
+    else:
+        X = validation.check_X(X)
+    y, labels = family_validation.check_y(member, X, y)
+    return X, y, labels
+
+
+def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras):
+    """The model built, solved by the backend in the time left, and closed."""
+    member, kind = family.member_of(formulation)
+    prof = get_profile(profile)
+    adapter = get_backend(layer, backend)
+    if kind == KERNEL_DUAL:
+        isolation.stage("the Gram matrix")
+        if K is not None:
+            K = validation.check_gram(K, X.shape[0])
+            extras["kernel"] = "precomputed"
+        else:
+            K = kernels.gram(kernel, X)
+            extras["kernel"] = kernel.label
+        linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
+        data = FamilyData(y, X if linear else None, K)
+        model = family.builder(formulation, layer)(K, y, params)
+    else:
+        data = FamilyData(y, X)
+        isolation.stage(f"the {layer} model's build")
+        model = family.builder(formulation, layer)(X, y, params)
+    raw, given = _call(adapter, model, native_options(backend, prof, options), deadline, layer, backend)
+    sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=prof.name,
+                   deadline=deadline, given=given, backend_version=adapter.version(), extras=extras)
+    isolation.stage("the closing checks")
+    values = read_model(model, layer, kind) if _has_point(raw) else None
+    return close(sol, values, data, params, kind, member, prof.check_tol)
+
+
+def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
+    """The backend's answer (a RawResult or the exception it raised) and the seconds it was given."""
+    if deadline.passed():
+        return st.RawResult(st.TIME_LIMIT, "not started",
+                            message=deadline.stopped("before the backend was called (building the model)")), None
+    given = deadline.for_backend()
+    isolation.stage(f"the call to {layer}/{backend}")
+    try:
+        return adapter.solve(model, opts, given), given
+    except (BackendError, UnsupportedModelError) as exc:
+        return exc, given
+
+
+def _has_point(raw) -> bool:
+    return isinstance(raw, st.RawResult) and raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT,
+                                                            st.TIME_LIMIT)
+
+
+def _unanswered(ended, *, formulation, layer, backend, profile, deadline, extras) -> st.Solution:
+    """The row of a solve whose process gave no answer (killed past the limit, or dead): no point."""
+    sol = answered(ended, formulation=formulation, layer=layer, backend=backend, profile=profile, deadline=deadline,
+                   extras=extras)
+    withhold_unverified(sol)
+    return sol
+
+
+# --------------------------------------------------------------------------- read back
+
+
+def read_model(model, layer: str, kind: str) -> dict:
+    """The member's variables and multipliers by name: {"alpha": ..., "w": ..., "solver_balance": ...}; a primal's
+    alpha (and alpha_star) are its rows' multipliers."""
+    if layer == "pyomo":
+        values, rows = _read_pyomo(model)
+    else:
+        values, rows = _read_cvxpy(model)
+    if kind == PRIMAL:
+        for row, name in PRIMAL_ROWS.items():
+            if row in rows:
+                values[name] = rows[row]
+    for row in DUAL_ROWS:
+        if row in rows:
+            values[f"solver_{row}"] = float(np.ravel(rows[row])[0])
+    return values
+
+
+def _read_pyomo(model) -> tuple[dict, dict]:
+    import pyomo.environ as pyo  # deferred: only a Pyomo row reads a Pyomo model
+
+    values, rows = {}, {}
+    for name in VARIABLES:
+        component = getattr(model, name, None)
+        if component is None:
+            continue
+        if component.is_indexed():
+            values[name] = np.array([v.value for v in component.values()], dtype=float)
+        else:
+            value = pyo.value(component, exception=False)
+            values[name] = math.nan if value is None else float(value)
+    for name in (*PRIMAL_ROWS, *DUAL_ROWS):
+        component = getattr(model, name, None)
+        if component is None:
+            continue
+        duals = [model.dual.get(component[i]) for i in component]
+        if all(d is not None for d in duals):
+            rows[name] = np.array(duals, dtype=float)
+    return values, rows
+
+
+def _read_cvxpy(model) -> tuple[dict, dict]:
+    values, rows = {}, {}
+    for name, var in model.variables.items():
+        if name in VARIABLES and var.value is not None:
+            value = np.asarray(var.value, dtype=float)
+            values[name] = float(value) if value.ndim == 0 else value.ravel()
+    for name, constraint in model.constraints.items():
+        if constraint.dual_value is not None:
+            rows[name] = np.asarray(constraint.dual_value, dtype=float).ravel()
+    return values, rows
+
+
+
+# --------------------------------------------------------------------------- the closing step
+
+#: what each kind of formulation must return for its conditions to be computed
+NEEDS = {PRIMAL: ("w", "alpha"), "linear_dual": ("alpha",), KERNEL_DUAL: ("alpha",)}
+IMPOSSIBLE = (st.INFEASIBLE, st.UNBOUNDED)
+_TINY = np.finfo(float).tiny
+
+
+def close(sol: st.Solution, values: dict | None, data: FamilyData, params: dict, kind: str, member,
+          tol: float) -> st.Solution:
+    """The member's conditions at the point (module docstring), the verdict, the claims refuted, and nothing
+    unverified reported as a result. Every path that has a backend's answer for a family member ends here."""
+    missing = _missing(values, kind, member)
+    if missing:
+        sol.checks = {"verified": False, "verdict": missing}
+    else:
+        module = family.module(member)
+        cond = module.conditions(values, data, params, kind)
+        _fill(sol, cond, values, member)
+        _judge(sol, cond, kind, tol, _reference(module, cond, values, data, params, kind))
+    claimed = sol.solver_status
+    if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+        sol.status = st.OPTIMAL if sol.checks.get("verified") else st.OPTIMAL_INACCURATE
+        if sol.status != st.OPTIMAL:
+            note = f"not verified: {sol.checks['verdict']}"
+            sol.message = f"{sol.message}; {note}" if sol.message else note
+    elif claimed in IMPOSSIBLE:
+        sol.status = st.ERROR
+        note = (f"backend failure: it reported {claimed}, but {member.name} with checked parameters is feasible and "
+                "bounded (its dual's box and equalities have a point, and its primal objective is bounded below)")
+        sol.extras["false_status"] = note
+        sol.message = f"{note}; {sol.message}" if sol.message else note
+    withhold_unverified(sol)
+    return sol
+
+
+def _missing(values: dict | None, kind: str, member) -> str:
+    """Why the point cannot be judged ("" when it can): no point, or a part of it absent or not finite."""
+    if not values:
+        return "no point returned"
+    needs = NEEDS[kind] + (("alpha_star",) if member.task == family.REGRESSION else ())
+    absent = [name for name in needs if name not in values or not np.all(np.isfinite(values[name]))]
+    if absent:
+        what = "multipliers" if set(absent) & {"alpha", "alpha_star"} else "variables"
+        return f"no {what} ({', '.join(absent)}) returned"
+    return ""
+
+
+def _fill(sol: st.Solution, cond, values: dict, member) -> None:
+    """The point as the row reports it: w, b, alpha, the decision values, and the member's values in extras."""
+    sol.w, sol.b, sol.decision = cond.w, cond.b, cond.decision
+    sol.alpha = values["alpha"] if cond.alpha is None else cond.alpha
+    sol.b_rule = "primal_variable" if "b" in values or "rho" in values else "multiplier_fit"
+    sol.extras.update(cond.meaning)
+    sol.extras["coef"] = cond.coef
+    if "alpha_star" in values:
+        sol.extras["alpha_star"] = values["alpha_star"]
+    for row in DUAL_ROWS:  # the solver's own multipliers of the dual's equalities, beside the recovered ones
+        if f"solver_{row}" in values:
+            sol.extras[f"solver_{row}_multiplier"] = values[f"solver_{row}"]
+
+
+#: the proof of the optimum solves a dense system in the free coordinates of a matrix this large at most
+PROOF_MAX_SIZE = 6_000
+
+
+def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+    """How far the point is from the optimum: proved from its active set (formulations.family.common.prove), the
+    objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
+    proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
+    |(f - b)(x_i) - (f* - b*)(x_i)| <= sqrt(2 |P - D| K_ii). Each relative to the margin's or tube's size."""
+    own_reference = getattr(module, "reference", None)  # a member whose dual is not a box QP proves its own
+    if own_reference is not None:
+        return own_reference(cond, data, params, kind)
+    a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
+    proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
+    x = common.prove(proved, a) if proved is not None else None
+    if x is None:
+        why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
+        reach = math.sqrt(data.max_diagonal())
+        bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
+        return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
+    n = len(values["alpha"])
+    point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+    best = module.conditions(point, data, params, KERNEL_DUAL)
+    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
+                   else (cond.dual_objective, best.dual_objective))
+    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
+              "dual_objective": best.dual_objective, **best.meaning, **point}
+    out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
+           "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    note = getattr(module, "DEGENERATE", None)
+    if note and _trivial(best.coef, data):
+        out["degenerate"] = note
+    return out
+
+
+#: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
+TRIVIAL = 1e-12
+
+
+def _trivial(coef: np.ndarray, data: FamilyData) -> bool:
+    """Whether the optimum has w* = 0: the margin rho* is then 0 too, and the residuals have no scale."""
+    ww = float(coef @ data.times(coef))
+    return ww <= TRIVIAL * float(np.abs(coef).sum()) ** 2 * data.max_diagonal()
+
+
+def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
+    """sol.checks: the objectives, the gap and the residuals, the distance to the optimum, the verdict at `tol`,
+    and the objective's claim."""
+    proved = reference.pop("proved", None)
+    if proved is not None:  # the optimum itself, for comparisons at its accuracy (extras["proved"])
+        sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
+        sol.extras["proved"] = proved
+    how = reference.pop("reference")
+    degenerate = reference.pop("degenerate", "")
+    scaled = {"relative duality gap": cond.gap, **cond.residuals, **reference}
+    recomputed = cond.primal_objective if kind == PRIMAL else cond.dual_objective
+    claim = abs(sol.objective - recomputed) / max(cond.scale, np.finfo(float).tiny)
+    scaled["objective claimed vs recomputed"] = claim if math.isfinite(claim) else math.inf
+    failed = {name: value for name, value in scaled.items() if not value <= tol}
+    sol.checks = {
+        "primal_objective": cond.primal_objective, "dual_objective": cond.dual_objective,
+        "duality_gap": cond.primal_objective - cond.dual_objective, "rel_duality_gap": cond.gap,
+        "objective_scale": cond.scale,
+        **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
+        "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
+        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate),
+        "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
+    }
+    if degenerate and failed:  # what the numbers above mean: nothing to measure them against
+        sol.checks["verdict"] = f"{degenerate}; {sol.checks['verdict']}"

@@ -1,0 +1,299 @@
+"""The family's estimators (experiments.family_estimators) against scikit-learn's NuSVC, SVR, NuSVR and OneClassSVM
+on its bundled data, their verification, and their bad-input errors.
+
+LIBSVM keeps its kernel cache in single precision: its decision values are good to about 2e-5 of their size, so
+scikit-learn (tol=1e-10) is compared at DECISION_RTOL; the estimators hold the proved optimum of the family's checks,
+compared with it at 1e-9. Default: subsets of 120 points; the whole sets under ``slow``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import datasets, svm
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from experiments.family_estimators import (NuSVMClassifier, NuSVMRegressor, OneClassSVMDetector, SVMFitError,
+                                           SVMRegressor)
+from experiments.family_peers import DECISION_RTOL, load
+from formulations.errors import SVMInputError
+
+TIGHT = 1e-10  # scikit-learn's stopping tolerance in the comparisons
+#: scikit-learn's checks weigh samples (and classes) unequally: the family's duals have one bound for every point,
+#: and fit refuses such weights (a weight of 0 leaves a sample out; one weight for all scales SVR's C)
+WEIGHTS = "unequal sample_weight or class_weight: the family's duals have one bound for every point; fit refuses them"
+_WEIGHT_CHECKS = ("check_sample_weights_list", "check_sample_weights_not_overwritten",
+                  "check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data")
+EXPECTED_FAILED_CHECKS = {
+    "NuSVMClassifier": {**dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS), "check_class_weight_classifiers": WEIGHTS},
+    "SVMRegressor": dict.fromkeys(_WEIGHT_CHECKS[1:], WEIGHTS),  # a list of equal weights passes
+    "NuSVMRegressor": dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS),
+    "OneClassSVMDetector": dict.fromkeys(_WEIGHT_CHECKS, WEIGHTS),
+}
+
+
+def _dense_coef(model, n: int) -> np.ndarray:
+    """dual_coef_ spread over all n samples (zeros off the support): rows as dual_coef_'s."""
+    coef = np.asarray(model.dual_coef_.toarray() if hasattr(model.dual_coef_, "toarray") else model.dual_coef_)
+    full = np.zeros((coef.shape[0], n))
+    full[:, model.support_] = coef
+    return full
+
+
+def _per_point(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The coefficients summed over identical rows of X (iris repeats some): how identical points share their
+    coefficient is not unique, their sum is."""
+    _, group = np.unique(X, axis=0, return_inverse=True)
+    out = np.zeros((coef.shape[0], group.max() + 1))
+    for row in range(coef.shape[0]):
+        np.add.at(out[row], group.ravel(), coef[row])
+    return out
+
+
+def _assert_same_model(ours, theirs, X, values, rtol=DECISION_RTOL):
+    """Decision values, dual coefficients and intercepts within rtol of the size of scikit-learn's."""
+    ref = values(theirs)
+    size = np.max(np.abs(ref))
+    assert np.max(np.abs(values(ours) - ref)) <= rtol * size
+    coef_ours, coef_theirs = (_per_point(_dense_coef(m, len(X)), X) for m in (ours, theirs))
+    assert np.max(np.abs(coef_ours - coef_theirs)) <= rtol * np.max(np.abs(coef_theirs))
+    assert np.max(np.abs(ours.intercept_ - theirs.intercept_)) <= rtol * size
+
+
+def _regression(n):
+    X, y = load("diabetes", n)
+    return X, y
+
+
+def _cases(n):
+    """(name, ours, theirs, X, y, values): each estimator and its scikit-learn peer on bundled data."""
+    Xd, yd = _regression(n)
+    Xb, yb = load("breast_cancer", n)
+    Xi, yi = datasets.load_iris(return_X_y=True)
+    Xi = StandardScaler().fit_transform(Xi)
+    if n is not None:
+        order = np.random.default_rng(0).permutation(len(yi))[:n]
+        Xi, yi = Xi[order], yi[order]
+    predict = lambda m, X: m.predict(X)  # noqa: E731
+    decision = lambda m, X: m.decision_function(X)  # noqa: E731
+    return [
+        ("SVR", SVMRegressor(C=100.0, epsilon=10.0), svm.SVR(C=100.0, epsilon=10.0, tol=TIGHT), Xd, yd, predict),
+        ("NuSVR", NuSVMRegressor(C=10.0, nu=0.4), svm.NuSVR(C=10.0, nu=0.4, tol=TIGHT), Xd, yd, predict),
+        ("NuSVC breast cancer", NuSVMClassifier(nu=0.3), svm.NuSVC(nu=0.3, tol=TIGHT), Xb, yb, decision),
+        ("NuSVC iris", NuSVMClassifier(nu=0.27, decision_function_shape="ovo"),
+         svm.NuSVC(nu=0.27, tol=TIGHT, decision_function_shape="ovo"), Xi, yi, decision),
+        ("OneClassSVM", OneClassSVMDetector(nu=0.1), svm.OneClassSVM(nu=0.1, tol=TIGHT), Xb, None, decision),
+    ]
+
+
+def _check_case(name, ours, theirs, X, y, values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # every solve proved optimal
+        ours.fit(X, y)
+    theirs.fit(X, y)
+    solutions = getattr(ours, "solutions_", [ours.solution_])
+    # the model is the optimum the checks proved (the solver's own point may be optimal_inaccurate beside it)
+    assert all(sol.status in ("optimal", "optimal_inaccurate") and "proved" in sol.extras for sol in solutions), name
+    assert ours.fit_status_ == 0
+    if len(np.unique(X, axis=0)) == len(X):  # identical points may share a coefficient in another way
+        np.testing.assert_array_equal(ours.support_, theirs.support_)
+        np.testing.assert_array_equal(ours.n_support_, theirs.n_support_)
+    _assert_same_model(ours, theirs, X, lambda m: values(m, X))
+    if isinstance(ours, OneClassSVMDetector):
+        assert abs(ours.offset_ - theirs.offset_) <= DECISION_RTOL * abs(theirs.offset_)
+        np.testing.assert_allclose(ours.score_samples(X), ours.decision_function(X) + ours.offset_, rtol=1e-12)
+    if not isinstance(ours, (SVMRegressor, NuSVMRegressor)):
+        # labels agree off the boundary: the proved optimum puts free support vectors at f = 0 exactly, LIBSVM
+        # 1e-6 to either side
+        f = np.abs(values(theirs, X))
+        off = (f.min(axis=1) if f.ndim == 2 else f) > DECISION_RTOL * f.max()
+        assert off.mean() > 0.5
+        np.testing.assert_array_equal(ours.predict(X)[off], theirs.predict(X)[off])
+
+
+@pytest.mark.parametrize("case", range(5), ids=[c[0] for c in _cases(10)])
+def test_agrees_with_scikit_learn(case):
+    """120 points of each set: the same support vectors, and decision values, dual coefficients and intercepts
+    within LIBSVM's single-precision accuracy of scikit-learn's."""
+    _check_case(*_cases(120)[case])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", range(5), ids=[c[0] for c in _cases(10)])
+def test_agrees_with_scikit_learn_whole_sets(case):
+    _check_case(*_cases(None)[case])
+
+
+def test_model_is_the_proved_optimum():
+    """The stored model is the family's proved optimum in LIBSVM's scale: SVR's dual_coef_ = alpha - alpha*, its
+    intercept b; NuSVR's C is C l in the formulation; the one-class dual_coef_ = nu l alpha, offset_ = nu l rho."""
+    X, y = _regression(80)
+    svr = SVMRegressor(C=10.0, epsilon=5.0).fit(X, y)
+    proved = svr.solution_.extras["proved"]
+    np.testing.assert_allclose(_dense_coef(svr, len(X))[0], proved["coef"], rtol=0, atol=1e-12 * 10.0)
+    assert svr.intercept_[0] == pytest.approx(proved["b"], rel=1e-12)
+    nusvr = NuSVMRegressor(C=2.0, nu=0.5).fit(X, y)
+    assert nusvr.solution_.extras["parameters"]["C"] == pytest.approx(2.0 * len(X))
+    oc = OneClassSVMDetector(nu=0.25).fit(X)
+    scale = 0.25 * len(X)
+    proved = oc.solution_.extras["proved"]
+    np.testing.assert_allclose(_dense_coef(oc, len(X))[0], scale * proved["alpha"], rtol=0, atol=1e-12 * scale)
+    assert oc.offset_ == pytest.approx(scale * proved["rho"], rel=1e-12)
+
+
+def test_unproved_fit_warns_and_still_agrees():
+    """Raw iris, setosa against virginica at nu = 0.3: every alpha of the pair is at a bound or degenerate, the
+    family's proof finds no active set and the row is optimal_inaccurate. The fit keeps the solver's point with
+    a ConvergenceWarning (as SVMClassifier's), and predicts as NuSVC."""
+    X, y = datasets.load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="did not pass"):
+        ours = NuSVMClassifier(nu=0.3).fit(X, y)
+    assert "optimal_inaccurate" in [sol.status for sol in ours.solutions_]
+    theirs = svm.NuSVC(nu=0.3, tol=TIGHT).fit(X, y)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+
+
+def test_max_iter_stops_with_sklearns_warning():
+    X, y = _regression(60)
+    with pytest.warns(ConvergenceWarning, match=r"Solver terminated early \(max_iter=1\)"):
+        model = SVMRegressor(C=10.0, max_iter=1).fit(X, y)
+    assert model.fit_status_ == 1
+
+
+def test_no_usable_point_raises():
+    """The sigmoid kernel on these blobs is indefinite: PIQP stops at its iteration cap with no optimum, and the
+    fit raises SVMFitError naming the solve, instead of keeping an unverified point."""
+    X, _ = datasets.make_blobs(n_samples=80, centers=10, random_state=0)
+    with pytest.raises(SVMFitError, match="one_class_kernel_dual via pyomo/piqp"):
+        OneClassSVMDetector(kernel="sigmoid", gamma=1.0).fit(X)
+
+
+# --------------------------------------------------------------------------- bad input: one clear error at fit
+
+X_SMALL, Y_SMALL = _regression(30)
+LABELS = (Y_SMALL > np.median(Y_SMALL)).astype(int)
+
+
+@pytest.mark.parametrize("make", [lambda nu: NuSVMClassifier(nu=nu), lambda nu: NuSVMRegressor(nu=nu),
+                                  lambda nu: OneClassSVMDetector(nu=nu)], ids=["NuSVC", "NuSVR", "OneClassSVM"])
+@pytest.mark.parametrize("nu", [0.0, -0.1, 1.5, float("nan")])
+def test_nu_outside_its_range(make, nu):
+    model = make(nu)
+    y = LABELS if isinstance(model, NuSVMClassifier) else Y_SMALL
+    with pytest.raises(SVMInputError, match="nu"):
+        model.fit(X_SMALL, y)
+
+
+def test_infeasible_nu_for_the_class_balance():
+    y = np.r_[np.zeros(25), np.ones(5)]
+    with pytest.raises(SVMInputError, match=r"specified nu is infeasible.*2 \* 5 / 30"):
+        NuSVMClassifier(nu=0.5).fit(X_SMALL, y)
+    NuSVMClassifier(nu=0.3).fit(X_SMALL, y)  # 2 * 5 / 30 = 1/3: feasible
+
+
+def test_negative_epsilon():
+    with pytest.raises(SVMInputError, match="epsilon must be finite and >= 0"):
+        SVMRegressor(epsilon=-0.5).fit(X_SMALL, Y_SMALL)
+
+
+@pytest.mark.parametrize("model", [SVMRegressor(), NuSVMRegressor()], ids=["SVR", "NuSVR"])
+def test_nan_targets(model):
+    y = Y_SMALL.copy()
+    y[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(X_SMALL, y)
+
+
+def test_one_class_set_of_one_point():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one error, no warning before it
+        with pytest.raises(SVMInputError, match="at least 2 samples"):
+            OneClassSVMDetector().fit(X_SMALL[:1])
+
+
+@pytest.mark.parametrize("model", [SVMRegressor(), NuSVMRegressor(), OneClassSVMDetector()],
+                         ids=["SVR", "NuSVR", "OneClassSVM"])
+def test_unequal_sample_weights_are_refused(model):
+    weights = np.linspace(0.5, 2.0, len(Y_SMALL))
+    with pytest.raises(SVMInputError, match="sample_weight"):
+        model.fit(X_SMALL, Y_SMALL, sample_weight=weights)
+
+
+def test_equal_sample_weights_scale_svr_C():
+    """LIBSVM's C_i = C w_i: one weight w for all is SVR with C w; weight 0 leaves a sample out."""
+    weighted = SVMRegressor(C=2.0, epsilon=5.0, gamma=0.1).fit(X_SMALL, Y_SMALL, sample_weight=np.full(len(Y_SMALL), 3.0))
+    plain = SVMRegressor(C=6.0, epsilon=5.0, gamma=0.1).fit(X_SMALL, Y_SMALL)
+    np.testing.assert_allclose(weighted.predict(X_SMALL), plain.predict(X_SMALL), rtol=1e-9)
+    w = np.ones(len(Y_SMALL))
+    w[:5] = 0.0
+    left_out = SVMRegressor(C=2.0, epsilon=5.0, gamma=0.1).fit(X_SMALL, Y_SMALL, sample_weight=w)
+    without = SVMRegressor(C=2.0, epsilon=5.0, gamma=0.1).fit(X_SMALL[5:], Y_SMALL[5:])
+    np.testing.assert_allclose(left_out.predict(X_SMALL), without.predict(X_SMALL), rtol=1e-9)
+    assert left_out.support_.min() >= 5
+
+
+# --------------------------------------------------------------------------- scikit-learn's estimator checks
+
+
+@parametrize_with_checks([NuSVMClassifier(), SVMRegressor(), NuSVMRegressor(), OneClassSVMDetector()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
+                         xfail_strict=True)
+@pytest.mark.slow
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# --------------------------------------------------------------------------- invariances (hypothesis)
+
+X_INV, Y_INV = _regression(40)
+CLASSES_INV = (Y_INV > np.median(Y_INV)).astype(int)
+
+
+@settings(max_examples=6, deadline=None)
+@given(exponent=st.floats(-3, 3), seed=st.integers(0, 2**16))
+def test_svr_scales_with_the_targets_in_any_order(exponent, seed):
+    """epsilon-SVR on (y s, epsilon s, C s) is s times the one on (y, epsilon, C) (w, b and the slacks scale by s),
+    and the order of the samples changes nothing; each fit proved optimal."""
+    s = 10.0 ** exponent
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = SVMRegressor(C=10.0, epsilon=5.0, gamma=0.1).fit(X_INV, Y_INV)
+        scaled = SVMRegressor(C=10.0 * s, epsilon=5.0 * s, gamma=0.1).fit(X_INV[order], Y_INV[order] * s)
+    ref = base.predict(X_INV)
+    np.testing.assert_allclose(scaled.predict(X_INV), s * ref, rtol=0, atol=1e-7 * s * np.max(np.abs(ref)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(exponent=st.floats(-3, 3), seed=st.integers(0, 2**16))
+def test_one_class_in_other_units_and_order(exponent, seed):
+    """X s with gamma / s^2 is the same kernel: the same decision values, in any order of the samples."""
+    s = 10.0 ** exponent
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = OneClassSVMDetector(nu=0.3, gamma=0.1).fit(X_INV)
+        other = OneClassSVMDetector(nu=0.3, gamma=0.1 / s**2).fit(X_INV[order] * s)
+    ref = base.decision_function(X_INV)
+    np.testing.assert_allclose(other.decision_function(X_INV * s), ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_nu_svc_label_flip(seed):
+    """Swapping the two classes' labels negates the decision function (NuSVC's f / rho), in any order."""
+    order = np.random.default_rng(seed).permutation(len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        base = NuSVMClassifier(nu=0.35, gamma=0.1).fit(X_INV, CLASSES_INV)
+        flipped = NuSVMClassifier(nu=0.35, gamma=0.1).fit(X_INV[order], 1 - CLASSES_INV[order])
+    ref = base.decision_function(X_INV)
+    np.testing.assert_allclose(flipped.decision_function(X_INV), -ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))

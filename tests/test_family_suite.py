@@ -1,0 +1,37 @@
+"""The runner's `family` suite (a coursework section): every member's primal and dual(s) verified with P* = D*,
+and nu's bounds on the fractions at every proved optimum of the nu sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments.coursework import cli as coursework_cli
+from experiments.coursework.family import svm_family
+from experiments.runner.suites import SUITES
+
+
+def test_the_family_suite_is_registered_in_the_runner():
+    assert "family" in coursework_cli.COURSEWORK_SUITES
+    assert SUITES["family"].section is not None
+
+
+def test_the_family_section_shows_duality_and_the_nu_property(tmp_path):
+    section = svm_family(tmp_path, layer="cvxpy", backend="clarabel")
+    assert section.passed
+    table = section.tables["family_duality"]
+    import pandas as pd
+
+    df = pd.read_csv(table)
+    assert set(df.formulation) >= {"nu_svc_primal", "nu_svc_linear_dual", "nu_svc_kernel_dual", "one_class_primal",
+                                   "one_class_kernel_dual", "eps_svr_primal", "eps_svr_kernel_dual",
+                                   "nu_svr_primal", "nu_svr_kernel_dual"}
+    assert (df.status == "optimal").all()
+    assert np.all(np.abs(df.P - df.D) <= 1e-6 * np.abs(df.P))  # P* = D*
+    for member, part in df.groupby("member"):  # the same multipliers whichever formulation found them
+        for key in ("rho", "epsilon"):
+            values = part[key].dropna()
+            assert values.empty or np.ptp(values) <= 1e-4 * np.abs(values).max(), (member, key)
+    nu = section.table
+    assert nu.holds.all() and (nu.above <= nu.nu).all() and (nu.nu <= nu.below).all()
+    md = (tmp_path / "family_nu.md").read_text()
+    assert "![nu bounds the fractions](family_nu.png)" in md and (tmp_path / "family_nu.png").exists()
