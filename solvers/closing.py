@@ -231,7 +231,7 @@ def close_model(raw, model, *, formulation: str, layer: str, backend: str, C, **
 
 def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
           K: np.ndarray | None = None, Ku: np.ndarray | None = None, candidate=None,
-          standardizer=None, deadline: Deadline = NEVER, kernel=None) -> st.Solution:
+          standardizer=None, deadline: Deadline = NEVER, kernel=None, alpha_claimed: bool = False) -> st.Solution:
     """Recover the point from `values`, check it, refute false claims, and withhold what is unverified.
 
     `sol` carries the solver's claim (`solver_status`); its `status` becomes `optimal` only when
@@ -243,12 +243,13 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     finish by then is a `time_limit` row that says so (compute_checks), never `optimal`.
     `kernel`: the kernel dual's formulations.kernels.Kernel, which made K from X: the checks recompute a sample
     of K's entries by another formula (solvers.kernel_audit); a row source K carries its own.
+    `alpha_claimed`: the multipliers were handed in with the point and are judged as given (compute_checks).
     """
     kernel_dual = sol.formulation == KERNEL_DUAL
     if values and sol.solver_status in HAS_POINT:
         Ku = recover(sol, values, sol.formulation, X, y, K, C, Ku=Ku)
     checks = compute_checks(sol, X, y, C, K if kernel_dual else None, tol=profile.check_tol, Ku=Ku, deadline=deadline,
-                            kernel=kernel)
+                            kernel=kernel, alpha_claimed=alpha_claimed)
     sol.checks, sol.proved_alpha, sol.proved_b = checks.as_dict(), checks.proved_alpha, checks.proved_b
     sol.status = verified_status(sol.solver_status, checks)
     if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time

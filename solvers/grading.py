@@ -109,7 +109,7 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
                       solver_status=st.OPTIMAL, raw_status="handed in")
     sol.objective = _objective(formulation, X, y, C, K, values) if objective is None else float(objective)
     close(sol, values, X=X, y=y, C=C, profile=Profile("grading", None, tol, "a claimed point"),
-          K=K, kernel=kern if formulation == KERNEL_DUAL else None)
+          K=K, kernel=kern if formulation == KERNEL_DUAL else None, alpha_claimed="alpha" in given)
     _derived_after(sol, X, y, derived)
     conditions = _conditions(sol, X, y, C, given, tol, claimed_objective=objective is not None)
     by_point = _by_point(sol, y, C, given)

@@ -109,6 +109,11 @@ class KernelRows(Gram):
         # come from gram's sparse branch (centering would densify it)
         self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
 
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        """A bound on sum_j |K_ij u_j| without computing rows: |K_ij| <= sqrt(K_ii K_jj) (K is PSD)."""
+        root = np.sqrt(np.maximum(self.diagonal(), 0.0))
+        return root * float(np.abs(u) @ root)
+
     def _values(self, I, J=None) -> np.ndarray:
         """k(x_i, x_j) for the points I against J (None: all), as formulations.kernels.gram gives them."""
         if self._points is None:
