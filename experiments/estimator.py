@@ -59,8 +59,10 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import os
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,7 +84,6 @@ from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers import solution as st
 from solvers.algorithms import smo_gram
-from solvers.algorithms.kernel_rows import FullGram
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
@@ -111,6 +112,8 @@ _NOT_FINITE = ("The dual coefficients or intercepts are not finite. The input da
 #: solve alone took 0.2 s on two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal
 #: n = 20,000 0.24-0.31 s vs 0.43-0.59 s. Above it (not measured) BLAS keeps its own thread count.
 ONE_BLAS_THREAD_UP_TO = 10_000
+#: Pairs of classes solved at once by SMO on the fit's Gram matrix (LIBSVM solves them one after another).
+PAIR_THREADS = min(2, os.cpu_count() or 1)
 
 
 def _class_pairs(n_classes: int) -> list[tuple[int, int]]:
@@ -528,7 +531,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
-        fits = []
         if K is None:  # features, not a precomputed or callable kernel's Gram matrix
             check_scaling(X, advice=PIPELINE_ADVICE)  # warned at the caller of fit
         row_C = C_samples
@@ -537,24 +539,52 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             row_C[kept] = C_samples
         with warnings.catch_warnings(), _blas_threads_for(kept.size):  # scaling: said once above, not per pair
             warnings.simplefilter("ignore", BadScalingWarning)
-            shared = self._shared_gram(formulation, X, K, C, kept, y_index)
-            for i, j in _class_pairs(self.classes_.size):
-                began = time.perf_counter()
-                if shared is not None:
-                    rows, signs, source = shared.pair(i, j)
-                else:
-                    rows, source = kept[np.isin(y_index[kept], (i, j))], None
-                    signs = np.where(y_index[rows] == j, 1.0, -1.0)
-                pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-                fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, source))
-                if self.verbose:
-                    sol = fits[-1].solution
-                    print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
-                          f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
-                          f"{time.perf_counter() - began:.3g} s")
+            fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
         self._store(X, y_index, fits)
         _warn_indefinite(fits)
         return self
+
+    def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
+        """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on the blocks of one Gram matrix
+        where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
+        shared = self._shared_gram(formulation, X, K, C, kept, y_index)
+        first = self._smo_on_blocks(shared, row_C) if shared is not None else None
+        fits = []
+        for k, (i, j) in enumerate(_class_pairs(self.classes_.size)):
+            began = time.perf_counter()
+            if first is not None:
+                rows, signs, sol = first[k]
+                block = lambda i=i, j=j: shared.pair(i, j)[2]  # made again only where needed
+            else:
+                rows, sol, block = kept[np.isin(y_index[kept], (i, j))], None, None
+                signs = np.where(y_index[rows] == j, 1.0, -1.0)
+            pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, sol, block))
+            if self.verbose:
+                sol = fits[-1].solution
+                earlier = sol.build_s + sol.solve_s if first is not None else 0.0  # on the pairs' threads
+                print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
+                      f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
+                      f"{time.perf_counter() - began + earlier:.3g} s")
+        return fits
+
+    def _smo_on_blocks(self, shared: SharedGram, row_C) -> list[tuple[np.ndarray, np.ndarray, st.Solution]]:
+        """(rows, labels, Solution) of each pair solved by SMO on its block of the fit's Gram matrix
+        (solvers.algorithms.smo_gram), on up to PAIR_THREADS threads: SMO runs without the interpreter's lock, and
+        so do the closing checks' larger array operations. A block lives only while its pair is solved."""
+        max_iter = None if self.max_iter == -1 else self.max_iter
+
+        def one(pair):
+            rows, signs, source = shared.pair(*pair)
+            C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+            return rows, signs, smo_gram.solve(source, signs, C, profile=self.profile, max_iter=max_iter)
+
+        pairs = _class_pairs(self.classes_.size)
+        workers = min(PAIR_THREADS, len(pairs))
+        if workers < 2:
+            return [one(pair) for pair in pairs]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, pairs))
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
@@ -605,21 +635,26 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return sol
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
-                  source: FullGram | None = None) -> _PairFit:
-        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class); `source`: its block of
-        the fit's Gram matrix, solved by SMO first (solvers.algorithms.smo_gram)."""
-        X_pair = None if K is not None or source is not None else X[rows]  # the pair's samples, copied once
+                  first: st.Solution | None = None, block=None) -> _PairFit:
+        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class). first: its solution by
+        SMO on its block of the fit's Gram matrix (_smo_on_blocks), and block() that block again. A pair SMO did
+        not bring to a verified (or proved) optimum within its tolerances is solved again from its samples
+        through solvers.api.solve (_model_layer), as every pair was before; max_iter caps SMO's steps as SVC's."""
+        X_pair = None if K is not None or first is not None else X[rows]  # the pair's samples, copied once
         with _blas_threads_for(rows.size):
-            if source is not None:
-                sol = self._solve_block(formulation, source, signs, C)
+            if first is not None:
+                sol = first
+                if not (sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1):
+                    X_pair = block().data
+                    sol = self._solve_features(formulation, X_pair, signs, C)
             elif K is not None:  # precomputed or callable kernel: the pair's block of K
                 sol = solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs())
             else:
                 sol = self._solve_features(formulation, X_pair, signs, C)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
-                _prove_from_point(sol, source if source is not None else self._pair_gram(formulation, X_pair, K, rows),
-                                  signs, C_eff)
+                proof = block() if first is not None else self._pair_gram(formulation, X_pair, K, rows)
+                _prove_from_point(sol, proof, signs, C_eff)
         stopped_early = self._accept(sol, formulation)
         proved = sol.proved_alpha is not None
         if proved:
@@ -643,16 +678,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if not (np.all(np.isfinite(alpha)) and math.isfinite(b)):
             raise SVMInputError(_NOT_FINITE)
         return _PairFit(rows, alpha * signs, support, b, sol, stopped_early)
-
-    def _solve_block(self, formulation: str, source: FullGram, signs: np.ndarray, C) -> st.Solution:
-        """The pair on its block of the fit's Gram matrix by SMO (solvers.algorithms.smo_gram); a pair SMO does not
-        bring to a verified (or proved) optimum within its tolerances is solved again from its samples through
-        solvers.api.solve (_model_layer), as every pair was before. max_iter caps SMO's steps, as SVC's."""
-        capped = self.max_iter != -1
-        sol = smo_gram.solve(source, signs, C, profile=self.profile, max_iter=self.max_iter if capped else None)
-        if sol.status == st.OPTIMAL or sol.proved_alpha is not None or capped:
-            return sol
-        return self._solve_features(formulation, source.data, signs, C)
 
     def _pair_gram(self, formulation: str, X_pair, K, rows: np.ndarray) -> Gram | None:
         """The pair's kernel for a proof: through X for the linear SVMs, its n x n block otherwise (None above

@@ -45,10 +45,14 @@ def kernel_error(kernel: Kernel, X: np.ndarray, gram, u: np.ndarray, margins: np
         return 0.0, 0
     per_row = max(1, int(AUDIT_FLOPS // max(X.shape[1], 1)))
     cols = sv[np.argsort(-np.abs(u[sv]), kind="stable")][:per_row]
-    rank = np.where(codes == FREE, 0, np.where(codes == AT_BOUND, 1, 2))
-    order = np.lexsort((np.abs(margins), -np.abs(u), rank))
-    rows = order[:max(1, per_row // cols.size)]
-    A, B = X[rows], X[cols]
+    take = max(1, per_row // cols.size)
+    if take >= u.size:  # every point's row: which come first does not matter
+        rows, A = np.arange(u.size), X
+    else:
+        rank = np.where(codes == FREE, 0, np.where(codes == AT_BOUND, 1, 2))
+        rows = np.lexsort((np.abs(margins), -np.abs(u), rank))[:take]
+        A = X[rows]
+    B = X[cols]
     if issparse(X):  # the few sampled rows dense: the other formula needs their differences
         A, B = A.toarray(), B.toarray()
     exact, allowed = exact_values(kernel, A, B)

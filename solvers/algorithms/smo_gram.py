@@ -44,13 +44,16 @@ def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_i
     prof = get_profile(profile)
     tol = prof.check_tol
     alpha = grad = None
-    steps, began = 0, time.perf_counter()
+    steps, in_smo, began = 0, 0.0, time.perf_counter()
     while True:
         left = None if max_iter is None else max_iter - steps
+        start = time.perf_counter()
         res = smo(source.K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
                   deadline=deadline)
+        in_smo += time.perf_counter() - start
         steps += res.iterations
-        sol = _closed(res, source, y, C, prof, steps, tol, time.perf_counter() - began, deadline)
+        sol = _closed(res, source, y, C, prof, steps, tol, in_smo, deadline)
+        sol.build_s = time.perf_counter() - began - in_smo  # the closing checks
         if sol.status == st.OPTIMAL or not res.converged or tol <= MIN_TOL:
             return sol
         alpha, grad, tol = res.alpha, res.grad, max(tol / TIGHTEN, MIN_TOL)
