@@ -547,7 +547,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
         """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on the blocks of one Gram matrix
         where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
-        shared = self._shared_gram(formulation, X, K, C, kept, y_index)
+        self._smo = self._smo_pairs(formulation, X, K, C)
+        shared = self._shared_gram(kept, X, y_index) if self._smo else None
         first = self._smo_on_blocks(shared, row_C) if shared is not None else None
         fits = []
         for k, (i, j) in enumerate(_class_pairs(self.classes_.size)):
@@ -595,13 +596,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "direct" with method "auto" (a method named by the user is solvers.api.solve's)."""
         return self.layer in ("auto", "direct") and self.method == "auto"
 
-    def _shared_gram(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray) -> SharedGram | None:
-        """The fit's one Gram matrix (experiments.estimator_gram) where the pairs are solved by SMO on its blocks: a
-        kernel dual of dense features with a kernel positive semidefinite by theorem, finite C, at most
-        SHARED_GRAM_MAX_N samples. None otherwise (each pair then goes through solvers.api.solve)."""
-        if not (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
-                and smo_gram.by_theorem(self.kernel_) and C is not None and math.isfinite(C)
-                and kept.size <= SHARED_GRAM_MAX_N):
+    def _smo_pairs(self, formulation: str, X, K, C) -> bool:
+        """Whether the pairs are solved by SMO first (_smo_first): a kernel dual of dense features with a kernel
+        positive semidefinite by theorem and finite C."""
+        return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
+                and smo_gram.by_theorem(self.kernel_) and C is not None and math.isfinite(C))
+
+    def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
+        """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
+        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand)."""
+        if kept.size > SHARED_GRAM_MAX_N:
             return None
         return SharedGram.of(self.kernel_, X, kept, y_index, self.classes_.size)
 
@@ -609,8 +613,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """The layer of a pair solved through solvers.api.solve: "auto" takes Pyomo there."""
         return "pyomo" if self.layer == "auto" else self.layer
 
-    def _solve_kwargs(self) -> dict:
-        kwargs = {"layer": self._model_layer(), "backend": self.backend, "profile": self.profile,
+    def _solve_kwargs(self, layer: str | None = None) -> dict:
+        kwargs = {"layer": layer or self._model_layer(), "backend": self.backend, "profile": self.profile,
                   "method": self.method}
         if self.max_iter != -1:
             record = get_record(self.backend)
@@ -620,37 +624,49 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             kwargs["options"] = {option: int(self.max_iter)}
         return kwargs
 
-    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C) -> st.Solution:
+    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C, layer: str | None = None) -> st.Solution:
         """The pair's solve from its features. The sigmoid kernel is solved where its Gram matrix is indefinite, as
         SVC solves it (fit warns: _warn_indefinite); a convex QP solver that returns no usable point on such a
         non-convex dual (PIQP stops at its iteration limit, OSQP refuses the factorization) hands it to Ipopt,
         a method for non-convex programs, through Pyomo."""
         kernel = self.kernel_ if formulation == "kernel_dual" else None
         sigmoid = self.kernel == "sigmoid"
-        sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(), kernel=kernel, allow_indefinite=sigmoid)
+        sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(layer), kernel=kernel,
+                    allow_indefinite=sigmoid)
         if sigmoid and sol.extras.get("indefinite_kernel") and sol.status not in _ACCEPTED:
             nonconvex = {**self._solve_kwargs(), "layer": "pyomo", "backend": NONCONVEX_BACKEND, "method": "full"}
             nonconvex.pop("options", None)  # max_iter's option names the first backend's
             sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
         return sol
 
+    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, first, block):
+        """(the pair's Solution, its samples where they were taken). SMO first where _smo: on its block of the fit's
+        Gram matrix (`first`, solved by _smo_on_blocks; block() makes the block again), else with its kernel rows on
+        demand (solvers.api.solve, the solver alone). A pair SMO did not bring to a verified (or proved) optimum
+        is solved again from its samples through the model layer (_model_layer), as every pair was before."""
+        def settled(sol):
+            return sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
+
+        if first is not None:
+            if settled(first):
+                return first, None
+            X_pair = block().data
+        elif K is not None:  # precomputed or callable kernel: the pair's block of K
+            return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
+        else:
+            X_pair = X[rows]  # the pair's samples, copied once
+            if self._smo:
+                sol = self._solve_features(formulation, X_pair, signs, C, layer="direct")
+                if settled(sol) or self._model_layer() == "direct":
+                    return sol, X_pair
+        return self._solve_features(formulation, X_pair, signs, C), X_pair
+
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
                   first: st.Solution | None = None, block=None) -> _PairFit:
-        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class). first: its solution by
-        SMO on its block of the fit's Gram matrix (_smo_on_blocks), and block() that block again. A pair SMO did
-        not bring to a verified (or proved) optimum within its tolerances is solved again from its samples
-        through solvers.api.solve (_model_layer), as every pair was before; max_iter caps SMO's steps as SVC's."""
-        X_pair = None if K is not None or first is not None else X[rows]  # the pair's samples, copied once
+        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class): _pair_solution, then
+        the model it proves; max_iter caps SMO's steps as SVC's."""
         with _blas_threads_for(rows.size):
-            if first is not None:
-                sol = first
-                if not (sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1):
-                    X_pair = block().data
-                    sol = self._solve_features(formulation, X_pair, signs, C)
-            elif K is not None:  # precomputed or callable kernel: the pair's block of K
-                sol = solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs())
-            else:
-                sol = self._solve_features(formulation, X_pair, signs, C)
+            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, first, block)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
                 proof = block() if first is not None else self._pair_gram(formulation, X_pair, K, rows)
