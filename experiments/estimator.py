@@ -59,10 +59,8 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import os
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,8 +110,6 @@ _NOT_FINITE = ("The dual coefficients or intercepts are not finite. The input da
 #: solve alone took 0.2 s on two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal
 #: n = 20,000 0.24-0.31 s vs 0.43-0.59 s. Above it (not measured) BLAS keeps its own thread count.
 ONE_BLAS_THREAD_UP_TO = 10_000
-#: Pairs of classes solved at once by SMO on the fit's Gram matrix (LIBSVM solves them one after another).
-PAIR_THREADS = min(2, os.cpu_count() or 1)
 
 
 def _class_pairs(n_classes: int) -> list[tuple[int, int]]:
@@ -563,7 +559,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, sol, block))
             if self.verbose:
                 sol = fits[-1].solution
-                earlier = sol.build_s + sol.solve_s if first is not None else 0.0  # on the pairs' threads
+                earlier = sol.build_s + sol.solve_s if first is not None else 0.0  # solved before this loop
                 print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
                       f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                       f"{time.perf_counter() - began + earlier:.3g} s")
@@ -571,21 +567,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _smo_on_blocks(self, shared: SharedGram, row_C) -> list[tuple[np.ndarray, np.ndarray, st.Solution]]:
         """(rows, labels, Solution) of each pair solved by SMO on its block of the fit's Gram matrix
-        (solvers.algorithms.smo_gram), on up to PAIR_THREADS threads: SMO runs without the interpreter's lock, and
-        so do the closing checks' larger array operations. A block lives only while its pair is solved."""
+        (solvers.algorithms.smo_gram), one after another as LIBSVM: on two threads (SMO holds no interpreter lock)
+        digits' 45 pairs took as long as on one (134-144 ms against 130-139 ms, machine at load 3), the closing
+        checks' small array operations holding the lock. A block lives only while its pair is solved."""
         max_iter = None if self.max_iter == -1 else self.max_iter
-
-        def one(pair):
+        out = []
+        for pair in _class_pairs(self.classes_.size):
             rows, signs, source = shared.pair(*pair)
             C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-            return rows, signs, smo_gram.solve(source, signs, C, profile=self.profile, max_iter=max_iter)
-
-        pairs = _class_pairs(self.classes_.size)
-        workers = min(PAIR_THREADS, len(pairs))
-        if workers < 2:
-            return [one(pair) for pair in pairs]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(one, pairs))
+            out.append((rows, signs, smo_gram.solve(source, signs, C, profile=self.profile, max_iter=max_iter)))
+        return out
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
