@@ -92,16 +92,18 @@ def test_direct_rejects_unknown_backend(ex55):
 
 @pytest.mark.parametrize("layer,backend", [("direct", "proxqp"), ("direct", "piqp"), ("cvxpy", "clarabel"),
                                            ("pyomo", "proxqp")])
-def test_working_set_exercise_5_5(ex55, layer, backend):
+@pytest.mark.parametrize("engine", working_set.ENGINES)
+def test_working_set_exercise_5_5(ex55, layer, backend, engine):
     X, y = ex55
     K = gram(Kernel("rbf", gamma=0.5), X)
     full = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=1.0, profile="high")
-    sol = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=10)
+    sol = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=10, engine=engine)
     assert sol.status == "optimal"
     # The dual is a maximisation: the decomposition may only be at or above a full solve's value.
     assert abs(sol.objective - full.objective) <= 1e-7 * abs(full.objective)
     assert abs(float(sol.alpha @ y)) < 1e-9
-    assert sol.iterations > 1  # it did decompose: 40 points, at most 10 at a time
+    # it did decompose: 40 points, at most 10 at a time (blocks) or two a step (SMO), then one block of the free ones
+    assert sol.iterations > 1 if engine == "blocks" else sol.extras["smo_steps"] > 1 and sol.solve_s > 0
 
 
 @pytest.mark.parametrize("layer,backend", [("direct", "proxqp"), ("direct", "clarabel"), ("cvxpy", "piqp")])
@@ -119,8 +121,8 @@ def test_working_set_split_start(rbf300, layer, backend):
     """n >= split_from: the loop starts from Nystrom margins' split (alpha = C below the band, a restricted
     dual inside it), a feasible point, and ends at the full solve's optimum in fewer steps."""
     y, K, full = rbf300
-    cold = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=0)
-    split = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=300)
+    cold = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=0, engine="blocks")
+    split = working_set.solve(K, y, 1.0, backend=backend, layer=layer, q=40, split_from=300, engine="blocks")
     assert cold.extras["start"] == "zero"
     assert split.extras["start"].startswith(f"split: Nystrom {working_set.LANDMARKS}, |W| ")
     for sol in (cold, split):

@@ -137,8 +137,8 @@ def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):
     capacity = 30
     rows = KernelRows(KERNEL, X, cache_bytes=8 * N * capacity)
     assert rows.capacity == capacity
-    res = ws.decompose(rows, y, 10.0, backend="piqp", q=20, split_from=0)
-    full = ws.decompose(K, y, 10.0, backend="piqp", q=20, split_from=0)
+    res = ws.decompose(rows, y, 10.0, backend="piqp", q=20, split_from=0, engine="blocks")
+    full = ws.decompose(K, y, 10.0, backend="piqp", q=20, split_from=0, engine="blocks")
     assert res.converged and full.converged
     assert rows.max_held <= capacity  # never more rows held than the budget allows
     assert rows.rows_computed > capacity  # ... so rows were evicted and computed again when needed
@@ -148,8 +148,9 @@ def test_cache_is_bounded_and_rows_are_recomputed_on_demand(data):
 
 def test_shrinking_does_not_change_the_optimum(data):
     X, y, K = data
-    shrunk = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=True, shrink_every=2)
-    plain = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=False)
+    shrunk = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=True, shrink_every=2,
+                           engine="blocks")
+    plain = ws.decompose(K, y, 100.0, backend="piqp", q=20, split_from=0, shrinking=False, engine="blocks")
     assert shrunk.converged and plain.converged
     assert shrunk.min_active < N and shrunk.unshrinks >= 1  # it did shrink, and rechecked every point
     assert _rel(shrunk.objective, plain.objective) <= 1e-9
@@ -313,7 +314,7 @@ def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypa
     monkeypatch.setattr(cp.Problem, "solve", fail)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="highs", C=10.0, method="working_set")
     assert sol.status == st.ERROR and sol.w is None
-    assert "the subproblem solver returned no point for a block of" in sol.message
+    assert "the subproblem solver returned no point for the block of round 1" in sol.message
 
 
 @pytest.mark.parametrize("C", [1.0, 100.0])
@@ -340,10 +341,13 @@ def test_the_cvxpy_block_is_the_direct_block(data, C):
     assert np.abs(s_cvxpy - s_direct).max() <= 1e-8
 
 
-def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_the_matrix_fits():
+def test_row_source_forms_the_gram_matrix_up_to_gram_bytes_and_rows_on_demand_beyond(monkeypatch):
     from solvers.algorithms.kernel_rows import ROWS_FROM_N
 
     X = np.random.default_rng(3).normal(size=(ROWS_FROM_N, 3))
+    whole = row_source(KERNEL, X, budget=1e12)  # 8 n^2 bytes within GRAM_BYTES: the compiled SMO reads it
+    assert isinstance(whole, FullGram) and np.allclose(whole.K, gram(KERNEL, X), rtol=0, atol=1e-14)
+    monkeypatch.setattr(kernel_rows, "GRAM_BYTES", 8.0 * ROWS_FROM_N ** 2 - 1)
     source = row_source(KERNEL, X, budget=1e12)
     assert isinstance(source, KernelRows) and source.rows_computed == 0  # nothing n x n was formed
     assert isinstance(row_source(KERNEL, X[: ROWS_FROM_N - 1], budget=1e12), FullGram)
@@ -353,7 +357,7 @@ def test_row_source_computes_rows_on_demand_from_rows_from_n_points_even_when_th
 def test_the_split_start_from_nystrom_margins_reaches_the_optimum(data, reference, rows_on_demand):
     X, y, K = data
     source = KernelRows(KERNEL, X) if rows_on_demand else K
-    res = ws.decompose(source, y, 100.0, backend="piqp", q=20, split_from=N)
+    res = ws.decompose(source, y, 100.0, backend="piqp", q=20, split_from=N, engine="blocks")
     assert res.start.startswith(f"split: Nystrom {ws.LANDMARKS}, |W| "), res.start
     assert res.converged
     assert _rel(res.objective, reference[100.0]) <= OBJECTIVE_RTOL
@@ -476,7 +480,7 @@ def test_weakly_coupled_free_points_beyond_the_largest_block_take_the_base_block
         return real(src, y_, alpha, g_B, B, rhs, C, *args, **kwargs)
 
     monkeypatch.setattr(ws, "_solve_block", spy)
-    res = ws.decompose(K_near_I, y, 100.0, backend="piqp", q=20, max_q=40, split_from=0)
+    res = ws.decompose(K_near_I, y, 100.0, backend="piqp", q=20, max_q=40, split_from=0, engine="blocks")
     whole = api.solve("kernel_dual", None, y, K=K_near_I, layer="cvxpy", backend="clarabel", C=100.0,
                       profile="high", method="full")
     assert res.converged and _rel(res.objective, whole.checks["dual_objective"]) <= OBJECTIVE_RTOL
@@ -490,10 +494,10 @@ def test_the_tail_ends_at_the_optimum_proved_from_the_active_set(monkeypatch, da
     """From TAIL_MIN_FREE free points on, once the gap is within TAIL_GAP, the optimum proved from the loop's
     active set ends the loop (at n = 5,000, C = 100: 11 steps against 16, 4.2 s against 6.3 s). The test data
     have ~130 free points: the threshold is lowered to reach the tail here. Same optimum, a step earlier."""
-    plain = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False)
+    plain = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False, engine="blocks")
     assert plain.extras["proved_at_step"] == 0  # below TAIL_MIN_FREE: the loop's own end
     monkeypatch.setattr(ws, "TAIL_MIN_FREE", 20)
-    sol = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False)
+    sol = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False, engine="blocks")
     assert sol.extras["proved_at_step"] == sol.iterations < plain.iterations
     assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
     assert _rel(sol.checks["dual_objective"], plain.checks["dual_objective"]) <= 1e-12  # measured 1.3e-15

@@ -185,7 +185,7 @@ def test_the_split_start_takes_per_sample_C(weighted, whole_qp):
     C_i, the balance of the restricted dual counts them so, and the loop ends at the whole QP's optimum."""
     X, _, signs, weights = weighted
     res = ws.decompose(gram(Kernel("rbf", gamma=GAMMA), X), signs, 0.2 * weights, backend="piqp", q=20,
-                       split_from=len(signs))
+                       split_from=len(signs), engine="blocks")
     assert res.start.startswith("split: Nystrom"), res.start
     assert res.converged and res.gap <= ws.WorkingSetOptions.gap_tol
     assert abs(res.objective - whole_qp["kernel_dual"]) <= 1e-7 * abs(whole_qp["kernel_dual"])

@@ -98,7 +98,7 @@ def test_each_kernel_subproblem_is_given_the_time_that_remains(data, monkeypatch
     clock = Clock()
     given = _taking(monkeypatch, ws, "direct", clock, 40.0)
     sol = ws.solve(K, y, 10.0, backend=backend, layer="direct", q=10, validate=False,
-                   time_limit=Deadline(100.0, clock=clock))
+                   time_limit=Deadline(100.0, clock=clock), engine="blocks")
     assert given == [100.0, 60.0, 20.0]
     assert sol.status == st.TIME_LIMIT and sol.w is None and math.isnan(sol.objective)
     assert sol.message.startswith("stopped at the time limit (100 s) after 2 steps, in the subproblem of step 3 (")
@@ -153,8 +153,8 @@ def test_the_split_start_and_the_final_proof_stop_at_the_deadline(data):
     and the row says the limit stopped it there. A loop that stopped at its stall has its point proved after it
     (_finish): past the limit that proof does not run, and the result is a time limit, not a claim to check."""
     ds = overlapping(2000, d=2, seed=1)
-    sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf",
-                    method="working_set", time_limit=1e-9)
+    sol = ws.solve(gram(Kernel("rbf"), ds.X), ds.y, 1.0, backend="osqp", layer="direct", q=500, validate=False,
+                   time_limit=1e-9, engine="blocks")
     assert sol.status == st.TIME_LIMIT and "after 0 steps, in the split start, " in sol.message
     assert sol.extras["start"].endswith("the restricted QP stopped at the time limit; started at zero")
     _, y, K = data

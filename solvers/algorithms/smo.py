@@ -59,38 +59,44 @@ DEFAULT_CACHE_BYTES = 512 * 2**20
 
 
 @njit(cache=True, nogil=True)
-def _kernel_value(A, i, B, j, kind, gamma, coef0, degree):
-    """k(a_i, b_j); the rbf from the differences (exact at any translation, 1 exactly at a_i = b_j)."""
-    s = 0.0
-    if kind == RBF:
-        for k in range(A.shape[1]):
-            t = A[i, k] - B[j, k]
-            s += t * t
-        return math.exp(-gamma * s)
-    for k in range(A.shape[1]):
-        s += A[i, k] * B[j, k]
-    if kind == LINEAR:
-        return s
-    if kind == POLY:
-        return (gamma * s + coef0) ** degree
-    return math.tanh(gamma * s + coef0)
+def _fill_row(p, width, XT, kind, gamma, coef0, degree, out):
+    """k(x_p, x_q) for q < width into out, XT holding the points as columns (d x n: the sums run along contiguous
+    rows); the rbf from the differences (exact at any translation, 1 exactly at q = p)."""
+    for q in range(width):
+        out[q] = 0.0
+    for t in range(XT.shape[0]):
+        x = XT[t, p]
+        col = XT[t]
+        if kind == RBF:
+            for q in range(width):
+                u = x - col[q]
+                out[q] += u * u
+        else:
+            for q in range(width):
+                out[q] += x * col[q]
+    for q in range(width):
+        if kind == RBF:
+            out[q] = math.exp(-gamma * out[q])
+        elif kind == POLY:
+            out[q] = (gamma * out[q] + coef0) ** degree
+        elif kind == SIGMOID:
+            out[q] = math.tanh(gamma * out[q] + coef0)
 
 
 @njit(cache=True, nogil=True)
-def _source_row(i, K, X, kind, gamma, coef0, degree, out):
+def _source_row(i, K, XT, kind, gamma, coef0, degree, out):
     """Row i of the whole K into out (length n)."""
     if kind == GIVEN:
         out[:] = K[i]
-        return
-    for j in range(X.shape[0]):
-        out[j] = _kernel_value(X, i, X, j, kind, gamma, coef0, degree)
+    else:
+        _fill_row(i, out.shape[0], XT, kind, gamma, coef0, degree, out)
 
 
 @njit(cache=True, nogil=True)
 def _row(p, w, work, cache):
     """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
     used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     buf, slot_of, owner, last, meta = cache
     if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
         return K[p]
@@ -117,8 +123,7 @@ def _row(p, w, work, cache):
             for q in range(w):
                 out[q] = Ki[S[q]]
         else:
-            for q in range(w):
-                out[q] = _kernel_value(XS, p, XS, q, kind, gamma, coef0, degree)
+            _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
             meta[2] += 1
     last[s] = meta[0]
     return buf[s * w:(s + 1) * w]
@@ -261,7 +266,7 @@ def _sync(w, full, comp, work):
     that moved since the last sync (snap: alpha then)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     n = y.shape[0]
     for p in range(w):
         alpha[S[p]] = aS[p]
@@ -271,34 +276,57 @@ def _sync(w, full, comp, work):
         for p in range(w):
             out[S[p]] = False
         T = np.flatnonzero(out)
+        row = np.empty(n)
         for p in range(w):
             j = S[p]
             moved = alpha[j] - snap[j]
             if moved == 0.0:
                 continue
             c = y[j] * moved
+            _source_row(j, K, XT, kind, gamma, coef0, degree, row)
             for t in T:
-                k_jt = K[j, t] if kind == GIVEN else _kernel_value(X, j, X, t, kind, gamma, coef0, degree)
-                G[t] += y[t] * c * k_jt
+                G[t] += y[t] * c * row[t]
     for p in range(w):
         snap[S[p]] = alpha[S[p]]
 
 
 @njit(cache=True, nogil=True)
-def _load(w, full, comp, work, cache):
-    """The points S[:w] copied into the arrays of the points in play; the row cache emptied."""
+def _load(w, full, comp, work, cache, flush=True):
+    """The points S[:w] copied into the arrays of the points in play; the row cache emptied (flush)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, X, XS, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree = work
     buf, slot_of, owner, last, meta = cache
     for p in range(w):
         i = S[p]
         yS[p], uS[p], aS[p], GS[p], dS[p] = y[i], upper[i], alpha[i], G[i], diag[i]
         if kind != GIVEN:
-            XS[p, :] = X[i, :]
-    slot_of[:] = -1
-    meta[1] = 0
+            XST[:, p] = XT[:, i]
+    if flush:
+        slot_of[:] = -1
+        meta[1] = 0
     meta[3] = 1 if kind == GIVEN and w == y.shape[0] else 0
+
+
+@njit(cache=True, nogil=True)
+def _keep_rows(w, kept, new_pos, old_pos, cache):
+    """The cached rows of the points still in play, cut to their columns (old_pos: each new position's old one;
+    new_pos: each old position's new one, -1 for those left out) and packed at the new width, in place: a row
+    moves only towards the buffer's start, and each entry to an index no larger than its own."""
+    buf, slot_of, owner, last, meta = cache
+    slot_of[:] = -1
+    used = 0
+    for s in range(meta[1]):
+        q = new_pos[owner[s]]
+        if q < 0:
+            continue
+        src, dst = s * w, used * kept
+        for c in range(kept):
+            buf[dst + c] = buf[src + old_pos[c]]
+        owner[used], last[used] = q, last[s]
+        slot_of[q] = used
+        used += 1
+    meta[1] = used
 
 
 @njit(cache=True, nogil=True)
@@ -315,7 +343,7 @@ def _all_in_play(w, full, comp, work, cache):
 
 
 @njit(cache=True, nogil=True)
-def _shrink(w, full, comp, work, cache):
+def _shrink(w, full, comp, work, cache, share):
     """Leave out the points no violating pair can use, if they are SHRINK_SHARE of those in play or more
     (after a sync); the new count in play. The first time the violation is within 10 tol, every point comes
     back first (LIBSVM's unshrink)."""
@@ -326,20 +354,24 @@ def _shrink(w, full, comp, work, cache):
     for p in range(w):
         if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
             kept += 1
-    if kept > (1.0 - SHRINK_SHARE) * w or kept < 2:
+    if kept > (1.0 - share) * w or kept < 2:
         return w
     _sync(w, full, comp, work)
+    new_pos = np.full(w, -1, dtype=np.int64)
+    old_pos = np.empty(w, dtype=np.int64)
     kept = 0
     for p in range(w):  # positions kept in order: S stays sorted
         if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
             S[kept] = S[p]
+            new_pos[p], old_pos[kept] = kept, p
             kept += 1
-    _load(kept, full, comp, work, cache)
+    _keep_rows(w, kept, new_pos, old_pos, cache)
+    _load(kept, full, comp, work, cache, False)
     return kept
 
 
 @njit(cache=True, nogil=True)
-def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
+def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
     """Up to max_steps SMO steps. state: [points in play, unshrunk once, steps to the next shrinking,
     converged, steps taken in all]; returns the violation m - M over the points in play at the last selection."""
     n = full[0].shape[0]
@@ -356,7 +388,7 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
                     if gmax1 + gmax2 <= 10.0 * tol:  # near the end: every point once more
                         state[1] = 1
                         w = _all_in_play(w, full, comp, work, cache)
-                w = _shrink(w, full, comp, work, cache)
+                w = _shrink(w, full, comp, work, cache, share)
                 state[0] = w
         i, j, violation = _select(w, comp, work, cache)
         if j < 0 or violation <= tol:
@@ -372,25 +404,104 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every):
 
 
 @njit(cache=True, nogil=True)
-def _gradient(K, X, kind, gamma, coef0, degree, y, alpha, G, row):
+def _gradient(K, XT, kind, gamma, coef0, degree, y, alpha, G, row):
     """G = Q alpha - 1 from the rows of K where alpha != 0 (row: scratch of length n)."""
     n = y.shape[0]
     for k in range(n):
         G[k] = -1.0
     for i in range(n):
         if alpha[i] != 0.0:
-            _source_row(i, K, X, kind, gamma, coef0, degree, row)
+            _source_row(i, K, XT, kind, gamma, coef0, degree, row)
             c = y[i] * alpha[i]
             for k in range(n):
                 G[k] += y[k] * c * row[k]
+
+
+@njit(cache=True, nogil=True)
+def _rbf_exponents(XT, gamma, lo, hi, K):
+    """-gamma ||x_i - x_j||^2 into K[i, :i + 1] for the rows lo..hi-1, from the differences (XT: X transposed,
+    so that the sums run along contiguous rows of K)."""
+    d = XT.shape[0]
+    for i in range(lo, hi):
+        row = K[i, :i + 1]
+        row[:] = 0.0
+        for t in range(d):
+            x = XT[t, i]
+            col = XT[t, :i + 1]
+            for j in range(i + 1):
+                u = x - col[j]
+                row[j] += u * u
+        for j in range(i + 1):
+            row[j] *= -gamma
+        K[i, i + 1:hi] = 0.0  # the block's entries above the diagonal: the mirror's, not garbage to overflow exp
+
+
+@njit(cache=True, nogil=True)
+def _mirror(K):
+    """The lower triangle copied onto the upper one, a tile at a time; 1 on the diagonal."""
+    n = K.shape[0]
+    tile = 64
+    for lo in range(0, n, tile):
+        for hi in range(lo, n, tile):
+            for i in range(lo, min(n, lo + tile)):
+                for j in range(max(hi, i + 1), min(n, hi + tile)):
+                    K[i, j] = K[j, i]
+        for i in range(lo, min(n, lo + tile)):
+            K[i, i] = 1.0
+
+
+#: Rows of the Gram matrix whose exponents are made before one call of numpy's exp (its vectorized loop, several
+#: times faster than a scalar exp a value).
+GRAM_ROWS = 256
+
+
+def rbf_gram(gamma: float, X: np.ndarray) -> np.ndarray:
+    """The rbf's Gram matrix of dense X, its exponents from the differences (right to rounding at any translation
+    of the data), the lower triangle only, then mirrored: exactly symmetric with 1 on the diagonal. On one core
+    (formulations.kernels.gram's product spun its threads against the other processes of a shared machine)."""
+    X = _compiled_array(X)
+    n = X.shape[0]
+    XT = np.ascontiguousarray(X.T)
+    K = np.empty((n, n))
+    for lo in range(0, n, GRAM_ROWS):
+        hi = min(n, lo + GRAM_ROWS)
+        _rbf_exponents(XT, float(gamma), lo, hi, K)
+        block = K[lo:hi, :hi]  # the rows' lower triangles, and a few entries above it that the mirror overwrites
+        np.exp(block, out=block)
+    _mirror(K)
+    return K
+
+
+@njit(cache=True, nogil=True)
+def _combination(K, I, coef, out):
+    """out += sum_k coef_k K[I_k] (K symmetric: rows, read in place)."""
+    for k in range(I.shape[0]):
+        c = coef[k]
+        row = K[I[k]]
+        for t in range(out.shape[0]):
+            out[t] += c * row[t]
+
+
+def combination(K: np.ndarray, I, coef) -> np.ndarray:
+    """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's 650 rows at
+    n = 5,000: 26 MB copied before the product)."""
+    out = np.zeros(K.shape[0])
+    _combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+    return out
+
+
+def _compiled_array(A) -> np.ndarray:
+    """A as a writable C-ordered float64 array (copied only where it is not): numba compiles its functions once
+    per array type, and a read-only array is another type (another compile, seconds)."""
+    return np.require(A, dtype=np.float64, requirements=["C", "W"])
 
 
 class RowCache:
     """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data (`from_data`), and a
     buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once."""
 
-    def __init__(self, K, X, kind, gamma, coef0, degree, diag, cache_doubles):
-        self.K, self.X, self.kind = K, X, kind
+    def __init__(self, K, XT, kind, gamma, coef0, degree, diag, cache_doubles):
+        self.K, self.XT, self.kind = K, XT, kind  # XT: the points as columns (d x n), for rows computed
         self.gamma, self.coef0, self.degree = float(gamma), float(coef0), int(degree)
         self.n = len(diag)
         self.diag = np.ascontiguousarray(diag, dtype=float)
@@ -402,7 +513,7 @@ class RowCache:
     def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
         """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
         shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use)."""
-        K = np.ascontiguousarray(K, dtype=float)
+        K = _compiled_array(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
         n = K.shape[0]
@@ -415,7 +526,7 @@ class RowCache:
         at most cache_bytes of them kept (never fewer than 2 rows)."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
-        X = np.ascontiguousarray(X, dtype=float)
+        X = _compiled_array(X)
         n, d = X.shape
         kind = KERNEL_CODES[kernel.name]
         gamma = kernel.resolved_gamma(d)
@@ -423,7 +534,8 @@ class RowCache:
         diag = (np.ones(n) if kind == RBF else dots if kind == LINEAR
                 else (gamma * dots + kernel.coef0) ** kernel.degree if kind == POLY
                 else np.tanh(gamma * dots + kernel.coef0))
-        return cls(np.zeros((0, 0)), X, kind, gamma, kernel.coef0, kernel.degree, diag, cache_bytes / 8)
+        return cls(np.zeros((0, 0)), np.ascontiguousarray(X.T), kind, gamma, kernel.coef0, kernel.degree, diag,
+                   cache_bytes / 8)
 
     @property
     def rows_computed(self) -> int:
@@ -431,7 +543,7 @@ class RowCache:
         return int(self.meta[2])
 
     def _source(self):
-        return self.K, self.X, self.kind, self.gamma, self.coef0, self.degree
+        return self.K, self.XT, self.kind, self.gamma, self.coef0, self.degree
 
     def row(self, i: int) -> np.ndarray:
         """Row i of K (a copy)."""
@@ -501,8 +613,8 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     computed = rows.rows_computed
     full = (y, upper, alpha, G, alpha.copy(), rows.diag)
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
-    XS = np.empty_like(rows.X) if rows.kind != GIVEN else rows.X
-    work = (np.arange(n, dtype=np.int64), rows.K, rows.X, XS, rows.kind, rows.gamma, rows.coef0, rows.degree)
+    XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
+    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree)
     cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
              rows.meta)
     _load(n, full, comp, work, cache)
@@ -515,10 +627,36 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             break
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
-                         shrink_every)
+                         shrink_every, SHRINK_SHARE)
         spent = time.perf_counter() - began
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point
     return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
                      rows.rows_computed - computed)
+
+
+def warm() -> None:
+    """Every compiled function loaded (from numba's cache, or compiled where it has none: the first run on a
+    machine): a server that forks a process per solve calls this once, so that no solve pays the load (0.2 s)."""
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    K = rbf_gram(1.0, X)
+    smo(K, y, 1.0, shrinking=False)
+    smo(K, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
+    rows = RowCache.from_data(_RBF, X)
+    smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
+    combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+
+
+class _RbfKernel:
+    """A stand-in for formulations.kernels.Kernel("rbf", gamma=1) (this module does not import formulations)."""
+
+    name, coef0, degree = "rbf", 0.0, 3
+
+    @staticmethod
+    def resolved_gamma(d: int) -> float:
+        return 1.0
+
+
+_RBF = _RbfKernel()

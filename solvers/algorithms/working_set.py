@@ -87,6 +87,7 @@ from solvers.adapters.cvxpy_layer import solve_kwargs
 from solvers.adapters.pyomo_qp import solve_standard_qp
 from solvers.algorithms.direct import standard_qp
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
+from solvers.algorithms import smo_dual
 from solvers.algorithms.primal_working_set import smoothed_start
 from solvers.backends import get_record
 from solvers.checks import decision_size, gap_rounding
@@ -1033,6 +1034,13 @@ def _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares: bool = True, d
     return ref.alpha, ref.g, settled_gap <= gap_tol
 
 
+def _loop_kit() -> smo_dual.LoopKit:
+    """This module's pieces the SMO engine builds on, handed to it (smo_dual cannot import this module, which
+    imports it)."""
+    return smo_dual.LoopKit(loop=_Loop, check_alpha0=check_alpha0, subsolvers=SUBSOLVERS, solve_block=_solve_block,
+                            finish=_finish, violation=_violation, alpha_scale=alpha_scale, relative_gap=relative_gap)
+
+
 def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str = "clarabel",
                layer: str = "direct", options: dict | None = None, time_limit: Deadline | float | None = None,
                profile: str = "high", alpha0: np.ndarray | None = None) -> WorkingSetResult:
@@ -1056,11 +1064,9 @@ def _decompose(K, y: np.ndarray, C, *, settings: WorkingSetOptions, backend: str
     opts = native_options(backend, profile, options)
     subsolve = SUBSOLVERS[layer]
     deadline = Deadline.of(time_limit)
-    from solvers.algorithms import smo_dual  # it builds on this module's blocks
-
     if settings.engine == "smo" and smo_dual.applies(src):
         return smo_dual.decompose(src, y, C, settings=settings, layer=layer, backend=backend, opts=opts,
-                                  deadline=deadline, alpha0=alpha0)
+                                  deadline=deadline, alpha0=alpha0, kit=_loop_kit())
     loop = _start(src, y, C, layer, backend, opts, alpha0, settings, deadline)
     alpha, g = loop.alpha, loop.g  # updated in place by the steps
     tol_now = settings.tol

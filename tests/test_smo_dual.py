@@ -1,0 +1,115 @@
+"""The kernel dual's default engine (solvers.algorithms.smo_dual): the compiled SMO, then one block declared and
+solved through the layer; the proved optimum in every layer, the block really through the layer's model, a warm
+start, rows computed from the data, per-sample C_i, a time limit inside the SMO steps and one in the block.
+Small data (a few hundred points): seconds, no timings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments.datasets import hard
+from formulations.kernels import Kernel, gram
+from solvers import solution as st
+from solvers.algorithms import smo as smo_module
+from solvers.algorithms import smo_dual
+from solvers.algorithms import working_set as ws
+from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.deadline import Deadline
+
+KERNEL = Kernel("rbf", gamma=0.1)
+N = 300
+#: The issue's exactness: objective and decision values within 1e-7 of the proved reference, relative.
+RTOL = 1e-7
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = hard(N, d=10, seed=5, clusters=2, flip=0.1)
+    return ds.X, ds.y.astype(float), gram(KERNEL, ds.X)
+
+
+@pytest.fixture(scope="module")
+def reference(data):
+    """The former engine (blocks through PIQP) at the `high` profile: proved optimum, per C."""
+    X, y, K = data
+    out = {}
+    for C in (1.0, 100.0):
+        sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False, engine="blocks", profile="high")
+        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+        out[C] = sol
+    return out
+
+
+def _assert_is_reference(sol, ref):
+    assert sol.status == st.OPTIMAL, sol.checks.get("verdict")
+    assert sol.checks["reference"] == "proved optimum"
+    want = ref.checks["dual_objective"]
+    assert abs(sol.checks["dual_objective"] - want) <= RTOL * abs(want)
+    assert np.max(np.abs(sol.decision - ref.decision)) <= RTOL * np.max(np.abs(ref.decision))
+
+
+@pytest.mark.parametrize("C", [1.0, 100.0])
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+def test_the_engine_reaches_the_proved_optimum_through_the_layer(data, reference, monkeypatch, layer, C):
+    X, y, K = data
+    blocks = []
+    real = ws.SUBSOLVERS[layer]
+
+    def spy(Q_BB, p, *args, **kwargs):
+        blocks.append(len(p))
+        return real(Q_BB, p, *args, **kwargs)
+
+    monkeypatch.setitem(ws.SUBSOLVERS, layer, spy)
+    sol = ws.solve(K, y, C, backend="piqp", layer=layer, q=60, validate=False)
+    _assert_is_reference(sol, reference[C])
+    assert sol.extras["start"] == "smo from zero" and sol.extras["smo_steps"] > 0
+    free = int(np.count_nonzero((sol.alpha > 0) & (sol.alpha < C)))
+    assert blocks and blocks[-1] >= free  # the last block holds the free points, solved through the layer
+    assert sol.extras["polished_blocks"] >= 1
+
+
+def test_rows_from_the_data_and_per_sample_C(data):
+    X, y, K = data
+    C = np.random.default_rng(1).uniform(0.5, 20.0, N)
+    rows = KernelRows(KERNEL, X, cache_bytes=8 * N * 40)
+    assert smo_dual.applies(rows) and smo_dual.compiled_rows(rows).capacity == 40
+    on_rows = ws.solve(rows, y, C, backend="piqp", layer="direct", q=60, validate=False)
+    blocks = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False, engine="blocks", profile="high")
+    assert blocks.status == st.OPTIMAL and blocks.checks["reference"] == "proved optimum"
+    _assert_is_reference(on_rows, blocks)
+
+
+def test_a_warm_start_is_taken(data, reference):
+    X, y, K = data
+    start = reference[1.0].alpha * 100.0  # feasible for C = 100 (experiments.c_path's scaling)
+    sol = ws.solve(K, y, 100.0, backend="piqp", layer="direct", q=60, validate=False, alpha0=start)
+    _assert_is_reference(sol, reference[100.0])
+    assert sol.extras["start"] == "smo from alpha0"
+
+
+def test_the_linear_kernel_keeps_the_block_loop(data):
+    """LinearRows' products go through X (O(n d)): the block loop, not the compiled SMO's O(n) rows a step."""
+    from solvers.algorithms.kernel_rows import LinearRows
+
+    X, y, K = data
+    assert not smo_dual.applies(LinearRows(X)) and smo_dual.applies(FullGram(K))
+
+
+def test_the_time_limit_stops_the_smo_steps_and_the_block(data, monkeypatch):
+    X, y, K = data
+    res = ws.decompose(K, y, 100.0, backend="piqp", q=60, time_limit=Deadline(0.0))
+    assert res.timed_out and not res.converged and res.stopped_in == "in the SMO steps of round 1"
+    # a deadline that passes while the block is being solved: its point is not taken, the row says where
+    clock = [0.0]
+    real = smo_module.smo
+
+    def smo_then_late(*args, **kwargs):
+        out = real(*args, **{**kwargs, "deadline": None})
+        clock[0] = 10.0
+        return out
+
+    monkeypatch.setattr(smo_dual, "smo", smo_then_late)
+    res = ws.decompose(K, y, 100.0, backend="piqp", q=60, time_limit=Deadline(5.0, clock=lambda: clock[0]))
+    assert res.timed_out and not res.converged
+    assert res.stopped_in == "before the block of round 1 (" + res.stopped_in.split("(")[1]
