@@ -944,8 +944,15 @@ def _split_among_twins(alpha: np.ndarray, signs: np.ndarray, C, twins: np.ndarra
         return alpha
     bounds = np.broadcast_to(np.asarray(C, dtype=float), alpha.shape)
     twin = twins >= 0
-    _, group = np.unique(np.column_stack([twins[twin], signs[twin], bounds[twin]]), axis=0, return_inverse=True)
-    group = group.ravel()
+    keys = (twins[twin], signs[twin], bounds[twin])
+    order = np.lexsort(keys[::-1])  # by twin group, then label, then bound
+    starts = np.zeros(order.size, dtype=bool)
+    starts[0] = True
+    for key in keys:
+        ordered = key[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    group = np.empty(order.size, dtype=np.intp)
+    group[order] = np.cumsum(starts) - 1
     share = np.bincount(group, alpha[twin]) / np.bincount(group)
     out = alpha.copy()
     out[twin] = share[group]
