@@ -567,9 +567,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _smo_on_blocks(self, shared: SharedGram, row_C) -> list[tuple[np.ndarray, np.ndarray, st.Solution]]:
         """(rows, labels, Solution) of each pair solved by SMO on its block of the fit's Gram matrix
-        (solvers.algorithms.smo_gram), one after another as LIBSVM: on two threads (SMO holds no interpreter lock)
-        digits' 45 pairs took as long as on one (134-144 ms against 130-139 ms, machine at load 3), the closing
-        checks' small array operations holding the lock. A block lives only while its pair is solved."""
+        (solvers.algorithms.smo_gram), one after another as LIBSVM: two threads gained nothing
+        (docs/estimator_speed.md), the closing checks' small array operations hold the interpreter lock. A block
+        lives only while its pair is solved."""
         max_iter = None if self.max_iter == -1 else self.max_iter
         out = []
         for pair in _class_pairs(self.classes_.size):

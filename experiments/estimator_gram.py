@@ -17,9 +17,8 @@ from formulations.kernels import Kernel, gram
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram
 
 #: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
-#: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair's SMO computes the kernel rows it
-#: asks for (solvers.api.solve): on the hard family at n = 5,000 (two classes, C = 1) forming the whole matrix
-#: took longer than SVC's fit, and the fit took 1.65-2.5x SVC's time against 0.8-1.9x with rows on demand.
+#: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair goes through solvers.api.solve, whose
+#: row source decides (the whole matrix cost more than SVC's fit at n = 5,000: docs/estimator_speed.md).
 MAX_N = ROWS_FROM_N
 
 

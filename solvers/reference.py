@@ -82,8 +82,7 @@ class Gram:
         """K[I][:, J] (a working set's block, the free points' system) without the columns' other rows."""
         if self.K is None:
             return dense(self.X[I] @ self.X[J].T)
-        # the shorter side gathered first: two plain takes, several times faster than one np.ix_ index (the
-        # kernel audit's n x |SV| block of a small problem's K: 15 us against 72 us)
+        # the shorter side gathered first: two plain takes are several times faster than one np.ix_ index
         return self.K[:, J][I] if np.size(J) < np.size(I) else self.K[I][:, J]
 
     def times(self, u: np.ndarray) -> np.ndarray:
@@ -542,7 +541,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
         c /= col
     if not singular:
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
-        # checks (0.1-0.2 ms a call, more than the solve of a small problem's free points)
+        # checks, which cost more than the solve of a small problem's free points
         lu, piv, info = lapack.dgetrf(A)
         if info >= 0 and np.all(np.diag(lu) != 0):  # an exactly singular M: least squares below
             x = c * lapack.dgetrs(lu, piv, r * rhs)[0]

@@ -7,11 +7,10 @@ values recomputed by another formula from the block's data, the optimum proved f
 the review of the solver's claim), so a row is `optimal` here exactly when it would be anywhere else.
 
 SMO stops at a violation m - M <= tol of the KKT conditions (solvers.algorithms.smo). It starts TIGHTEN times
-below the profile's check tolerance (the checks' bar, in the same margin units, measures the decision values
-relative to their largest: a violation at the bar itself left them 2e-4 off on an iris pair, and 44 of digits' 45
-pairs at C = 10, each then closed twice); a point the checks do not verify is taken on from where it stopped,
-with the tolerance TIGHTEN times smaller, down to MIN_TOL. What still is not verified is returned as the checks
-judged it (`optimal_inaccurate`), for the caller to solve another way.
+below the profile's check tolerance: the checks measure the decision values relative to their largest, so a
+violation at the bar itself often misses it and the point would be closed twice. A point the checks do not
+verify is taken on from where it stopped, with the tolerance TIGHTEN times smaller, down to MIN_TOL. What still
+is not verified is returned as the checks judged it (`optimal_inaccurate`), for the caller to solve another way.
 """
 
 from __future__ import annotations
