@@ -82,6 +82,7 @@ from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers import solution as st
 from solvers.algorithms import smo_gram
+from solvers.algorithms.kernel_rows import FullGram
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
@@ -545,38 +546,22 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
         self._smo = self._smo_pairs(formulation, X, K, C)
         shared = self._shared_gram(kept, X, y_index) if self._smo else None
-        first = self._smo_on_blocks(shared, row_C) if shared is not None else None
         fits = []
-        for k, (i, j) in enumerate(_class_pairs(self.classes_.size)):
+        for i, j in _class_pairs(self.classes_.size):  # one after another, as LIBSVM (docs/estimator_speed.md)
             began = time.perf_counter()
-            if first is not None:
-                rows, signs, sol = first[k]
-                block = lambda i=i, j=j: shared.pair(i, j)[2]  # made again only where needed
+            if shared is not None:  # the pair's block of the fit's Gram matrix, alive while the pair is fitted
+                rows, signs, block = shared.pair(i, j)
             else:
-                rows, sol, block = kept[np.isin(y_index[kept], (i, j))], None, None
+                rows, block = kept[np.isin(y_index[kept], (i, j))], None
                 signs = np.where(y_index[rows] == j, 1.0, -1.0)
             pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, sol, block))
+            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block))
             if self.verbose:
                 sol = fits[-1].solution
-                earlier = sol.build_s + sol.solve_s if first is not None else 0.0  # solved before this loop
                 print(f"[SVMClassifier] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
                       f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
-                      f"{time.perf_counter() - began + earlier:.3g} s")
+                      f"{time.perf_counter() - began:.3g} s")
         return fits
-
-    def _smo_on_blocks(self, shared: SharedGram, row_C) -> list[tuple[np.ndarray, np.ndarray, st.Solution]]:
-        """(rows, labels, Solution) of each pair solved by SMO on its block of the fit's Gram matrix
-        (solvers.algorithms.smo_gram), one after another as LIBSVM: two threads gained nothing
-        (docs/estimator_speed.md), the closing checks' small array operations hold the interpreter lock. A block
-        lives only while its pair is solved."""
-        max_iter = None if self.max_iter == -1 else self.max_iter
-        out = []
-        for pair in _class_pairs(self.classes_.size):
-            rows, signs, source = shared.pair(*pair)
-            C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-            out.append((rows, signs, smo_gram.solve(source, signs, C, profile=self.profile, max_iter=max_iter)))
-        return out
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
@@ -630,18 +615,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
         return sol
 
-    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, first, block):
+    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block):
         """(the pair's Solution, its samples where they were taken). SMO first where _smo: on its block of the fit's
-        Gram matrix (`first`, solved by _smo_on_blocks; block() makes the block again), else with its kernel rows on
-        demand (solvers.api.solve, the solver alone). A pair SMO did not bring to a verified (or proved) optimum
-        is solved again from its samples through the model layer (_model_layer), as every pair was before."""
+        Gram matrix (solvers.algorithms.smo_gram), else with its kernel rows on demand (solvers.api.solve, the
+        solver alone); max_iter caps SMO's steps as SVC's. A pair SMO did not bring to a verified (or proved)
+        optimum is solved again from its samples through the model layer (_model_layer), as every pair was
+        before."""
         def settled(sol):
             return sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
 
-        if first is not None:
-            if settled(first):
-                return first, None
-            X_pair = block().data
+        if block is not None:
+            max_iter = None if self.max_iter == -1 else self.max_iter
+            sol = smo_gram.solve(block, signs, C, profile=self.profile, max_iter=max_iter)
+            if settled(sol):
+                return sol, None
+            X_pair = block.data
         elif K is not None:  # precomputed or callable kernel: the pair's block of K
             return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
         else:
@@ -653,14 +641,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self._solve_features(formulation, X_pair, signs, C), X_pair
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
-                  first: st.Solution | None = None, block=None) -> _PairFit:
-        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class): _pair_solution, then
-        the model it proves; max_iter caps SMO's steps as SVC's."""
+                  block: FullGram | None = None) -> _PairFit:
+        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
+        fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
         with _blas_threads_for(rows.size):
-            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, first, block)
+            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
-                proof = block() if first is not None else self._pair_gram(formulation, X_pair, K, rows)
+                proof = block if block is not None else self._pair_gram(formulation, X_pair, K, rows)
                 _prove_from_point(sol, proof, signs, C_eff)
         stopped_early = self._accept(sol, formulation)
         proved = sol.proved_alpha is not None
