@@ -99,8 +99,9 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         violation, converged = _converged(src, y, C, loop, settings, kit)
         if converged and loop.it > 1:  # the first round's block always runs: the answer is the layer's solve
             break
-        block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, kit)
-        if not 2 <= block.size <= min(settings.max_q, src.capacity):  # SMO to the loop's tol, then the proof
+        limit = min(settings.max_q, src.capacity)
+        block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, kit, limit)
+        if not 2 <= block.size <= limit:  # SMO to the loop's tol, then the proof
             tol = settings.tol
             continue
         if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings, kit):
@@ -124,17 +125,20 @@ def _converged(src, y, C, loop, settings, kit) -> tuple[float, bool]:
     return violation, loop.gap <= settings.gap_tol
 
 
-def _block(alpha, g, y, upper, violation, settings, kit) -> np.ndarray:
+def _block(alpha, g, y, upper, violation, settings, kit, limit: int) -> np.ndarray:
     """The free points, and the bound points within BAND * max(violation, tol) of the margin (-y_i g_i = b, b
-    between M and m)."""
+    between M and m), the nearest first, at most `limit` points in all (the free ones alone may be more)."""
     free = (alpha > 0) & (alpha < upper)
     up, low, minus_yg = kit.violation(alpha, g, y, upper)
     if not up.any() or not low.any():
         return np.flatnonzero(free)
     m, M = float(minus_yg[up].max()), float(minus_yg[low].min())
+    distance = np.abs(minus_yg - 0.5 * (m + M))
     band = 0.5 * abs(m - M) + BAND * max(violation, settings.tol)
-    near = np.abs(minus_yg - 0.5 * (m + M)) <= band
-    return np.flatnonzero(free | near)
+    near = np.flatnonzero(~free & (distance <= band))
+    room = max(0, limit - int(np.count_nonzero(free)))
+    near = near[np.argsort(distance[near], kind="stable")[:room]]
+    return np.union1d(np.flatnonzero(free), near)
 
 
 def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings, kit) -> bool:
