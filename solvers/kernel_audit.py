@@ -5,8 +5,8 @@ lost to cancellation far from the origin, a faulty row source) would be checked 
 Here the entries that matter most are computed again, independently of formulations.kernels.gram:
 
     rbf            exp(-gamma ||x - z||^2) from the differences x - z (a compiled loop: no expansion)
-    linear, poly,  x'z summed by numpy's einsum (its own loops, not BLAS; extended precision cost 2.4 s for
-    sigmoid        2 million entries at d = 10, einsum ...)
+    linear, poly,  x'z summed by numpy's einsum (its own loops, not BLAS; extended precision was far slower
+    sigmoid        for the same entries, einsum ...)
 
 and each is compared with the entry used, less what rounding allows (`exact_values`: the kernels' own bound,
 formulations.kernels.EXACT_SLACK, and the recomputation's). The excess counts by what it moves the decision
@@ -28,8 +28,8 @@ from scipy.sparse import issparse
 from formulations.kernels import EXACT_SLACK, Kernel
 from formulations.recovery import AT_BOUND, FREE
 
-#: Entries x features recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows). MEASURED at 2e7
-#: (machine loaded): 0.52 s for the rbf (cdist and the rows' own entries), 2.4 s for poly in extended precision.
+#: Entries x features recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows): a fraction of
+#: a second, where five times more took seconds for poly in extended precision.
 AUDIT_FLOPS = 4e6
 
 _EPS = np.finfo(float).eps
