@@ -580,8 +580,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
         """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
-        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand)."""
-        if kept.size > SHARED_GRAM_MAX_N:
+        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand), and where a
+        class has no sample of positive weight (its pairs go to solvers.api.solve, which refuses one class)."""
+        if kept.size > SHARED_GRAM_MAX_N or np.any(np.bincount(y_index[kept], minlength=self.classes_.size) == 0):
             return None
         return SharedGram.of(self.kernel_, X, kept, y_index, self.classes_.size)
 

@@ -117,3 +117,13 @@ def test_hinge_interval_is_the_set_of_minimisers(points, weighted):
     g = np.array([p[1] / 2.0 for p in points])  # ties on purpose
     c = np.array([p[2] for p in points]) if weighted else np.ones(len(points))
     assert hinge_argmin(y, g, c if weighted else None) == _hinge_minimisers(y, g, c)
+
+
+def test_a_class_without_weight_is_refused_as_on_the_model_path():
+    """A class whose samples all weigh 0 leaves pairs of one class: refused with the model path's error, not
+    fitted as a pair of one class on the fit's Gram matrix."""
+    X, y = _wine()
+    weight = np.where(y == 0, 0.0, 1.0)
+    for layer in ("auto", "pyomo"):
+        with pytest.raises(ValueError, match="exactly two classes"):
+            SVMClassifier(layer=layer).fit(X, y, sample_weight=weight)
