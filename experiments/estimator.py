@@ -4,9 +4,10 @@ A student can use it wherever they would use ``sklearn.svm.SVC`` (``fit``/``pred
 ``decision_function``/``score``, ``GridSearchCV``, ``Pipeline``, ``sample_weight``,
 ``class_weight``, ``kernel="precomputed"`` or a callable kernel, any number of classes), but
 choose *what* is solved (the formulation), *in which modelling layer* (Pyomo or cvxpy) and
-*by which solver* (the backend). Every two-class problem goes through
-:func:`solvers.api.solve`, so the returned point is verified (duality gap and KKT residuals
-recomputed by the project) before it is accepted.
+*by which solver* (the backend). By default (``layer="auto"``) a kernel SVM's pairs are solved by the
+compiled SMO on blocks of one Gram matrix per fit (solvers.algorithms.smo_gram), anything else through
+:func:`solvers.api.solve`; either way every two-class point goes through the project's closing checks
+(duality gap, KKT residuals, kernel values recomputed, the optimum proved) before it is accepted.
 
 Two classes. ``classes_[1]`` is the positive class (+1 in the notes' notation):
 
@@ -71,22 +72,28 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
+from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
+from experiments.estimator_gram import SharedGram
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import refuse_masked
+from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers import solution as st
+from solvers.algorithms import smo_gram
+from solvers.algorithms.kernel_rows import FullGram
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
 from solvers.reference import Gram, polish
+from solvers.registry import BACKEND_NAMES
 
 __all__ = ["FORMULATION_CHOICES", "KERNEL_CHOICES", "IndefiniteKernelWarning", "SVMClassifier", "SVMFitError"]
 
 FORMULATION_CHOICES = ("auto", "soft_primal", "dual", "kernel_dual", "hard_primal")
 KERNEL_CHOICES = ("linear", "poly", "rbf", "sigmoid", "precomputed")
+LAYER_CHOICES = ("auto", "pyomo", "cvxpy", "direct")
 _LINEAR_ONLY = ("soft_primal", "dual", "hard_primal")
 #: SVC's message for a fit stopped by max_iter (scikit-learn's tests match it)
 _EARLY_STOP = ("Solver terminated early (max_iter={}).  Consider pre-processing your data with StandardScaler "
@@ -235,8 +242,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     coef0 : float, default=0.0
         The additive constant of the poly and sigmoid kernels.
     shrinking : bool, default=True
-        SVC's shrinking heuristic of its SMO solver. No meaning here: no backend runs SMO
-        (the working set, ``method``, plays its part); accepted for SVC's interface.
+        SVC's shrinking heuristic of its SMO solver. Not used: the compiled SMO (``layer="auto"``) always
+        shrinks, the other paths have no SMO; accepted for SVC's interface.
     probability : bool, default="deprecated"
         Deprecated by scikit-learn 1.9 for SVC; SVMClassifier has no ``predict_proba``. Setting it
         warns (FutureWarning) and changes nothing: use
@@ -253,9 +260,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     verbose : bool, default=False
         Print one line per pair of classes: the solve's status, the solver's iterations and the time.
     max_iter : int, default=-1
-        The cap on each solve's iterations, handed to the backend's own iteration option (the backend's
-        record: PIQP's interior-point iterations; for a working set, each subproblem's, not its outer
-        steps); -1: the backend's default.
+        The cap on each solve's iterations: SMO's steps where SMO solves the pair (as SVC's), else handed to
+        the backend's own iteration option (the backend's record: PIQP's interior-point iterations; for a
+        working set, each subproblem's, not its outer steps); -1: no cap (the backend's default).
         A fit it stops keeps the solver's last point, unverified, with SVC's ConvergenceWarning and
         ``fit_status_ = 1`` (as SVC); a point the checks prove optimal all the same is kept without one.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
@@ -268,15 +275,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         drawn; accepted for SVC's interface.
     formulation : {"auto", "soft_primal", "dual", "kernel_dual", "hard_primal"}, default="auto"
         Which optimization problem is solved (see the module docstring).
-    layer : {"pyomo", "cvxpy"}, default="pyomo"
-        The modelling layer.
+    layer : {"auto", "pyomo", "cvxpy", "direct"}, default="auto"
+        The modelling layer. "auto", the fast path: a kernel dual whose kernel is positive semidefinite by
+        theorem (rbf, poly, linear), with finite C, on dense X, is solved by the compiled SMO on blocks of one
+        Gram matrix per fit (solvers.algorithms.smo_gram: no model, the same closing checks), what SMO does not bring to
+        a verified optimum and every other problem through Pyomo, as "pyomo". "direct": the solver alone
+        (solvers.api.solve's working sets; with ``method="auto"`` the kernel dual by SMO first, as "auto").
+        "pyomo" and "cvxpy": every pair as a model of that layer.
     backend : str, default="piqp"
-        The solver (``highs, ipopt, clarabel, osqp, scs, piqp, proxqp, daqp``);
-        ``solvers.registry.available_backends()`` lists what is installed. The default,
-        Pyomo with PIQP, was the fastest verified pair on a breast-cancer fold (n = 455, RBF,
-        best of 3 fits, C and gamma from the benchmark's grid: 37-47 ms, against 72-75 ms for
-        cvxpy/PIQP, 49-163 ms for DAQP, 150-232 ms for Clarabel, 2.1-3.0 s for Pyomo/HiGHS;
-        OSQP's points missed the checks' bar; machine shared, measured here).
+        The solver of the models (``highs, ipopt, clarabel, osqp, scs, piqp, proxqp, daqp``; not used by a
+        pair SMO solves); ``solvers.registry.available_backends()`` lists what is installed. PIQP was the
+        fastest verified one through Pyomo on a breast-cancer fold (n = 455, RBF, best of 3 fits, C and gamma
+        from the benchmark's grid: 37-47 ms, against 72-75 ms for cvxpy/PIQP, 49-163 ms for DAQP, 150-232 ms
+        for Clarabel, 2.1-3.0 s for Pyomo/HiGHS; OSQP's points missed the checks' bar; machine shared).
     profile : {"default", "high"}, default="default"
         Solver accuracy profile (solvers.profiles).
     method : str, default="auto"
@@ -340,7 +351,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         break_ties: bool = False,
         random_state=None,
         formulation: str = "auto",
-        layer: str = "pyomo",
+        layer: str = "auto",
         backend: str = "piqp",
         profile: str = "default",
         method: str = "auto",
@@ -394,6 +405,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 "ensemble=False) for probabilities.", FutureWarning, stacklevel=3)
 
     def _resolved_formulation(self) -> str:
+        if self.layer not in LAYER_CHOICES:
+            raise SVMInputError(f"layer must be one of {LAYER_CHOICES}, got {self.layer!r}")
+        check_choice("backend", self.backend, BACKEND_NAMES)  # also where SMO alone solves every pair
         if self.formulation not in FORMULATION_CHOICES:
             raise SVMInputError(
                 f"formulation must be one of {FORMULATION_CHOICES}, got {self.formulation!r}"
@@ -530,6 +544,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             _check_representable(X)
         kernel = self._resolved_kernel(X if not callable(self.kernel) else None)
         K = self._training_gram(X)
+        self._twins = _identical_rows(K if self.kernel == "precomputed" else X) if _numeric(X) else None
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
@@ -539,7 +554,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
             row_C[kept] = C_samples
-        with warnings.catch_warnings():  # said once above, with the estimator's advice, not once per pair
+        with warnings.catch_warnings(), _blas_threads_for(kept.size):  # scaling: said once above, not per pair
             warnings.simplefilter("ignore", BadScalingWarning)
             fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
         self._store(X, y_index, fits)
@@ -547,14 +562,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
-        """Every pair of classes fitted (one-vs-one, LIBSVM's order) through _fit_pair. row_C: C, or C_i by row of
-        X."""
+        """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on the blocks of one Gram matrix
+        where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
+        self._smo = self._smo_pairs(formulation, X, K, C)
+        shared = self._shared_gram(kept, X, y_index) if self._smo else None
         fits = []
-        for i, j in _class_pairs(self.classes_.size):
-            rows = kept[np.isin(y_index[kept], (i, j))]
-            pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+        for i, j in _class_pairs(self.classes_.size):  # one after another, as LIBSVM (docs/estimator_speed.md)
             began = time.perf_counter()
-            fits.append(self._fit_pair(formulation, X, K, rows, np.where(y_index[rows] == j, 1.0, -1.0), pair_C))
+            if shared is not None:  # the pair's block of the fit's Gram matrix, alive while the pair is fitted
+                rows, signs, block = shared.pair(i, j)
+            else:
+                rows, block = kept[np.isin(y_index[kept], (i, j))], None
+                signs = np.where(y_index[rows] == j, 1.0, -1.0)
+            pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block))
             if self.verbose:
                 sol = fits[-1].solution
                 print(f"[{type(self).__name__}] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
@@ -566,35 +587,84 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
         return {"accept_sparse": "csr", "accept_large_sparse": False} if self.kernel != "precomputed" else {}
 
-    def _solve_kwargs(self) -> dict:
-        kwargs = {"layer": self.layer, "backend": self.backend, "profile": self.profile, "method": self.method}
+    def _smo_first(self) -> bool:
+        """Whether a kernel dual is solved by the compiled SMO first (solvers.algorithms.smo_gram): layer "auto" or
+        "direct" with method "auto" (a method named by the user is solvers.api.solve's)."""
+        return self.layer in ("auto", "direct") and self.method == "auto"
+
+    def _smo_pairs(self, formulation: str, X, K, C) -> bool:
+        """Whether the pairs are solved by SMO first (_smo_first): a kernel dual of dense features with a kernel
+        positive semidefinite by theorem and finite C."""
+        return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
+                and smo_gram.by_theorem(self.kernel_) and C is not None and math.isfinite(C))
+
+    def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
+        """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
+        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand), and where a
+        class has no sample of positive weight (its pairs go to solvers.api.solve, which refuses one class)."""
+        if kept.size > SHARED_GRAM_MAX_N or np.any(np.bincount(y_index[kept], minlength=self.classes_.size) == 0):
+            return None
+        return SharedGram.of(self.kernel_, X, kept, y_index, self.classes_.size)
+
+    def _model_layer(self) -> str:
+        """The layer of a pair solved through solvers.api.solve: "auto" takes Pyomo there."""
+        return "pyomo" if self.layer == "auto" else self.layer
+
+    def _solve_kwargs(self, layer: str | None = None) -> dict:
+        kwargs = {"layer": layer or self._model_layer(), "backend": self.backend, "profile": self.profile,
+                  "method": self.method}
         return {**kwargs, **iteration_options(self.backend, self.max_iter)}
 
-    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C) -> st.Solution:
+    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C, layer: str | None = None) -> st.Solution:
         """The pair's solve from its features. The sigmoid kernel is solved where its Gram matrix is indefinite, as
         SVC solves it (fit warns: _warn_indefinite); a convex QP solver that returns no usable point on such a
         non-convex dual (PIQP stops at its iteration limit, OSQP refuses the factorization) hands it to Ipopt,
         a method for non-convex programs, through Pyomo."""
         kernel = self.kernel_ if formulation == "kernel_dual" else None
         sigmoid = self.kernel == "sigmoid"
-        sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(), kernel=kernel, allow_indefinite=sigmoid)
+        sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(layer), kernel=kernel,
+                    allow_indefinite=sigmoid)
         if sigmoid and sol.extras.get("indefinite_kernel") and sol.status not in _ACCEPTED:
             nonconvex = {**self._solve_kwargs(), "layer": "pyomo", "backend": NONCONVEX_BACKEND, "method": "full"}
             nonconvex.pop("options", None)  # max_iter's option names the first backend's
             sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
         return sol
 
-    def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C) -> _PairFit:
-        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class)."""
-        X_pair = None if K is not None else X[rows]  # the pair's samples, copied once
+    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block):
+        """(the pair's Solution, its samples where they were taken). SMO first where _smo: on its block of the fit's
+        Gram matrix (solvers.algorithms.smo_gram), else with its kernel rows on demand (solvers.api.solve, the
+        solver alone); max_iter caps SMO's steps as SVC's. A pair SMO did not bring to a verified (or proved)
+        optimum is solved again from its samples through the model layer (_model_layer), as every pair was
+        before."""
+        def settled(sol):
+            return sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
+
+        if block is not None:
+            max_iter = None if self.max_iter == -1 else self.max_iter
+            sol = smo_gram.solve(block, signs, C, profile=self.profile, max_iter=max_iter)
+            if settled(sol):
+                return sol, None
+            X_pair = block.data
+        elif K is not None:  # precomputed or callable kernel: the pair's block of K
+            return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
+        else:
+            X_pair = X[rows]  # the pair's samples, copied once
+            if self._smo:
+                sol = self._solve_features(formulation, X_pair, signs, C, layer="direct")
+                if settled(sol) or self._model_layer() == "direct":
+                    return sol, X_pair
+        return self._solve_features(formulation, X_pair, signs, C), X_pair
+
+    def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
+                  block: FullGram | None = None) -> _PairFit:
+        """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
+        fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
         with _blas_threads_for(rows.size):
-            if K is not None:  # precomputed or callable kernel: the pair's block of K
-                sol = solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs())
-            else:
-                sol = self._solve_features(formulation, X_pair, signs, C)
+            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
-                _prove_from_point(sol, self._pair_gram(formulation, X_pair, K, rows), signs, C_eff)
+                proof = block if block is not None else self._pair_gram(formulation, X_pair, K, rows)
+                _prove_from_point(sol, proof, signs, C_eff)
         stopped_early = self._accept(sol, formulation)
         proved = sol.proved_alpha is not None
         if proved:
@@ -605,6 +675,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
+            if formulation == "kernel_dual" and self._twins is not None:
+                alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
         else:
             alpha = sol.alpha
@@ -670,7 +742,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         point. A point the checks proved optimal is kept whatever the solver said of it (PIQP stops at its
         iteration cap at C = 1e10 on a point the checks prove optimal): the model then holds the proved
         optimum, verified to far below the profile's tolerance, and no warning is given."""
-        where = f"{formulation} via {self.layer}/{self.backend} (profile {self.profile!r})"
+        where = f"{formulation} via {sol.layer}/{sol.backend} (profile {self.profile!r})"
         if sol.status == st.ITERATION_LIMIT and self.max_iter != -1 and sol.decision is not None:
             return True  # stopped by the user's cap, as SVC's: _store warns (the model: a proved optimum, if any)
         if sol.proved_alpha is not None and sol.status in (*_ACCEPTED, st.ITERATION_LIMIT):
@@ -831,6 +903,63 @@ def _prove_from_point(sol: st.Solution, pair_gram: Gram | None, signs: np.ndarra
     if ref.ok:
         sol.proved_alpha, sol.proved_b = ref.alpha, ref.b
         sol.extras["proved_by"] = "experiments.estimator (solvers.reference.polish from the solver's point)"
+
+
+#: The most entries of the rows compared whole to find identical samples (_identical_rows); beyond it none are.
+TWIN_ENTRIES = 10**7
+
+
+def _identical_rows(X) -> np.ndarray | None:
+    """A group number for each row of X (dense or sparse) that equals another row exactly (-1 for the others), or
+    None where no two rows are equal. Candidates share a key (a random combination of the row, summed in the same
+    order for every row: a sparse X's rows in canonical form), then are compared whole."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return None
+    weights = np.random.default_rng(0).standard_normal(X.shape[1])
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X, dtype=float, copy=True)
+        X.sum_duplicates()
+        X.eliminate_zeros()
+        key = np.asarray(X @ weights).ravel()
+    else:
+        key = (X * weights).sum(axis=1)
+    sorted_key = np.sort(key)
+    tied = sorted_key[1:] == sorted_key[:-1]
+    if not tied.any():
+        return None
+    candidates = np.flatnonzero(np.isin(key, sorted_key[1:][tied]))
+    if candidates.size * X.shape[1] > TWIN_ENTRIES:
+        return None
+    rows = X[candidates].toarray() if sparse.issparse(X) else X[candidates]
+    _, group, count = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    twins = np.full(X.shape[0], -1)
+    repeated = count[group.ravel()] > 1
+    twins[candidates[repeated]] = group.ravel()[repeated]
+    return twins if repeated.any() else None
+
+
+def _split_among_twins(alpha: np.ndarray, signs: np.ndarray, C, twins: np.ndarray | None) -> np.ndarray:
+    """alpha with each group of identical samples of one label and one bound holding equal shares of the group's
+    sum. Their kernel columns are the same, so f, the objective and every KKT condition stay as they are: the
+    optimum does not tell them apart, and a solver's split depends on its path (SVC's too), this one on neither
+    the solver nor the samples' order."""
+    if twins is None or not np.any(twins >= 0):
+        return alpha
+    bounds = np.broadcast_to(np.asarray(C, dtype=float), alpha.shape)
+    twin = twins >= 0
+    keys = (twins[twin], signs[twin], bounds[twin])
+    order = np.lexsort(keys[::-1])  # by twin group, then label, then bound
+    starts = np.zeros(order.size, dtype=bool)
+    starts[0] = True
+    for key in keys:
+        ordered = key[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    group = np.empty(order.size, dtype=np.intp)
+    group[order] = np.cumsum(starts) - 1
+    share = np.bincount(group, alpha[twin]) / np.bincount(group)
+    out = alpha.copy()
+    out[twin] = share[group]
+    return out
 
 
 def _is_inf(C) -> bool:

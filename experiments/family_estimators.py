@@ -151,6 +151,10 @@ class NuSVMClassifier(SVMClassifier):
                                     f"{self.classes_[j]!r}: {exc}") from None
         return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
 
+    def _smo_first(self) -> bool:
+        """Never: the compiled SMO solves the C-SVM's dual; nu-SVC's pairs go through the family's solve."""
+        return False
+
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, nu, *_) -> _PairFit:
         """The pair's nu-SVC, in LIBSVM's scale (coef = y alpha / rho, b / rho: f / rho, module docstring). `*_`:
         what SVMClassifier's SMO path hands a pair (its first solve), which nu-SVC has not."""

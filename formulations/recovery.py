@@ -120,32 +120,34 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     argmin is where it crosses 0. With one class absent it is unbounded on one side.
     """
     t = y - g
+    if t.size == 0:
+        return -math.inf, math.inf
     c = np.ones_like(t) if weights is None else np.asarray(weights, dtype=float)
     pos = y > 0
-    tp, cp = t[pos], c[pos]
-    tn, cn = t[~pos], c[~pos]
-    op, on = np.argsort(tp), np.argsort(tn)
-    tp, cp, tn, cn = tp[op], cp[op], tn[on], cn[on]
-    cum_p = np.concatenate([[0.0], np.cumsum(cp)])  # weight of positive kinks below an index
-    cum_n = np.concatenate([[0.0], np.cumsum(cn)])
-    total_p = cum_p[-1]
-    kinks = np.unique(t)
-
-    def slope(b, side):  # side "right": slope just above b, "left": just below
-        k_n = np.searchsorted(tn, b, side=side)
-        k_p = np.searchsorted(tp, b, side=side)
-        return cum_n[k_n] - (total_p - cum_p[k_p])
-
-    right = slope(kinks, "right")
-    left = slope(kinks, "left")
+    # one sort of every t: the kinks are its distinct values, and the weight of each class's kinks below a
+    # kink is a running sum over it (the other class's entries add 0)
+    order = np.argsort(t, kind="stable")
+    ts, cs, ps = t[order], c[order], pos[order]
+    cum_p = np.zeros(t.size + 1)  # weight of the positive kinks before an index of ts
+    cum_n = np.zeros(t.size + 1)
+    np.cumsum(np.where(ps, cs, 0.0), out=cum_p[1:])
+    np.cumsum(np.where(ps, 0.0, cs), out=cum_n[1:])
+    total_p, total_n = cum_p[-1], cum_n[-1]
+    step = ts[1:] != ts[:-1]
+    first = np.flatnonzero(np.concatenate([[True], step]))  # each kink's first index in ts
+    after = np.flatnonzero(np.concatenate([step, [True]])) + 1  # ... and the index after its last
+    kinks = ts[first]
+    # the slope just above each kink ("right") and just below it ("left")
+    right = cum_n[after] - (total_p - cum_p[after])
+    left = cum_n[first] - (total_p - cum_p[first])
     # a slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
     # C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
     # of exactly 1.0, where the unweighted fit took its midpoint)
-    flat = len(t) * np.finfo(float).eps * (total_p + cum_n[-1])
+    flat = len(t) * np.finfo(float).eps * (total_p + total_n)
     ok_lo = np.flatnonzero(right >= -flat)
     ok_hi = np.flatnonzero(left <= flat)
     lo = float(kinks[ok_lo[0]]) if ok_lo.size and total_p > 0 else -math.inf
-    hi = float(kinks[ok_hi[-1]]) if ok_hi.size and cum_n[-1] > 0 else math.inf
+    hi = float(kinks[ok_hi[-1]]) if ok_hi.size and total_n > 0 else math.inf
     return lo, hi
 
 

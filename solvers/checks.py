@@ -238,7 +238,7 @@ def _checks_at(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | Non
     if primal:
         scaled["rounding of the primal objective"] = out.gap_rounding
     if all(v <= tol for v in scaled.values()):  # only a point that passes these is worth a reference
-        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal, deadline))
+        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal, deadline, codes))
     failed = {name: value for name, value in scaled.items() if not value <= tol}
     out.verified = not failed and not out.timed_out
     out.verdict = (deadline.stopped("in the closing checks, before the proof of the optimum") + ": not verified"
@@ -342,12 +342,13 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
 
 
 def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, primal: bool,
-            deadline: Deadline = NEVER) -> dict:
+            deadline: Deadline = NEVER, codes: np.ndarray | None = None) -> dict:
     """The point's distance to the optimum proved from its active set (or the gap's bound); primal: the
     row reports P (a primal formulation), else D. Nothing where the deadline stops the proof (out.timed_out):
-    the gap's bound is for a proof that failed, not for one that was not given the time."""
+    the gap's bound is for a proof that failed, not for one that was not given the time. codes: the points' classes
+    at (alpha, f) (formulations.recovery.classify), the proof's first guess."""
     g = f - sol.b
-    ref = polish(gram, y, C, alpha, f, deadline=deadline)
+    ref = polish(gram, y, C, alpha, f, deadline=deadline, codes=codes)
     if not ref.ok and deadline.passed():
         out.timed_out, out.reference = True, "none: the time limit passed before the proof finished"
         return {}

@@ -30,11 +30,10 @@ for P(w, b) = 1/2 ||w||^2 + convex, P(w, b) - P* >= 1/2 ||w - w*||^2, so
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
+from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
@@ -78,7 +77,10 @@ class Gram:
 
     def submatrix(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
         """K[I][:, J] (a working set's block, the free points' system) without the columns' other rows."""
-        return self.K[np.ix_(I, J)] if self.K is not None else dense(self.X[I] @ self.X[J].T)
+        if self.K is None:
+            return dense(self.X[I] @ self.X[J].T)
+        # the shorter side gathered first: two plain takes are several times faster than one np.ix_ index
+        return self.K[:, J][I] if np.size(J) < np.size(I) else self.K[I][:, J]
 
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u, touching only the columns where u is nonzero."""
@@ -129,7 +131,7 @@ class Reference:
 
 
 def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.ndarray,
-           least_squares: bool = True, deadline: Deadline = NEVER) -> Reference:
+           least_squares: bool = True, deadline: Deadline = NEVER, codes: np.ndarray | None = None) -> Reference:
     """The optimum proved from the active set of (alpha, decision), or ok=False with the reason.
 
     Two starting guesses of the sets: `classify`'s, then (near-degenerate data, where every point
@@ -139,8 +141,10 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     least-squares solve (the kernel working set's tail, solvers.algorithms.working_set.proof.finished_by_proof).
     deadline: a solve's time limit (solvers.deadline); no round starts once it has passed (reason
     STOPPED): a round is one dense solve for the free points (0.2-0.3 s at 2,000 unknowns: SWAP_MAX_UNKNOWNS).
+    codes: classify(alpha, y, decision, C) where the caller has it already.
     """
-    codes = classify(alpha, y, decision, C)
+    if codes is None:  # the caller's classify(alpha, y, decision, C) where it has it
+        codes = classify(alpha, y, decision, C)
     basis = _independent_free(gram, y, C, alpha, decision, codes)
     if basis is not None:  # more free points than their margin rows' rank: the sets are ambiguous
         proved = _polish_from(gram, y, C, alpha, basis, least_squares, deadline)
@@ -528,17 +532,17 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
         r /= row
         c /= col
     if not singular:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LinAlgWarning)  # an exactly singular M: least squares below
-            lu = lu_factor(A, check_finite=False)
-        if np.all(np.diag(lu[0]) != 0):
-            x = c * lu_solve(lu, r * rhs, check_finite=False)
+        # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
+        # checks, which cost more than the solve of a small problem's free points
+        lu, piv, info = lapack.dgetrf(A)
+        if info >= 0 and np.all(np.diag(lu) != 0):  # an exactly singular M: least squares below
+            x = c * lapack.dgetrs(lu, piv, r * rhs)[0]
             # one step of iterative refinement, its residual in extended precision: the proved optimum then
             # comes out correctly rounded (-0.25 where the LU solve alone gave -0.25000000000000006, and
             # SVC's exact toy answers are compared exactly)
             wide = np.longdouble
             residual = (rhs.astype(wide) - M.astype(wide) @ x.astype(wide)).astype(float)
-            return x + c * lu_solve(lu, r * residual, check_finite=False), False
+            return x + c * lapack.dgetrs(lu, piv, r * residual)[0], False
     if not least_squares:
         raise _NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution

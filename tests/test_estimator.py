@@ -255,14 +255,14 @@ def test_failed_solve_raises_not_garbage(monkeypatch, status):
     ds = exercise_5_5()
     monkeypatch.setattr(estimator_module, "solve", _fake_solve(status))
     with pytest.raises(SVMFitError, match=f"status '{status}'.*raw-{status}.*solver says no"):
-        SVMClassifier().fit(ds.X, ds.y)
+        SVMClassifier(layer="pyomo").fit(ds.X, ds.y)
 
 
 def test_optimal_without_a_point_raises(monkeypatch):
     ds = exercise_5_5()
     monkeypatch.setattr(estimator_module, "solve", _fake_solve(st.OPTIMAL))
     with pytest.raises(SVMFitError, match="no usable w, b"):
-        SVMClassifier().fit(ds.X, ds.y)
+        SVMClassifier(layer="pyomo").fit(ds.X, ds.y)
 
 
 def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
@@ -281,12 +281,12 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
     monkeypatch.setattr(estimator_module, "polish", lambda *args, **kwargs: Reference(False, "not proved"))
     with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3.*proved no optimum from its active set; "
                                                 r"try profile='high' or another backend"):
-        est = SVMClassifier().fit(ds.X, ds.y)
+        est = SVMClassifier(layer="pyomo").fit(ds.X, ds.y)
     assert est.solution_.status == st.OPTIMAL_INACCURATE
     # at profile "high" already, the advice is the other backends only
     with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3 > 1e-4\) and proved no optimum from its active "
                                                 r"set; try another backend$"):
-        SVMClassifier(profile="high").fit(ds.X, ds.y)
+        SVMClassifier(layer="pyomo", profile="high").fit(ds.X, ds.y)
 
 
 @pytest.mark.parametrize("status", [st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT])
@@ -295,7 +295,7 @@ def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
     the profile's tolerance) whatever the solver's own claim: no ConvergenceWarning, no SVMFitError."""
     ds = exercise_5_5()
     real = estimator_module.solve
-    reference = SVMClassifier(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+    reference = SVMClassifier(kernel="rbf", gamma=1.0, layer="pyomo").fit(ds.X, ds.y)
 
     def unclaimed(*args, **kwargs):
         sol = real(*args, **kwargs)
@@ -306,7 +306,7 @@ def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
     monkeypatch.setattr(estimator_module, "solve", unclaimed)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        est = SVMClassifier(kernel="rbf", gamma=1.0).fit(ds.X, ds.y)
+        est = SVMClassifier(kernel="rbf", gamma=1.0, layer="pyomo").fit(ds.X, ds.y)
     np.testing.assert_array_equal(est.decision_function(ds.X), reference.decision_function(ds.X))
     assert est.fit_status_ == 0
 

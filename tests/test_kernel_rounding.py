@@ -118,3 +118,21 @@ def test_the_estimators_decision_function_far_from_the_origin():
     est = SVMClassifier(kernel="rbf", gamma=GAMMA, C=C, formulation="kernel_dual", layer="cvxpy", backend="clarabel")
     f = est.fit(X, y).decision_function(X)
     assert np.max(np.abs(f - ref.decision)) <= 1e-4 * np.max(np.abs(ref.decision))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(-6, 6), st.integers(0, 8), st.integers(1, 70))
+def test_the_audits_distances_are_right_to_their_bound(seed, log_scale, log_shift, d):
+    """The audit's ||x - z||^2 (a compiled loop over the differences, summed in any order) is within (d + 1) eps of
+    the exact value (the differences summed in extended precision), far from the origin and in any unit."""
+    from solvers.kernel_audit import squared_distances
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(7, d)) * 10.0 ** log_scale + 10.0 ** log_shift
+    B = np.vstack([A[:2], rng.normal(size=(5, d)) * 10.0 ** log_scale + 10.0 ** log_shift])
+    diff = A.astype(np.longdouble)[:, None, :] - B.astype(np.longdouble)[None, :, :]
+    exact = (diff * diff).sum(axis=2)
+    got = squared_distances(A, B)
+    bound = (d + 1) * np.finfo(float).eps * exact + np.finfo(float).tiny
+    assert np.all(np.abs(got - exact) <= bound)
+    assert np.all(got[[0, 1], [0, 1]] == 0.0)  # a point against itself: exactly 0

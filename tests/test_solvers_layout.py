@@ -11,7 +11,7 @@ CORE = {"__init__", "api", "closing", "checks", "grading", "reference", "solutio
         "errors", "lp", "blas", "methods", "deadline", "isolation", "kernel_audit", "family"}
 ROOMS = {"adapters": {"__init__", "base", "cvxpy_layer", "pyomo_highs", "pyomo_ipopt", "pyomo_qp"},
          "bridge": {"__init__", "pyomo_standard_form", "pyomo_quadratic"},
-         "algorithms": {"__init__", "direct", "working_set/", "primal_working_set", "kernel_rows", "smo", "smo_dual"},
+         "algorithms": {"__init__", "direct", "working_set/", "primal_working_set", "kernel_rows", "smo", "smo_dual", "smo_gram"},
          "algorithms/working_set": {"__init__", "optimality", "subproblems", "polish", "pair_steps", "start",
                                     "selection", "proof", "state", "loop", "solver"}}
 

@@ -107,12 +107,13 @@ def _interleaved(fits: dict, repeat: int) -> dict[str, list[float]]:
 
 
 def _median_rows(what: str, times: dict[str, list[float]], yardstick: str, extra: dict | None = None) -> list[dict]:
-    """Rows of median seconds and the median of the run-by-run ratios to `yardstick`'s."""
+    """Rows of median seconds, the median of the run-by-run ratios to `yardstick`'s, and those ratios."""
     import numpy as np
 
     base = np.array(times[yardstick])
     return [{"what": f"{what}, {name}", "seconds": float(np.median(t)),
-             "x SVC": float(np.median(np.array(t) / base)), **(extra or {}).get(name, {})}
+             "x SVC": float(np.median(np.array(t) / base)),
+             "x SVC run by run": " ".join(f"{r:.2f}" for r in np.array(t) / base), **(extra or {}).get(name, {})}
             for name, t in times.items()]
 
 

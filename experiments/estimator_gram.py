@@ -1,0 +1,64 @@
+"""One Gram matrix per fit, each pair of classes' block cut from it (the estimator's fast one-vs-one path).
+
+A pair (i, j) needs the kernel values among the samples of classes i and j. Over all pairs these are every
+entry of the n x n matrix (the blocks (i, i) once per pair that holds class i), so the matrix is formed once,
+by one BLAS product on the samples ordered by class (stable), and a pair's block is four contiguous slices of
+it. The samples are checked once, at fit; the blocks carry the kernel and the pair's samples, from which the
+closing checks recompute some of the entries used (solvers.kernel_audit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.kernels import Kernel, gram
+from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram
+
+#: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
+#: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair goes through solvers.api.solve, whose
+#: row source decides (the whole matrix cost more than SVC's fit at n = 5,000: docs/estimator_speed.md).
+MAX_N = ROWS_FROM_N
+
+
+@dataclass
+class SharedGram:
+    """The Gram matrix of X[order] (the kept samples ordered by class); class c holds positions bounds[c] to
+    bounds[c + 1]."""
+
+    kernel: Kernel
+    data: np.ndarray  # X[order]
+    K: np.ndarray
+    order: np.ndarray  # rows of the training set, by class
+    bounds: np.ndarray
+
+    @classmethod
+    def of(cls, kernel: Kernel, X: np.ndarray, kept: np.ndarray, y_index: np.ndarray, n_classes: int) -> SharedGram:
+        """The Gram matrix of X[kept] for `kernel` (y_index: the class of each sample of X)."""
+        order = kept[np.argsort(y_index[kept], kind="stable")]
+        data = np.ascontiguousarray(X[order])
+        bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
+        return cls(kernel, data, gram(kernel, data), order, bounds)
+
+    def positions(self, i: int, j: int) -> np.ndarray:
+        """The positions in `order` of classes i and j (i's first)."""
+        return np.r_[self.bounds[i]:self.bounds[i + 1], self.bounds[j]:self.bounds[j + 1]]
+
+    def pair(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, FullGram]:
+        """(rows of the training set, their labels: -1 for class i and +1 for class j, the pair's Gram block with its
+        kernel and samples)."""
+        a, b = slice(self.bounds[i], self.bounds[i + 1]), slice(self.bounds[j], self.bounds[j + 1])
+        m = a.stop - a.start
+        size = m + b.stop - b.start
+        if size == len(self.order):  # two classes: the whole matrix, not a copy of it
+            block = self.K
+        else:
+            block = np.empty((size, size))
+            block[:m, :m] = self.K[a, a]
+            block[:m, m:] = self.K[a, b]
+            block[m:, :m] = self.K[b, a]
+            block[m:, m:] = self.K[b, b]
+        at = self.positions(i, j)
+        signs = np.concatenate([-np.ones(m), np.ones(size - m)])
+        return self.order[at], signs, FullGram(block, self.kernel, self.data[at])

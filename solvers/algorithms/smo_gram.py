@@ -1,0 +1,81 @@
+r"""The kernel dual of a Gram matrix made from checked data, by the compiled SMO, closed by the project's checks.
+
+The estimator's one-vs-one fit (experiments.estimator) forms one Gram matrix per fit from data it has checked
+once, and solves each pair of classes on its block: no per-pair validation, model or Gram matrix. The pair's
+point goes through the same closing step as every solve (solvers.closing.close: the residuals, the kernel
+values recomputed by another formula from the block's data, the optimum proved from the point's active set,
+the review of the solver's claim), so a row is `optimal` here exactly when it would be anywhere else.
+
+SMO stops at a violation m - M <= tol of the KKT conditions (solvers.algorithms.smo). It starts TIGHTEN times
+below the profile's check tolerance: the checks measure the decision values relative to their largest, so a
+violation at the bar itself often misses it and the point would be closed twice. A point the checks do not
+verify is taken on from where it stopped, with the tolerance TIGHTEN times smaller, down to MIN_TOL. What still
+is not verified is returned as the checks judged it (`optimal_inaccurate`), for the caller to solve another way.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from formulations import penalty
+from formulations.model import KERNEL_DUAL
+from solvers import solution as st
+from solvers.algorithms.kernel_rows import FullGram
+from solvers.algorithms.smo import smo
+from solvers.closing import close
+from solvers.deadline import NEVER, Deadline
+from solvers.profiles import get_profile
+
+#: Each retry's SMO tolerance is this many times smaller than the last one's.
+TIGHTEN = 100.0
+#: The tightest tolerance SMO is asked for (margin units): beyond it the point's rounding decides, not SMO.
+MIN_TOL = 1e-10
+
+LAYER, BACKEND = "direct", "smo"
+
+
+def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
+          deadline: Deadline = NEVER) -> st.Solution:
+    """The kernel dual max sum alpha - 1/2 u'Ku (u = y alpha), y'alpha = 0, 0 <= alpha_i <= C_i, on `source` (the
+    Gram matrix and, for the checks' recomputed entries, its kernel and data), y in {-1, +1}, C one finite
+    number or one per point. The caller has checked all three. max_iter: SMO's steps in all (SVC's max_iter);
+    a fit it stops is an `iteration_limit` row with its point."""
+    prof = get_profile(profile)
+    tol = prof.check_tol / TIGHTEN
+    alpha = grad = None
+    steps, in_smo, began = 0, 0.0, time.perf_counter()
+    while True:
+        left = None if max_iter is None else max_iter - steps
+        start = time.perf_counter()
+        res = smo(source.K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
+                  deadline=deadline)
+        in_smo += time.perf_counter() - start
+        steps += res.iterations
+        sol = _closed(res, source, y, C, prof, steps, tol, in_smo, deadline)
+        sol.build_s = time.perf_counter() - began - in_smo  # the closing checks
+        if sol.status == st.OPTIMAL or not res.converged or tol <= MIN_TOL:
+            return sol
+        alpha, grad, tol = res.alpha, res.grad, max(tol / TIGHTEN, MIN_TOL)
+
+
+def _closed(res, source: FullGram, y, C, prof, steps: int, tol: float, seconds: float, deadline: Deadline):
+    """The SMO point as a Solution, closed (solvers.closing.close). Its claimed objective is D(alpha) from SMO's
+    own gradient (Q alpha = G + 1), which the checks compare with theirs."""
+    status = st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT
+    objective = float(res.alpha.sum() - 0.5 * res.alpha @ (res.grad + 1.0))
+    sol = st.Solution(formulation=KERNEL_DUAL, layer=LAYER, backend=BACKEND, status=status, solver_status=status,
+                      raw_status=f"smo: violation {res.violation:.2e} after {steps} steps (tol {tol:.0e})",
+                      objective=objective, iterations=steps, solve_s=seconds, profile=prof.name,
+                      extras={"method": "smo", "smo_tol": tol, "kernel": source.kernel.label,
+                              "psd": True, "mercer_method": f"by theorem ({source.kernel.name})"})
+    return close(sol, {"alpha": res.alpha}, X=np.zeros((len(y), 0)), y=y, C=penalty.as_float(C), K=source, profile=prof,
+                 deadline=deadline)
+
+
+def by_theorem(kernel) -> bool:
+    """Whether `kernel` satisfies Mercer's condition by theorem (rbf, linear, poly with gamma > 0 and coef0 >= 0,
+    which formulations.kernels.Kernel demands of poly): its dual is convex, SMO's KKT point is its optimum."""
+    return kernel.name in ("rbf", "linear", "poly")
+

@@ -1,0 +1,129 @@
+"""The estimator's default path: a kernel SVM's pairs solved by SMO on blocks of one Gram matrix per fit
+(experiments.estimator_gram, solvers.algorithms.smo_gram), closed by the project's checks, with a second solve
+through the model layer where SMO does not settle; and the one-sort hinge interval the checks now use."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from sklearn.datasets import load_iris, load_wine
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+import experiments.estimator as estimator_module
+import experiments.estimator_gram as estimator_gram
+from experiments.estimator import SVMClassifier
+from formulations.recovery import hinge_argmin
+from solvers import solution as st
+
+
+def _wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_pairs_are_solved_by_smo_on_one_gram_matrix_and_verified(monkeypatch):
+    """Default settings: one Gram matrix for the fit, every pair by SMO and verified, the same model as the Pyomo
+    path's proved optima (decision values within 1e-9 of their size)."""
+    X, y = _wine()
+    made = []
+    real_gram = estimator_gram.gram
+    monkeypatch.setattr(estimator_gram, "gram", lambda *a, **k: made.append(1) or real_gram(*a, **k))
+    est = SVMClassifier(C=3.0).fit(X, y)
+    assert len(made) == 1
+    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("direct", "smo", st.OPTIMAL)] * 3
+    assert all(s.checks["verdict"] == "verified" and s.checks["kernel_entries_checked"] > 0 for s in est.solutions_)
+    models = SVMClassifier(C=3.0, layer="pyomo").fit(X, y)
+    f, g = est.decision_function(X), models.decision_function(X)
+    np.testing.assert_allclose(f, g, rtol=0, atol=1e-9 * np.max(np.abs(g)))
+    np.testing.assert_array_equal(est.support_, models.support_)
+
+
+def test_a_pair_smo_does_not_settle_is_solved_again_through_the_model_layer(monkeypatch):
+    """A pair whose SMO point the checks neither verify nor prove optimal goes through Pyomo (layer 'auto'),
+    and its model is that solve's proved optimum, no ConvergenceWarning."""
+    X, y = _wine()
+    real = estimator_module.smo_gram.solve
+
+    def unsettled(*args, **kwargs):
+        sol = real(*args, **kwargs)
+        sol.status, sol.proved_alpha = st.OPTIMAL_INACCURATE, None
+        return sol
+
+    monkeypatch.setattr(estimator_module.smo_gram, "solve", unsettled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = SVMClassifier(C=3.0).fit(X, y)
+    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("pyomo", "piqp", st.OPTIMAL)] * 3
+    reference = SVMClassifier(C=3.0, layer="pyomo").fit(X, y).decision_function(X)
+    np.testing.assert_allclose(est.decision_function(X), reference, rtol=0, atol=1e-9 * np.max(np.abs(reference)))
+
+
+def test_identical_samples_share_their_alpha_whatever_their_order():
+    """Identical samples of one class are interchangeable at the optimum: they hold equal shares, so the model
+    (support_ by sample, dual_coef_) does not depend on the order of the samples or on the solver's path."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X, y = np.vstack([X, X[[101, 70, 70]]]), np.concatenate([y, y[[101, 70, 70]]])  # iris has 101 = 142 already
+    est = SVMClassifier().fit(X, y)
+    order = np.random.default_rng(0).permutation(len(y))
+    shuffled = SVMClassifier().fit(X[order], y[order])
+    column = {int(i): k for k, i in enumerate(est.support_)}
+    for twins in ([101, 142, 150], [70, 151, 152]):
+        assert all(i in column for i in twins)
+        coef = est.dual_coef_[:, [column[i] for i in twins]]
+        np.testing.assert_array_equal(coef, coef[:, :1].repeat(len(twins), axis=1))
+    np.testing.assert_array_equal(np.sort(order[shuffled.support_]), np.sort(est.support_))
+    f = est.decision_function(X)
+    np.testing.assert_allclose(shuffled.decision_function(X), f, rtol=0, atol=1e-9 * np.max(np.abs(f)))
+
+
+def test_max_iter_caps_the_smo_steps_as_svc():
+    X, y = _wine()
+    with pytest.warns(ConvergenceWarning, match=r"Solver terminated early \(max_iter=3\)"):
+        est = SVMClassifier(max_iter=3).fit(X, y)
+    assert est.fit_status_ == 1
+    assert np.all(est.n_iter_ <= 3)
+    assert all(s.status == st.ITERATION_LIMIT for s in est.solutions_)
+
+
+def _hinge_minimisers(y, g, c):
+    """The interval of b minimising sum_i c_i max(0, 1 - y_i (g_i + b)), by evaluating it at every kink (and
+    one step past the outer ones: a side without points of one class is unbounded)."""
+    t = np.unique(y - g)
+    value = [float(c @ np.maximum(0.0, 1.0 - y * (g + b))) for b in t]
+    best = min(value)
+    at = np.flatnonzero(np.isclose(value, best, rtol=1e-12, atol=1e-12))
+    lo, hi = float(t[at[0]]), float(t[at[-1]])
+    if float(c @ np.maximum(0.0, 1.0 - y * (g + lo - 1.0))) <= best + 1e-12:
+        lo = -math.inf
+    if float(c @ np.maximum(0.0, 1.0 - y * (g + hi + 1.0))) <= best + 1e-12:
+        hi = math.inf
+    return lo, hi
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.lists(hs.tuples(hs.sampled_from([-1.0, 1.0]), hs.integers(-6, 6), hs.sampled_from([0.5, 1.0, 2.0])),
+                min_size=1, max_size=12),
+       hs.booleans())
+def test_hinge_interval_is_the_set_of_minimisers(points, weighted):
+    """hinge_argmin's interval (one sort, running sums) against the objective evaluated at every kink."""
+    y = np.array([p[0] for p in points])
+    g = np.array([p[1] / 2.0 for p in points])  # ties on purpose
+    c = np.array([p[2] for p in points]) if weighted else np.ones(len(points))
+    assert hinge_argmin(y, g, c if weighted else None) == _hinge_minimisers(y, g, c)
+
+
+def test_a_class_without_weight_is_refused_as_on_the_model_path():
+    """A class whose samples all weigh 0 leaves pairs of one class: refused with the model path's error, not
+    fitted as a pair of one class on the fit's Gram matrix."""
+    X, y = _wine()
+    weight = np.where(y == 0, 0.0, 1.0)
+    for layer in ("auto", "pyomo"):
+        with pytest.raises(ValueError, match="exactly two classes"):
+            SVMClassifier(layer=layer).fit(X, y, sample_weight=weight)
