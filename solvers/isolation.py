@@ -468,13 +468,17 @@ def prepare_to_fork() -> None:
     - The threadpoolctl controller that solvers.blas keeps for the working sets' one-thread sections is made
       here, so that no child scans the loaded libraries again; a child shares the server's libraries, so the
       controller made here limits the same ones.
+    - The compiled SMO's functions are loaded from numba's cache (solvers.algorithms.smo.warm), once here instead
+      of in every child that solves a kernel dual.
     - The objects the imports made are moved out of the garbage collector's reach (gc.freeze, the standard
       library's advice for a server that forks): a full collection in a child would walk them all and, by its
       writes, copy the server's memory pages. Nothing imported is collected later in any case.
     """
     from solvers import blas  # here, in a server: a caller's process needs no threadpoolctl for this module
+    from solvers.algorithms import smo  # as blas: only a server loads every compiled function up front
 
     blas.controller()
+    smo.warm()
     gc.collect()  # the imports' garbage first: what is frozen is never freed
     gc.freeze()
 
