@@ -67,7 +67,8 @@ def test_workers_given_are_kept_without_measuring(monkeypatch, tmp_path, capsys)
 
 
 def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
-    """The runner's kernel_dual row at n = ROWS_FROM_N (the smallest n with kernel rows on demand): no kernel
+    """The runner's kernel_dual row at n = ROWS_FROM_N with kernel rows on demand (the Gram matrix's bytes above
+    GRAM_BYTES): no kernel
     block it computes (the loop's rows, K u in the checks, the kernel audit's sample) is n x n, the row is
     verified optimal by the working set, and the full Gram matrix's builder in solvers.api is not called."""
     n = kernel_rows.ROWS_FROM_N
@@ -89,6 +90,7 @@ def test_a_working_set_row_never_forms_the_n_by_n_gram_matrix(monkeypatch):
 
     from solvers import api
 
+    monkeypatch.setattr(kernel_rows, "GRAM_BYTES", 8.0 * n * n - 1)  # rows on demand from n (else formed up to 1 GiB)
     monkeypatch.setattr(kernel_rows, "gram", counted_gram)
     monkeypatch.setattr(kernel_rows, "rbf_values", counted_rbf)
     monkeypatch.setattr(api, "_gram", no_full_gram)
