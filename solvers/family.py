@@ -32,7 +32,6 @@ import numpy as np
 
 from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
-from formulations.family import common
 from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
@@ -40,6 +39,7 @@ from solvers import solution as st
 from solvers.checks import withhold_unverified
 from solvers.closing import answered
 from solvers.deadline import Deadline
+from solvers.family_proof import prove
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
@@ -291,7 +291,7 @@ PROOF_MAX_SIZE = 6_000
 
 
 def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
-    """How far the point is from the optimum: proved from its active set (formulations.family.common.prove), the
+    """How far the point is from the optimum: proved from its active set (solvers.family_proof.prove), the
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
     |(f - b)(x_i) - (f* - b*)(x_i)| <= sqrt(2 |P - D| K_ii). Each relative to the margin's or tube's size."""
@@ -300,7 +300,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
         return own_reference(cond, data, params, kind)
     a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
-    x = common.prove(proved, a) if proved is not None else None
+    x = prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
         reach = math.sqrt(data.max_diagonal())

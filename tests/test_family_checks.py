@@ -174,12 +174,13 @@ def test_a_degenerate_optimum_says_what_it_is():
 
 
 def test_the_proof_takes_a_dual_without_equalities_or_upper_bounds():
-    """The shared proof (formulations.family.common.prove) on LIBLINEAR's squared-hinge dual without a bias,
+    """The shared proof (solvers.family_proof.prove) on LIBLINEAR's squared-hinge dual without a bias,
     min 1/2 a'(YKY + I/(2C))a - e'a s.t. a >= 0 (no equality row, U = inf), from an interior point's alpha: the
     exact optimum, its reduced gradient >= 0, zero where a > 0."""
     import cvxpy as cp
 
-    from formulations.family.common import BoxQP, box_residuals, prove
+    from formulations.family.common import BoxQP, box_residuals
+    from solvers.family_proof import prove
 
     X, y = load("breast_cancer", N)
     labels = np.where(y > 0, 1.0, -1.0)
