@@ -32,13 +32,22 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     bound join that bound). The result is the optimum when every free a_i is in [0, U] and some multipliers mu
     make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at the lower bounds and
     <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose coordinates are all at
-    bounds leaves its multiplier an interval); otherwise the wrong guesses move and the system is solved again."""
+    bounds leaves its multiplier an interval); otherwise the wrong guesses move and the system is solved again.
+    Where these rounds prove nothing they are run again moving only the free coordinate farthest outside the box
+    to its bound per round: from an inaccurate point's guess with too many free coordinates, moving all that
+    cross at once can overshoot the optimum's set. Only a point meeting every condition above is returned."""
+    x = _rounds(qp, a, careful=False)
+    return x if x is not None else _rounds(qp, a, careful=True)
+
+
+def _rounds(qp: BoxQP, a: np.ndarray, careful: bool) -> np.ndarray | None:
+    """prove's rounds from the active set the point `a` suggests (careful: one coordinate at a time joins its bound)."""
     U = qp.U
     a = np.asarray(a, dtype=float)
     reach = U if math.isfinite(U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
     state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
     for _ in range(PROOF_ROUNDS):
-        x, bounded = _solve_free(qp, state, inexact_fit)
+        x, bounded = _solve_free(qp, state)
         if x is None:
             return None
         if bounded:  # the coordinates the bounded fit put on a bound are at that bound
@@ -58,6 +67,11 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
         wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
         if not (low.any() or high.any() or wrong.any()):
             return np.clip(x, 0.0, U)
+        if careful and (low.any() or high.any()):  # only the coordinate farthest out joins its bound
+            out = np.maximum(-x, x - U) * (low | high)
+            i = int(np.argmax(out))
+            state[i] = -1 if low[i] else 1
+            continue
         state[low], state[high] = -1, 1
         state[wrong & ~free] = 0
     return None
@@ -80,7 +94,7 @@ def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
     return unit * result.x[:k] if result.status == 0 else np.zeros(k)
 
 
-def _solve_free(qp: BoxQP, state: np.ndarray, inexact_fit: bool = False) -> tuple[np.ndarray | None, bool]:
+def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
     """(a, whether the bounded fit gave it): a with the bound coordinates at their bounds and the free ones from the KKT system: least squares (Q_FF
     is singular for a linear kernel with fewer features than free points), and where its minimum-norm solution
     leaves [0, U], the bounded fit inside the box (the proof's rounds move the coordinates where none is tried)."""
@@ -104,7 +118,7 @@ def _solve_free(qp: BoxQP, state: np.ndarray, inexact_fit: bool = False) -> tupl
         except NotTried:
             fit = None
         # only an exact fit solves the system: an inexact one leaves the rounds to move what crossed a bound
-        if fit is not None and (inexact_fit or np.all(np.abs(M @ fit - rhs) <= PROOF_RTOL * (np.abs(M) @ np.abs(fit) + np.abs(rhs)))):
+        if fit is not None and np.all(np.abs(M @ fit - rhs) <= PROOF_RTOL * (np.abs(M) @ np.abs(fit) + np.abs(rhs))):
             solved, bounded = fit, True
     x[F] = solved[:len(F)]
     return x, bounded
