@@ -35,17 +35,44 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     bounds leaves its multiplier an interval); otherwise the wrong guesses move and the system is solved again.
     Where these rounds prove nothing they are run again moving only the free coordinate farthest outside the box
     to its bound per round: from an inaccurate point's guess with too many free coordinates, moving all that
-    cross at once can overshoot the optimum's set. Only a point meeting every condition above is returned."""
-    x = _rounds(qp, a, careful=False)
-    return x if x is not None else _rounds(qp, a, careful=True)
-
-
-def _rounds(qp: BoxQP, a: np.ndarray, careful: bool) -> np.ndarray | None:
-    """prove's rounds from the active set the point `a` suggests (careful: one coordinate at a time joins its bound)."""
-    U = qp.U
+    cross at once can overshoot the optimum's set. Only a point meeting every condition above is returned.
+    An interior point's alpha can leave most coordinates strictly inside the box; the last guesses then read
+    the active set from its reduced gradient instead (`_gradient_guess`)."""
     a = np.asarray(a, dtype=float)
-    reach = U if math.isfinite(U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
-    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
+    reach = qp.U if math.isfinite(qp.U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
+    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * qp.U, 1, 0))
+    x = _rounds(qp, state, reach, careful=False)
+    if x is None:
+        x = _rounds(qp, state, reach, careful=True)
+    for band in GRADIENT_BANDS:
+        if x is not None:
+            break
+        x = _rounds(qp, _gradient_guess(qp, a, state, band), reach, careful=True)
+    return x
+
+
+#: the reduced gradient's bands (relative to the size of its terms) within which a point is guessed free
+GRADIENT_BANDS = (1e-6, 1e-4, 1e-2)
+
+
+def _gradient_guess(qp: BoxQP, a: np.ndarray, state: np.ndarray, band: float) -> np.ndarray:
+    """The active set the reduced gradient G = Q a + p + A'mu at `a` suggests: a_i = 0 where G_i > band times the
+    size of its terms, a_i = U where G_i < -band times it, free between."""
+    r = qp.Q @ a + qp.p
+    mu = _multipliers(qp.A, r, state)
+    G = r + qp.A.T @ mu
+    size = band * max(float(np.max(np.abs(qp.Q) @ np.abs(a) + np.abs(qp.p) + np.abs(qp.A.T) @ np.abs(mu))), _TINY)
+    guess = np.where(G > size, -1, np.where(G < -size, 1, 0))
+    if not math.isfinite(qp.U):
+        guess[guess == 1] = 0  # no upper bound to sit on
+    return guess
+
+
+def _rounds(qp: BoxQP, state: np.ndarray, reach: float, careful: bool) -> np.ndarray | None:
+    """prove's rounds from the active set `state` (-1 at 0, 1 at U, 0 free; careful: one coordinate at a time
+    joins its bound)."""
+    U = qp.U
+    state = state.copy()
     for _ in range(PROOF_ROUNDS):
         x, bounded = _solve_free(qp, state)
         if x is None:

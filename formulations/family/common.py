@@ -80,6 +80,9 @@ class FamilyData:
     y: np.ndarray | None
     X: np.ndarray | None = None
     K: np.ndarray | None = None
+    #: the least size errors in f are measured against: 0, or where the optimum is w* = 0 (and the margin with it)
+    #: the size of the terms f is made of at that optimum (solvers.family), which does not vanish with w*
+    floor: float = 0.0
 
     def times(self, v: np.ndarray) -> np.ndarray:
         """K v, with K = X X' where no K is given (never formed)."""
@@ -181,12 +184,13 @@ def fraction(mask) -> float:
     return float(np.mean(mask)) if np.size(mask) else math.nan
 
 
-def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray) -> float:
-    """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f|
-    (max|f| / max ||x_i||): a primal's w against the one its multipliers make."""
+def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray, floor: float = 0.0) -> float:
+    """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f| (or
+    by `floor`, FamilyData.floor, where larger) (max|f| / max ||x_i||): a primal's w against the one its
+    multipliers make."""
     rows = np.sqrt(np.max(np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply")
                           else np.einsum("ij,ij->i", X, X)))
-    reach = top(f) / rows if rows > 0 else 0.0
+    reach = max(top(f), floor) / rows if rows > 0 else 0.0
     return float(np.linalg.norm(w - w_alpha)) / max(float(np.linalg.norm(w)), reach, _TINY)
 
 
