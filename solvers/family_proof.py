@@ -22,6 +22,8 @@ _TINY = np.finfo(float).tiny
 PROOF_ROUNDS = 20
 #: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
 PROOF_RTOL = 1e-9
+#: the careful rounds move one coordinate each, so they get this many times the proof's rounds
+CAREFUL_ROUNDS = 3
 
 
 def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
@@ -33,8 +35,8 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at the lower bounds and
     <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose coordinates are all at
     bounds leaves its multiplier an interval); otherwise the wrong guesses move and the system is solved again.
-    Where these rounds prove nothing they are run again moving only the free coordinate farthest outside the box
-    to its bound per round: from an inaccurate point's guess with too many free coordinates, moving all that
+    Where these rounds prove nothing they are run again moving one coordinate per round (the free one farthest
+    outside the box to its bound, else the bound one whose gradient is most wrong to the free set): from an inaccurate point's guess with too many free coordinates, moving all that
     cross at once can overshoot the optimum's set. Only a point meeting every condition above is returned.
     An interior point's alpha can leave most coordinates strictly inside the box; the last guesses then read
     the active set from its reduced gradient instead (`_gradient_guess`)."""
@@ -73,7 +75,7 @@ def _rounds(qp: BoxQP, state: np.ndarray, reach: float, careful: bool) -> np.nda
     joins its bound)."""
     U = qp.U
     state = state.copy()
-    for _ in range(PROOF_ROUNDS):
+    for _ in range(PROOF_ROUNDS * (CAREFUL_ROUNDS if careful else 1)):
         x, bounded = _solve_free(qp, state)
         if x is None:
             return None
@@ -94,10 +96,10 @@ def _rounds(qp: BoxQP, state: np.ndarray, reach: float, careful: bool) -> np.nda
         wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
         if not (low.any() or high.any() or wrong.any()):
             return np.clip(x, 0.0, U)
-        if careful and (low.any() or high.any()):  # only the coordinate farthest out joins its bound
+        if careful:  # one coordinate per round: the one farthest outside the box, else the most wrong at a bound
             out = np.maximum(-x, x - U) * (low | high)
-            i = int(np.argmax(out))
-            state[i] = -1 if low[i] else 1
+            i = int(np.argmax(out)) if (low | high).any() else int(np.argmax(np.abs(G) * (wrong & ~free)))
+            state[i] = (-1 if low[i] else 1) if free[i] else 0
             continue
         state[low], state[high] = -1, 1
         state[wrong & ~free] = 0
