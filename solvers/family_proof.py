@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from formulations.family.common import AT_BOUND, BoxQP, top
-from solvers.reference import NotTried, bounded_fit
+from solvers.reference import BVLS_MAX_ENTRIES, NotTried, bounded_fit
 
 _TINY = np.finfo(float).tiny
 #: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
@@ -35,15 +35,20 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at the lower bounds and
     <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose coordinates are all at
     bounds leaves its multiplier an interval); otherwise the wrong guesses move and the system is solved again.
-    Where these rounds prove nothing they are run again moving one coordinate per round (the free one farthest
-    outside the box to its bound, else the bound one whose gradient is most wrong to the free set): from an inaccurate point's guess with too many free coordinates, moving all that
-    cross at once can overshoot the optimum's set. Only a point meeting every condition above is returned.
-    An interior point's alpha can leave most coordinates strictly inside the box; the last guesses then read
-    the active set from its reduced gradient instead (`_gradient_guess`)."""
+    Only a point meeting every condition above is returned, whichever guess it came from.
+
+    Where these rounds prove nothing (on duals of at most BVLS_MAX_ENTRIES entries, where the bounded fit is
+    tried too), they run again moving one coordinate per round: the free one farthest outside the box to its
+    bound, else the bound one whose gradient is most wrong to the free set. From an inaccurate point's guess with
+    too many free coordinates, moving all that cross at once can overshoot the optimum's set. An interior
+    point's alpha can leave most coordinates strictly inside the box; the last guesses read the active set from
+    its reduced gradient instead (`_gradient_guess`)."""
     a = np.asarray(a, dtype=float)
     reach = qp.U if math.isfinite(qp.U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
     state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * qp.U, 1, 0))
     x = _rounds(qp, state, reach, careful=False)
+    if qp.Q.size > BVLS_MAX_ENTRIES:  # the careful rounds' one move per solve is for small duals only
+        return x
     if x is None:
         x = _rounds(qp, state, reach, careful=True)
     for band in GRADIENT_BANDS:
@@ -124,9 +129,10 @@ def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
 
 
 def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
-    """(a, whether the bounded fit gave it): a with the bound coordinates at their bounds and the free ones from the KKT system: least squares (Q_FF
-    is singular for a linear kernel with fewer features than free points), and where its minimum-norm solution
-    leaves [0, U], the bounded fit inside the box (the proof's rounds move the coordinates where none is tried)."""
+    """(a, whether the bounded fit gave it): a with the bound coordinates at their bounds and the free ones from
+    the KKT system: least squares (Q_FF is singular for a linear kernel with fewer features than free points),
+    and where its minimum-norm solution leaves [0, U], the bounded fit inside the box when it solves the system
+    exactly (else the rounds move the coordinates that crossed a bound)."""
     x = np.where(state == 1, qp.U, 0.0)
     F = np.flatnonzero(state == 0)
     B = state != 0

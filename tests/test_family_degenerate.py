@@ -89,7 +89,9 @@ def test_a_degenerate_optimum_is_verified_in_any_units(case):
         Xs = scale * X
         if formulation.endswith("primal"):
             data = FamilyData(member_y, Xs)
-            point = {"alpha": proved["alpha"], "w": Xs.T @ proved["coef"], "rho": scale ** 2 * proved["rho"], **({"b": scale ** 2 * proved["b"]} if y is not None else {})}
+            point = {"alpha": proved["alpha"], "w": Xs.T @ proved["coef"], "rho": scale ** 2 * proved["rho"]}
+            if y is not None:
+                point["b"] = scale ** 2 * proved["b"]
         else:
             data, point = FamilyData(member_y, Xs, Xs @ Xs.T), {"alpha": proved["alpha"]}
         again = _claimed(point, formulation, params, data)
