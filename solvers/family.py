@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 
 from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
-from formulations.family import common
 from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
@@ -40,6 +40,8 @@ from solvers import solution as st
 from solvers.checks import withhold_unverified
 from solvers.closing import answered
 from solvers.deadline import Deadline
+from solvers.family_proof import prove
+from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
 from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
@@ -242,8 +244,11 @@ def close(sol: st.Solution, values: dict | None, data: FamilyData, params: dict,
     else:
         module = family.module(member)
         cond = module.conditions(values, data, params, kind)
+        reference = _reference(module, cond, values, data, params, kind)
+        if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
+            cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
         _fill(sol, cond, values, member)
-        _judge(sol, cond, kind, tol, _reference(module, cond, values, data, params, kind))
+        _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
     if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
         sol.status = st.OPTIMAL if sol.checks.get("verified") else st.OPTIMAL_INACCURATE
@@ -291,7 +296,7 @@ PROOF_MAX_SIZE = 6_000
 
 
 def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
-    """How far the point is from the optimum: proved from its active set (formulations.family.common.prove), the
+    """How far the point is from the optimum: proved from its active set (solvers.family_proof.prove), the
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
     |(f - b)(x_i) - (f* - b*)(x_i)| <= sqrt(2 |P - D| K_ii). Each relative to the margin's or tube's size."""
@@ -300,7 +305,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
         return own_reference(cond, data, params, kind)
     a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
-    x = common.prove(proved, a) if proved is not None else None
+    x = prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
         reach = math.sqrt(data.max_diagonal())
@@ -309,6 +314,11 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     n = len(values["alpha"])
     point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
     best = module.conditions(point, data, params, KERNEL_DUAL)
+    note = getattr(module, "DEGENERATE", None)
+    floor = degenerate_floor(best.coef, data) if note else 0.0
+    if floor:
+        data = replace(data, floor=floor)
+        best = module.conditions(point, data, params, KERNEL_DUAL)
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
     kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
@@ -316,9 +326,8 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
               "dual_objective": best.dual_objective, **best.meaning, **point}
     out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
            "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
-    note = getattr(module, "DEGENERATE", None)
-    if note and _trivial(best.coef, data):
-        out["degenerate"] = note
+    if floor:
+        out["degenerate"], out["floor"] = note, floor
     return out
 
 
@@ -326,10 +335,15 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
 TRIVIAL = 1e-12
 
 
-def _trivial(coef: np.ndarray, data: FamilyData) -> bool:
-    """Whether the optimum has w* = 0: the margin rho* is then 0 too, and the residuals have no scale."""
+def degenerate_floor(coef: np.ndarray, data: FamilyData) -> float:
+    """0, or where the optimum's coef make w* = 0 (the margin rho* is then 0 too, and f* and the objectives
+    have no size of their own) the size of the terms its f is made of, max_i sum_j |K_ij coef_j|
+    (solvers.reference.Gram.magnitudes): what the point's errors are measured against instead."""
     ww = float(coef @ data.times(coef))
-    return ww <= TRIVIAL * float(np.abs(coef).sum()) ** 2 * data.max_diagonal()
+    if ww > TRIVIAL * float(np.abs(coef).sum()) ** 2 * data.max_diagonal():
+        return 0.0
+    gram = Gram(None, data.K) if data.K is not None else Gram(data.X, None)
+    return float(np.max(gram.magnitudes(coef)))
 
 
 def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
@@ -341,6 +355,7 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         sol.extras["proved"] = proved
     how = reference.pop("reference")
     degenerate = reference.pop("degenerate", "")
+    floor = reference.pop("floor", 0.0)
     scaled = {"relative duality gap": cond.gap, **cond.residuals, **reference}
     recomputed = cond.primal_objective if kind == PRIMAL else cond.dual_objective
     claim = abs(sol.objective - recomputed) / max(cond.scale, np.finfo(float).tiny)
@@ -352,8 +367,10 @@ def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> No
         "objective_scale": cond.scale,
         **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
         "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
-        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate),
+        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate), "degenerate_floor": floor,
         "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
     }
-    if degenerate and failed:  # what the numbers above mean: nothing to measure them against
+    if degenerate:  # what the numbers above are measured against, and what the optimum means
+        sol.extras["degenerate"] = f"{degenerate} (the checks measure f against the size of its terms, {floor:.3g})"
+    if degenerate and failed:
         sol.checks["verdict"] = f"{degenerate}; {sol.checks['verdict']}"

@@ -60,7 +60,7 @@ MARGIN_ROUNDING = 32 * np.finfo(float).eps
 BVLS_MAX_ENTRIES = 500 * 500
 
 
-class _NotTried(Exception):
+class NotTried(Exception):
     """A solve the proof does not try: the free alphas' bounded least-squares fit beyond BVLS_MAX_ENTRIES, or
     a singular system's least squares where it was told not to (least_squares=False). The proof fails on
     these sets."""
@@ -225,7 +225,7 @@ def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_
             return Reference(False, f"{free.size} free points (more than {MAX_FREE} to solve for)", rounds=rounds)
         try:
             trial = _Trial(gram, y, C, codes, scale, least_squares)
-        except _NotTried as exc:
+        except NotTried as exc:
             return Reference(False, str(exc), rounds=rounds)
         if trial.a is None:  # no point free and the bound ones do not balance: free the points that pin b
             pins = trial.pins()
@@ -371,7 +371,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     if not _in_bounds(x[:m], C_free) and (singular or M.size <= BVLS_MAX_ENTRIES):
         lower = np.append(np.zeros(m), -np.inf)
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
-        x = _bounded_fit(M, rhs, lower, upper)
+        x = bounded_fit(M, rhs, lower, upper)
     a[free] = x[:m]
     u_free = np.zeros(n)
     u_free[free] = yF * a[free]
@@ -412,9 +412,9 @@ def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=Tr
         # more free points than d + 1 (w* near 0 at a tiny C, say): w and b are pinned, alpha_F is
         # not; one inside [0, C] from the stationarity and balance rows, by bounded least squares
         if (d + 1) * m > BVLS_MAX_ENTRIES:
-            raise _NotTried(f"the free alphas leave [0, C] and their bounded fit ({d + 1} x {m}) is too large to try")
+            raise NotTried(f"the free alphas leave [0, C] and their bounded fit ({d + 1} x {m}) is too large to try")
         A = np.vstack([dense(signed(yF, XF)).T, yF[None, :]])
-        a_free = _bounded_fit(A, np.concatenate([w - w_bound, [balance_rhs]]), 0.0, C_free)
+        a_free = bounded_fit(A, np.concatenate([w - w_bound, [balance_rhs]]), 0.0, C_free)
         # w from the bounded alpha_F: where the fit has a residual (the sets are wrong, not degenerate), the
         # margins show it and the sets move. Kept as the system's w, it passed the KKT test while 1.2e-4 off
         # X' Y alpha (n = 12,000, d = 150, X x 1e-3, 4 free points: the checks refused the proved point).
@@ -453,11 +453,11 @@ def _wide_solve(XF, yF, w_bound, balance_rhs):
     return w_bound + A.T @ a_free, b, a_free
 
 
-def _bounded_fit(A: np.ndarray, rhs: np.ndarray, lower, upper) -> np.ndarray:
+def bounded_fit(A: np.ndarray, rhs: np.ndarray, lower, upper) -> np.ndarray:
     """argmin ||A x - rhs|| over lower <= x <= upper by scipy's BVLS, where A has at most BVLS_MAX_ENTRIES
-    entries (else _NotTried: the proof fails on these sets instead of running on)."""
+    entries (else NotTried: the proof fails on these sets instead of running on)."""
     if A.size > BVLS_MAX_ENTRIES:
-        raise _NotTried(f"the free alphas leave [0, C] and their bounded fit ({A.shape[0]} x {A.shape[1]}) "
+        raise NotTried(f"the free alphas leave [0, C] and their bounded fit ({A.shape[0]} x {A.shape[1]}) "
                             f"is too large to try")
     return lsq_linear(A, rhs, bounds=(lower, upper), method="bvls").x
 
@@ -517,7 +517,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
     orders of magnitude give a system that is badly scaled, not badly conditioned. singular: M is known to be
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
-    a singular M ends the proof (_NotTried) instead of a least-squares solve (an SVD, far slower than the
+    a singular M ends the proof (NotTried) instead of a least-squares solve (an SVD, far slower than the
     loop's own steps at thousands of free points)."""
     r = np.ones(M.shape[0])
     c = np.ones(M.shape[1])
@@ -544,7 +544,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
             residual = (rhs.astype(wide) - M.astype(wide) @ x.astype(wide)).astype(float)
             return x + c * lapack.dgetrs(lu, piv, r * residual)[0], False
     if not least_squares:
-        raise _NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
+        raise NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
     return x, True
 

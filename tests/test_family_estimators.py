@@ -147,14 +147,18 @@ def test_model_is_the_proved_optimum():
     assert oc.offset_ == pytest.approx(scale * proved["rho"], rel=1e-12)
 
 
-def test_unproved_fit_warns_and_still_agrees():
-    """Raw iris, setosa against virginica at nu = 0.3: every alpha of the pair is at a bound or degenerate, the
-    family's proof finds no active set and the row is optimal_inaccurate. The fit keeps the solver's point with
-    a ConvergenceWarning (as SVMClassifier's), and predicts as NuSVC."""
+def test_a_degenerate_pair_is_proved_without_a_warning():
+    """Raw iris, setosa against virginica at nu = 0.3: the pair's optimum is degenerate (its least-squares step
+    from the solver's active set leaves the box); the family's proof reaches it, every pair's row is optimal, no
+    ConvergenceWarning is raised, and the fit predicts as NuSVC."""
+    import warnings
+
     X, y = datasets.load_iris(return_X_y=True)
-    with pytest.warns(ConvergenceWarning, match="did not pass"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
         ours = NuSVMClassifier(nu=0.3).fit(X, y)
-    assert "optimal_inaccurate" in [sol.status for sol in ours.solutions_]
+    assert [sol.status for sol in ours.solutions_] == ["optimal"] * 3
+    assert all(sol.checks["reference"] == "proved optimum" for sol in ours.solutions_)
     theirs = svm.NuSVC(nu=0.3, tol=TIGHT).fit(X, y)
     np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
 

@@ -289,14 +289,14 @@ def test_a_bounded_fit_too_large_to_try_ends_the_proof_at_once(monkeypatch):
 
     rng = np.random.default_rng(0)
     A, rhs = rng.normal(size=(3, 8)), rng.normal(size=3)
-    fitted = reference._bounded_fit(A, rhs, 0.0, 0.1)
+    fitted = reference.bounded_fit(A, rhs, 0.0, 0.1)
     assert np.array_equal(fitted, lsq_linear(A, rhs, bounds=(0.0, 0.1), method="bvls").x)
     fits = []
     real = reference.lsq_linear
     monkeypatch.setattr(reference, "lsq_linear", lambda *args, **kw: (fits.append(args[0].shape), real(*args, **kw))[1])
     monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", A.size - 1)
-    with pytest.raises(reference._NotTried, match="too large to try"):
-        reference._bounded_fit(A, rhs, 0.0, 0.1)
+    with pytest.raises(reference.NotTried, match="too large to try"):
+        reference.bounded_fit(A, rhs, 0.0, 0.1)
     # the integer ties' proof fits 7 x 333 alphas (measured): with the cap below that, no such fit is tried (those
     # of the free points' independent rows, 7 x 7, are)
     X, y = _ties("integers")

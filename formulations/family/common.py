@@ -80,6 +80,9 @@ class FamilyData:
     y: np.ndarray | None
     X: np.ndarray | None = None
     K: np.ndarray | None = None
+    #: the least size errors in f are measured against: 0, or where the optimum is w* = 0 (and the margin with it)
+    #: the size of the terms f is made of at that optimum (solvers.family), which does not vanish with w*
+    floor: float = 0.0
 
     def times(self, v: np.ndarray) -> np.ndarray:
         """K v, with K = X X' where no K is given (never formed)."""
@@ -181,12 +184,13 @@ def fraction(mask) -> float:
     return float(np.mean(mask)) if np.size(mask) else math.nan
 
 
-def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray) -> float:
-    """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f|
-    (max|f| / max ||x_i||): a primal's w against the one its multipliers make."""
+def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray, floor: float = 0.0) -> float:
+    """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f| (or
+    by `floor`, FamilyData.floor, where larger) (max|f| / max ||x_i||): a primal's w against the one its
+    multipliers make."""
     rows = np.sqrt(np.max(np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply")
                           else np.einsum("ij,ij->i", X, X)))
-    reach = top(f) / rows if rows > 0 else 0.0
+    reach = max(top(f), floor) / rows if rows > 0 else 0.0
     return float(np.linalg.norm(w - w_alpha)) / max(float(np.linalg.norm(w)), reach, _TINY)
 
 
@@ -204,81 +208,3 @@ class BoxQP:
     A: np.ndarray
     c: np.ndarray
     U: float
-
-
-#: the proof's rounds: each moves the coordinates its previous guess of the active set got wrong
-PROOF_ROUNDS = 20
-#: what the proof's conditions allow, relative to the size of the terms that make them (their rounding)
-PROOF_RTOL = 1e-9
-
-
-def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
-    """The exact optimum of `qp` on the active set the point `a` suggests, or None where no guess is proved.
-
-    Coordinates within AT_BOUND of a bound are fixed there, and the free ones solve the linear KKT system
-    Q_FF a_F + A_F' mu = -p_F - Q_FB a_B,  A_F a_F = c - A_B a_B  (least squares: Q_FF is singular for a linear
-    kernel with fewer features than free points). The result is the optimum when every free a_i is in [0, U]
-    and some multipliers mu make the reduced gradient G = Q a + p + A' mu zero on the free coordinates, >= 0 at
-    the lower bounds and <= 0 at the upper ones, to the rounding of its terms (`_multipliers`: a group whose
-    coordinates are all at bounds leaves its multiplier an interval); otherwise the wrong guesses move and the
-    system is solved again."""
-    U = qp.U
-    a = np.asarray(a, dtype=float)
-    reach = U if math.isfinite(U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
-    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * U, 1, 0))
-    for _ in range(PROOF_ROUNDS):
-        x = _solve_free(qp, state)
-        if x is None:
-            return None
-        unmet = np.abs(qp.A @ x - qp.c) > PROOF_RTOL * (np.abs(qp.A) @ np.abs(x) + np.abs(qp.c))
-        if unmet.any():  # the fixed coordinates leave the equalities no free coordinate to meet them with
-            return None
-        r = qp.Q @ x + qp.p
-        size = np.abs(qp.Q) @ np.abs(x) + np.abs(qp.p)
-        mu = _multipliers(qp.A, r, state)
-        size = size + np.abs(qp.A.T) @ np.abs(mu)
-        slack = PROOF_RTOL * max(float(size.max()), _TINY)
-        G = r + qp.A.T @ mu
-        free = state == 0
-        low, high = free & (x < -PROOF_RTOL * reach), free & (x > U + PROOF_RTOL * reach)
-        wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
-        if not (low.any() or high.any() or wrong.any()):
-            return np.clip(x, 0.0, U)
-        state[low], state[high] = -1, 1
-        state[wrong & ~free] = 0
-    return None
-
-
-def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
-    """The equalities' multipliers mu that make G = r + A'mu most nearly what each coordinate's state asks
-    (0 free, >= 0 at the lower bound, <= 0 at the upper one): min s s.t. those within s, a small LP."""
-    from scipy.optimize import linprog  # deferred: only a proof needs it
-
-    k = A.shape[0]
-    if k == 0:  # no equalities (a dual without a bias): nothing to choose
-        return np.zeros(0)
-    unit = max(float(np.max(np.abs(r))), _TINY)  # the LP in units of r: HiGHS's tolerances are absolute
-    r = r / unit
-    rows, rhs = [], []
-    for sign, mask in ((1.0, state != -1), (-1.0, state != 1)):  # sign * G_i <= s
-        rows.append(np.hstack([sign * A[:, mask].T, -np.ones((int(mask.sum()), 1))]))
-        rhs.append(-sign * r[mask])
-    result = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
-                     bounds=[(None, None)] * k + [(0, None)], method="highs")
-    return unit * result.x[:k] if result.status == 0 else np.zeros(k)
-
-
-def _solve_free(qp: BoxQP, state: np.ndarray):
-    """a with the bound coordinates at their bounds and the free ones from the KKT system (least squares)."""
-    x = np.where(state == 1, qp.U, 0.0)
-    F = np.flatnonzero(state == 0)
-    B = state != 0
-    k = qp.A.shape[0]
-    # the equalities' rows times the size of Q: least squares then weighs them alike whatever the data's units
-    unit = max(float(np.max(np.abs(qp.Q))), _TINY)
-    rhs = np.concatenate([-qp.p[F] - qp.Q[np.ix_(F, B)] @ x[B], unit * (qp.c - qp.A[:, B] @ x[B])])
-    M = np.block([[qp.Q[np.ix_(F, F)], unit * qp.A[:, F].T], [unit * qp.A[:, F], np.zeros((k, k))]])
-    if not np.all(np.isfinite(M)):
-        return None
-    x[F] = np.linalg.lstsq(M, rhs, rcond=None)[0][:len(F)]
-    return x

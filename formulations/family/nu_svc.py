@@ -141,7 +141,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         ww = float(w @ w)
         w_alpha = data.weights(u)
         dual = -0.5 * float(w_alpha @ w_alpha)
-        extra["stationarity"] = stationarity(w, w_alpha, data.X, f)
+        extra["stationarity"] = stationarity(w, w_alpha, data.X, f, data.floor)
     else:
         g = data.times(u)
         ww = max(0.0, float(u @ g))
@@ -155,8 +155,9 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     margin = y * f - rho  # G_i: y_i f_i - rho, in the margin's units
     xi = np.maximum(0.0, -margin)
     primal = 0.5 * ww - nu * rho + float(xi.sum()) / n
-    scale = max(0.5 * ww + nu * abs(rho) + float(xi.sum()) / n, 0.5 * ww)
-    feasibility, comp = box_residuals(alpha, U, margin, max(abs(rho), top(f)))
+    size = max(abs(rho), top(f), data.floor)
+    scale = max(0.5 * ww + nu * abs(rho) + float(xi.sum()) / n, nu * data.floor)  # nu rho's size where rho ~ f
+    feasibility, comp = box_residuals(alpha, U, margin, size)
     residuals = {
         "dual feasibility": float(feasibility.max()),
         "balance": abs(float(y @ alpha)) / max(float(np.abs(alpha).sum()), np.finfo(float).tiny),
@@ -164,14 +165,14 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         "complementarity": float(comp.max()),
         **extra,
     }
-    errors = margin < -AT_BOUND * max(abs(rho), top(f))
+    errors = margin < -AT_BOUND * size
     support = alpha > AT_BOUND * U
     meaning = {"rho": float(rho), "fraction_margin_errors": fraction(errors), "fraction_sv": fraction(support),
                "n_sv": int(support.sum()), "n_margin_errors": int(errors.sum()),
                "nu_bounds_hold": bool(fraction(errors) <= nu <= fraction(support)),
                "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf}
     return Conditions(primal, dual, scale, residuals, f, u, b=float(b), w=w, meaning=meaning,
-                      size=max(abs(rho), top(f)))
+                      size=size)
 
 
 def box_qp(data: FamilyData, params: dict) -> BoxQP:

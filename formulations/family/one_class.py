@@ -98,7 +98,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         ww = float(w @ w)
         w_alpha = data.weights(alpha)
         dual = -0.5 * float(w_alpha @ w_alpha)
-        extra["stationarity"] = stationarity(w, w_alpha, data.X, g - rho)
+        extra["stationarity"] = stationarity(w, w_alpha, data.X, g - rho, data.floor)
     else:
         g = data.times(alpha)
         ww = max(0.0, float(alpha @ g))
@@ -108,8 +108,8 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     f = g - rho
     xi = np.maximum(0.0, -f)
     primal = 0.5 * ww + float(xi.sum()) / (nu * n) - rho
-    scale = max(0.5 * ww + float(xi.sum()) / (nu * n) + abs(rho), 0.5 * ww)
-    size = max(abs(rho), top(g))
+    scale = max(0.5 * ww + float(xi.sum()) / (nu * n) + abs(rho), data.floor)  # rho's size where rho ~ f
+    size = max(abs(rho), top(g), data.floor)
     feasibility, comp = box_residuals(alpha, U, f, size)
     residuals = {"dual feasibility": float(feasibility.max()), "total": abs(float(alpha.sum()) - 1.0),
                  "complementarity": float(comp.max()), **extra}
