@@ -22,7 +22,7 @@ import pandas as pd
 from experiments.datasets import example_5_1, exercise_5_4, gendata, nonlinear, overlapping, sparse_features
 from formulations.kernels import Kernel, gram
 from formulations.scaling import BadScalingWarning
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers.checks import decision_scale, w_scale
 from solvers.api import solve
 from solvers.profiles import get_profile
@@ -72,7 +72,7 @@ def problems() -> list[Problem]:
 TIME_LIMIT = 20.0
 
 
-def _solve(p: Problem, layer: str, backend: str, profile: str) -> st.Solution:
+def _solve(p: Problem, layer: str, backend: str, profile: str) -> Solution:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BadScalingWarning)
         return solve(p.formulation, p.X, p.y, layer=layer, backend=backend, C=p.C, kernel=p.kernel,
@@ -91,7 +91,7 @@ def reference(p: Problem) -> Reference:
     return ref
 
 
-def errors(sol: st.Solution, ref: Reference, p: Problem) -> dict:
+def errors(sol: Solution, ref: Reference, p: Problem) -> dict:
     """The row's distance to the reference: objective (relative), w (relative to solvers.checks.w_scale),
     b and f (relative to max |f*|, solvers.checks.decision_scale)."""
     if sol.decision is None or not math.isfinite(sol.b):
@@ -122,7 +122,7 @@ def run_problem(p: Problem, pairs=None) -> pd.DataFrame:
 
 def wrong_optimal(df: pd.DataFrame) -> pd.DataFrame:
     """Rows marked `optimal` that are more than their profile's tolerance from the reference."""
-    ok = df["status"] == st.OPTIMAL
+    ok = df["status"] == OPTIMAL
     worst = df[["err_objective", "err_w", "err_b", "err_f"]].max(axis=1, skipna=True)
     return df[ok & ~(worst <= df["tol"])]
 
@@ -130,11 +130,11 @@ def wrong_optimal(df: pd.DataFrame) -> pd.DataFrame:
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per profile: solves, claimed optima, verified optima, and how far the others were."""
     def one(g):
-        claimed = g["claimed"].isin([st.OPTIMAL, st.OPTIMAL_INACCURATE])
+        claimed = g["claimed"].isin([OPTIMAL, OPTIMAL_INACCURATE])
         worst = g[["err_objective", "err_w", "err_b", "err_f"]].max(axis=1, skipna=True)
-        refused = claimed & (g["status"] != st.OPTIMAL)
+        refused = claimed & (g["status"] != OPTIMAL)
         return pd.Series({"solves": len(g), "claimed optimal": int(claimed.sum()),
-                          "verified optimal": int((g["status"] == st.OPTIMAL).sum()),
+                          "verified optimal": int((g["status"] == OPTIMAL).sum()),
                           "refused, off by > tol": int((refused & (worst > g["tol"])).sum()),
                           "refused, within tol": int((refused & (worst <= g["tol"])).sum()),
                           "wrong optimal": len(wrong_optimal(g))})

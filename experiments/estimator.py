@@ -80,7 +80,7 @@ from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
 from formulations.validation import check_choice, refuse_masked
 from solvers import blas
-from solvers import solution as st
+from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
 from solvers.algorithms.kernel_rows import FullGram
 from solvers.api import solve
@@ -150,7 +150,7 @@ class _PairFit:
     coef: np.ndarray  # alpha_t y_t on those rows (y_t = +1 for the pair's higher class j)
     support: np.ndarray  # mask over `index`: alpha_t > 0
     b: float
-    solution: st.Solution
+    solution: Solution
     stopped_early: bool  # max_iter stopped the solver before a verified optimum
 
 
@@ -615,7 +615,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                   "method": self.method}
         return {**kwargs, **iteration_options(self.backend, self.max_iter)}
 
-    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C, layer: str | None = None) -> st.Solution:
+    def _solve_features(self, formulation: str, X_pair, signs: np.ndarray, C, layer: str | None = None) -> Solution:
         """The pair's solve from its features. The sigmoid kernel is solved where its Gram matrix is indefinite, as
         SVC solves it (fit warns: _warn_indefinite); a convex QP solver that returns no usable point on such a
         non-convex dual (PIQP stops at its iteration limit, OSQP refuses the factorization) hands it to Ipopt,
@@ -637,7 +637,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         optimum is solved again from its samples through the model layer (_model_layer), as every pair was
         before."""
         def settled(sol):
-            return sol.status == st.OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
+            return sol.status == OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
 
         if block is not None:
             max_iter = None if self.max_iter == -1 else self.max_iter
@@ -662,7 +662,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         with _blas_threads_for(rows.size):
             sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
-            if sol.proved_alpha is None and sol.status in (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT):
+            if sol.proved_alpha is None and sol.status in (OPTIMAL_INACCURATE, ITERATION_LIMIT):
                 proof = block if block is not None else self._pair_gram(formulation, X_pair, K, rows)
                 _prove_from_point(sol, proof, signs, C_eff)
         stopped_early = self._accept(sol, formulation)
@@ -737,21 +737,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if self.fit_status_:
             warnings.warn(_EARLY_STOP.format(self.max_iter), ConvergenceWarning, stacklevel=3)
 
-    def _accept(self, sol: st.Solution, formulation: str) -> bool:
+    def _accept(self, sol: Solution, formulation: str) -> bool:
         """Whether max_iter stopped `sol` early (its last point kept); SVMFitError unless `sol` has a usable
         point. A point the checks proved optimal is kept whatever the solver said of it (PIQP stops at its
         iteration cap at C = 1e10 on a point the checks prove optimal): the model then holds the proved
         optimum, verified to far below the profile's tolerance, and no warning is given."""
         where = f"{formulation} via {sol.layer}/{sol.backend} (profile {self.profile!r})"
-        if sol.status == st.ITERATION_LIMIT and self.max_iter != -1 and sol.decision is not None:
+        if sol.status == ITERATION_LIMIT and self.max_iter != -1 and sol.decision is not None:
             return True  # stopped by the user's cap, as SVC's: _store warns (the model: a proved optimum, if any)
-        if sol.proved_alpha is not None and sol.status in (*_ACCEPTED, st.ITERATION_LIMIT):
+        if sol.proved_alpha is not None and sol.status in (*_ACCEPTED, ITERATION_LIMIT):
             return False
         if sol.status not in _ACCEPTED or sol.decision is None or not math.isfinite(sol.b):
             hint = ""
-            if sol.status == st.INFEASIBLE and formulation == "hard_primal":
+            if sol.status == INFEASIBLE and formulation == "hard_primal":
                 hint = " The data are not linearly separable: use 'soft_primal' with a finite C."
-            elif sol.status == st.UNBOUNDED and _is_inf(self.C):
+            elif sol.status == UNBOUNDED and _is_inf(self.C):
                 hint = " With C = inf the dual is unbounded on non-separable data: use a finite C."
             elif sol.status in _ACCEPTED:
                 hint = f" The solver reported {sol.status} but returned no usable w, b."
@@ -760,7 +760,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 f"SVM fit failed: {where} ended with status {sol.status!r} "
                 f"(solver said {sol.raw_status!r}){detail}.{hint}"
             )
-        if sol.status == st.OPTIMAL_INACCURATE:
+        if sol.status == OPTIMAL_INACCURATE:
             advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
             warnings.warn(
                 f"{where}: the solver claimed optimal but the project's checks did not pass "
@@ -884,7 +884,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 # Statuses whose point is kept: `optimal` is verified by the project's checks;
 # `optimal_inaccurate` is kept with a ConvergenceWarning (the solver claimed optimal
 # but a residual missed the profile's bar), unless the checks proved the optimum from it.
-_ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+_ACCEPTED = (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 #: The largest pair whose n x n kernel block is formed to prove an optimum the closing checks did not try
@@ -892,7 +892,7 @@ _ACCEPTED = (st.OPTIMAL, st.OPTIMAL_INACCURATE)
 PROOF_MAX_N = 4_000
 
 
-def _prove_from_point(sol: st.Solution, pair_gram: Gram | None, signs: np.ndarray, C) -> None:
+def _prove_from_point(sol: Solution, pair_gram: Gram | None, signs: np.ndarray, C) -> None:
     """The optimum proved from the active set of a point the closing checks did not try to prove (they try only a
     point whose residuals pass): PIQP claims an optimum 1.2e-3 off in its gap at C = 1e7 and 1e8 (or stops at its
     iteration cap) on points whose active sets are the optimum's. The proof (solvers.reference.polish, the checks'

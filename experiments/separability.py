@@ -30,7 +30,7 @@ from formulations import validation
 from formulations.data_matrix import dense
 from formulations.errors import SVMInputError
 from formulations.separability import HULL_INTERSECTION, SEPARABILITY, split_classes
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers.checks import separability_verdict
 from solvers.lp import solve_lp
 
@@ -50,8 +50,8 @@ class SeparabilityResult:
     layer: str
     backend: str
     method: str | None
-    feasibility: st.Solution
-    hull: st.Solution | None = None
+    feasibility: Solution
+    hull: Solution | None = None
     w: np.ndarray | None = None
     b: float = math.nan
     min_margin: float = math.nan
@@ -189,7 +189,7 @@ def is_separable(
     hull = solve_lp(HULL_INTERSECTION, X, y, layer=layer, backend=backend, method=method, profile=profile,
                     time_limit=time_limit)
     res.hull = hull
-    hull_point = hull.extras.get("lam") is not None and hull.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+    hull_point = hull.extras.get("lam") is not None and hull.status in (OPTIMAL, OPTIMAL_INACCURATE)
     if hull_point:
         cert = verify_common_point(XA, XB, hull.extras["lam"], hull.extras["mu"], tol)
         res.lam, res.mu, res.point = cert.pop("lam", None), cert.pop("mu", None), cert.pop("point", None)

@@ -20,7 +20,7 @@ import formulations
 from formulations import family, kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
-from solvers import solution as st
+from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
@@ -112,7 +112,7 @@ def solve(
     standardize: bool = False,
     memory_budget: float | None = None,
     method: str = "auto",
-) -> st.Solution:
+) -> Solution:
     """Solve one SVM formulation with one (layer, backend) and return a `Solution`.
 
     X (n x d: an array, or a scipy.sparse matrix, taken as CSR and never densified; standardize=True then scales
@@ -233,7 +233,7 @@ def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_f
 
 
 def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kernel_form, allow_indefinite, profile,
-                deadline, options, standardize, memory_budget) -> st.Solution:
+                deadline, options, standardize, memory_budget) -> Solution:
     """solve(method="full"): the whole QP as one model of `layer`, solved by `backend` in the time that remains
     of `deadline` (solvers.deadline), then closed."""
     if formulation == KERNEL_DUAL:
@@ -264,7 +264,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
                    deadline=deadline, standardizer=standardizer, backend_version=adapter.version(), extras=extras,
                    kernel=made_by)
     if deadline.passed():  # the Gram matrix and the model took the time: no backend starts past the limit
-        raw = st.RawResult(st.TIME_LIMIT, "not started",
+        raw = RawResult(TIME_LIMIT, "not started",
                            message=deadline.stopped("before the backend was called (building the model)"))
         return close_model(raw, None, **closing)
     given = deadline.for_backend()
@@ -280,7 +280,7 @@ def _solve_full(formulation, X, y, labels, *, layer, backend, C, kernel, K, kern
 
 
 def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, K, allow_indefinite, profile,
-                       deadline, options, standardize, memory_budget) -> st.Solution:
+                       deadline, options, standardize, memory_budget) -> Solution:
     """solve(method="working_set"): the data are checked; the working sets close their own Solution (each
     takes `deadline` as its time_limit: the clock that started with the call)."""
     _check_working_set_backend(layer, backend)

@@ -21,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from solvers import solution as st
+from solvers.solution import RawResult
 
 # How a backend wants its matrices (qpsolvers picks PIQP's and ProxQP's dense or sparse
 # factorisation from the matrix type; cvxpy from PIQP's "backend" option).
@@ -156,7 +156,7 @@ class Backend(Protocol):
     def version(self) -> str:
         """The installed version of the solver's distribution ("" if unknown)."""
 
-    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+    def solve(self, model, options: dict, time_limit: float | None = None) -> RawResult:
         """Solve the layer's model in place; the point and multipliers are read back from the model."""
 
 

@@ -56,7 +56,9 @@ from formulations import penalty
 from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
 from formulations.recovery import AT_BOUND, FREE, classify
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
+)
 from solvers.deadline import NEVER, Deadline
 from solvers.kernel_audit import kernel_error
 from solvers.reference import BVLS_MAX_ENTRIES, Gram, gap_bound, polish
@@ -139,7 +141,7 @@ def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: 
     return alpha
 
 
-def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
+def compute_checks(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
                    tol: float = 1e-4, *, Ku: np.ndarray | None = None, deadline: Deadline = NEVER,
                    kernel=None, alpha_claimed: bool = False) -> Checks:
     """The checks at `sol`'s point (_checks_at). A primal point whose solver's multipliers fail them gets a second
@@ -159,7 +161,7 @@ def compute_checks(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray |
     return second
 
 
-def _checks_at(sol: st.Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
+def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None = None,
                tol: float = 1e-4, *, Ku: np.ndarray | None = None, deadline: Deadline = NEVER,
                kernel=None) -> Checks:
     """Recompute objectives, gap and KKT residuals at `sol`'s point; `tol` is the verdict's bar.
@@ -341,7 +343,7 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     return max(float(np.linalg.norm(w_ref)), f_scale / reach if reach > 0 else 0.0, _TINY)
 
 
-def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, primal: bool,
+def _errors(out: Checks, sol: Solution, gram: Gram, alpha, y, f, C, ww, primal: bool,
             deadline: Deadline = NEVER, codes: np.ndarray | None = None) -> dict:
     """The point's distance to the optimum proved from its active set (or the gap's bound); primal: the
     row reports P (a primal formulation), else D. Nothing where the deadline stops the proof (out.timed_out):
@@ -381,8 +383,8 @@ def _errors(out: Checks, sol: st.Solution, gram: Gram, alpha, y, f, C, ww, prima
 
 def verified_status(claimed: str, checks: Checks) -> str:
     """The project's status: `optimal` only when the solver says so AND the checks pass."""
-    if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
-        return st.OPTIMAL if checks.verified else st.OPTIMAL_INACCURATE
+    if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
+        return OPTIMAL if checks.verified else OPTIMAL_INACCURATE
     return claimed
 
 
@@ -396,7 +398,7 @@ def objective_scale(checks: Checks) -> float:
     return max(values, default=0.0)
 
 
-def objective_claim_check(sol: st.Solution, checks: Checks, tol: float) -> str:
+def objective_claim_check(sol: Solution, checks: Checks, tol: float) -> str:
     """Compare the solver's claimed objective with the one recomputed at its point.
 
     Every SVM objective is >= 0 at the optimum (the primal is a sum of squares and
@@ -426,11 +428,11 @@ def impossible_claim(claimed: str, primal: bool, hard: bool, C: float) -> str:
     A primal SVM objective is >= 0 (never unbounded); alpha = 0 is feasible for a dual
     (never infeasible); with C finite the soft margin is always feasible and bounded.
     """
-    if claimed == st.UNBOUNDED and primal:
+    if claimed == UNBOUNDED and primal:
         return "a primal SVM objective is >= 0, so it cannot be unbounded"
-    if claimed == st.INFEASIBLE and not primal:
+    if claimed == INFEASIBLE and not primal:
         return "alpha = 0 is feasible for the dual, so it cannot be infeasible"
-    if claimed in (st.INFEASIBLE, st.UNBOUNDED) and not hard:
+    if claimed in (INFEASIBLE, UNBOUNDED) and not hard:
         return f"the soft-margin problem (C = {penalty.describe(C)} > 0 finite) is always feasible and bounded"
     return ""
 
@@ -562,7 +564,7 @@ def _features(X: np.ndarray | None, K: np.ndarray | None) -> np.ndarray:
     return factorize(K, rtol=1e-12).L
 
 
-def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray, C: float,
+def review(sol: Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray, C: float,
            K: np.ndarray | None = None, tol: float = 1e-4, candidate=None) -> None:
     """Refute false solver claims in place; the project's status is set from evidence only.
 
@@ -583,22 +585,22 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
     notes, false_claims = [], []
 
     # 1. a claimed optimum must state the objective of the point it returned
-    if sol.status == st.OPTIMAL:
+    if sol.status == OPTIMAL:
         reason = objective_claim_check(sol, checks, tol)
         sol.checks["objective_claim"] = reason or "consistent"
         if reason:
-            sol.status = st.OPTIMAL_INACCURATE
+            sol.status = OPTIMAL_INACCURATE
             sol.checks["verified"] = False
             sol.checks["verdict"] = f"{sol.checks.get('verdict', '')}; {reason}".lstrip("; ")
             false_claims.append(reason)
-    elif checks.timed_out and claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):  # neither refuted nor verified: the
+    elif checks.timed_out and claimed in (OPTIMAL, OPTIMAL_INACCURATE):  # neither refuted nor verified: the
         notes.append(checks.verdict)  # proof was not given the time (compute_checks)
-    elif claimed == st.OPTIMAL and sol.decision is not None:
+    elif claimed == OPTIMAL and sol.decision is not None:
         false_claims.append(f"claimed {claimed}, but verification failed: {sol.checks.get('verdict', '')}")
-    elif claimed == st.OPTIMAL_INACCURATE and sol.status == st.OPTIMAL_INACCURATE and sol.checks.get("verdict"):
+    elif claimed == OPTIMAL_INACCURATE and sol.status == OPTIMAL_INACCURATE and sol.checks.get("verdict"):
         # the solver said its point is inaccurate and the checks agree: the row says what they found
         notes.append(f"not verified: {sol.checks['verdict']}")
-    stopped = (st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT) if primal else (st.OPTIMAL_INACCURATE,)
+    stopped = (OPTIMAL_INACCURATE, ITERATION_LIMIT, TIME_LIMIT) if primal else (OPTIMAL_INACCURATE,)
     if claimed in stopped and math.isfinite(sol.objective) and sol.objective < -tol * objective_scale(checks):
         # every SVM optimum is >= 0, and so is a primal's objective at any point it may take: a negative value
         # returned as a result (e.g. a primal's at an iteration limit) is not an estimate of anything. A dual's
@@ -609,15 +611,15 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
     # 2. statuses that cannot be true for this formulation
     impossible = impossible_claim(claimed, primal, hard, C)
     if impossible:
-        sol.status = st.ERROR
+        sol.status = ERROR
         false_claims.append(f"backend failure: it reported {claimed}, but {impossible}")
 
     # 3. the hard margin without a verified optimum: is the data set separable at all?
-    if hard and sol.status != st.OPTIMAL and not impossible:
+    if hard and sol.status != OPTIMAL and not impossible:
         features = _features(X, K)
         project = separability_certificate(features, y)
         sol.extras["separability"] = _brief(project)
-        expected = st.INFEASIBLE if primal else st.UNBOUNDED
+        expected = INFEASIBLE if primal else UNBOUNDED
         if project.holds:
             notes.append(f"not linearly separable{' in feature space' if K is not None else ''}: "
                          f"the hard-margin {'primal is infeasible' if primal else 'dual is unbounded'}")
@@ -625,33 +627,33 @@ def review(sol: st.Solution, checks: Checks, X: np.ndarray | None, y: np.ndarray
             sol.extras["certificate"] = _brief(cert)
             if candidate is not None:
                 notes.append(f"backend's {'Farkas certificate' if primal else 'unbounded ray'} {cert.note}")
-            if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
-                sol.status = expected if cert.holds and not primal else st.ERROR
+            if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
+                sol.status = expected if cert.holds and not primal else ERROR
                 false_claims.append(f"claimed {claimed} on a problem with no optimum ({expected})")
         elif project.note.startswith("linearly separable") and claimed == expected:
-            sol.status = st.ERROR
+            sol.status = ERROR
             false_claims.append(f"backend failure: it reported {claimed}, but the data are linearly separable "
                                 "(the project's Farkas LP is infeasible)")
 
     if false_claims:
         sol.extras["false_status"] = "; ".join(false_claims)
         notes = false_claims + notes
-    if not sol.message and not notes and sol.status != st.OPTIMAL:
+    if not sol.message and not notes and sol.status != OPTIMAL:
         notes.append(ending_note(sol))
     if notes:
         sol.message = "; ".join([m for m in [sol.message] if m] + notes)
 
 
-def ending_note(sol: st.Solution) -> str:
+def ending_note(sol: Solution) -> str:
     """What a row without an optimum says where the backend said nothing: how the solve ended and what the
     checks found (pyomo/HiGHS's error rows were blank, with raw status error/noSolution; iteration-limit rows too)."""
     raw = f" (raw status {sol.raw_status})" if sol.raw_status else ""
-    if sol.solver_status == st.ITERATION_LIMIT:
+    if sol.solver_status == ITERATION_LIMIT:
         done = f" after {sol.iterations} iterations" if sol.iterations else ""
         ending = f"stopped at its iteration limit{done}{raw}"
-    elif sol.solver_status == st.TIME_LIMIT:
+    elif sol.solver_status == TIME_LIMIT:
         ending = f"stopped at the time limit{raw}"
-    elif sol.solver_status == st.ERROR:
+    elif sol.solver_status == ERROR:
         ending = f"the backend failed{raw}" + ("" if sol.decision is not None else ": no point to check")
     else:
         ending = f"the backend reported {sol.solver_status}{raw}"
@@ -669,7 +671,7 @@ def _brief(cert: Certificate) -> dict:
     return out
 
 
-def withhold_unverified(sol: st.Solution) -> None:
+def withhold_unverified(sol: Solution) -> None:
     """No w*, b* or objective as a result when the solve ended without an optimum.
 
     Infeasible, unbounded, error, iteration- and time-limit stops have their
@@ -678,7 +680,7 @@ def withhold_unverified(sol: st.Solution) -> None:
     the status says it is unverified, the results table leaves it blank and the
     estimator accepts it only with a ConvergenceWarning.
     """
-    if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+    if sol.status in (OPTIMAL, OPTIMAL_INACCURATE):
         return
     if sol.w is not None or math.isfinite(sol.b) or math.isfinite(sol.objective):
         sol.extras["unverified"] = {

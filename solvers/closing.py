@@ -26,7 +26,7 @@ import pyomo.environ as pyo
 
 from formulations import penalty, recovery, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
-from solvers import solution as st
+from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.isolation import Ended
 from solvers.checks import compute_checks, impossible_claim, review, verified_status, withhold_unverified
 from solvers.deadline import NEVER, Deadline
@@ -97,7 +97,7 @@ def read_model(model, layer: str, formulation: str, has_duals: bool = True) -> d
     return read_pyomo(model, formulation) if layer == "pyomo" else read_cvxpy(model, formulation, has_duals)
 
 
-def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
+def recover(sol: Solution, values: dict, formulation: str, X, y, K, C, *,
              Ku: np.ndarray | None = None) -> np.ndarray | None:
     """Fill w, b, xi, alpha and the decision values from what the solver returned.
 
@@ -138,11 +138,11 @@ def recover(sol: st.Solution, values: dict, formulation: str, X, y, K, C, *,
     return g if formulation == KERNEL_DUAL else None
 
 
-HAS_POINT = (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT, st.TIME_LIMIT)
+HAS_POINT = (OPTIMAL, OPTIMAL_INACCURATE, ITERATION_LIMIT, TIME_LIMIT)
 
 
 def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, deadline: Deadline = NEVER,
-             given: float | None = None, backend_version: str | None = None, **fields) -> st.Solution:
+             given: float | None = None, backend_version: str | None = None, **fields) -> Solution:
     """The Solution of a backend's answer, before the closing checks (close, close_lp): the one place where a raw
     result becomes a row, for every path (solve, solve_lp, the solver alone, the working sets' rows, the benchmarks).
 
@@ -154,10 +154,10 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
 
     if backend_version is None:
         backend_version = RECORDS[backend].version() if backend in RECORDS else ""
-    sol = st.Solution(formulation=formulation, layer=layer, backend=backend, status=st.ERROR, solver_status=st.ERROR,
+    sol = Solution(formulation=formulation, layer=layer, backend=backend, status=ERROR, solver_status=ERROR,
                       raw_status="", backend_version=backend_version, profile=profile, **fields)
     if isinstance(raw, Ended):
-        sol.status = sol.solver_status = st.TIME_LIMIT if raw.killed else st.ERROR
+        sol.status = sol.solver_status = TIME_LIMIT if raw.killed else ERROR
         sol.raw_status = "killed" if raw.killed else "server died" if raw.server_pid else raw.how
         sol.message = _unanswered_words(raw, deadline)
     elif isinstance(raw, BaseException):
@@ -166,7 +166,7 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
         sol.status = sol.solver_status = raw.status
         sol.raw_status, sol.iterations, sol.solve_s = raw.raw_status, raw.iterations, raw.solve_s
         sol.objective, sol.message = raw.objective, raw.message
-        if raw.status == st.TIME_LIMIT and given is not None:
+        if raw.status == TIME_LIMIT and given is not None:
             sol.message = _backend_stop(deadline, given, raw.message)
     return sol
 
@@ -192,7 +192,7 @@ def _backend_stop(deadline: Deadline, given: float, message: str) -> str:
 
 
 def unanswered(ended: Ended, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
-               deadline: Deadline = NEVER, **fields) -> st.Solution:
+               deadline: Deadline = NEVER, **fields) -> Solution:
     """The closed row of a solve whose process gave no answer (solvers.isolation.run_solve): no point."""
     sol = answered(ended, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
                    deadline=deadline, **fields)
@@ -201,7 +201,7 @@ def unanswered(ended: Ended, *, formulation: str, layer: str, backend: str, X, y
 
 def settle(raw, values: dict | None, *, formulation: str, layer: str, backend: str, X, y, C, profile: Profile,
            K=None, Ku=None, deadline: Deadline = NEVER, given: float | None = None, candidate=None,
-           standardizer=None, kernel=None, **fields) -> st.Solution:
+           standardizer=None, kernel=None, **fields) -> Solution:
     """A backend's answer and the point read from it (`values`, the formulation's names) closed: answered + close.
     What every path that has a raw result calls (solvers.api, the solver alone, the benchmarks)."""
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=profile.name,
@@ -221,16 +221,16 @@ def model_values(raw, model, layer: str, formulation: str, C) -> tuple[dict | No
     return values, candidate
 
 
-def close_model(raw, model, *, formulation: str, layer: str, backend: str, C, **closing) -> st.Solution:
+def close_model(raw, model, *, formulation: str, layer: str, backend: str, C, **closing) -> Solution:
     """A solved model of either layer closed: model_values, then settle."""
     values, candidate = model_values(raw, model, layer, formulation, C)
     return settle(raw, values, formulation=formulation, layer=layer, backend=backend, C=C, candidate=candidate,
                   **closing)
 
 
-def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
+def close(sol: Solution, values: dict | None, *, X, y: np.ndarray, C: float, profile: Profile,
           K: np.ndarray | None = None, Ku: np.ndarray | None = None, candidate=None,
-          standardizer=None, deadline: Deadline = NEVER, kernel=None, alpha_claimed: bool = False) -> st.Solution:
+          standardizer=None, deadline: Deadline = NEVER, kernel=None, alpha_claimed: bool = False) -> Solution:
     """Recover the point from `values`, check it, refute false claims, and withhold what is unverified.
 
     `sol` carries the solver's claim (`solver_status`); its `status` becomes `optimal` only when
@@ -251,8 +251,8 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
                             kernel=kernel, alpha_claimed=alpha_claimed)
     sol.checks, sol.proved_alpha, sol.proved_b = checks.as_dict(), checks.proved_alpha, checks.proved_b
     sol.status = verified_status(sol.solver_status, checks)
-    if checks.timed_out and sol.status == st.OPTIMAL_INACCURATE:  # a claim not judged for want of time
-        sol.status = st.TIME_LIMIT
+    if checks.timed_out and sol.status == OPTIMAL_INACCURATE:  # a claim not judged for want of time
+        sol.status = TIME_LIMIT
     review(sol, checks, X, y, C, K if kernel_dual else None, tol=profile.check_tol, candidate=candidate)
     linear_kernel_w(sol, X, y, kernel)
     to_original_units(sol, standardizer)
@@ -261,7 +261,7 @@ def close(sol: st.Solution, values: dict | None, *, X, y: np.ndarray, C: float, 
     return sol
 
 
-def linear_kernel_w(sol: st.Solution, X, y, kernel) -> None:
+def linear_kernel_w(sol: Solution, X, y, kernel) -> None:
     """w* = sum_i alpha_i y_i x_i of a kernel dual whose kernel is linear (its model has alpha, not w), on the solved
     data, so that to_original_units maps w* and b* back as the linear dual's."""
     if (sol.formulation == KERNEL_DUAL and sol.w is None and sol.alpha is not None and kernel is not None
@@ -269,7 +269,7 @@ def linear_kernel_w(sol: st.Solution, X, y, kernel) -> None:
         sol.w = np.asarray(X.T @ (y * np.asarray(sol.alpha, dtype=float)), dtype=float).ravel()
 
 
-def to_original_units(sol: st.Solution, standardizer) -> None:
+def to_original_units(sol: Solution, standardizer) -> None:
     """The classifier found on standardized (or centered) data (w*, b* kept in extras), expressed in the original
     units, and with it every b the checks report (b's interval at the optimum, the proved b, the alpha's interval):
     they all move by the same b - b_standardized. Nothing without a standardizer or a w*."""
@@ -289,13 +289,13 @@ def to_original_units(sol: st.Solution, standardizer) -> None:
         sol.proved_b += shift
 
 
-def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:
+def close_lp(sol: Solution, checks, *, C: float | None) -> Solution:
     """The LPs' closing step: impossible claims refuted, `optimal` only when `checks` verified the point."""
     claimed = sol.solver_status
     # the 1-norm SVM LPs (C given) are feasible and bounded for any data and C > 0, like the soft margin
     impossible = impossible_claim(claimed, primal=True, hard=False, C=C) if C is not None else ""
     if impossible:
-        sol.status = st.ERROR
+        sol.status = ERROR
         sol.message = f"backend failure: it reported {claimed}, but {impossible}. {sol.message}".strip()
     elif checks is not None:
         sol.checks = checks.as_dict()
@@ -304,7 +304,7 @@ def close_lp(sol: st.Solution, checks, *, C: float | None) -> st.Solution:
     return sol
 
 
-def mark_indefinite(sol: st.Solution) -> None:
+def mark_indefinite(sol: Solution) -> None:
     """A kernel dual solved with allow_indefinite=True on a non-PSD K says so, and on a K whose Mercer condition
     was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex."""
     if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):

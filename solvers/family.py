@@ -36,7 +36,9 @@ from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
+)
 from solvers.checks import withhold_unverified
 from solvers.closing import answered
 from solvers.deadline import Deadline
@@ -56,7 +58,7 @@ VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
           memory_budget: float | None = None, intercept: str | None = None,
-          intercept_scaling: float | None = None) -> st.Solution:
+          intercept_scaling: float | None = None) -> Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
     X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
@@ -147,7 +149,7 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
     """The backend's answer (a RawResult or the exception it raised) and the seconds it was given."""
     if deadline.passed():
-        return st.RawResult(st.TIME_LIMIT, "not started",
+        return RawResult(TIME_LIMIT, "not started",
                             message=deadline.stopped("before the backend was called (building the model)")), None
     given = deadline.for_backend()
     isolation.stage(f"the call to {layer}/{backend}")
@@ -158,11 +160,11 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
 
 
 def _has_point(raw) -> bool:
-    return isinstance(raw, st.RawResult) and raw.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT,
-                                                            st.TIME_LIMIT)
+    return isinstance(raw, RawResult) and raw.status in (OPTIMAL, OPTIMAL_INACCURATE, ITERATION_LIMIT,
+                                                            TIME_LIMIT)
 
 
-def _unanswered(ended, *, formulation, layer, backend, profile, deadline, extras) -> st.Solution:
+def _unanswered(ended, *, formulation, layer, backend, profile, deadline, extras) -> Solution:
     """The row of a solve whose process gave no answer (killed past the limit, or dead): no point."""
     sol = answered(ended, formulation=formulation, layer=layer, backend=backend, profile=profile, deadline=deadline,
                    extras=extras)
@@ -230,12 +232,12 @@ def _read_cvxpy(model) -> tuple[dict, dict]:
 
 #: what each kind of formulation must return for its conditions to be computed
 NEEDS = {PRIMAL: ("w", "alpha"), "linear_dual": ("alpha",), KERNEL_DUAL: ("alpha",)}
-IMPOSSIBLE = (st.INFEASIBLE, st.UNBOUNDED)
+IMPOSSIBLE = (INFEASIBLE, UNBOUNDED)
 _TINY = np.finfo(float).tiny
 
 
-def close(sol: st.Solution, values: dict | None, data: FamilyData, params: dict, kind: str, member,
-          tol: float) -> st.Solution:
+def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, kind: str, member,
+          tol: float) -> Solution:
     """The member's conditions at the point (module docstring), the verdict, the claims refuted, and nothing
     unverified reported as a result. Every path that has a backend's answer for a family member ends here."""
     missing = _missing(values, kind, member)
@@ -250,13 +252,13 @@ def close(sol: st.Solution, values: dict | None, data: FamilyData, params: dict,
         _fill(sol, cond, values, member)
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
-    if claimed in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
-        sol.status = st.OPTIMAL if sol.checks.get("verified") else st.OPTIMAL_INACCURATE
-        if sol.status != st.OPTIMAL:
+    if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
+        sol.status = OPTIMAL if sol.checks.get("verified") else OPTIMAL_INACCURATE
+        if sol.status != OPTIMAL:
             note = f"not verified: {sol.checks['verdict']}"
             sol.message = f"{sol.message}; {note}" if sol.message else note
     elif claimed in IMPOSSIBLE:
-        sol.status = st.ERROR
+        sol.status = ERROR
         note = (f"backend failure: it reported {claimed}, but {member.name} with checked parameters is feasible and "
                 "bounded (its dual's box and equalities have a point, and its primal objective is bounded below)")
         sol.extras["false_status"] = note
@@ -277,7 +279,7 @@ def _missing(values: dict | None, kind: str, member) -> str:
     return ""
 
 
-def _fill(sol: st.Solution, cond, values: dict, member) -> None:
+def _fill(sol: Solution, cond, values: dict, member) -> None:
     """The point as the row reports it: w, b, alpha, the decision values, and the member's values in extras."""
     sol.w, sol.b, sol.decision = cond.w, cond.b, cond.decision
     sol.alpha = values["alpha"] if cond.alpha is None else cond.alpha
@@ -346,7 +348,7 @@ def degenerate_floor(coef: np.ndarray, data: FamilyData) -> float:
     return float(np.max(gram.magnitudes(coef)))
 
 
-def _judge(sol: st.Solution, cond, kind: str, tol: float, reference: dict) -> None:
+def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
     """sol.checks: the objectives, the gap and the residuals, the distance to the optimum, the verdict at `tol`,
     and the objective's claim."""
     proved = reference.pop("proved", None)

@@ -25,7 +25,7 @@ import formulations
 from formulations import kernels, penalty, recovery, validation
 from formulations.errors import SVMInputError
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS, SOFT_PRIMAL
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers.api import solve
 from solvers.checks import estimate_multipliers, kkt_by_point
 from solvers.closing import close, resolve_C
@@ -75,7 +75,7 @@ class PointCheck:
 
     @property
     def optimal(self) -> bool:
-        return self.verdict == st.OPTIMAL
+        return self.verdict == OPTIMAL
 
     @property
     def failed(self) -> list[Condition]:
@@ -105,8 +105,8 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and 0 < tol < 1):
         raise SVMInputError(f"tol must be a number in (0, 1), got {tol!r}")
     values, derived = _claimed_values(formulation, X, y, C, given, tol)
-    sol = st.Solution(formulation=formulation, layer="claimed", backend="answer", status=st.OPTIMAL,
-                      solver_status=st.OPTIMAL, raw_status="handed in")
+    sol = Solution(formulation=formulation, layer="claimed", backend="answer", status=OPTIMAL,
+                      solver_status=OPTIMAL, raw_status="handed in")
     sol.objective = _objective(formulation, X, y, C, K, values) if objective is None else float(objective)
     close(sol, values, X=X, y=y, C=C, profile=Profile("grading", None, tol, "a claimed point"),
           K=K, kernel=kern if formulation == KERNEL_DUAL else None, alpha_claimed="alpha" in given)
@@ -121,12 +121,12 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
                "no proved optimum to compare with" if not distance else
                f"{_farthest(distance)} away from the proved optimum (relative to its size) > {tol:.0e}")
         conditions.append(Condition("optimum", d_max, holds, None, why))
-    if sol.status != st.OPTIMAL and all(c.holds for c in conditions):  # what else the closing checks refused
+    if sol.status != OPTIMAL and all(c.holds for c in conditions):  # what else the closing checks refused
         conditions.append(Condition("closing checks", math.nan, False, None, sol.checks.get("verdict", "")))
     verdict = sol.status
-    if verdict == st.OPTIMAL and any(not c.holds for c in conditions):  # a handed-in xi, or far from the optimum
-        verdict = st.OPTIMAL_INACCURATE
-    return PointCheck(formulation, "optimal" if verdict == st.OPTIMAL else "not optimal", tol, conditions,
+    if verdict == OPTIMAL and any(not c.holds for c in conditions):  # a handed-in xi, or far from the optimum
+        verdict = OPTIMAL_INACCURATE
+    return PointCheck(formulation, "optimal" if verdict == OPTIMAL else "not optimal", tol, conditions,
                       derived, distance, sol.checks, sol.checks.get("verdict", ""), optimum, by_point)
 
 
@@ -223,7 +223,7 @@ def _objective(formulation, X, y, C, K, values) -> float:
     return float(values["alpha"].sum()) - 0.5 * uKu
 
 
-def _derived_after(sol: st.Solution, X, y, derived: dict) -> None:
+def _derived_after(sol: Solution, X, y, derived: dict) -> None:
     """What the closing step derived: w from alpha, b's interval, xi from w and b."""
     if sol.formulation == DUAL and sol.alpha is not None:
         derived["w (from alpha)"] = recovery.weights_from_alpha(X, y, sol.alpha).tolist()
@@ -238,7 +238,7 @@ def _derived_after(sol: st.Solution, X, y, derived: dict) -> None:
 # ------------------------------------------------------------------ each condition, where and why
 
 
-def _conditions(sol: st.Solution, X, y, C, given: dict, tol: float, claimed_objective: bool) -> list[Condition]:
+def _conditions(sol: Solution, X, y, C, given: dict, tol: float, claimed_objective: bool) -> list[Condition]:
     """The closing checks' residuals as named conditions, each with its worst point and the reason."""
     checks, alpha, f = sol.checks, sol.alpha, sol.decision
     estimated = sol.formulation in PRIMAL_FORMULATIONS and "alpha" not in given  # alpha from the given w, b
@@ -294,7 +294,7 @@ def _conditions(sol: st.Solution, X, y, C, given: dict, tol: float, claimed_obje
     return out
 
 
-def _by_point(sol: st.Solution, y, C, given: dict) -> dict:
+def _by_point(sol: Solution, y, C, given: dict) -> dict:
     """The pointwise conditions' residuals at every point, for a page that shows them point by point."""
     if sol.decision is None or sol.alpha is None:
         return {}
@@ -317,7 +317,7 @@ def _whole(name, value, tol, why) -> Condition:
     return Condition(name, float(value), holds, None, why)
 
 
-def _stationarity(sol: st.Solution, X, y, given: dict, tol) -> Condition:
+def _stationarity(sol: Solution, X, y, given: dict, tol) -> Condition:
     """w = sum_i alpha_i y_i x_i, worst at the feature where the two differ most."""
     value = sol.checks["kkt_stationarity"]
     if sol.formulation == KERNEL_DUAL:
@@ -338,7 +338,7 @@ def _stationarity(sol: st.Solution, X, y, given: dict, tol) -> Condition:
 # ------------------------------------------------------------------ distance to the optimum
 
 
-def _distance(formulation, X, y, C, kern, sol: st.Solution) -> tuple[dict, dict]:
+def _distance(formulation, X, y, C, kern, sol: Solution) -> tuple[dict, dict]:
     """Relative distances of the point to the optimum of a tight solve ({} where none was proved)."""
     if sol.decision is None:
         return {}, {}
@@ -363,7 +363,7 @@ def _distance(formulation, X, y, C, kern, sol: st.Solution) -> tuple[dict, dict]
     return distance, optimum
 
 
-def _reference(formulation, X, y, C, kern) -> st.Solution | None:
+def _reference(formulation, X, y, C, kern) -> Solution | None:
     """The problem's verified optimum: a tight solve of the formulation, else of its primal or dual
     counterpart (the same optimum: at X x 1e3 the hard primal's was not verified, the dual's was)."""
     hard = formulation == HARD_PRIMAL or penalty.is_hard(C)
@@ -371,7 +371,7 @@ def _reference(formulation, X, y, C, kern) -> st.Solution | None:
              SOFT_PRIMAL: (SOFT_PRIMAL, DUAL)}.get(formulation, (formulation,))
     for form in forms:
         ref = solve(form, X, y, C=None if form == HARD_PRIMAL else C, kernel=kern, **REFERENCE)
-        if ref.status == st.OPTIMAL:
+        if ref.status == OPTIMAL:
             return ref
     return None
 

@@ -43,7 +43,7 @@ from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
 from solvers import isolation
-from solvers import solution as st
+from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.backends import RECORDS, get_record, ranked
 from solvers.closing import HAS_POINT, answered, close_lp
 from solvers.deadline import Deadline
@@ -315,7 +315,7 @@ def solve_lp(
     time_limit: float | None = None,
     options: dict | None = None,
     nz_rel_tol: float = NZ_REL_TOL,
-) -> st.Solution:
+) -> Solution:
     """Solve one LP formulation with one (layer, backend[, HiGHS method]); return a `Solution`.
 
     formulation: "separability", "hull_intersection", "l1_primal" or "l1_dual".
@@ -364,7 +364,7 @@ def solve_lp(
 
 
 def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, corr_form: str, tol: float,
-              nz_rel_tol: float) -> st.Solution:
+              nz_rel_tol: float) -> Solution:
     """solve_lp's model, backend call and closing, in the time that remains of row["deadline"]."""
     formulation, layer, backend, deadline = row["formulation"], row["layer"], row["backend"], row["deadline"]
     l1 = formulation in (L1_PRIMAL, L1_DUAL)
@@ -373,7 +373,7 @@ def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, co
     model = build_lp(formulation, layer, X, y, C, abs_form=abs_form, corr_form=corr_form)
     row = {**row, "build_s": time.perf_counter() - start}
     if deadline.passed():  # the model took the time: no backend starts past the limit
-        raw = st.RawResult(st.TIME_LIMIT, "not started",
+        raw = RawResult(TIME_LIMIT, "not started",
                            message=deadline.stopped("before the backend was called (building the model)"))
         return close_lp(answered(raw, **row, extras=extras), None, C=None)
     given = deadline.for_backend()
@@ -392,7 +392,7 @@ def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, co
     return close_lp(sol, checks, C=C if l1 else None)
 
 
-def _read_and_check(sol: st.Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:
+def _read_and_check(sol: Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:
     """Read the point and the multipliers into `sol` by constraint name, and the LP's own checks."""
     if layer == "cvxpy":  # split the adapter's time into cvxpy's compilation and the solver's own
         stats = model.problem.solver_stats
@@ -422,7 +422,7 @@ def _finite(a) -> bool:
     return a is not None and np.all(np.isfinite(a))
 
 
-def _l1_readback(sol: st.Solution, formulation: str, X, y, values: dict, mults: dict) -> None:
+def _l1_readback(sol: Solution, formulation: str, X, y, values: dict, mults: dict) -> None:
     """Fill w, b, alpha from the variables of one LP and the multipliers of the other's rows."""
     if formulation == L1_PRIMAL:
         sol.w, sol.b, sol.b_rule = values.get("w"), values.get("b", math.nan), "primal_variable"

@@ -11,7 +11,10 @@ import pytest
 from scipy.optimize import LinearConstraint, minimize
 
 from experiments.datasets import example_5_1
-from solvers import registry, solution as st
+from solvers import registry
+from solvers.solution import (
+    ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
+)
 from solvers.api import solve
 from solvers.backends import DENSE, DENSE_IF_DENSE, RECORDS, Backend, BackendRecord, ranked
 from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo
@@ -58,7 +61,7 @@ class ScipyAdapter:
                        constraints=constraints, bounds=list(zip(qp.lb, qp.ub)), method="SLSQP",
                        options={"ftol": options.get("ftol", 1e-14), "maxiter": 500})
         load_into_pyomo(qp, model, res.x, None, None)
-        return st.RawResult(status=st.OPTIMAL if res.success else st.ERROR, raw_status=str(res.message),
+        return RawResult(status=OPTIMAL if res.success else ERROR, raw_status=str(res.message),
                             objective=qp.objective(res.x), iterations=int(res.nit),
                             solve_s=time.perf_counter() - start, has_duals=False)
 
@@ -83,7 +86,7 @@ def test_a_registered_backend_solves_example_5_1_through_the_api(fake_backend):
     ds = example_5_1()
     sol = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=FAKE.name, profile="high")
     assert fake_backend.calls == 1
-    assert sol.status == st.OPTIMAL, sol.message  # the project's checks verified the point
+    assert sol.status == OPTIMAL, sol.message  # the project's checks verified the point
     assert sol.backend == FAKE.name
     np.testing.assert_allclose(sol.w, W_5_1, atol=5e-5)  # half a unit of the notes' last digit
     assert sol.b == pytest.approx(B_5_1, abs=5e-5)
@@ -153,14 +156,13 @@ def test_time_limits_and_profiles_come_from_the_records():
 def test_cvxpys_user_limit_is_a_time_limit_where_the_solve_ran_to_one():
     """cvxpy says "user_limit" for an iteration limit and a time limit alike; cvxpy/HiGHS stopped by a
     time_limit of 10 s was reported as an iteration limit."""
-    from solvers import solution as st
     from solvers.adapters.cvxpy_layer import project_status
 
-    assert project_status("user_limit", 10.0, 10.02) == st.TIME_LIMIT
-    assert project_status("user_limit", 10.0, 3.0) == st.ITERATION_LIMIT  # stopped by its iteration cap
-    assert project_status("user_limit", None, 60.0) == st.ITERATION_LIMIT
-    assert project_status("optimal", 10.0, 12.0) == st.OPTIMAL
-    assert project_status("no such status", None, 1.0) == st.ERROR
+    assert project_status("user_limit", 10.0, 10.02) == TIME_LIMIT
+    assert project_status("user_limit", 10.0, 3.0) == ITERATION_LIMIT  # stopped by its iteration cap
+    assert project_status("user_limit", None, 60.0) == ITERATION_LIMIT
+    assert project_status("optimal", 10.0, 12.0) == OPTIMAL
+    assert project_status("no such status", None, 1.0) == ERROR
 
 
 def test_a_status_that_names_a_limit_is_that_limit_in_both_layers():
@@ -171,15 +173,15 @@ def test_a_status_that_names_a_limit_is_that_limit_in_both_layers():
 
     for raw in ("unbounded (inaccurate - reached time_limit_secs)", "solved (inaccurate - reached time_limit_secs)",
                 "infeasible (inaccurate - reached time_limit_secs)"):
-        assert map_raw_status(raw, True) == st.TIME_LIMIT
-        assert project_status("optimal_inaccurate", 2.0, 2.1, raw) == st.TIME_LIMIT
-    assert map_raw_status("solved (inaccurate - reached max_iters)", True) == st.ITERATION_LIMIT
+        assert map_raw_status(raw, True) == TIME_LIMIT
+        assert project_status("optimal_inaccurate", 2.0, 2.1, raw) == TIME_LIMIT
+    assert map_raw_status("solved (inaccurate - reached max_iters)", True) == ITERATION_LIMIT
     assert project_status("optimal_inaccurate", None, 1.0, "solved (inaccurate - reached max_iters)") \
-        == st.ITERATION_LIMIT
+        == ITERATION_LIMIT
     # the statuses without a limit keep their meaning
-    assert map_raw_status("unbounded", True) == st.UNBOUNDED and map_raw_status("solved", True) == st.OPTIMAL
-    assert map_raw_status("solved (inaccurate)", True) == st.OPTIMAL_INACCURATE
-    assert project_status("optimal", None, 1.0, "Solved") == st.OPTIMAL
+    assert map_raw_status("unbounded", True) == UNBOUNDED and map_raw_status("solved", True) == OPTIMAL
+    assert map_raw_status("solved (inaccurate)", True) == OPTIMAL_INACCURATE
+    assert project_status("optimal", None, 1.0, "Solved") == OPTIMAL
 
 
 @pytest.mark.parametrize("layer", ["pyomo", "cvxpy"])
@@ -195,7 +197,7 @@ def test_every_backend_takes_the_tightest_tolerance_the_project_asks(layer, back
     ds = example_5_1()
     sol = solve("soft_primal", ds.X, ds.y, layer=layer, backend=backend, C=1.0, method="full",
                 options=tolerance_options(backend, SETTLE_TOL))
-    assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT), (sol.status, sol.message)
+    assert sol.status in (OPTIMAL, OPTIMAL_INACCURATE, ITERATION_LIMIT), (sol.status, sol.message)
     assert "refus" not in sol.message and "kError" not in sol.message
 
 
@@ -227,8 +229,8 @@ def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
     from solvers import isolation
 
     monkeypatch.setattr(isolation, "ISOLATE", False)  # the stand-in below is in this process
-    monkeypatch.setattr(api, "_solve_full", lambda *args, **kwargs: st.Solution(
-        formulation="soft_primal", layer="cvxpy", backend="highs", status=st.ERROR, solver_status=st.ERROR,
+    monkeypatch.setattr(api, "_solve_full", lambda *args, **kwargs: Solution(
+        formulation="soft_primal", layer="cvxpy", backend="highs", status=ERROR, solver_status=ERROR,
         raw_status="not run"))  # the stalling solve itself is not run here
     ds = overlapping(RECORDS["highs"].qp_stalls_from_n, d=3, seed=0)
     with pytest.warns(api.StallWarning, match=r"stalls on SVM problems from n = 1,000 \(here n = 1,000\).*'piqp'"):

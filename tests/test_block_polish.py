@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 
 from formulations.kernels import Kernel, gram
 from solvers import api
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.algorithms import working_set as ws
 from solvers.algorithms.working_set import optimality, polish, subproblems
 
@@ -111,7 +111,7 @@ def moons_reference():
     _, y, K = _moons(1000, seed=0)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C_LARGE, profile="high",
                     method="full")
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     return sol.checks["dual_objective"]
 
 
@@ -123,7 +123,7 @@ def test_working_set_steps_do_not_depend_on_the_data_units(moons_reference):
     for scale in (1.0, 1e-3):
         _, y, K = _moons(1000, seed=0, scale=scale)
         sol = ws.solve(K, y, C_LARGE, backend="piqp", q=500, validate=False)
-        assert sol.status == st.OPTIMAL, sol.checks.get("verdict")
+        assert sol.status == OPTIMAL, sol.checks.get("verdict")
         assert sol.checks["reference"] == "proved optimum"
         assert abs(sol.checks["dual_objective"] - moons_reference) <= OBJECTIVE_RTOL * abs(moons_reference)
         runs[scale] = sol

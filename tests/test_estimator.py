@@ -24,7 +24,7 @@ import experiments.estimator as estimator_module
 from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5, nonlinear, overlapping
 from experiments.estimator import SVMClassifier, SVMFitError
 from formulations.errors import SVMInputError
-from solvers import solution as st
+from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 from solvers.reference import Reference
 
 SVC_TOL = 1e-10  # LIBSVM's stopping tolerance for the reference solutions (its default is 1e-3)
@@ -145,7 +145,7 @@ def test_linear_attributes_match_svc(layer, backend, formulation):
                                atol=1e-5)
     np.testing.assert_allclose(f, svc.decision_function(ds.X), atol=1e-4)
     assert est.score(ds.X, ds.y) == pytest.approx(svc.score(ds.X, ds.y))
-    assert est.solution_.status == st.OPTIMAL and est.formulation_ == formulation
+    assert est.solution_.status == OPTIMAL and est.formulation_ == formulation
 
 
 def test_rbf_attributes_match_svc_exercise_5_5():
@@ -244,13 +244,13 @@ def test_hard_margin_on_non_separable_data_raises_clearly():
 
 def _fake_solve(status: str, **fields):
     def solve(formulation, X, y, **kwargs):
-        return st.Solution(formulation=formulation, layer=kwargs["layer"], backend=kwargs["backend"],
+        return Solution(formulation=formulation, layer=kwargs["layer"], backend=kwargs["backend"],
                            status=status, solver_status=status, raw_status="raw-" + status,
                            message="solver says no", **fields)
     return solve
 
 
-@pytest.mark.parametrize("status", [st.ERROR, st.ITERATION_LIMIT, st.TIME_LIMIT, st.UNBOUNDED])
+@pytest.mark.parametrize("status", [ERROR, ITERATION_LIMIT, TIME_LIMIT, UNBOUNDED])
 def test_failed_solve_raises_not_garbage(monkeypatch, status):
     ds = exercise_5_5()
     monkeypatch.setattr(estimator_module, "solve", _fake_solve(status))
@@ -260,7 +260,7 @@ def test_failed_solve_raises_not_garbage(monkeypatch, status):
 
 def test_optimal_without_a_point_raises(monkeypatch):
     ds = exercise_5_5()
-    monkeypatch.setattr(estimator_module, "solve", _fake_solve(st.OPTIMAL))
+    monkeypatch.setattr(estimator_module, "solve", _fake_solve(OPTIMAL))
     with pytest.raises(SVMFitError, match="no usable w, b"):
         SVMClassifier(layer="pyomo").fit(ds.X, ds.y)
 
@@ -271,7 +271,7 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
 
     def inaccurate(*args, **kwargs):
         sol = real(*args, **kwargs)
-        sol.status = st.OPTIMAL_INACCURATE
+        sol.status = OPTIMAL_INACCURATE
         sol.checks["verdict"] = "complementarity 2e-3 > 1e-4"
         sol.proved_alpha = None  # and no optimum proved from its active set
         return sol
@@ -282,14 +282,14 @@ def test_inaccurate_solution_is_kept_with_a_warning(monkeypatch):
     with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3.*proved no optimum from its active set; "
                                                 r"try profile='high' or another backend"):
         est = SVMClassifier(layer="pyomo").fit(ds.X, ds.y)
-    assert est.solution_.status == st.OPTIMAL_INACCURATE
+    assert est.solution_.status == OPTIMAL_INACCURATE
     # at profile "high" already, the advice is the other backends only
     with pytest.warns(ConvergenceWarning, match=r"complementarity 2e-3 > 1e-4\) and proved no optimum from its active "
                                                 r"set; try another backend$"):
         SVMClassifier(layer="pyomo", profile="high").fit(ds.X, ds.y)
 
 
-@pytest.mark.parametrize("status", [st.OPTIMAL_INACCURATE, st.ITERATION_LIMIT])
+@pytest.mark.parametrize("status", [OPTIMAL_INACCURATE, ITERATION_LIMIT])
 def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
     """Where the checks proved the optimum from the solver's active set, the model holds it (verified far below
     the profile's tolerance) whatever the solver's own claim: no ConvergenceWarning, no SVMFitError."""
@@ -436,7 +436,7 @@ def test_sample_weight_and_class_weight_match_svc(layer, backend, loader, kernel
         svc = SVC(kernel=kernel, C=0.5, class_weight=cw, tol=SVC_TIGHT).fit(X, y, sample_weight=weights)
         _assert_same_as_svc(est, svc, X)
         np.testing.assert_allclose(est.class_weight_, svc.class_weight_)
-        assert all(sol.status == st.OPTIMAL for sol in est.solutions_)
+        assert all(sol.status == OPTIMAL for sol in est.solutions_)
 
 
 def test_zero_sample_weight_removes_the_sample():

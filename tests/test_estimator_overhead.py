@@ -24,7 +24,7 @@ from experiments.estimator import SVMClassifier
 from formulations.errors import IndefiniteKernelError
 from formulations.kernels import Kernel, gram
 from solvers import blas
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.api import solve
 from solvers.reference import Gram, polish
 
@@ -79,7 +79,7 @@ def test_full_kernel_dual_takes_mercer_by_theorem_and_is_verified(kernel):
     assert sol.extras["psd"] is True
     assert sol.extras["mercer_method"] == f"by theorem ({kernel.name})"
     assert "min_eigenvalue" not in sol.extras
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     # the theorem holds numerically: the smallest eigenvalue is rounding, far inside the check's 1e-10
     eigenvalues = np.linalg.eigvalsh(gram(kernel, X))
     assert eigenvalues[0] >= -1e-12 * eigenvalues[-1]
@@ -109,7 +109,7 @@ def test_polish_proves_the_optimum_where_the_fallback_held_points_on_a_bound(fol
     X, y = list(_breast_cancer_folds())[fold]
     C, kernel = 0.1, Kernel("rbf", gamma=0.1)
     sol = solve("kernel_dual", X, y, layer="pyomo", backend="piqp", C=C, kernel=kernel, method="full")
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert sol.checks["reference"] == "proved optimum"
     assert sol.checks["err_objective"] <= 1e-4 and sol.checks["err_decision"] <= 1e-4
 
@@ -135,7 +135,7 @@ def test_predictions_do_not_depend_on_the_blas_thread_count(monkeypatch):
     monkeypatch.setattr(estimator_module, "ONE_BLAS_THREAD_UP_TO", 0)  # BLAS's own thread count
     free = SVMClassifier(kernel="rbf", gamma=0.1).fit(X, y)
     f_free = free.decision_function(X)
-    assert limited.solution_.status == free.solution_.status == st.OPTIMAL
+    assert limited.solution_.status == free.solution_.status == OPTIMAL
     assert np.max(np.abs(f_limited - f_free)) <= 1e-6 * np.max(np.abs(f_free))
     np.testing.assert_array_equal(limited.predict(X), free.predict(X))
 

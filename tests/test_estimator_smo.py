@@ -19,7 +19,7 @@ import experiments.estimator as estimator_module
 import experiments.estimator_gram as estimator_gram
 from experiments.estimator import SVMClassifier
 from formulations.recovery import hinge_argmin
-from solvers import solution as st
+from solvers.solution import ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE
 
 
 def _wine():
@@ -36,7 +36,7 @@ def test_pairs_are_solved_by_smo_on_one_gram_matrix_and_verified(monkeypatch):
     monkeypatch.setattr(estimator_gram, "gram", lambda *a, **k: made.append(1) or real_gram(*a, **k))
     est = SVMClassifier(C=3.0).fit(X, y)
     assert len(made) == 1
-    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("direct", "smo", st.OPTIMAL)] * 3
+    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("direct", "smo", OPTIMAL)] * 3
     assert all(s.checks["verdict"] == "verified" and s.checks["kernel_entries_checked"] > 0 for s in est.solutions_)
     models = SVMClassifier(C=3.0, layer="pyomo").fit(X, y)
     f, g = est.decision_function(X), models.decision_function(X)
@@ -52,14 +52,14 @@ def test_a_pair_smo_does_not_settle_is_solved_again_through_the_model_layer(monk
 
     def unsettled(*args, **kwargs):
         sol = real(*args, **kwargs)
-        sol.status, sol.proved_alpha = st.OPTIMAL_INACCURATE, None
+        sol.status, sol.proved_alpha = OPTIMAL_INACCURATE, None
         return sol
 
     monkeypatch.setattr(estimator_module.smo_gram, "solve", unsettled)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est = SVMClassifier(C=3.0).fit(X, y)
-    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("pyomo", "piqp", st.OPTIMAL)] * 3
+    assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("pyomo", "piqp", OPTIMAL)] * 3
     reference = SVMClassifier(C=3.0, layer="pyomo").fit(X, y).decision_function(X)
     np.testing.assert_allclose(est.decision_function(X), reference, rtol=0, atol=1e-9 * np.max(np.abs(reference)))
 
@@ -89,7 +89,7 @@ def test_max_iter_caps_the_smo_steps_as_svc():
         est = SVMClassifier(max_iter=3).fit(X, y)
     assert est.fit_status_ == 1
     assert np.all(est.n_iter_ <= 3)
-    assert all(s.status == st.ITERATION_LIMIT for s in est.solutions_)
+    assert all(s.status == ITERATION_LIMIT for s in est.solutions_)
 
 
 def _hinge_minimisers(y, g, c):

@@ -14,20 +14,20 @@ from experiments.family_peers import load
 from formulations import family
 from formulations.family.common import FamilyData, recover_multiplier
 from formulations.kernels import Kernel, gram
-from solvers import solution as st
+from solvers.solution import INFEASIBLE, OPTIMAL, RawResult
 from solvers.closing import answered
 from solvers.family import close, solve
 
 N = 40
 
 
-def _claimed(values: dict, formulation: str, params: dict, data: FamilyData, status=st.OPTIMAL, objective=None):
+def _claimed(values: dict, formulation: str, params: dict, data: FamilyData, status=OPTIMAL, objective=None):
     """A backend's answer with the point `values`, closed as every family row is."""
     member, kind = family.member_of(formulation)
     if objective is None:
         objective = family.module(member).conditions(values, data, params, kind)
         objective = objective.primal_objective if kind == "primal" else objective.dual_objective
-    raw = st.RawResult(status, "claimed", objective=objective)
+    raw = RawResult(status, "claimed", objective=objective)
     sol = answered(raw, formulation=formulation, layer="cvxpy", backend="clarabel", profile="default")
     return close(sol, values, data, params, kind, member, tol=1e-4)
 
@@ -75,7 +75,7 @@ def test_an_objective_that_is_not_the_points_is_refused(nu_svc_optimum):
 
 def test_an_infeasible_claim_is_a_backend_failure(nu_svc_optimum):
     _, data = nu_svc_optimum
-    sol = _claimed(None, "nu_svc_kernel_dual", {"nu": 0.4}, data, status=st.INFEASIBLE, objective=math.nan)
+    sol = _claimed(None, "nu_svc_kernel_dual", {"nu": 0.4}, data, status=INFEASIBLE, objective=math.nan)
     assert sol.status == "error" and "backend failure" in sol.message
     assert sol.w is None and math.isnan(sol.b)
 

@@ -17,7 +17,7 @@ from formulations.family import MEMBERS, crammer_singer, squared_hinge
 from formulations.family.common import FamilyData
 from formulations.family.liblinear import w_size
 from solvers import family
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from tests.conftest import backend_params, skip_unless_available
 
 
@@ -29,8 +29,8 @@ def solve_member(member, form, X, y, **kwargs):
 def _judged(member, form, X, y, values, objective, **params):
     """A claimed optimum (the point `values`, its objective) through the family's closing step: its status."""
     kind = "primal" if form == "primal" else "linear_dual"
-    sol = st.Solution(formulation=f"{member}_{kind}", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
-                      solver_status=st.OPTIMAL, raw_status="claimed", objective=objective)
+    sol = Solution(formulation=f"{member}_{kind}", layer="cvxpy", backend="clarabel", status=OPTIMAL,
+                      solver_status=OPTIMAL, raw_status="claimed", objective=objective)
     task = MEMBERS[member]
     codes = y if member == "crammer_singer" else np.where(y == y.max(), 1.0, -1.0)
     data = FamilyData(codes, X)
@@ -65,7 +65,7 @@ def test_squared_hinge_primal_and_dual_agree_and_alpha_is_2C_xi(cancer, layer, i
     primal = solve_member("squared_hinge", "primal", X, y, C=C, layer=layer, backend="clarabel", intercept=intercept)
     dual = solve_member("squared_hinge", "dual", X, y, C=C, layer=layer, backend="clarabel", intercept=intercept)
     for sol in (primal, dual):
-        assert sol.status == st.OPTIMAL, sol.message
+        assert sol.status == OPTIMAL, sol.message
         assert sol.checks["reference"].startswith("proved optimum")
         assert sol.checks["rel_duality_gap"] <= 1e-7
     # P* = D*, the same w and b, to the solvers' accuracy (relative to P*, ||w*||, max |f*|)
@@ -95,7 +95,7 @@ def test_crammer_singer_primal_and_dual_agree_and_couple_the_classes(wine, layer
     primal = solve_member("crammer_singer", "primal", X, y, C=C, layer=layer, backend="clarabel")
     dual = solve_member("crammer_singer", "dual", X, y, C=C, layer=layer, backend="clarabel")
     for sol in (primal, dual):
-        assert sol.status == st.OPTIMAL, sol.message
+        assert sol.status == OPTIMAL, sol.message
         assert sol.checks["reference"].startswith("proved optimum")
         assert sol.w.shape == (3, X.shape[1]) and sol.alpha.shape == (len(y), 3)
     assert abs(primal.objective - dual.objective) <= 1e-7 * primal.objective
@@ -127,7 +127,7 @@ def test_squared_hinge_verified_at_every_scale_and_a_wrong_point_refused(cancer,
     max |f| (through w, or through b) is refused, the residuals being relative to the point's own sizes."""
     X, y = cancer
     sol = solve_member("squared_hinge", "primal", X, y, C=C, layer="cvxpy", backend="clarabel")
-    assert sol.status == st.OPTIMAL, sol.message
+    assert sol.status == OPTIMAL, sol.message
     for s in (1e-3, 1.0, 1e3):
         Xs, Cs, ws, alpha = X * s, C / s**2, sol.w / s, sol.alpha / s**2
 
@@ -136,10 +136,10 @@ def test_squared_hinge_verified_at_every_scale_and_a_wrong_point_refused(cancer,
             return _judged("squared_hinge", "primal", Xs, y, {"w": w, "b": b, "alpha": alpha}, P, C=Cs)
 
         good = judged(ws, sol.b)
-        assert good.status == st.OPTIMAL, (s, good.message)
+        assert good.status == OPTIMAL, (s, good.message)
         assert good.checks["reference"].startswith("proved optimum")
-        assert judged(_moved(ws, Xs, sol.decision, 1e-3, seed=0), sol.b).status == st.OPTIMAL_INACCURATE, s
-        assert judged(ws, sol.b + 1e-3 * np.max(np.abs(sol.decision))).status == st.OPTIMAL_INACCURATE, s
+        assert judged(_moved(ws, Xs, sol.decision, 1e-3, seed=0), sol.b).status == OPTIMAL_INACCURATE, s
+        assert judged(ws, sol.b + 1e-3 * np.max(np.abs(sol.decision))).status == OPTIMAL_INACCURATE, s
 
 
 @pytest.mark.parametrize("C", [1e-2, 1.0, 1e2])
@@ -148,7 +148,7 @@ def test_crammer_singer_verified_at_every_scale_and_a_wrong_point_refused(wine, 
     alone: W = alpha'X, so the wrong point is the primal's W with the right multipliers)."""
     X, y = wine
     sol = solve_member("crammer_singer", "dual", X, y, C=C, layer="cvxpy", backend="clarabel")
-    assert sol.status == st.OPTIMAL, sol.message
+    assert sol.status == OPTIMAL, sol.message
     codes = np.searchsorted(np.unique(y), y)
     own = np.eye(3)[codes]
     for s in (1e-3, 1.0, 1e3):
@@ -160,20 +160,20 @@ def test_crammer_singer_verified_at_every_scale_and_a_wrong_point_refused(wine, 
             return _judged("crammer_singer", "primal", Xs, codes, {"w": W.ravel(), "alpha": beta}, P, C=Cs)
 
         good = judged(Ws)
-        assert good.status == st.OPTIMAL, (s, good.message)
-        assert judged(_moved(Ws, Xs, sol.decision, 1e-3, seed=1)).status == st.OPTIMAL_INACCURATE, s
+        assert good.status == OPTIMAL, (s, good.message)
+        assert judged(_moved(Ws, Xs, sol.decision, 1e-3, seed=1)).status == OPTIMAL_INACCURATE, s
 
 
 def test_a_false_objective_claim_is_refused(cancer):
     """The optimum itself, claimed with an objective 1e-3 off the one recomputed at it, is not optimal."""
     X, y = cancer
     sol = solve_member("squared_hinge", "dual", X, y, C=1.0, layer="cvxpy", backend="clarabel")
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     values = {"alpha": sol.alpha}
     honest = _judged("squared_hinge", "dual", X, y, values, sol.checks["dual_objective"], C=1.0)
     false = _judged("squared_hinge", "dual", X, y, values, sol.checks["dual_objective"] * (1 + 1e-3), C=1.0)
-    assert honest.status == st.OPTIMAL
-    assert false.status == st.OPTIMAL_INACCURATE and "objective claimed vs recomputed" in false.checks["verdict"]
+    assert honest.status == OPTIMAL
+    assert false.status == OPTIMAL_INACCURATE and "objective claimed vs recomputed" in false.checks["verdict"]
 
 
 def test_squared_hinge_optimum_is_proved_from_a_wrong_active_set(cancer):
@@ -231,7 +231,7 @@ def test_regularized_intercept_is_the_constant_feature(cancer):
                        intercept="regularized", intercept_scaling=s)
     augmented = solve_member("squared_hinge", "primal", np.hstack([X, np.full((len(y), 1), s)]), y, C=1.0,
                              layer="cvxpy", backend="clarabel", intercept="none")
-    assert sol.status == augmented.status == st.OPTIMAL
+    assert sol.status == augmented.status == OPTIMAL
     assert sol.w.shape == (X.shape[1],)
     assert abs(sol.b - s * augmented.w[-1]) <= 1e-9 * abs(sol.b)
     assert np.allclose(sol.decision, augmented.decision, rtol=0, atol=1e-9 * np.max(np.abs(sol.decision)))
@@ -259,8 +259,8 @@ def test_every_backend_is_optimal_only_at_liblinears_optimum(liblinear_optima, l
         for form in ("primal", "dual"):
             sol = solve_member(member, form, X, y, C=1.0, layer=layer, backend=backend, intercept="regularized")
             if backend in ("clarabel", "piqp"):
-                assert sol.status == st.OPTIMAL, (member, form, sol.message)
-            if sol.status != st.OPTIMAL:
+                assert sol.status == OPTIMAL, (member, form, sol.message)
+            if sol.status != OPTIMAL:
                 assert sol.w is None or sol.checks.get("verdict") != "verified", (member, form)
                 continue
             f = (X @ sol.w + sol.b if member == "squared_hinge"
@@ -288,7 +288,7 @@ def test_crammer_singer_proof_never_above_a_feasible_point_at_tiny_effective_C(w
     beta = C * np.eye(3)[codes] - sol.alpha
     proof = crammer_singer.optimum(X, codes, 3, C, np.flatnonzero(beta.ravel() > crammer_singer.START_BETA * C))
     assert not proof.ok or P(proof.W) <= P(peer.coef_) + 1e-12 * P(peer.coef_)
-    if sol.status == st.OPTIMAL:
+    if sol.status == OPTIMAL:
         assert np.linalg.norm(sol.w - peer.coef_) <= 1e-4 * np.linalg.norm(peer.coef_)
 
 
@@ -301,7 +301,7 @@ def test_sparse_X_gives_the_dense_optimum(member, data, request):
         sparse = solve_member(member, form, sp.csr_matrix(X), y, C=1.0, layer="pyomo", backend="piqp",
                               intercept="regularized")
         dense = solve_member(member, form, X, y, C=1.0, layer="cvxpy", backend="clarabel", intercept="regularized")
-        assert sparse.status == dense.status == st.OPTIMAL, (form, sparse.message)
+        assert sparse.status == dense.status == OPTIMAL, (form, sparse.message)
         assert sparse.checks["reference"].startswith("proved optimum")
         assert abs(sparse.objective - dense.objective) <= 1e-7 * abs(dense.objective)
         assert np.linalg.norm(sparse.w - dense.w) <= 1e-5 * np.linalg.norm(dense.w)

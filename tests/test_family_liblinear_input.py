@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from formulations.errors import SVMInputError
 from formulations.family import MEMBERS, crammer_singer, squared_hinge
 from formulations.family.common import FamilyData
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers import family
 
 
@@ -111,7 +111,7 @@ def test_crammer_singer_invariant_to_point_order_and_class_names(iris, order, re
     base = _solve("crammer_singer", X, y)
     names = np.array(relabel)
     moved = _solve("crammer_singer", X[order], names[y][order])
-    assert base.status == moved.status == st.OPTIMAL
+    assert base.status == moved.status == OPTIMAL
     assert abs(base.objective - moved.objective) <= 1e-7 * base.objective
     classes = list(moved.extras["labels"])  # the moved solve's classes, in its column order
     column = [classes.index(name) for name in relabel]  # class m's column in the moved solve
@@ -127,7 +127,7 @@ def test_squared_hinge_invariant_to_point_order_and_label_swap(iris, order, form
     X, y = _two_class(iris)
     base = _solve("squared_hinge", X, y, form)
     swapped = _solve("squared_hinge", X[order], (1 - y)[order], form)
-    assert base.status == swapped.status == st.OPTIMAL
+    assert base.status == swapped.status == OPTIMAL
     assert abs(base.objective - swapped.objective) <= 1e-7 * base.objective
     assert np.linalg.norm(base.w + swapped.w) <= 1e-5 * np.linalg.norm(base.w)
     assert abs(base.b + swapped.b) <= 1e-5 * np.max(np.abs(base.decision))
@@ -163,11 +163,11 @@ def test_the_verdict_is_the_same_in_any_units(optima, log_s, member):
     def verdict(point):
         module = crammer_singer if member == "crammer_singer" else squared_hinge
         cond = module.conditions(point, FamilyData(codes, Xs), params, "primal")
-        claim = st.Solution(formulation=f"{member}_primal", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
-                            solver_status=st.OPTIMAL, raw_status="claimed", objective=cond.primal_objective)
+        claim = Solution(formulation=f"{member}_primal", layer="cvxpy", backend="clarabel", status=OPTIMAL,
+                            solver_status=OPTIMAL, raw_status="claimed", objective=cond.primal_objective)
         return family.close(claim, point, FamilyData(codes, Xs), params, "primal", MEMBERS[member], 1e-4).status
 
-    assert verdict(values) == st.OPTIMAL
+    assert verdict(values) == OPTIMAL
     step = np.random.default_rng(3).normal(size=values["w"].shape)
     moved = {**values, "w": values["w"] + 1e-3 * np.linalg.norm(values["w"]) * step / np.linalg.norm(step)}
-    assert verdict(moved) == st.OPTIMAL_INACCURATE
+    assert verdict(moved) == OPTIMAL_INACCURATE

@@ -16,11 +16,11 @@ from __future__ import annotations
 import pytest
 
 from experiments.liblinear_peers import CASES, DIGITS, compare, main, table
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 
 
 def _assert_row(row: dict, proved_tol: float = 1e-9) -> None:
-    assert row["status"] == st.OPTIMAL, row
+    assert row["status"] == OPTIMAL, row
     assert row["reference"].startswith("proved optimum"), row
     assert row["P_diff"] <= 1e-8, row
     assert row["f_diff"] <= 1e-5, row

@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
 from formulations.kernels import Kernel, gram
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.api import solve
 from solvers.checks import compute_checks, gap_rounding
 
@@ -37,7 +37,7 @@ def cancer():
                      method="working_set")
 
     base = solved("direct", 1e3)
-    assert base.status == st.OPTIMAL and base.alpha.max() < 100.0  # C = 1e3 does not bind: the hard margin
+    assert base.status == OPTIMAL and base.alpha.max() < 100.0  # C = 1e3 does not bind: the hard margin
     return X, y, kernel, base, solved
 
 
@@ -46,7 +46,7 @@ def cancer():
 def test_working_set_at_huge_C_is_verified_and_is_the_hard_margin_optimum(cancer, layer, C):
     X, y, kernel, base, solved = cancer
     sol = solved(layer, C)
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(base.objective, rel=1e-9)
     scale = np.abs(base.decision).max()
     np.testing.assert_allclose(sol.decision, base.decision, rtol=0, atol=1e-7 * scale)
@@ -58,7 +58,7 @@ def test_a_wrong_point_at_huge_C_is_refused(cancer, C, change):
     """The gap's rounding at C = 1e12 is 1e-3 of P: the other checks must still see a point 1e-4 off."""
     X, y, kernel, _, solved = cancer
     sol = solved("direct", C)
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     K = gram(kernel, X)
     wrong = dataclasses.replace(sol)
     if change == "alpha":  # the free points of one class moved by 1e-4, the other class rebalanced
@@ -82,7 +82,7 @@ def test_gap_rounding_is_negligible_at_an_ordinary_C(cancer):
     below 1e-12 of P, far under any profile's tolerance."""
     X, y, kernel, _, _ = cancer
     sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1.0, kernel=kernel, method="working_set")
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert 0 < sol.checks["gap_rounding"] < 1e-12
     assert gap_rounding(1.0, sol.alpha, y, sol.decision, 0.0) == 0.0  # no size, no rounding
 
@@ -99,12 +99,12 @@ def test_separable_blobs_at_any_huge_C_and_any_units(log_C, log_scale, seed):
     kernel = Kernel("rbf", gamma=0.2 / s**2)
     base = solve("kernel_dual", X * s, y, layer="direct", backend="piqp", C=1e3, kernel=kernel, profile="high",
                  method="working_set")
-    assert base.status == st.OPTIMAL
+    assert base.status == OPTIMAL
     if base.alpha.max() > 1e2:  # C = 1e3 binds (not separable enough): another test's territory
         return
     sol = solve("kernel_dual", X * s, y, layer="direct", backend="piqp", C=10.0**log_C, kernel=kernel,
                 profile="high", method="working_set")
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(base.objective, rel=1e-8)
     np.testing.assert_allclose(sol.decision, base.decision, rtol=0, atol=1e-6 * np.abs(base.decision).max())
 
@@ -117,11 +117,11 @@ def test_at_huge_C_the_dual_verifies_and_the_primal_objective_cannot():
     X = rng.normal(size=(40, 2000))
     y = np.where(rng.normal(size=40) > 0, 1.0, -1.0)
     at_one = solve("dual", X, y, layer="pyomo", backend="piqp", C=1.0, profile="high", method="working_set")
-    assert at_one.status == st.OPTIMAL and at_one.alpha.max() < 1.0
+    assert at_one.status == OPTIMAL and at_one.alpha.max() < 1.0
     dual = solve("dual", X, y, layer="pyomo", backend="piqp", C=1e9, profile="high", method="working_set")
-    assert dual.status == st.OPTIMAL, dual.checks["verdict"]
+    assert dual.status == OPTIMAL, dual.checks["verdict"]
     assert dual.objective == pytest.approx(at_one.objective, rel=1e-9)
     primal = solve("soft_primal", X, y, layer="pyomo", backend="piqp", C=1e9, profile="high", method="working_set")
-    assert primal.status != st.OPTIMAL
+    assert primal.status != OPTIMAL
     assert "rounding of the primal objective" in primal.checks["verdict"]
     assert primal.checks["gap_rounding"] > 1e-4

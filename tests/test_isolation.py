@@ -17,7 +17,7 @@ import pytest
 from experiments.datasets import example_5_1
 from formulations.errors import SVMInputError
 from solvers import api, isolation
-from solvers import solution as st
+from solvers.solution import ERROR, OPTIMAL, TIME_LIMIT
 from solvers.deadline import Deadline
 
 pytestmark = pytest.mark.skipif(not isolation.ISOLATE, reason="the solve server runs on Linux only")
@@ -84,7 +84,7 @@ def test_a_solve_whose_child_was_killed_is_a_time_limit_row_that_names_the_step(
     monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
         killed=True, stage="the call to pyomo/osqp (the layer's compilation or load of the model, then the solver)"), ""))
     sol = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="osqp", C=1.0, time_limit=2.0)
-    assert sol.status == sol.solver_status == st.TIME_LIMIT and sol.raw_status == "killed"
+    assert sol.status == sol.solver_status == TIME_LIMIT and sol.raw_status == "killed"
     assert sol.message.startswith("stopped at the time limit (2 s) in the call to pyomo/osqp (")
     assert "a step that does not stop by itself: the solve's process was killed" in sol.message
     assert sol.w is None and sol.b != sol.b  # no point: nothing reported (b is nan)
@@ -96,7 +96,7 @@ def test_a_solve_whose_child_died_is_an_error_row(monkeypatch):
     monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
         killed=False, stage="the call to cvxpy/highs", how="SIGABRT"), ""))
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, time_limit=2.0)
-    assert sol.status == st.ERROR and sol.raw_status == "SIGABRT"
+    assert sol.status == ERROR and sol.raw_status == "SIGABRT"
     assert sol.message == "the solve's process died (SIGABRT) in the call to cvxpy/highs"
 
 
@@ -104,7 +104,7 @@ def test_a_solve_with_a_limit_gives_the_same_optimum_as_without():
     ds = example_5_1()
     limited = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="clarabel", C=1.0, time_limit=600.0)
     free = api.solve("soft_primal", ds.X, ds.y, layer="pyomo", backend="clarabel", C=1.0)
-    assert limited.status == free.status == st.OPTIMAL
+    assert limited.status == free.status == OPTIMAL
     assert limited.objective == pytest.approx(free.objective, rel=1e-12)
     assert limited.w == pytest.approx(free.w, rel=1e-12) and limited.b == pytest.approx(free.b, rel=1e-12)
 
@@ -127,7 +127,7 @@ def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch)
     ds = example_5_1()
     monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(killed=True, stage="the split start"), ""))
     sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf", time_limit=2.0)
-    assert sol.status == st.TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
+    assert sol.status == TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
     assert sol.extras["method"] == "working_set" and sol.backend_version
 
 
@@ -221,7 +221,7 @@ def test_a_solve_whose_server_died_is_an_error_row_that_says_so(monkeypatch):
     monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
         killed=False, stage="the call to cvxpy/clarabel", how="SIGKILL", server_pid=4321), ""))
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
-    assert (sol.status, sol.solver_status, sol.raw_status) == (st.ERROR, st.ERROR, "server died")
+    assert (sol.status, sol.solver_status, sol.raw_status) == (ERROR, ERROR, "server died")
     assert sol.message == ("the solve server (pid 4321) died during the solve (SIGKILL) in the call to cvxpy/clarabel; "
                            "the solve's process was ended with it, and the next call starts a new server")
     assert "time limit" not in sol.message and sol.w is None
@@ -248,7 +248,7 @@ def test_a_backend_registered_in_the_caller_solves_in_the_server(clarabel_copy, 
     backend added with register() raised BackendUnavailableError there."""
     ds = example_5_1()
     sol = api.solve("soft_primal", ds.X, ds.y, layer=layer, backend=clarabel_copy, C=1.0, time_limit=600.0)
-    assert sol.status == st.OPTIMAL, sol.message
+    assert sol.status == OPTIMAL, sol.message
     assert "isolation" not in sol.extras  # it ran in the server
     assert sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4) and sol.b == pytest.approx(1.1976, abs=5e-4)
 
@@ -262,7 +262,7 @@ def test_a_registration_that_cannot_be_sent_runs_in_the_caller_and_says_so(clara
     monkeypatch.setattr(registry, "added_payload", unsendable)
     ds = example_5_1()
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend=clarabel_copy, C=1.0, time_limit=600.0)
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert sol.extras["isolation"].startswith("ran in the calling process, stopped by the time limit's own checks only")
     assert "the backends registered here could not be sent to the solve server (TypeError" in sol.extras["isolation"]
 
@@ -325,12 +325,12 @@ def test_every_entry_point_runs_a_limited_call_in_the_server_and_says_where_it_w
     monkeypatch.setattr(isolation, "run_where", lambda deadline, work: (isolation.Ended(
         killed=True, stage="the call to the backend"), ""))
     sol = call(2.0)
-    assert (sol.status, sol.solver_status, sol.raw_status) == (st.TIME_LIMIT, st.TIME_LIMIT, "killed")
+    assert (sol.status, sol.solver_status, sol.raw_status) == (TIME_LIMIT, TIME_LIMIT, "killed")
     assert sol.message.startswith("stopped at the time limit (2 s) in the call to the backend, a step that does "
                                   "not stop by itself: the solve's process was killed, ")
     assert sol.w is None and sol.extras["labels"]
     monkeypatch.undo()
-    assert call(None).status == st.OPTIMAL  # without a limit, the same call in this process
+    assert call(None).status == OPTIMAL  # without a limit, the same call in this process
 
 
 @pytest.mark.parametrize("entry", ["solve", "solve_lp"])
@@ -344,7 +344,7 @@ def test_a_backend_without_a_time_limit_of_its_own_is_stopped_by_the_kill(stuck,
                         time_limit=2.0)
     else:
         sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend=stuck, C=1.0, time_limit=2.0)
-    assert (sol.status, sol.raw_status) == (st.TIME_LIMIT, "killed")
+    assert (sol.status, sol.raw_status) == (TIME_LIMIT, "killed")
     assert sol.message.startswith(f"stopped at the time limit (2 s) in the call to cvxpy/{stuck}")
     assert "the solve's process was killed" in sol.message
 
@@ -376,12 +376,12 @@ def test_a_solve_whose_server_is_killed_in_the_backend_is_an_error_row_and_the_n
     solving.join(30.0)  # a bound for a broken build only
     assert not solving.is_alive()
     sol = answer["sol"]
-    assert (sol.status, sol.raw_status) == (st.ERROR, "server died")
+    assert (sol.status, sol.raw_status) == (ERROR, "server died")
     assert sol.message.startswith(f"the solve server (pid {server}) died during the solve (SIGKILL) in the call to "
                                   f"cvxpy/{stuck} (")
     assert not psutil.pid_exists(server) and _ended(child)
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=60.0)
-    assert sol.status == st.OPTIMAL and sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4)
+    assert sol.status == OPTIMAL and sol.w == pytest.approx([-0.9229, 0.7627], abs=5e-4)
 
 
 def _meet(folder: str, count: int) -> bool:

@@ -14,7 +14,7 @@ from experiments.datasets import overlapping
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import api, isolation
-from solvers import solution as st
+from solvers.solution import ERROR, OPTIMAL, OPTIMAL_INACCURATE, TIME_LIMIT
 from solvers.algorithms import kernel_rows, working_set as ws
 from solvers.algorithms.working_set import loop, optimality, polish, proof, start, subproblems
 from solvers.algorithms.working_set import selection as block_selection
@@ -42,7 +42,7 @@ def reference(data):
     for C in (1e-5, 1e-3, 1.0, 10.0, 100.0, 1000.0):
         sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C, profile="high",
                         method="full")
-        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+        assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
         out[C] = sol.checks["dual_objective"]
     return out
 
@@ -56,7 +56,7 @@ def _rel(a: float, b: float) -> float:
 def test_working_set_reaches_the_optimum_at_every_C(data, reference, layer, C):
     X, y, K = data
     sol = ws.solve(K, y, C, backend="piqp", layer=layer, q=120, validate=False)
-    assert sol.status == st.OPTIMAL, sol.checks.get("verdict")
+    assert sol.status == OPTIMAL, sol.checks.get("verdict")
     assert sol.checks["reference"] == "proved optimum"
     assert _rel(sol.checks["dual_objective"], reference[C]) <= OBJECTIVE_RTOL
     assert sol.checks["err_objective"] <= OBJECTIVE_RTOL
@@ -189,7 +189,7 @@ def test_solve_method_in_each_layer(data, reference, layer, method):
                     profile="high")
     expected = api.choose_method("kernel_dual", N, layer, 10.0, method)
     assert sol.extras["method"] == expected
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert _rel(sol.checks["dual_objective"], reference[10.0]) <= OBJECTIVE_RTOL
 
 
@@ -200,7 +200,7 @@ def test_linear_formulations_by_working_set_match_the_full_solve(data, formulati
     kw = dict(layer=layer, backend="piqp", C=0.1, profile="high")
     full = api.solve(formulation, X, y, method="full", **kw)
     fast = api.solve(formulation, X, y, method="working_set", **kw)
-    assert full.status == fast.status == st.OPTIMAL
+    assert full.status == fast.status == OPTIMAL
     assert fast.extras["method"] == "working_set" and full.extras["method"] == "full"
     assert fast.formulation == formulation
     np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
@@ -235,7 +235,7 @@ def test_the_linear_dual_by_working_set_takes_its_products_through_x(data, monke
     fast = api.solve("dual", X, y, method="working_set", **kw)
     full = api.solve("dual", X, y, method="full", **{**kw, "layer": "cvxpy"})
     assert fast.extras["row_source"] == "LinearRows"
-    assert fast.status == full.status == st.OPTIMAL, fast.checks["verdict"]
+    assert fast.status == full.status == OPTIMAL, fast.checks["verdict"]
     assert fast.extras["kernel_rows_computed"] < N  # no block's rows: those of a few pairs at most
     assert _rel(fast.checks["primal_objective"], full.checks["primal_objective"]) <= 1e-7
     np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
@@ -246,7 +246,7 @@ def test_kernel_rows_path_when_the_gram_matrix_is_over_the_budget(data, referenc
     sol = api.solve("kernel_dual", X, y, kernel=KERNEL, layer="cvxpy", backend="piqp", C=10.0, method="working_set",
                     profile="high", memory_budget=8.0 * N * N)  # less than 3 n^2 doubles: no Gram matrix
     assert sol.extras["row_source"] == "KernelRows" and sol.extras["kernel_rows_computed"] > 0
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert _rel(sol.checks["dual_objective"], reference[10.0]) <= OBJECTIVE_RTOL
 
 
@@ -290,7 +290,7 @@ def test_an_indefinite_kernel_is_refused_or_marked_by_the_working_set(data):
     rows = api.solve("kernel_dual", X, y, kernel=sigmoid, layer="direct", backend="piqp", C=1.0,
                      allow_indefinite=True, memory_budget=1e3)
     assert rows.extras["row_source"] == "KernelRows" and rows.extras["psd"] is None
-    assert rows.status != st.OPTIMAL and "UNCHECKED KERNEL" in rows.message and "not checked" in rows.message
+    assert rows.status != OPTIMAL and "UNCHECKED KERNEL" in rows.message and "not checked" in rows.message
 
 
 @pytest.mark.parametrize("layer,backend", backend_params())
@@ -299,8 +299,8 @@ def test_every_backend_runs_the_working_set_and_optimal_means_the_optimum(data, 
     cvxpy's NLP path, as in the full solve): no error row; an `optimal` one is the optimum."""
     X, y, K = data
     sol = api.solve("kernel_dual", None, y, K=K, layer=layer, backend=backend, C=10.0, method="working_set")
-    assert sol.status != st.ERROR, sol.message
-    if sol.status == st.OPTIMAL:
+    assert sol.status != ERROR, sol.message
+    if sol.status == OPTIMAL:
         assert _rel(sol.checks["dual_objective"], reference[10.0]) <= 1e-4  # the default profile's tol
 
 
@@ -315,7 +315,7 @@ def test_a_subproblem_the_solver_fails_on_is_a_status_not_a_crash(data, monkeypa
     X, y, K = data
     monkeypatch.setattr(cp.Problem, "solve", fail)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="highs", C=10.0, method="working_set")
-    assert sol.status == st.ERROR and sol.w is None
+    assert sol.status == ERROR and sol.w is None
     assert "the subproblem solver returned no point for the block of round 1" in sol.message
 
 
@@ -391,13 +391,13 @@ def test_a_time_limit_stops_a_working_set_between_subproblems_whatever_the_backe
     for backend in ("piqp", "clarabel"):
         sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend=backend, C=1.0, kernel=KERNEL,
                         method="working_set", time_limit=1e-9)
-        assert sol.status == st.TIME_LIMIT and sol.iterations == 1
+        assert sol.status == TIME_LIMIT and sol.iterations == 1
         # no step done, and no subproblem started past the limit: nothing to say about one
         assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 steps, ")
         assert sol.message.endswith(" s in all") and "no time limit of its own" not in sol.message
     # the soft primal's restricted QPs accept it too (here one QP of every point: it finishes)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0, method="working_set", time_limit=60.0)
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
 
 
 def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it(monkeypatch):
@@ -407,7 +407,7 @@ def test_restricted_qps_stopped_at_a_time_limit_say_how_far_past_it(monkeypatch)
     monkeypatch.setattr(isolation, "ISOLATE", False)  # the loop's own stop, not the solve server's kill
     sol = api.solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="piqp", C=1.0, method="working_set",
                     time_limit=1e-9)
-    assert sol.status == st.TIME_LIMIT and sol.w is None
+    assert sol.status == TIME_LIMIT and sol.w is None
     assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 restricted QPs, in the smoothed start, ")
     assert sol.message.endswith(" s in all")
 
@@ -429,7 +429,7 @@ def test_a_block_that_comes_back_is_solved_to_the_loop_s_tolerance(separable_in_
     X, y = separable_in_other_units
     fast = api.solve("dual", X, y, layer="direct", backend="piqp", C=1.0)
     full = api.solve("dual", X, y, layer="cvxpy", backend="piqp", C=1.0, method="full")
-    assert fast.status == full.status == st.OPTIMAL, fast.raw_status
+    assert fast.status == full.status == OPTIMAL, fast.raw_status
     assert fast.extras["method"] == "working_set" and fast.iterations <= 20
     assert _rel(fast.checks["primal_objective"], full.checks["primal_objective"]) <= 1e-7
     np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
@@ -440,7 +440,7 @@ def test_the_loop_stops_at_its_stall_where_float64_cannot_reach_the_optimum(sepa
     stops at its stall rule (the same blocks without a new low) instead of running to its 10,000 steps."""
     X, y = separable_in_other_units
     sol = api.solve("dual", X, y, layer="direct", backend="piqp", C=100.0)
-    assert sol.status == st.OPTIMAL_INACCURATE and not sol.checks["verified"]  # a claim the checks refuse
+    assert sol.status == OPTIMAL_INACCURATE and not sol.checks["verified"]  # a claim the checks refuse
     assert sol.message.startswith("not verified: ") and sol.checks["verdict"] in sol.message  # and say why
     assert sol.iterations < 1000, sol.raw_status
 
@@ -462,7 +462,7 @@ def test_auto_takes_the_working_set_for_the_kernel_dual_with_the_linear_kernel()
     y = ds.y.astype(float)
     fast = api.solve("kernel_dual", ds.X, y, kernel="linear", layer="cvxpy", backend="piqp", C=1.0)
     lifted = api.solve("dual", ds.X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high")
-    assert fast.status == lifted.status == st.OPTIMAL, fast.checks.get("verdict")
+    assert fast.status == lifted.status == OPTIMAL, fast.checks.get("verdict")
     assert fast.extras["method"] == "working_set"
     assert _rel(fast.checks["dual_objective"], lifted.checks["dual_objective"]) <= OBJECTIVE_RTOL
 
@@ -501,7 +501,7 @@ def test_the_tail_ends_at_the_optimum_proved_from_the_active_set(monkeypatch, da
     monkeypatch.setattr(proof, "TAIL_MIN_FREE", 20)
     sol = ws.solve(data[2], data[1], C, backend="piqp", layer=layer, q=40, validate=False, engine="blocks")
     assert sol.extras["proved_at_step"] == sol.iterations < plain.iterations
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     assert _rel(sol.checks["dual_objective"], plain.checks["dual_objective"]) <= 1e-12  # measured 1.3e-15
     assert _rel(sol.checks["dual_objective"], reference[C]) <= OBJECTIVE_RTOL
     assert sol.extras["kkt_violation"] <= 1e-9 * C  # the proved point's own m - M
@@ -520,7 +520,7 @@ def test_the_tail_s_proof_gives_up_on_a_singular_system_without_least_squares(mo
     K = gram(KERNEL, X)
     C = 100.0
     exact = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False)
-    assert exact.status == st.OPTIMAL
+    assert exact.status == OPTIMAL
     f = exact.decision
     calls = []
     real = reference.np.linalg.lstsq
@@ -531,7 +531,7 @@ def test_the_tail_s_proof_gives_up_on_a_singular_system_without_least_squares(mo
     monkeypatch.setattr(proof, "TAIL_MIN_FREE", 20)
     assert np.count_nonzero(classify(exact.alpha, y, f, C) == reference.FREE) > 20
     sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False)
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert _rel(sol.checks["dual_objective"], exact.checks["dual_objective"]) <= 1e-12
 
 

@@ -11,7 +11,7 @@ from experiments.datasets import load_dataset
 from experiments.coursework.l1_compare import compare_l1_l2, lp_timings
 from formulations.errors import SVMInputError
 from solvers.api import solve
-from solvers import solution as st
+from solvers.solution import ERROR, INFEASIBLE, RawResult
 from solvers.lp import NZ_REL_TOL, count_nonzero, l1_objectives, parse_setting, setting_label, solve_lp
 from tests.conftest import skip_unless_available
 
@@ -223,13 +223,13 @@ def test_a_claim_that_the_lp_is_infeasible_is_refused(monkeypatch):
 
     adapter = get_backend("cvxpy", "highs")
     def claim_infeasible(self, model, options, time_limit=None):
-        return st.RawResult(status=st.INFEASIBLE, raw_status="x")
+        return RawResult(status=INFEASIBLE, raw_status="x")
 
     # on the instance: an earlier test's monkeypatch of the instance leaves a bound method there
     monkeypatch.setattr(adapter, "solve", types.MethodType(claim_infeasible, adapter))
     X, y = lecture("exercise_5_4")
     s = solve_lp("l1_dual", X, y, layer="cvxpy", backend="highs", C=10.0)
-    assert s.status == st.ERROR and s.solver_status == st.INFEASIBLE
+    assert s.status == ERROR and s.solver_status == INFEASIBLE
     assert "feasible and bounded" in s.message
 
 

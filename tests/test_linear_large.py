@@ -24,7 +24,7 @@ from experiments.datasets import Dataset, hard, overlapping
 from formulations.recovery import FREE, classify, primal_objective
 from formulations.scaling import BadScalingWarning
 from solvers import api
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers import reference
 from solvers.algorithms import primal_working_set as pws
 from solvers.checks import compute_checks
@@ -34,7 +34,7 @@ from solvers.checks import compute_checks
 def test_large_n_ends_verified_against_the_proved_optimum(layer):
     X, y = bench_data(100_000, 20)
     sol = pws.solve(X, y, 1.0, layer=layer, backend="piqp", profile="scale")
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.checks["reference"] == "proved optimum"
     assert sol.checks["err_w"] <= 1e-9 and sol.checks["err_decision"] <= 1e-9
     assert sol.checks["n_free_sv"] <= X.shape[1] + 1  # the active set the proof needs
@@ -54,7 +54,7 @@ def test_a_point_moved_off_the_optimum_is_still_refused(monkeypatch, move):
 
     monkeypatch.setattr(pws, "_settle", moved)
     sol = pws.solve(ds.X, ds.y, 1.0, layer="direct", backend="piqp", sample=300)
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
     assert "> 1e-06" in sol.checks["verdict"]
 
 
@@ -93,7 +93,7 @@ def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):
     assert sol.extras["method"] == "working_set" and sol.extras["start"] == "smoothed"
     assert sol.extras["sample"] is None  # the row says that no QP of a sample started it
     assert rows and max(rows) < len(y)  # no QP of every point
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
 
 
 def test_the_smoothed_primal_has_its_gradient():
@@ -114,7 +114,7 @@ def test_the_smoothed_primal_has_its_gradient():
 def wide():
     X, y = bench_data(300, 200)
     ref = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high", method="full")
-    assert ref.status == st.OPTIMAL
+    assert ref.status == OPTIMAL
     return X, y, ref
 
 
@@ -124,7 +124,7 @@ def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer, method):
     X, y, ref = wide
     sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0, profile="high", method=method)
     assert sol.extras["method"] == api.choose_method("soft_primal", len(y), layer, 1.0, method, d=X.shape[1])
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
@@ -154,7 +154,7 @@ def test_the_smoothed_start_on_wide_data_ends_at_the_reference(wide, monkeypatch
     assert max(rows) < len(y)  # restricted QPs only
     if max_iter == 1:
         assert sol.iterations >= 2  # the far-off split was corrected
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
     np.testing.assert_allclose(sol.w, ref.w, rtol=0, atol=1e-6 * np.linalg.norm(ref.w))
     assert sol.b == pytest.approx(ref.b, abs=1e-6 * np.max(np.abs(ref.decision)))
@@ -201,7 +201,7 @@ def test_a_near_degenerate_optimum_is_proved_with_w_from_its_alphas():
     objective = _tight_soft_primal(X, y, 1.0)[0]
     for layer in ("direct", "cvxpy"):
         sol = api.solve("soft_primal", X, y, layer=layer, backend="clarabel", C=1.0, method="working_set")
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.status == OPTIMAL, sol.checks["verdict"]
         assert sol.checks["kkt_stationarity"] <= 1e-12
         assert sol.checks["reference"] == "proved optimum"
         # P is flat here: an objective within 1e-11 leaves w ~1e-4 uncertain, so the reference checks P only
@@ -231,7 +231,7 @@ def test_ties_put_many_points_on_the_margin_and_the_proof_still_holds(monkeypatc
     for layer in ("direct", "cvxpy"):
         sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0)
         assert routes and all(routes)  # never the whole (d + m + 1)-square system
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.status == OPTIMAL, sol.checks["verdict"]
         assert sol.checks["reference"] == "proved optimum"
         assert sol.checks["n_free_sv"] > 10 * (d + 1)  # the degenerate case the thin route is for
         assert sol.objective == pytest.approx(objective, rel=1e-9)
@@ -273,7 +273,7 @@ def test_linear_proofs_are_not_bounded_by_the_dense_limit(monkeypatch):
     monkeypatch.setattr(reference, "MAX_FREE", 50)
     sol = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)
     assert sol.checks["n_free_sv"] > reference.MAX_FREE
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks["verdict"]
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks["verdict"]
     objective, w, b = _tight_soft_primal(X, y, 1.0)
     assert sol.objective == pytest.approx(objective, rel=1e-9)
 
@@ -303,7 +303,7 @@ def test_a_bounded_fit_too_large_to_try_ends_the_proof_at_once(monkeypatch):
     monkeypatch.setattr(reference, "BVLS_MAX_ENTRIES", 100)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=1.0)
     assert all(rows * columns <= 100 for rows, columns in fits), fits
-    assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+    assert sol.status in (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 def test_wide_data_s_proof_eliminates_w(monkeypatch):
@@ -321,7 +321,7 @@ def test_wide_data_s_proof_eliminates_w(monkeypatch):
     real = reference._equilibrated_solve
     monkeypatch.setattr(reference, "_equilibrated_solve", lambda M, *a, **k: (sizes.append(M.shape[0]), real(M, *a, **k))[1])
     wide = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0)
-    assert wide.status == st.OPTIMAL and wide.checks["reference"] == "proved optimum"
+    assert wide.status == OPTIMAL and wide.checks["reference"] == "proved optimum"
     assert sizes and max(sizes) <= 61  # never the 2,000-square system
     monkeypatch.setattr(reference, "WIDE_RATIO", 10**9)  # the whole system, as before
     sizes.clear()
@@ -409,8 +409,8 @@ def test_an_ambiguous_point_moved_off_the_optimum_is_refused(move):
         w = w * (1 + 1e-5)
     else:
         b = b + 1e-5 * float(np.max(np.abs(f)))
-    point = st.Solution(formulation="soft_primal", layer="direct", backend="piqp", status=st.OPTIMAL,
-                        solver_status=st.OPTIMAL, raw_status="", w=w, b=b, alpha=alpha, decision=ds.X @ w + b,
+    point = Solution(formulation="soft_primal", layer="direct", backend="piqp", status=OPTIMAL,
+                        solver_status=OPTIMAL, raw_status="", w=w, b=b, alpha=alpha, decision=ds.X @ w + b,
                         objective=primal_objective(ds.X, ds.y, w, b, 1.0))
     out = compute_checks(point, ds.X, ds.y, 1.0, tol=1e-6)
     assert not out.verified, out.verdict
@@ -423,7 +423,7 @@ def test_the_hard_family_ends_verified_in_every_layer(layer, seed):
     """The fast path on the hard family (n = 1e5, 36-58% of the points bound support vectors, X of rank 16), through solve()."""
     ds = hard(100_000, seed=seed)
     sol = api.solve("soft_primal", ds.X, ds.y, C=1.0, layer=layer, backend="piqp", method="auto")
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     assert sol.checks["reference"] == "proved optimum"
     assert sol.checks["n_bound_sv"] > 0.3 * len(ds.y) and sol.checks["n_free_sv"] <= 17
 

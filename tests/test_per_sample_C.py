@@ -21,7 +21,7 @@ from formulations import soft_primal
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from solvers import api
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.algorithms import direct, primal_working_set
 from solvers.algorithms import working_set as ws
 from solvers.api import solve
@@ -61,7 +61,7 @@ def test_per_sample_C_matches_svc_sample_weight(weighted, layer, backend, formul
     kernel = "rbf" if formulation == "kernel_dual" else "linear"
     sol = solve(formulation, X, signs, layer=layer, backend=backend, C=0.5 * weights, profile="high",
                 kernel=Kernel("rbf", gamma=GAMMA) if kernel == "rbf" else None)
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     _assert_close_to(sol.decision, _svc_decision(X, y, weights, kernel))
     alpha = np.asarray(sol.alpha)
     assert np.all(alpha <= 0.5 * weights * (1 + 1e-6))  # each alpha_i under its own C_i
@@ -76,7 +76,7 @@ def test_per_sample_C_through_the_solver_alone(weighted, formulation, kernel_for
     K = gram(Kernel("rbf", gamma=GAMMA), X) if kernel == "rbf" else None
     sol = direct.solve(formulation, X, signs, backend="piqp", C=0.5 * weights, K=K, kernel_form=kernel_form,
                        profile="high")
-    assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
     _assert_close_to(sol.decision, _svc_decision(X, y, weights, kernel))
 
 
@@ -99,7 +99,7 @@ def test_all_infinite_C_is_the_hard_margin():
     y = np.array([-1.0, -1.0, 1.0, 1.0])
     hard = solve("dual", X, y, layer="cvxpy", backend="clarabel", C=math.inf, profile="high")
     each = solve("dual", X, y, layer="cvxpy", backend="clarabel", C=np.full(4, math.inf), profile="high")
-    assert hard.status == each.status == st.OPTIMAL
+    assert hard.status == each.status == OPTIMAL
     np.testing.assert_allclose(each.w, hard.w, rtol=1e-9)
 
 
@@ -108,7 +108,7 @@ def test_checks_measure_each_alpha_against_its_own_C(weighted):
     X, _, signs, weights = weighted
     C = 0.5 * weights
     sol = solve("dual", X, signs, layer="pyomo", backend="piqp", C=C, profile="high")
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     at_bound = int(np.argmax(np.asarray(sol.alpha) / C))  # an alpha_i at its own bound C_i
     assert sol.alpha[at_bound] == pytest.approx(C[at_bound], rel=1e-6)
     lowered = C.copy()
@@ -157,7 +157,7 @@ def whole_qp(weighted):
     for formulation, kernel in (("kernel_dual", Kernel("rbf", gamma=GAMMA)), ("dual", None)):
         sol = solve(formulation, X, signs, layer="cvxpy", backend="clarabel", C=0.2 * weights, kernel=kernel,
                     profile="high", method="full")
-        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+        assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
         out[formulation] = sol.checks["dual_objective"]
     return out
 
@@ -171,7 +171,7 @@ def test_per_sample_C_by_the_working_set_reaches_the_whole_qp_s_optimum(weighted
     C = 0.2 * weights
     sol = solve(formulation, X, signs, layer=layer, backend="piqp", C=C, method="working_set", profile="high",
                 kernel=Kernel("rbf", gamma=GAMMA) if formulation == "kernel_dual" else None)
-    assert sol.status == st.OPTIMAL and sol.extras["method"] == "working_set", sol.checks.get("verdict")
+    assert sol.status == OPTIMAL and sol.extras["method"] == "working_set", sol.checks.get("verdict")
     assert sol.extras["loop_gap"] <= ws.WorkingSetOptions.gap_tol  # the loop's own point, not the closing proof's
     assert abs(sol.checks["dual_objective"] - whole_qp[formulation]) <= 1e-7 * abs(whole_qp[formulation])
     alpha = np.asarray(sol.alpha)
@@ -198,7 +198,7 @@ def test_a_constant_vector_C_by_the_working_set_is_the_scalar(weighted, layer):
           "profile": "high"}
     one = solve("kernel_dual", X, signs, C=3.0, **kw)
     each = solve("kernel_dual", X, signs, C=np.full(len(signs), 3.0), **kw)
-    assert one.status == each.status == st.OPTIMAL
+    assert one.status == each.status == OPTIMAL
     assert each.iterations == one.iterations  # the same steps: the scalar path is the vector one
     np.testing.assert_allclose(each.alpha, one.alpha, rtol=0, atol=1e-12 * 3.0)
     assert each.objective == pytest.approx(one.objective, rel=1e-12)
@@ -221,7 +221,7 @@ def test_per_sample_working_set_is_invariant_to_permutation_and_label_flip_at_an
     first = solve("kernel_dual", X, signs, C=C, **kw)
     moved = solve("kernel_dual", X[order], sign * signs[order], C=C[order], **kw)
     for sol in (first, moved):
-        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
+        assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
         assert sol.checks["err_objective"] <= 1e-7
         assert sol.extras["loop_gap"] <= ws.WorkingSetOptions.gap_tol
     assert moved.objective == pytest.approx(first.objective, rel=1e-7)
@@ -249,7 +249,7 @@ def test_the_soft_primal_s_restricted_qps_take_per_sample_C(layer):
     C = np.random.default_rng(5).uniform(0.05, 5.0, len(y))
     fast = solve("soft_primal", ds.X, y, layer=layer, backend="piqp", C=C, profile="high")
     full = solve("soft_primal", ds.X, y, layer="cvxpy", backend="clarabel", C=C, profile="high", method="full")
-    assert fast.status == full.status == st.OPTIMAL, fast.checks.get("verdict")
+    assert fast.status == full.status == OPTIMAL, fast.checks.get("verdict")
     assert fast.extras["method"] == "working_set" and fast.iterations >= 1  # restricted QPs, not the whole one
     assert fast.checks["primal_objective"] == pytest.approx(full.checks["primal_objective"], rel=1e-7)
     np.testing.assert_allclose(fast.w, full.w, rtol=0, atol=1e-5 * np.linalg.norm(full.w))
@@ -309,7 +309,7 @@ def test_a_zero_w_optimum_under_class_weights_is_verified(method):
     y = np.where(rng.random(4000) < 0.5, 1.0, -1.0)
     C = np.where(y > 0, 10.0, 1.0)
     sol = solve("soft_primal", X, y, layer="cvxpy", backend="piqp", C=C, profile="high", method=method)
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
     assert np.linalg.norm(sol.w) <= 1e-6 and sol.b == pytest.approx(1.0, abs=1e-6)
     assert sol.checks["kkt_stationarity"] <= 1e-6
 
@@ -327,7 +327,7 @@ def test_the_linear_kernel_s_proof_solves_for_w_and_b_at_a_wide_spread_of_C(seed
     C = 1e4 * 10.0 ** rng.uniform(-3, 3, 1000)
     sol = solve("kernel_dual", ds.X, ds.y, kernel="linear", layer="direct", backend="piqp", C=C, method="working_set")
     ref = solve("dual", ds.X, ds.y, layer="direct", backend="piqp", C=C, method="working_set")
-    assert sol.status == st.OPTIMAL and ref.status == st.OPTIMAL, (sol.checks["verdict"], ref.checks["verdict"])
+    assert sol.status == OPTIMAL and ref.status == OPTIMAL, (sol.checks["verdict"], ref.checks["verdict"])
     assert sol.checks["reference"] == "proved optimum"
     assert sol.checks["primal_objective"] == pytest.approx(ref.checks["primal_objective"], rel=1e-7)  # measured 8.6e-9
     f_ref = ref.decision

@@ -18,7 +18,7 @@ from experiments.datasets import load_dataset, overlapping
 from formulations import soft_primal
 from formulations.recovery import primal_objective
 from solvers import api
-from solvers import solution as st
+from solvers.solution import ERROR
 from solvers.algorithms import direct, primal_working_set as pws
 
 EX55_SOFT_OPT = 34.48200362  # Exercise 5.5, C = 1 (tests/test_backends.py)
@@ -205,4 +205,4 @@ def test_a_restricted_qp_without_a_point_ends_the_loop_as_an_error(monkeypatch):
 
     monkeypatch.setitem(pws.SUBSOLVERS, "direct", failing_after_the_first)
     sol = pws.solve(X, y, 1.0, backend="piqp", sample=100)
-    assert sol.status == st.ERROR and "restricted QP 1 returned no point (unbounded" in sol.message
+    assert sol.status == ERROR and "restricted QP 1 returned no point (unbounded" in sol.message

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE
 from solvers.api import solve
 from solvers.profiles import get_profile
 from tests.conftest import backend_params
@@ -91,7 +91,7 @@ def _tol(layer, backend) -> dict:
 def _assert_solved(sol, tol):
     """A well-posed problem: a returned optimum (verified, or within the backend's tolerance)."""
     where = f"{sol.layer}/{sol.backend} {sol.formulation}"
-    assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE), \
+    assert sol.status in (OPTIMAL, OPTIMAL_INACCURATE), \
         f"{where}: {sol.status} ({sol.message or sol.checks.get('verdict')})"
     c = sol.checks  # each residual already relative to its own scale (solvers.checks)
     residuals = {
@@ -101,7 +101,7 @@ def _assert_solved(sol, tol):
         "complementarity": c["kkt_complementarity"],
         "balance": c["kkt_balance"],
     }
-    bound = CHECK_TOL if sol.status == st.OPTIMAL else tol["kkt"]
+    bound = CHECK_TOL if sol.status == OPTIMAL else tol["kkt"]
     for name, value in residuals.items():
         assert value <= bound, f"{where}: {name} {value:.2e} > {bound:.0e}"
 

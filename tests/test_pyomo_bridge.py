@@ -13,7 +13,7 @@ import pytest
 import formulations
 from experiments.datasets import example_5_1, exercise_5_4, exercise_5_5
 from formulations.kernels import Kernel, gram
-from solvers import solution as st
+from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL
 from solvers.errors import UnsupportedModelError
 from solvers.profiles import backend_options
 from solvers.bridge.pyomo_standard_form import from_pyomo
@@ -48,9 +48,9 @@ def _snapshot(model):
 def test_bridge_matches_pyomo_highs(backend, name, make):
     skip_unless_available("pyomo", backend)
     ref_model, model = make(), make()
-    assert _solve(ref_model, "highs").status == st.OPTIMAL
+    assert _solve(ref_model, "highs").status == OPTIMAL
     raw = _solve(model, backend)
-    assert raw.status == st.OPTIMAL, raw.raw_status
+    assert raw.status == OPTIMAL, raw.raw_status
     ref_values, ref_duals = _snapshot(ref_model)
     values, duals = _snapshot(model)
     assert set(duals) == set(ref_duals) and duals
@@ -83,7 +83,7 @@ def test_standard_form_of_a_ranged_maximisation():
         if not availability("pyomo", backend)[0] and not installed(backend):
             continue  # not installed here; installed but unusable fails below, naming why
         raw = BACKENDS[("pyomo", backend)].solve(m, backend_options(backend, "high"))
-        assert raw.status == st.OPTIMAL
+        assert raw.status == OPTIMAL
         assert raw.objective == pytest.approx(0.0, abs=1e-7)  # -(2 - 3)^2 + 1
         assert pyo.value(m.x[0]) == pytest.approx(2.0, abs=1e-6)
         assert m.dual[m.e] == pytest.approx(2.0, abs=1e-5), backend
@@ -154,7 +154,7 @@ def test_ipopt_iteration_cap_is_not_called_optimal():
     ds = exercise_5_4()
     model = formulations.build("soft_primal", "pyomo", X=ds.X, y=ds.y, C=10.0)
     raw = BACKENDS[("pyomo", "ipopt")].solve(model, {"max_iter": 2})
-    assert raw.status == st.ITERATION_LIMIT
+    assert raw.status == ITERATION_LIMIT
     assert raw.raw_status.startswith("-1")
 
 
@@ -173,4 +173,4 @@ def test_unsupported_model_through_solve_becomes_an_error_row(monkeypatch):
     monkeypatch.setattr(api.formulations, "build", nonlinear_build)
     ds = example_5_1()
     sol = api.solve("hard_primal", ds.X, ds.y, layer="pyomo", backend="clarabel")
-    assert sol.status == st.ERROR and "linear constraints" in sol.message
+    assert sol.status == ERROR and "linear constraints" in sol.message

@@ -23,17 +23,19 @@ import pytest
 from experiments.datasets import example_5_1, exercise_5_4, overlapping, separable
 from formulations import scaling
 from solvers import isolation, registry
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
+)
 from solvers.api import solve
 from solvers.checks import farkas_check, separability_certificate
 from tests.conftest import backend_params
 
-NOT_OPTIMAL = {st.INFEASIBLE, st.UNBOUNDED, st.ERROR, st.ITERATION_LIMIT, st.TIME_LIMIT, st.OPTIMAL_INACCURATE}
+NOT_OPTIMAL = {INFEASIBLE, UNBOUNDED, ERROR, ITERATION_LIMIT, TIME_LIMIT, OPTIMAL_INACCURATE}
 
 
-def _no_result(sol: st.Solution) -> None:
+def _no_result(sol: Solution) -> None:
     """A solve without an optimum reports no w*, b* or objective."""
-    if sol.status not in (st.OPTIMAL, st.OPTIMAL_INACCURATE):
+    if sol.status not in (OPTIMAL, OPTIMAL_INACCURATE):
         assert sol.w is None and math.isnan(sol.b) and math.isnan(sol.objective), sol.extras.get("unverified")
 
 
@@ -85,9 +87,9 @@ CERTIFICATE_HOLDS = {("pyomo", "clarabel"), ("pyomo", "piqp"), ("pyomo", "ipopt"
 def test_hard_primal_not_separable_is_never_optimal(layer, backend):
     ds = exercise_5_4()
     sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend=backend)
-    assert sol.status in NOT_OPTIMAL - {st.OPTIMAL_INACCURATE}
-    if sol.solver_status == st.INFEASIBLE:
-        assert sol.status == st.INFEASIBLE
+    assert sol.status in NOT_OPTIMAL - {OPTIMAL_INACCURATE}
+    if sol.solver_status == INFEASIBLE:
+        assert sol.status == INFEASIBLE
     assert "not linearly separable" in sol.message
     assert sol.extras["separability"]["holds"] is True
     cert = sol.extras["certificate"]
@@ -107,11 +109,11 @@ def test_hard_dual_not_separable_is_unbounded_never_optimal(layer, backend, form
     ds = exercise_5_4()
     kwargs = {"kernel": "linear"} if formulation == "kernel_dual" else {}
     sol = solve(formulation, ds.X, ds.y, layer=layer, backend=backend, C=math.inf, **kwargs)
-    assert sol.status in NOT_OPTIMAL - {st.OPTIMAL_INACCURATE}
-    if sol.solver_status in (st.UNBOUNDED, st.OPTIMAL):
+    assert sol.status in NOT_OPTIMAL - {OPTIMAL_INACCURATE}
+    if sol.solver_status in (UNBOUNDED, OPTIMAL):
         # HiGHS claims `optimal` (objective 4e7): its alpha is checked as a ray instead
-        assert sol.status == st.UNBOUNDED
-    if sol.solver_status == st.OPTIMAL:
+        assert sol.status == UNBOUNDED
+    if sol.solver_status == OPTIMAL:
         assert sol.extras["certificate"]["holds"] is True
         assert "claimed optimal on a problem with no optimum" in sol.extras["false_status"]
     assert "not linearly separable" in sol.message
@@ -122,9 +124,9 @@ def test_hard_margin_on_separable_data_reported_infeasible_is_a_backend_failure(
     """A false `infeasible` on separable data is refuted by the project's LP."""
     ds = example_5_1()
     adapter = registry.get_backend("cvxpy", "clarabel")
-    monkeypatch.setattr(adapter, "solve", lambda model, opts, tl=None: st.RawResult(st.INFEASIBLE, "fake"))
+    monkeypatch.setattr(adapter, "solve", lambda model, opts, tl=None: RawResult(INFEASIBLE, "fake"))
     sol = solve("hard_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel")
-    assert sol.status == st.ERROR and sol.solver_status == st.INFEASIBLE
+    assert sol.status == ERROR and sol.solver_status == INFEASIBLE
     assert "linearly separable" in sol.extras["false_status"]
 
 
@@ -148,11 +150,11 @@ def _reference(case):
         ds = make()
         for formulation, backend in (("soft_primal", "clarabel"), ("dual", "clarabel"), ("soft_primal", "piqp")):
             ref = solve(formulation, ds.X, ds.y, layer="cvxpy", backend=backend, C=C, profile="high")
-            if ref.status == st.OPTIMAL:
+            if ref.status == OPTIMAL:
                 break
         else:  # C = 1e12 defeats them too: on separable data the hard margin is the same problem
             ref = solve("hard_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", profile="high")
-            assert ref.status == st.OPTIMAL
+            assert ref.status == OPTIMAL
             assert ref.alpha.max() < 1e-3 * C  # so C never binds: the soft optimum is the hard one
         _REFERENCES[name] = (ds, ref)
     return _REFERENCES[name]
@@ -164,14 +166,14 @@ def _reference(case):
 def test_extreme_c_never_optimal_when_wrong(layer, backend, formulation, case):
     ds, ref = _reference(case)
     sol = solve(formulation, ds.X, ds.y, layer=layer, backend=backend, C=case[2])
-    if sol.status == st.OPTIMAL:
+    if sol.status == OPTIMAL:
         assert sol.objective == pytest.approx(ref.objective, rel=1e-4)
         np.testing.assert_allclose(sol.w, ref.w, atol=1e-3 * max(1.0, np.abs(ref.w).max()))
         if ref.checks["n_free_sv"] > 0:  # b* is unique
             assert sol.b == pytest.approx(ref.b, abs=1e-3 * max(1.0, abs(ref.b)))
-    if sol.solver_status in (st.INFEASIBLE, st.UNBOUNDED):  # Clarabel, DAQP, ProxQP here
-        assert sol.status == st.ERROR and "backend failure" in sol.extras["false_status"]
-    if sol.solver_status == st.OPTIMAL and sol.status != st.OPTIMAL:
+    if sol.solver_status in (INFEASIBLE, UNBOUNDED):  # Clarabel, DAQP, ProxQP here
+        assert sol.status == ERROR and "backend failure" in sol.extras["false_status"]
+    if sol.solver_status == OPTIMAL and sol.status != OPTIMAL:
         assert sol.extras["false_status"]  # the refuted claim is recorded with its reason
     _no_result(sol)
 
@@ -192,29 +194,29 @@ def _fake(monkeypatch, layer, backend, **changes):
 
 FALSE_CLAIMS = [
     # (id, formulation, claim, words in extras["false_status"], expected project status)
-    ("proxqp objective x1000", "soft_primal", {"status": st.OPTIMAL, "objective": lambda f: 1000 * f},
-     "differs from the recomputed", st.OPTIMAL_INACCURATE),
+    ("proxqp objective x1000", "soft_primal", {"status": OPTIMAL, "objective": lambda f: 1000 * f},
+     "differs from the recomputed", OPTIMAL_INACCURATE),
     ("osqp negative objective at iteration limit", "soft_primal",
-     {"status": st.ITERATION_LIMIT, "objective": -5.4e21}, "impossible objective", st.ITERATION_LIMIT),
-    ("ipopt negative objective claimed optimal", "soft_primal", {"status": st.OPTIMAL, "objective": -99997.0},
-     "impossible objective", st.OPTIMAL_INACCURATE),
-    ("proxqp soft margin infeasible", "soft_primal", {"status": st.INFEASIBLE}, "always feasible", st.ERROR),
-    ("clarabel soft margin unbounded", "soft_primal", {"status": st.UNBOUNDED}, "cannot be unbounded", st.ERROR),
-    ("daqp soft dual infeasible", "dual", {"status": st.INFEASIBLE}, "cannot be infeasible", st.ERROR),
-    ("clarabel soft dual unbounded", "dual", {"status": st.UNBOUNDED}, "always feasible and bounded", st.ERROR),
+     {"status": ITERATION_LIMIT, "objective": -5.4e21}, "impossible objective", ITERATION_LIMIT),
+    ("ipopt negative objective claimed optimal", "soft_primal", {"status": OPTIMAL, "objective": -99997.0},
+     "impossible objective", OPTIMAL_INACCURATE),
+    ("proxqp soft margin infeasible", "soft_primal", {"status": INFEASIBLE}, "always feasible", ERROR),
+    ("clarabel soft margin unbounded", "soft_primal", {"status": UNBOUNDED}, "cannot be unbounded", ERROR),
+    ("daqp soft dual infeasible", "dual", {"status": INFEASIBLE}, "cannot be infeasible", ERROR),
+    ("clarabel soft dual unbounded", "dual", {"status": UNBOUNDED}, "always feasible and bounded", ERROR),
 ]
 
 
 SILENT_ENDINGS = [
     # (id, what the backend said, the row's message): the backend gave no message
-    ("pyomo/highs no solution", {"status": st.ERROR, "raw_status": "error/noSolution", "message": ""},
+    ("pyomo/highs no solution", {"status": ERROR, "raw_status": "error/noSolution", "message": ""},
      "the backend failed (raw status error/noSolution): no point to check"),
-    ("iteration limit", {"status": st.ITERATION_LIMIT, "raw_status": "max_iter_reached", "message": "",
+    ("iteration limit", {"status": ITERATION_LIMIT, "raw_status": "max_iter_reached", "message": "",
                          "iterations": 40}, "stopped at its iteration limit after 40 iterations (raw status "
                                             "max_iter_reached); its point passes the project's checks, but the "
                                             "backend did not claim an optimum"),
     # (the point these fakes return is the optimum: the message said "not verified: verified")
-    ("time limit", {"status": st.TIME_LIMIT, "raw_status": "time_limit_reached", "message": ""},
+    ("time limit", {"status": TIME_LIMIT, "raw_status": "time_limit_reached", "message": ""},
      "stopped at the time limit (raw status time_limit_reached); its point passes the project's checks, but the "
      "backend did not claim an optimum"),
 ]
@@ -225,9 +227,9 @@ def test_a_duals_negative_value_at_a_limit_is_no_false_claim(monkeypatch):
     no "impossible objective" (the working set stopped at a time limit on moons at C = 1e6 was accused of one),
     where the same value from a primal is."""
     ds = exercise_5_4()
-    _fake(monkeypatch, "cvxpy", "clarabel", status=st.ITERATION_LIMIT, objective=-5.4e3, message="")
+    _fake(monkeypatch, "cvxpy", "clarabel", status=ITERATION_LIMIT, objective=-5.4e3, message="")
     sol = solve("dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
-    assert sol.status == st.ITERATION_LIMIT and "false_status" not in sol.extras
+    assert sol.status == ITERATION_LIMIT and "false_status" not in sol.extras
     assert sol.message.startswith("stopped at its iteration limit"), sol.message
     _no_result(sol)
 
@@ -260,7 +262,7 @@ def test_qpsolvers_warning_at_an_iteration_limit_goes_to_the_row(layer):
         else:
             sol = solve("soft_primal", ds.X, ds.y, layer=layer, backend="osqp", C=1.0, profile="high",
                         options={"max_iter": 3}, method="full")
-    assert sol.status == st.ITERATION_LIMIT
+    assert sol.status == ITERATION_LIMIT
     assert sol.message.startswith("OSQP exited with status 'maximum iterations reached'"), sol.message
     _no_result(sol)
 
@@ -273,7 +275,7 @@ def test_a_solvers_status_warning_on_a_refuted_claim_goes_to_the_row(layer):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning shown fails the test
         sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend="scs", profile="high")
-    assert sol.status == st.INFEASIBLE
+    assert sol.status == INFEASIBLE
     assert "not linearly separable" in sol.message
     if layer == "pyomo":  # qpsolvers' own words (cvxpy says nothing at a definite status)
         assert "SCS returned" in sol.message, sol.message
@@ -295,7 +297,7 @@ def test_false_claims_are_refuted(case, monkeypatch):
 def test_honest_solve_is_not_flagged():
     ds = exercise_5_4()
     sol = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=10.0, profile="high")
-    assert sol.status == st.OPTIMAL and "false_status" not in sol.extras
+    assert sol.status == OPTIMAL and "false_status" not in sol.extras
     assert sol.checks["objective_claim"] == "consistent"
     assert sol.objective == pytest.approx(sol.checks["primal_objective"], rel=1e-6)
 
@@ -333,7 +335,7 @@ def test_a_column_constant_up_to_rounding_is_constant():
         sol = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, standardize=True)
     Z = scaling.Standardizer.fit(X).transform(X)
     assert np.abs(Z[:, -1]).max() <= 1e-15
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
 
 
 def _shifted(seed: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -349,7 +351,7 @@ def test_standardize_maps_w_b_back_to_original_units(formulation, C):
     X, y = _shifted(seed=5, scale=1.0)
     plain = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=C, profile="high")
     std = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=C, profile="high", standardize=True)
-    assert plain.status == std.status == st.OPTIMAL
+    assert plain.status == std.status == OPTIMAL
     np.testing.assert_allclose(std.w, plain.w, atol=1e-6)
     assert std.b == pytest.approx(plain.b, abs=1e-5)
     np.testing.assert_allclose(std.decision, X @ std.w + std.b, atol=1e-6)  # w, b are in X's units
@@ -364,7 +366,7 @@ def test_standardize_through_the_working_set(formulation):
                  method="full")
     ws = solve(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0, profile="high", standardize=True,
                method="working_set")
-    assert full.status == ws.status == st.OPTIMAL
+    assert full.status == ws.status == OPTIMAL
     assert ws.extras["method"] == "working_set"
     np.testing.assert_allclose(ws.w, full.w, atol=1e-5)
     assert ws.b == pytest.approx(full.b, abs=1e-5)
@@ -377,7 +379,7 @@ def test_standardize_uniform_scale_hard_margin():
     X, y = _shifted(seed=6, scale=40.0)
     plain = solve("hard_primal", X, y, layer="cvxpy", backend="clarabel", profile="high")
     std = solve("hard_primal", X, y, layer="cvxpy", backend="clarabel", profile="high", standardize=True)
-    assert plain.status == std.status == st.OPTIMAL
+    assert plain.status == std.status == OPTIMAL
     np.testing.assert_allclose(std.w, plain.w, rtol=1e-5, atol=1e-8)
     assert std.b == pytest.approx(plain.b, rel=1e-5, abs=1e-6)
     np.testing.assert_allclose(std.extras["w_standardized"], 40.0 * plain.w, rtol=1e-5)
@@ -388,7 +390,7 @@ def test_standardize_rescues_badly_scaled_data():
     ds = separable(30, d=2, seed=1)
     X = ds.X * np.array([1.0, 1e8])
     sol = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, standardize=True)
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert np.linalg.norm(sol.extras["w_standardized"]) > 0.1  # not the degenerate w = 0
     assert np.mean(np.sign(X @ sol.w + sol.b) == ds.y) == 1.0
 
@@ -403,8 +405,8 @@ def test_badly_scaled_never_optimal_when_wrong(layer, backend):
         warnings.simplefilter("ignore", scaling.BadScalingWarning)
         ref = solve("soft_primal", X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, profile="high")
         sol = solve("soft_primal", X, ds.y, layer=layer, backend=backend, C=1.0)
-    assert ref.status == st.OPTIMAL and abs(ref.w[0]) > 0.5  # the optimum is far from w = 0
-    if sol.status == st.OPTIMAL:
+    assert ref.status == OPTIMAL and abs(ref.w[0]) > 0.5  # the optimum is far from w = 0
+    if sol.status == OPTIMAL:
         assert sol.objective == pytest.approx(ref.objective, rel=1e-4)
         np.testing.assert_allclose(sol.w, ref.w, rtol=1e-3)
         assert sol.checks["train_accuracy"] == ref.checks["train_accuracy"] == 1.0
@@ -470,9 +472,9 @@ def test_a_worker_killed_mid_solve_loses_no_other_row(sweep, tmp_path):
     assert killed, "no live worker found once the victim had announced itself"
     assert set(rows) == {t.key for t in tasks}  # rows lost: 0
     dead = rows[tasks[0].key]
-    assert dead["status"] == st.ERROR and "SIGKILL" in dead["error"]
+    assert dead["status"] == ERROR and "SIGKILL" in dead["error"]
     for task in tasks[1:]:
-        assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE), rows[task.key]
+        assert rows[task.key]["status"] in (OPTIMAL, OPTIMAL_INACCURATE), rows[task.key]
         assert rows[task.key]["primal_objective"] == pytest.approx(27.03, abs=0.05)  # Exercise 5.4, C = 10
 
 
@@ -485,13 +487,13 @@ def test_a_hanging_solve_becomes_a_time_limit_row(sweep, tmp_path):
              _task(sweep, 2, formulation="dual"), _task(sweep, 3, fault="crash"), _task(sweep, 4, fault="raise")]
     rows = _run(sweep, tasks, tmp_path)
     assert set(rows) == {t.key for t in tasks}
-    assert rows[tasks[1].key]["status"] == st.TIME_LIMIT and "killed after 1.6 s" in rows[tasks[1].key]["error"]
-    assert rows[tasks[3].key]["status"] == st.ERROR and "SIGSEGV" in rows[tasks[3].key]["error"]
-    assert rows[tasks[4].key]["status"] == st.ERROR and "injected fault" in rows[tasks[4].key]["error"]
+    assert rows[tasks[1].key]["status"] == TIME_LIMIT and "killed after 1.6 s" in rows[tasks[1].key]["error"]
+    assert rows[tasks[3].key]["status"] == ERROR and "SIGSEGV" in rows[tasks[3].key]["error"]
+    assert rows[tasks[4].key]["status"] == ERROR and "injected fault" in rows[tasks[4].key]["error"]
     for task in tasks[1], tasks[3], tasks[4]:  # their message says why in one line, as the error does
         assert rows[task.key]["message"] == rows[task.key]["error"] and "\n" not in rows[task.key]["message"]
     for task in (tasks[0], tasks[2]):
-        assert rows[task.key]["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+        assert rows[task.key]["status"] in (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 def test_a_solve_whose_server_is_killed_is_an_error_row_that_names_it(sweep, tmp_path):
@@ -513,8 +515,8 @@ def test_a_solve_whose_server_is_killed_is_an_error_row_that_names_it(sweep, tmp
     waiting.join(30.0)  # a bound for a broken build only: the row comes with the server's death
     assert not waiting.is_alive(), "the sweep still waits for the orphaned child"
     row = rows["hung"]
-    assert row["status"] == st.ERROR and row["error"] == (f"the solve server (pid {server.process.pid}) died during "
+    assert row["status"] == ERROR and row["error"] == (f"the solve server (pid {server.process.pid}) died during "
                                                          "the solve (SIGKILL)")
     assert child and not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                              for pid in child)
-    assert sweep.run_isolated(after)["status"] in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+    assert sweep.run_isolated(after)["status"] in (OPTIMAL, OPTIMAL_INACCURATE)

@@ -10,7 +10,7 @@ from experiments.datasets import load_dataset
 from experiments.separability import format_certificate, is_separable, plot_certificate, verify_common_point
 from formulations.errors import SVMInputError
 from solvers import checks
-from solvers import solution as st
+from solvers.solution import INFEASIBLE, OPTIMAL
 from solvers.checks import separability_verdict
 from solvers.lp import solve_lp
 from tests.conftest import skip_unless_available
@@ -36,8 +36,8 @@ def test_example_5_1_is_separable(layer, method):
     X, y = data("example_5_1")
     res = is_separable(X, y, layer, "highs", method, cross_check=True)
     assert res.separable is True and res.verified
-    assert res.feasibility.status == st.OPTIMAL
-    assert res.hull.status == st.INFEASIBLE  # and the hull LP agrees: no common point
+    assert res.feasibility.status == OPTIMAL
+    assert res.hull.status == INFEASIBLE  # and the hull LP agrees: no common point
     assert res.consistent is True
     assert np.min(y * (X @ res.w + res.b)) >= 1 - 1e-9
     assert res.min_margin >= 1 - 1e-9
@@ -48,8 +48,8 @@ def test_exercise_5_4_is_not_separable_with_a_verified_common_point(layer, metho
     X, y = data("exercise_5_4")
     res = is_separable(X, y, layer, "highs", method, tol=TOL)
     assert res.separable is False and res.verified
-    assert res.feasibility.status == st.INFEASIBLE
-    assert res.hull.status == st.OPTIMAL
+    assert res.feasibility.status == INFEASIBLE
+    assert res.hull.status == OPTIMAL
     c = res.certificate
     assert c["max_residual"] <= TOL
     XA, XB = X[y > 0], X[y < 0]
@@ -107,14 +107,14 @@ def test_a_solver_claim_of_infeasibility_alone_is_not_taken(monkeypatch):
     def lying(formulation, X, y, **kw):
         sol = real(formulation, X, y, **kw)
         if formulation == "separability":
-            sol.status, sol.w, sol.b = st.INFEASIBLE, None, float("nan")
+            sol.status, sol.w, sol.b = INFEASIBLE, None, float("nan")
         return sol
 
     monkeypatch.setattr(sep, "solve_lp", lying)
     X, y = data("example_5_1")
     res = is_separable(X, y, "cvxpy", "highs")
     assert res.separable is None and not res.verified
-    assert res.hull.status == st.INFEASIBLE
+    assert res.hull.status == INFEASIBLE
     assert "undecided" in res.message
 
 
@@ -135,7 +135,7 @@ def test_hull_lp_directly():
     X, y = data("exercise_5_4")
     for layer in LAYERS:
         s = solve_lp("hull_intersection", X, y, layer=layer, backend="highs", method="simplex")
-        assert s.status == st.OPTIMAL and s.checks["primal_infeasibility"] <= 1e-12
+        assert s.status == OPTIMAL and s.checks["primal_infeasibility"] <= 1e-12
         assert s.extras["lam"].shape == (28,) and s.extras["mu"].shape == (28,)
 
 

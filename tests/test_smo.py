@@ -10,7 +10,7 @@ import pytest
 from experiments.datasets import hard
 from formulations.kernels import Kernel, gram
 from solvers import api
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.algorithms.smo import RowCache, smo
 from solvers.deadline import Deadline
 
@@ -32,7 +32,7 @@ def data():
 def _reference(K, y, C):
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="piqp", C=C, profile="high",
                     method="full")
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     return sol
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from experiments.datasets import hard
 from formulations.kernels import Kernel, gram
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.algorithms import smo as smo_module
 from solvers.algorithms import smo_dual
 from solvers.algorithms import working_set as ws
@@ -37,13 +37,13 @@ def reference(data):
     out = {}
     for C in (1.0, 100.0):
         sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False, engine="blocks", profile="high")
-        assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+        assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
         out[C] = sol
     return out
 
 
 def _assert_is_reference(sol, ref):
-    assert sol.status == st.OPTIMAL, sol.checks.get("verdict")
+    assert sol.status == OPTIMAL, sol.checks.get("verdict")
     assert sol.checks["reference"] == "proved optimum"
     want = ref.checks["dual_objective"]
     assert abs(sol.checks["dual_objective"] - want) <= RTOL * abs(want)
@@ -77,7 +77,7 @@ def test_rows_from_the_data_and_per_sample_C(data):
     assert smo_dual.applies(rows) and smo_dual.compiled_rows(rows).capacity == 40
     on_rows = ws.solve(rows, y, C, backend="piqp", layer="direct", q=60, validate=False)
     blocks = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False, engine="blocks", profile="high")
-    assert blocks.status == st.OPTIMAL and blocks.checks["reference"] == "proved optimum"
+    assert blocks.status == OPTIMAL and blocks.checks["reference"] == "proved optimum"
     _assert_is_reference(on_rows, blocks)
 
 

@@ -16,7 +16,7 @@ from experiments.datasets import overlapping
 from formulations.kernel_dual import dual_matrix
 from formulations.kernels import Kernel, gram
 from solvers import api, closing, isolation, profiles, reference, registry
-from solvers import solution as st
+from solvers.solution import OPTIMAL, RawResult, Solution, TIME_LIMIT
 from solvers.adapters import pyomo_qp
 from solvers.algorithms import primal_working_set as pws
 from solvers.algorithms import working_set as ws
@@ -102,7 +102,7 @@ def test_each_kernel_subproblem_is_given_the_time_that_remains(data, monkeypatch
     sol = ws.solve(K, y, 10.0, backend=backend, layer="direct", q=10, validate=False,
                    time_limit=Deadline(100.0, clock=clock), engine="blocks")
     assert given == [100.0, 60.0, 20.0]
-    assert sol.status == st.TIME_LIMIT and sol.w is None and math.isnan(sol.objective)
+    assert sol.status == TIME_LIMIT and sol.w is None and math.isnan(sol.objective)
     assert sol.message.startswith("stopped at the time limit (100 s) after 2 steps, in the subproblem of step 3 (")
     if backend == "osqp":
         assert sol.message.endswith("points), given the 20 s left, 120 s in all")
@@ -145,7 +145,7 @@ def test_a_limit_passed_before_the_first_check_starts_no_subproblem(data, monkey
     given = _taking(monkeypatch, subproblems, "cvxpy", Clock(), 0.0)
     sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="piqp", C=1.0, kernel="rbf", method="working_set",
                     time_limit=1e-9)
-    assert given == [] and sol.status == st.TIME_LIMIT and sol.iterations == 1
+    assert given == [] and sol.status == TIME_LIMIT and sol.iterations == 1
     assert sol.message.startswith("stopped at the time limit (1e-09 s) after 0 steps, ")
     assert sol.message.endswith(" s in all")  # no subproblem ran: nothing to say about one
 
@@ -157,7 +157,7 @@ def test_the_split_start_and_the_final_proof_stop_at_the_deadline(data):
     ds = overlapping(2000, d=2, seed=1)
     sol = ws.solve(gram(Kernel("rbf"), ds.X), ds.y, 1.0, backend="osqp", layer="direct", q=500, validate=False,
                    time_limit=1e-9, engine="blocks")
-    assert sol.status == st.TIME_LIMIT and "after 0 steps, in the split start, " in sol.message
+    assert sol.status == TIME_LIMIT and "after 0 steps, in the split start, " in sol.message
     assert sol.extras["start"].endswith("the restricted QP stopped at the time limit; started at zero")
     _, y, K = data
     loop = state.LoopState(np.zeros(N), -np.ones(N), "zero", deadline=passed())
@@ -178,7 +178,7 @@ def test_the_polish_the_smo_steps_and_the_proof_stop_at_the_deadline(data):
     assert pair_steps.smo_steps(optimality.as_rows(K), y, alpha, g, C, 0.0, 1e-6, 100, deadline=passed()) == 0
     assert not alpha.any() and np.all(g == -1.0)
     sol = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=C, method="full")
-    assert sol.status == st.OPTIMAL and sol.checks["reference"] == "proved optimum"
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     stopped = reference.polish(reference.Gram(None, K), y, C, sol.alpha, sol.decision, deadline=passed())
     assert not stopped.ok and stopped.reason == reference.STOPPED
 
@@ -190,14 +190,14 @@ def test_an_optimum_whose_checks_the_limit_cuts_is_a_time_limit_row(data):
     found = api.solve("kernel_dual", None, y, K=K, layer="cvxpy", backend="clarabel", C=1.0, method="full")
 
     def closed(deadline):
-        sol = st.Solution(formulation="kernel_dual", layer="cvxpy", backend="clarabel", status=st.OPTIMAL,
-                          solver_status=st.OPTIMAL, raw_status="solved", objective=found.objective)
+        sol = Solution(formulation="kernel_dual", layer="cvxpy", backend="clarabel", status=OPTIMAL,
+                          solver_status=OPTIMAL, raw_status="solved", objective=found.objective)
         return closing.close(sol, {"alpha": found.alpha.copy()}, X=np.zeros((N, 0)), y=y, C=1.0, K=K,
                              profile=profiles.get_profile("default"), deadline=deadline)
 
-    assert closed(Deadline(1e9)).status == st.OPTIMAL
+    assert closed(Deadline(1e9)).status == OPTIMAL
     late = closed(passed())
-    assert late.status == st.TIME_LIMIT and late.solver_status == st.OPTIMAL
+    assert late.status == TIME_LIMIT and late.solver_status == OPTIMAL
     assert late.checks["timed_out"] and not late.checks["verified"]
     assert late.message == ("stopped at the time limit (1 s) in the closing checks, before the proof of the optimum, "
                             "2 s in all: not verified")
@@ -222,7 +222,7 @@ def test_a_converged_loop_whose_checks_the_limit_cuts_is_not_optimal(data, monke
     clock = Clock()
     _takes(monkeypatch, ws_loop, "settle", clock, 200.0)
     sol = ws.solve(K, y, 1.0, backend="piqp", layer="direct", validate=False, time_limit=Deadline(100.0, clock=clock))
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.TIME_LIMIT
+    assert sol.solver_status == OPTIMAL and sol.status == TIME_LIMIT
     assert "in the closing checks, before the proof of the optimum" in sol.message
     assert sol.checks["timed_out"]
 
@@ -244,10 +244,10 @@ def test_the_full_method_gives_its_backend_the_time_left_and_none_past_the_limit
     X, y, _ = data
     given = _spy_on_the_time_given(monkeypatch, "cvxpy", "clarabel")
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e4)
-    assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
+    assert sol.status == OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e-9)
     assert len(given) == 1  # not called: the limit had passed by the time the model was built
-    assert sol.status == st.TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
+    assert sol.status == TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
         "stopped at the time limit (1e-09 s) before the backend was called (building the model), ")
 
 
@@ -258,12 +258,12 @@ def test_a_whole_qp_stopped_at_its_share_of_the_limit_names_the_call_s_limit(dat
     adapter = registry.get_backend("cvxpy", "clarabel")
 
     def stopped(model, options, time_limit=None):
-        return st.RawResult(status=st.TIME_LIMIT, raw_status="user_limit",
+        return RawResult(status=TIME_LIMIT, raw_status="user_limit",
                             message=f"stopped at the time limit ({time_limit:g} s); Solution may be inaccurate.")
 
     monkeypatch.setattr(adapter, "solve", stopped)
     sol = api.solve("soft_primal", X, y, layer="cvxpy", backend="clarabel", C=1.0, method="full", time_limit=1e4)
-    assert sol.status == st.TIME_LIMIT
+    assert sol.status == TIME_LIMIT
     assert sol.message.startswith("stopped at the time limit (10000 s) in the backend, given the ")
     assert sol.message.count("stopped at the time limit") == 1 and "; Solution may be inaccurate." in sol.message
 
@@ -285,7 +285,7 @@ def test_each_restricted_qp_is_given_the_time_that_remains(wide, monkeypatch, ba
     monkeypatch.setattr(pws, "_wrong_side", lambda margins, band, held, tol: ~band)
     sol = pws.solve(X, y, 1.0, backend=backend, layer="direct", time_limit=Deadline(100.0, clock=clock))
     assert given == [100.0, 60.0, 20.0]
-    assert sol.status == st.TIME_LIMIT and sol.iterations == 2 and sol.w is None
+    assert sol.status == TIME_LIMIT and sol.iterations == 2 and sol.w is None
     assert sol.message.startswith("stopped at the time limit (100 s) after 2 restricted QPs, in restricted QP 3 (")
     why = "given the 20 s left" if backend == "osqp" else "which direct/piqp ran to its end"
     assert why in sol.message and sol.message.endswith("120 s in all" if backend == "osqp" else
@@ -301,7 +301,7 @@ def test_the_smoothed_start_and_the_settling_step_stop_at_the_deadline(wide, mon
     clock = Clock()
     _takes(monkeypatch, pws, "_settle", clock, 200.0)
     sol = pws.solve(X, y, 1.0, layer="direct", time_limit=Deadline(100.0, clock=clock))
-    assert sol.status == st.TIME_LIMIT and sol.w is None
+    assert sol.status == TIME_LIMIT and sol.w is None
     assert "restricted QPs, in the settling step, at a consistent split" in sol.message
 
 
@@ -313,10 +313,10 @@ def test_solve_lp_gives_its_backend_the_time_left_and_none_past_the_limit(monkey
     ds = example_5_1()
     given = _spy_on_the_time_given(monkeypatch, "cvxpy", "clarabel")
     sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e4)
-    assert sol.status == st.OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
+    assert sol.status == OPTIMAL and len(given) == 1 and 0 < given[0] < 1e4  # what remained after the build
     sol = solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, time_limit=1e-9)
     assert len(given) == 1  # not called: the limit had passed by the time the model was built
-    assert sol.status == st.TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
+    assert sol.status == TIME_LIMIT and sol.raw_status == "not started" and sol.message.startswith(
         "stopped at the time limit (1e-09 s) before the backend was called (building the model), ")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments.typeset import INLINE_MATH, markdown_to_html, math_svg, protect_math
-from solvers import solution as st
+from solvers.solution import ITERATION_LIMIT, Solution
 from solvers.checks import ending_note
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +45,8 @@ def test_protected_maths_leave_no_asterisk_to_the_markdown_parser():
 
 
 def test_a_point_that_passes_the_checks_at_a_limit_is_not_called_unverified():
-    sol = st.Solution(formulation="soft_primal", layer="cvxpy", backend="osqp", status=st.ITERATION_LIMIT,
-                      solver_status=st.ITERATION_LIMIT, raw_status="maximum iterations reached", iterations=4000,
+    sol = Solution(formulation="soft_primal", layer="cvxpy", backend="osqp", status=ITERATION_LIMIT,
+                      solver_status=ITERATION_LIMIT, raw_status="maximum iterations reached", iterations=4000,
                       decision=[1.0], checks={"verdict": "verified"})
     note = ending_note(sol)
     assert note.startswith("stopped at its iteration limit after 4000 iterations")

@@ -26,7 +26,7 @@ from experiments.datasets import example_5_1
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import B_INTERVAL
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, RawResult
 from solvers.api import solve
 from solvers.checks import decision_scale
 from solvers.deadline import NEVER
@@ -47,7 +47,7 @@ def test_corpus_no_optimal_row_is_off_the_proved_optimum(problem):
     assert len(df) == 2 * len(PAIRS)
     bad = corpus.wrong_optimal(df)
     assert bad.empty, "\n" + bad.to_string()
-    assert (df["status"] == st.OPTIMAL).sum() >= 4, "the corpus problem should be solvable by most backends"
+    assert (df["status"] == OPTIMAL).sum() >= 4, "the corpus problem should be solvable by most backends"
 
 
 def test_corpus_has_at_least_500_solves():
@@ -66,9 +66,9 @@ def test_the_issues_rescaled_example_is_never_wrong_and_optimal():
         sol = corpus._solve(q, layer, backend, "default")
         err = corpus.errors(sol, ref, q)
         worst = max(v for v in err.values() if not math.isnan(v)) if sol.decision is not None else math.inf
-        assert sol.status != st.OPTIMAL or worst <= 1e-4, (layer, backend, formulation, err)
+        assert sol.status != OPTIMAL or worst <= 1e-4, (layer, backend, formulation, err)
         if worst > 1e-4:
-            assert sol.status != st.OPTIMAL
+            assert sol.status != OPTIMAL
 
 
 # ----------------------------------------------------------------------------- invariances
@@ -144,7 +144,7 @@ def test_no_transformation_turns_a_wrong_point_into_optimal(case):
         f_scale = decision_scale(truth.g + truth.b)
         np.testing.assert_allclose(X2 @ ref2.w, truth.g, rtol=0, atol=1e-7 * f_scale)
     sol = corpus._solve(moved, layer, backend, profile)
-    if sol.status == st.OPTIMAL:
+    if sol.status == OPTIMAL:
         err = corpus.errors(sol, truth, moved)
         tol = get_profile(profile).check_tol
         assert all(not v > tol for v in err.values()), (kind, s, layer, backend, profile, err)
@@ -169,7 +169,7 @@ def test_api_refutes_a_false_claim(monkeypatch, layer):
     monkeypatch.setattr(closing, "read_model", lambda *a, **k: _perturbed(real(*a, **k)))
     ds = example_5_1()
     sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend="clarabel", profile="high")
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
 
 
 def test_direct_refutes_a_false_claim(monkeypatch):
@@ -179,7 +179,7 @@ def test_direct_refutes_a_false_claim(monkeypatch):
     monkeypatch.setattr(direct, "named_values", lambda asm, res: _perturbed(real(asm, res)))
     ds = example_5_1()
     sol = direct.solve("dual", ds.X, ds.y, backend="clarabel", profile="high")
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
 
 
 @pytest.mark.parametrize("rows_on_demand", [False, True])
@@ -200,7 +200,7 @@ def test_kernel_working_set_refutes_a_false_claim(monkeypatch, rows_on_demand):
 
     monkeypatch.setattr(working_set.solver, "decompose", lying)  # where solve looks it up
     sol = working_set.solve(K, ds.y, 1.0, backend="clarabel")
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
 
 
 def test_primal_working_set_refutes_a_false_claim(monkeypatch):
@@ -216,7 +216,7 @@ def test_primal_working_set_refutes_a_false_claim(monkeypatch):
 
     monkeypatch.setattr(primal_working_set, "decompose", lying)
     sol = primal_working_set.solve(ds.X, ds.y, 1.0, backend="piqp")
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
 
 
 def test_bench_rows_refute_a_false_claim():
@@ -224,14 +224,14 @@ def test_bench_rows_refute_a_false_claim():
 
     ds = example_5_1()
     truth = solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=bench.C_VALUE, profile="high")
-    raw = st.RawResult(status=st.OPTIMAL, raw_status="solved", objective=truth.objective)
+    raw = RawResult(status=OPTIMAL, raw_status="solved", objective=truth.objective)
     path = bench.BenchPath("linear", "soft_primal", "cvxpy", "clarabel")
     task = bench.BenchCase(path=path, n=len(ds.y), budget=10.0)
     row = bench.Row(path.problem, path.formulation, path.layer, path.backend, path.form, path.rank, path.profile,
                     path.label, len(ds.y), ds.X.shape[1])
     values = {"w": truth.w * 1.01, "b": truth.b, "alpha": truth.alpha}
     bench._verify_into(row, task, "cvxpy", raw, values, ds.X, ds.y, None, deadline=NEVER)
-    assert row.status == st.OPTIMAL_INACCURATE
+    assert row.status == OPTIMAL_INACCURATE
 
 
 def test_c_path_refutes_a_false_claim():
@@ -244,7 +244,7 @@ def test_c_path_refutes_a_false_claim():
     raw = get_backend("cvxpy", "clarabel").solve(model, {}, None)
     model.variables["w"].value = model.variables["w"].value * 1.01
     _, status, _ = c_path._checked(model, "soft_primal", "clarabel", raw, ds.X, ds.y, 1.0, 1e-6)
-    assert raw.status == st.OPTIMAL and status == st.OPTIMAL_INACCURATE
+    assert raw.status == OPTIMAL and status == OPTIMAL_INACCURATE
 
 
 def test_lp_refutes_a_false_claim(monkeypatch):
@@ -254,7 +254,7 @@ def test_lp_refutes_a_false_claim(monkeypatch):
     monkeypatch.setattr(lp, "read_values", lambda *a, **k: _perturbed(real(*a, **k)))
     ds = example_5_1()
     sol = lp.solve_lp("l1_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0)
-    assert sol.solver_status == st.OPTIMAL and sol.status == st.OPTIMAL_INACCURATE
+    assert sol.solver_status == OPTIMAL and sol.status == OPTIMAL_INACCURATE
 
 
 # ----------------------------------------------------------------------------- free or at the bound
@@ -278,7 +278,7 @@ def test_tiny_C_every_alpha_at_the_bound_and_b_from_the_interval(layer, backend)
     assert np.allclose(np.abs(svc.dual_coef_), C)  # every support vector at C
     sol = solve("kernel_dual", X, y, layer=layer, backend=backend, C=C, kernel=Kernel("rbf", gamma=1.0),
                 profile="high")
-    assert sol.status == st.OPTIMAL
+    assert sol.status == OPTIMAL
     assert sol.checks["n_free_sv"] == 0 and sol.checks["n_bound_sv"] == len(y)
     assert sol.b_rule == B_INTERVAL
     assert sol.b == pytest.approx(0.5 * (sol.extras["b_lower"] + sol.extras["b_upper"]), abs=1e-12)
@@ -292,12 +292,12 @@ def test_tiny_C_ipopt_stops_inside_the_bounds_and_is_not_called_exact():
     X, y = _moons()
     sol = solve("kernel_dual", X, y, layer="pyomo", backend="ipopt", C=1e-5, kernel=Kernel("rbf", gamma=1.0),
                 profile="high")
-    assert sol.solver_status == st.OPTIMAL
+    assert sol.solver_status == OPTIMAL
     assert sol.checks["n_free_sv"] == 0 and sol.checks["n_bound_sv"] == len(y)
     assert sol.checks["err_decision"] < 1e-4  # measured 1.0002e-6: just over `high`'s 1e-6
     tol = get_profile("high").check_tol
     exact = max(sol.checks["err_decision"], sol.checks["err_objective"], sol.checks["rel_duality_gap"]) <= tol
-    assert (sol.status == st.OPTIMAL) == exact
+    assert (sol.status == OPTIMAL) == exact
 
 
 def test_estimator_support_vectors_at_a_huge_C_match_svc():
@@ -320,7 +320,7 @@ def test_estimator_support_vectors_at_a_huge_C_match_svc():
         f_svc = svc.decision_function(X)
         np.testing.assert_allclose(ours.decision_function(X), f_svc, atol=1e-4 * max(1.0, np.abs(f_svc).max()))
         warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-        assert warned == (ours.solution_.status == st.OPTIMAL_INACCURATE), C  # never silently inaccurate
+        assert warned == (ours.solution_.status == OPTIMAL_INACCURATE), C  # never silently inaccurate
 
 
 @pytest.mark.parametrize("C", [1e-6, 1e-3, 1.0, 1e3, 1e10])
@@ -341,7 +341,7 @@ def test_polish_proves_the_optimum_at_every_C(C):
     assert int(np.sum(ref.alpha > 0)) == len(svc.support_)
     assert sol.checks["n_sv"] == len(svc.support_)
     if C <= 1e3:
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.status == OPTIMAL, sol.checks["verdict"]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -389,8 +389,8 @@ def test_a_backend_without_a_time_limit_is_stopped_by_the_server_or_refused(monk
     ds = example_5_1()
     if isolation.ISOLATE:
         sol = solve("hard_primal", ds.X, ds.y, layer=layer, backend=backend, time_limit=600.0)
-        assert sol.solver_status == st.OPTIMAL  # it ran, within the limit (Pyomo/ProxQP's point is 1e-4 off: inaccurate)
-        if sol.status == st.OPTIMAL:
+        assert sol.solver_status == OPTIMAL  # it ran, within the limit (Pyomo/ProxQP's point is 1e-4 off: inaccurate)
+        if sol.status == OPTIMAL:
             assert sol.w == pytest.approx([-0.9229, 0.7627], abs=1e-4)  # Example 5.1
     monkeypatch.setattr(isolation, "ISOLATE", False)
     with pytest.raises(SVMInputError, match=f"{layer}/{backend} has no time limit of its own.*no solve server"):
@@ -415,7 +415,7 @@ def test_time_limit_reaches_the_pyomo_qpsolvers_backends(monkeypatch, backend, o
     ds = example_5_1()
     sol = solve("hard_primal", ds.X, ds.y, layer="pyomo", backend=backend, time_limit=7.0)
     assert 0 < seen.get(option) <= 7.0  # what remains of the call's 7 s once the model is built (solvers.deadline)
-    assert sol.solver_status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+    assert sol.solver_status in (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 @pytest.mark.slow  # up to half a minute a case
@@ -430,9 +430,9 @@ def test_working_set_starts_feasible_at_every_C(C, backend):
     assert np.all(sol.alpha >= 0) and np.all(sol.alpha <= C)
     assert abs(float(y @ sol.alpha)) <= 1e-9 * sol.alpha.sum()
     if C < 1:  # at C = 10 the loop can stall short of 1e-6 (complementarity 1.3e-6 with Clarabel)
-        assert sol.status == st.OPTIMAL, sol.checks["verdict"]
+        assert sol.status == OPTIMAL, sol.checks["verdict"]
     else:
-        assert sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE)
+        assert sol.status in (OPTIMAL, OPTIMAL_INACCURATE)
 
 
 def test_balance_classes_makes_a_solver_point_exactly_feasible():
@@ -463,7 +463,7 @@ def test_data_far_from_the_origin_give_the_same_classifier(formulation, layer, s
     kernel = Kernel("linear") if formulation == "kernel_dual" else None
     near = solve(formulation, X, y, layer=layer, backend="piqp", C=1.0, kernel=kernel, profile="high")
     far = solve(formulation, X + shift, y, layer=layer, backend="piqp", C=1.0, kernel=kernel, profile="high")
-    assert near.status == far.status == st.OPTIMAL, far.message
+    assert near.status == far.status == OPTIMAL, far.message
     f_near, f_far = X @ near.w + near.b, (X + shift) @ far.w + far.b
     assert np.max(np.abs(f_far - f_near)) <= 1e-5 * np.max(np.abs(f_near))
     assert far.objective == pytest.approx(near.objective, rel=1e-6) and "centered" in far.extras

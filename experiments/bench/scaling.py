@@ -67,7 +67,7 @@ from solvers import api, isolation
 from solvers.algorithms import direct, primal_working_set, working_set
 from solvers.algorithms.kernel_rows import gram_fits, row_source
 from solvers.backends import RECORDS
-from solvers import solution as st
+from solvers.solution import OPTIMAL
 from solvers.closing import model_values, settle
 from solvers.deadline import Deadline
 from solvers.profiles import backend_options, get_profile
@@ -694,7 +694,7 @@ def _fastest(rounds: list[dict]) -> dict:
     """Of one (path, n)'s rounds: the fastest verified (or converged, for LIBSVM and LIBLINEAR) one, else the
     fastest; every round's time in its extras."""
     # LIBSVM's and LIBLINEAR's rows say "converged"
-    finished = [row for row in rounds if row["status"] in (st.OPTIMAL, "converged")] or rounds
+    finished = [row for row in rounds if row["status"] in (OPTIMAL, "converged")] or rounds
 
     def seconds(row):
         total = row.get("total_s")

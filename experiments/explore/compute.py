@@ -31,7 +31,7 @@ from formulations.kernels import Kernel, decision_function
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from formulations.validation import check_C, parse_number
 from solvers import isolation
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.api import METHODS, solve
 from solvers.grading import PointCheck, check_point
 from solvers.profiles import PROFILES
@@ -170,8 +170,8 @@ class Exploration:
     settings: Settings
     X: np.ndarray
     y: np.ndarray
-    solution: st.Solution
-    other: st.Solution | None = None
+    solution: Solution
+    other: Solution | None = None
     time_limit: float | None = None  # the request's limit in seconds (None: none could be set)
     separability: object | None = None  # experiments.separability.SeparabilityResult
     decision: np.ndarray | None = None  # f(x_i) (None when the point was withheld)
@@ -209,7 +209,7 @@ class Exploration:
 
     def notice(self) -> str:
         """What the page says above the numbers when a solve stopped at the explorer's time limit ("" if none)."""
-        stopped = [sol for sol in (self.solution, self.other) if sol is not None and sol.status == st.TIME_LIMIT]
+        stopped = [sol for sol in (self.solution, self.other) if sol is not None and sol.status == TIME_LIMIT]
         if not stopped:
             return ""
         which = " and ".join(f"{sol.layer}/{sol.backend}" for sol in stopped)
@@ -255,7 +255,7 @@ def limit_for(layer: str, backend: str, time_limit: float | None) -> float | Non
     return None
 
 
-def _solve_one(X, y, settings: Settings, layer: str, time_limit: float | None) -> st.Solution:
+def _solve_one(X, y, settings: Settings, layer: str, time_limit: float | None) -> Solution:
     formulation = settings.solved_formulation()
     kwargs = {"C": None if formulation == HARD_PRIMAL else settings.C, "profile": settings.profile}
     if formulation == KERNEL_DUAL:
@@ -264,7 +264,7 @@ def _solve_one(X, y, settings: Settings, layer: str, time_limit: float | None) -
                  time_limit=limit_for(layer, settings.backend, time_limit), **kwargs)
 
 
-def decision_values(sol: st.Solution, settings: Settings, X, y, Z) -> np.ndarray:
+def decision_values(sol: Solution, settings: Settings, X, y, Z) -> np.ndarray:
     """f(z) for every row z of Z, from w* or from alpha* and the kernel (in blocks of GRID_CHUNK rows of Z)."""
     if sol.w is not None:
         return Z @ sol.w + sol.b
@@ -301,7 +301,7 @@ def explore(X, y, settings: Settings, window: tuple | None = None, time_limit: f
         result.other = _solve_one(X, y, settings, settings.other_layer, left)
     if settings.hard and settings.kernel == "linear":
         result.separability = is_separable(X, y)
-    if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
+    if sol.status in (OPTIMAL, OPTIMAL_INACCURATE) and sol.alpha is not None and math.isfinite(sol.b):
         # f(x_i) as the solve recorded it (the values its checks and support-vector counts used)
         result.decision = sol.decision if sol.decision is not None else decision_values(sol, settings, X, y, X)
         result.codes = recovery.classify(sol.alpha, y, result.decision, settings.C)

@@ -38,7 +38,7 @@ from formulations.family.names import (
     PRIMAL,
 )
 from formulations.kernels import Kernel, decision_function
-from solvers import solution as st
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.family import solve
 
 C_SVM = "c_svm"  # the page's first member: experiments.explore.compute
@@ -137,8 +137,8 @@ class FamilyExploration:
     points: np.ndarray  # the plane's points
     X: np.ndarray  # the model's input
     y: np.ndarray | None  # labels, targets, or None
-    solution: st.Solution
-    other: st.Solution | None = None
+    solution: Solution
+    other: Solution | None = None
     time_limit: float | None = None
     decision: np.ndarray | None = None  # f(x_i) (None when the point was withheld)
     roles: list = field(default_factory=list)  # per point: what it is at the optimum (ROLE_COLORS' keys)
@@ -164,7 +164,7 @@ class FamilyExploration:
         return np.abs(residual) - eps > AT_BOUND * max(eps, top(residual))
 
     def notice(self) -> str:
-        stopped = [s for s in (self.solution, self.other) if s is not None and s.status == st.TIME_LIMIT]
+        stopped = [s for s in (self.solution, self.other) if s is not None and s.status == TIME_LIMIT]
         if not stopped:
             return self.sweep_note
         limit = "a time limit" if self.time_limit is None else f"{self.time_limit:g} s"
@@ -207,7 +207,7 @@ def _solve_one(data_X, y, settings: FamilySettings, layer: str, time_limit, form
                  profile=settings.profile, time_limit=limit_for(layer, settings.backend, time_limit), **params)
 
 
-def decision_values(sol: st.Solution, settings: FamilySettings, X, Z) -> np.ndarray:
+def decision_values(sol: Solution, settings: FamilySettings, X, Z) -> np.ndarray:
     """f(z) for every row z of Z: from w* where the row has it, else sum_i coef_i k(x_i, z) + b (in blocks)."""
     if sol.w is not None:
         return np.asarray(Z @ sol.w, dtype=float).ravel() + sol.b
@@ -235,7 +235,7 @@ def explore_family(X, y, settings: FamilySettings, window: tuple | None = None,
     result = FamilyExploration(settings, points, data_X, target, sol, time_limit=time_limit)
     if settings.compare_layers:
         result.other = _solve_one(data_X, target, settings, settings.other_layer, left())
-    if sol.status in (st.OPTIMAL, st.OPTIMAL_INACCURATE) and sol.decision is not None and math.isfinite(sol.b):
+    if sol.status in (OPTIMAL, OPTIMAL_INACCURATE) and sol.decision is not None and math.isfinite(sol.b):
         result.decision = np.asarray(sol.decision, dtype=float)
         result.roles = roles(result)
         result.grid = _grid(result, points, window)

@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from solvers import solution as st
+from solvers.solution import ITERATION_LIMIT, TIME_LIMIT
 from solvers.backends import BackendRecord
 
 #: Words in a solver's own status that say it stopped at a limit, read before any other word of it: SCS stopped by
 #: its time limit says "unbounded (inaccurate - reached time_limit_secs)" or "solved (inaccurate - reached
 #: time_limit_secs)", which read as an unbounded problem and as an inaccurate optimum.
-LIMIT_WORDS = (("time", st.TIME_LIMIT), ("max_iter", st.ITERATION_LIMIT), ("maxiter", st.ITERATION_LIMIT),
-               ("iteration", st.ITERATION_LIMIT))
+LIMIT_WORDS = (("time", TIME_LIMIT), ("max_iter", ITERATION_LIMIT), ("maxiter", ITERATION_LIMIT),
+               ("iteration", ITERATION_LIMIT))
 
 
 def limit_in(raw: str | None) -> str | None:
-    """The limit a solver's own status says it stopped at (st.TIME_LIMIT or st.ITERATION_LIMIT), or None."""
+    """The limit a solver's own status says it stopped at (TIME_LIMIT or ITERATION_LIMIT), or None."""
     key = (raw or "").lower().replace(" ", "_")
     return next((status for word, status in LIMIT_WORDS if word in key), None)
 

@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, TIME_LIMIT, UNBOUNDED
+)
 from solvers.adapters.base import RecordAdapter, limit_in, status_warnings
 from solvers.errors import BackendError
 
@@ -20,15 +22,15 @@ if TYPE_CHECKING:  # annotations only: the registry (and --list) must not import
 
 # cvxpy's statuses -> the project's. Anything not listed becomes an error.
 STATUS_MAP = {
-    "optimal": st.OPTIMAL,
-    "optimal_inaccurate": st.OPTIMAL_INACCURATE,
-    "infeasible": st.INFEASIBLE,
-    "infeasible_inaccurate": st.INFEASIBLE,
-    "unbounded": st.UNBOUNDED,
-    "unbounded_inaccurate": st.UNBOUNDED,
-    "infeasible_or_unbounded": st.INFEASIBLE,
-    "user_limit": st.ITERATION_LIMIT,
-    "solver_error": st.ERROR,
+    "optimal": OPTIMAL,
+    "optimal_inaccurate": OPTIMAL_INACCURATE,
+    "infeasible": INFEASIBLE,
+    "infeasible_inaccurate": INFEASIBLE,
+    "unbounded": UNBOUNDED,
+    "unbounded_inaccurate": UNBOUNDED,
+    "infeasible_or_unbounded": INFEASIBLE,
+    "user_limit": ITERATION_LIMIT,
+    "solver_error": ERROR,
 }
 
 def project_status(cvxpy_status: str, time_limit: float | None, elapsed: float, raw: str = "") -> str:
@@ -36,9 +38,9 @@ def project_status(cvxpy_status: str, time_limit: float | None, elapsed: float, 
     called SCS stopped at its time limit optimal_inaccurate); "user_limit" is cvxpy's word for an iteration limit
     and for a time limit alike, so it is a time limit where one was set and the solve ran to it (cvxpy/HiGHS on
     breast cancer x 1e3 at C = 1e-5 with time_limit = 10 said iteration_limit)."""
-    status = limit_in(raw) or STATUS_MAP.get(cvxpy_status, st.ERROR)
-    if status == st.ITERATION_LIMIT and time_limit is not None and elapsed >= time_limit:
-        return st.TIME_LIMIT
+    status = limit_in(raw) or STATUS_MAP.get(cvxpy_status, ERROR)
+    if status == ITERATION_LIMIT and time_limit is not None and elapsed >= time_limit:
+        return TIME_LIMIT
     return status
 
 
@@ -92,7 +94,7 @@ class CvxpyBackend(RecordAdapter):
             return False, f"cvxpy does not list {self.cvxpy_name} among its installed solvers"
         return True, "available"
 
-    def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> st.RawResult:
+    def solve(self, model: CvxpyModel, options: dict, time_limit: float | None = None) -> RawResult:
         import cvxpy as cp
 
         kwargs = solve_kwargs(self.record, dense=model.info.get("form") == "dense", options=options,
@@ -102,7 +104,7 @@ class CvxpyBackend(RecordAdapter):
             with status_warnings(self.name) as folded:
                 model.problem.solve(solver=self.cvxpy_name, **kwargs)
         except cp.error.SolverError as exc:
-            return st.RawResult(status=st.ERROR, raw_status="solver_error", message=str(exc),
+            return RawResult(status=ERROR, raw_status="solver_error", message=str(exc),
                                 solve_s=time.perf_counter() - start)
         except Exception as exc:  # a solver's own exception: re-raise as the project's
             raise BackendError(f"cvxpy/{self.name} raised {type(exc).__name__}: {exc}") from exc
@@ -111,13 +113,13 @@ class CvxpyBackend(RecordAdapter):
         raw = _raw_status(model.problem)
         status = project_status(model.problem.status, time_limit, elapsed, raw)
         iters = getattr(stats, "num_iters", None)
-        return st.RawResult(
+        return RawResult(
             status=status,
             raw_status=raw,
             objective=float(model.problem.value) if model.problem.value is not None else float("nan"),
             iterations=iters if isinstance(iters, int) else None,
             solve_s=elapsed,
             has_duals=self.record.cvxpy_duals,  # cvxpy's IPOPT path (nlp=True) returns none
-            message="; ".join(([f"stopped at the time limit ({time_limit:g} s)"] if status == st.TIME_LIMIT else [])
+            message="; ".join(([f"stopped at the time limit ({time_limit:g} s)"] if status == TIME_LIMIT else [])
                               + folded),
         )

@@ -12,19 +12,21 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, TIME_LIMIT, UNBOUNDED
+)
 from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
 # pyomo.contrib.solver TerminationCondition names -> the project's statuses.
 TERMINATION_MAP = {
-    "convergenceCriteriaSatisfied": st.OPTIMAL,
-    "maxTimeLimit": st.TIME_LIMIT,
-    "iterationLimit": st.ITERATION_LIMIT,
-    "unbounded": st.UNBOUNDED,
-    "provenInfeasible": st.INFEASIBLE,
-    "locallyInfeasible": st.INFEASIBLE,
-    "infeasibleOrUnbounded": st.INFEASIBLE,
+    "convergenceCriteriaSatisfied": OPTIMAL,
+    "maxTimeLimit": TIME_LIMIT,
+    "iterationLimit": ITERATION_LIMIT,
+    "unbounded": UNBOUNDED,
+    "provenInfeasible": INFEASIBLE,
+    "locallyInfeasible": INFEASIBLE,
+    "infeasibleOrUnbounded": INFEASIBLE,
 }
 
 
@@ -41,7 +43,7 @@ class PyomoHighsBackend(RecordAdapter):
         available = SolverFactory(self.record.name).available()  # Pyomo registers it under the same name
         return (bool(available), "available" if available else f"Pyomo reports {self.record.title} as {available}")
 
-    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+    def solve(self, model, options: dict, time_limit: float | None = None) -> RawResult:
         from pyomo.contrib.solver.common.factory import SolverFactory
 
         solver = SolverFactory(self.record.name)  # Pyomo registers it under the same name
@@ -60,9 +62,9 @@ class PyomoHighsBackend(RecordAdapter):
             raise BackendError(f"pyomo/highs raised {type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - start
         raw = results.termination_condition.name
-        status = TERMINATION_MAP.get(raw, st.ERROR)
-        if status == st.OPTIMAL and results.solution_status.name != "optimal":
-            status = st.OPTIMAL_INACCURATE
+        status = TERMINATION_MAP.get(raw, ERROR)
+        if status == OPTIMAL and results.solution_status.name != "optimal":
+            status = OPTIMAL_INACCURATE
         objective = results.incumbent_objective
         has_point = results.solution_status.name in ("optimal", "feasible")
         if has_point:
@@ -73,7 +75,7 @@ class PyomoHighsBackend(RecordAdapter):
                 duals = {}
             model.dual.clear()
             model.dual.update(duals)
-        return st.RawResult(
+        return RawResult(
             status=status,
             raw_status=f"{raw}/{results.solution_status.name}",
             objective=float(objective) if objective is not None else float("nan"),

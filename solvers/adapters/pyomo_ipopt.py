@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import solution as st
+from solvers.solution import (
+    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, TIME_LIMIT, UNBOUNDED
+)
 from solvers.adapters.base import RecordAdapter
 from solvers.errors import BackendError
 
@@ -29,18 +31,18 @@ if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve
 
 # Ipopt's ApplicationReturnStatus -> the project's; "acceptable level" is not optimal.
 IPOPT_STATUS = {
-    0: st.OPTIMAL,  # Solve_Succeeded
-    1: st.OPTIMAL_INACCURATE,  # Solved_To_Acceptable_Level
-    2: st.INFEASIBLE,  # Infeasible_Problem_Detected
-    3: st.ERROR,  # Search_Direction_Becomes_Too_Small
-    4: st.UNBOUNDED,  # Diverging_Iterates
-    5: st.ERROR,  # User_Requested_Stop
-    6: st.OPTIMAL_INACCURATE,  # Feasible_Point_Found
-    -1: st.ITERATION_LIMIT,  # Maximum_Iterations_Exceeded
-    -2: st.ERROR,  # Restoration_Failed
-    -3: st.ERROR,  # Error_In_Step_Computation
-    -4: st.TIME_LIMIT,  # Maximum_CpuTime_Exceeded
-    -5: st.TIME_LIMIT,  # Maximum_WallTime_Exceeded
+    0: OPTIMAL,  # Solve_Succeeded
+    1: OPTIMAL_INACCURATE,  # Solved_To_Acceptable_Level
+    2: INFEASIBLE,  # Infeasible_Problem_Detected
+    3: ERROR,  # Search_Direction_Becomes_Too_Small
+    4: UNBOUNDED,  # Diverging_Iterates
+    5: ERROR,  # User_Requested_Stop
+    6: OPTIMAL_INACCURATE,  # Feasible_Point_Found
+    -1: ITERATION_LIMIT,  # Maximum_Iterations_Exceeded
+    -2: ERROR,  # Restoration_Failed
+    -3: ERROR,  # Error_In_Step_Computation
+    -4: TIME_LIMIT,  # Maximum_CpuTime_Exceeded
+    -5: TIME_LIMIT,  # Maximum_WallTime_Exceeded
 }
 
 
@@ -48,7 +50,7 @@ def ipopt_status(info: dict) -> tuple[str, str]:
     """(the project's status, "code: Ipopt's message") from cyipopt's info dict."""
     code = int(info["status"])
     msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
-    return IPOPT_STATUS.get(code, st.ERROR), f"{code}: {msg}"
+    return IPOPT_STATUS.get(code, ERROR), f"{code}: {msg}"
 
 
 class _QPCallbacks:
@@ -123,7 +125,7 @@ class PyomoIpoptBackend(RecordAdapter):
             return False, f"cyipopt does not load: {exc}"
         return True, "available"
 
-    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+    def solve(self, model, options: dict, time_limit: float | None = None) -> RawResult:
         from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
 
         qp = from_pyomo(model)
@@ -136,7 +138,7 @@ class PyomoIpoptBackend(RecordAdapter):
         status, raw = ipopt_status(info)
         # Ipopt's lambda is already qpsolvers' (y, z): grad f + A'y + G'z + z_box = 0.
         load_into_pyomo(qp, model, x, lam_eq, lam_in)
-        return st.RawResult(
+        return RawResult(
             status=status,
             raw_status=raw,
             objective=qp.objective(x),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import scipy.sparse
 
-from solvers import solution as st
+from solvers.solution import ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, UNBOUNDED
 from solvers.adapters.base import RecordAdapter, limit_in, status_warnings
 from solvers.backends import BackendRecord
 from solvers.errors import BackendError
@@ -25,14 +25,14 @@ if TYPE_CHECKING:  # the bridge imports pyomo.environ (~1.5 s): loaded by `solve
     from solvers.bridge.pyomo_standard_form import StandardQP
 # Keywords in a solver's own status -> the project's status (first match wins), after its limits (base.limit_in).
 RAW_STATUS_KEYWORDS = (
-    ("dual_infeas", st.UNBOUNDED),
-    ("dualinfeas", st.UNBOUNDED),
-    ("unbounded", st.UNBOUNDED),
-    ("infeas", st.INFEASIBLE),
-    ("inaccurate", st.OPTIMAL_INACCURATE),
-    ("almost", st.OPTIMAL_INACCURATE),
-    ("solved", st.OPTIMAL),
-    ("optimal", st.OPTIMAL),
+    ("dual_infeas", UNBOUNDED),
+    ("dualinfeas", UNBOUNDED),
+    ("unbounded", UNBOUNDED),
+    ("infeas", INFEASIBLE),
+    ("inaccurate", OPTIMAL_INACCURATE),
+    ("almost", OPTIMAL_INACCURATE),
+    ("solved", OPTIMAL),
+    ("optimal", OPTIMAL),
 )
 
 
@@ -58,16 +58,16 @@ def iterations_of(extras: dict) -> int | None:
 
 def map_raw_status(raw: str | None, found: bool) -> str:
     if raw is None:
-        return st.OPTIMAL if found else st.ERROR
+        return OPTIMAL if found else ERROR
     if limit := limit_in(raw):
         return limit
     key = raw.lower().replace(" ", "_")
     for keyword, status in RAW_STATUS_KEYWORDS:
         if keyword in key:
-            if status == st.OPTIMAL and not found:
-                return st.ERROR
+            if status == OPTIMAL and not found:
+                return ERROR
             return status
-    return st.OPTIMAL if found else st.ERROR
+    return OPTIMAL if found else ERROR
 
 
 def qpsolvers_status(sol) -> tuple[str, str]:
@@ -84,7 +84,7 @@ def has_point(x) -> bool:
 
 def point_status(status: str, point: bool) -> str:
     """An optimum claimed without a finite point is an error."""
-    return status if point or status != st.OPTIMAL else st.ERROR
+    return status if point or status != OPTIMAL else ERROR
 
 
 def solve_standard_qp(qp: StandardQP, record: BackendRecord, options: dict):
@@ -147,7 +147,7 @@ class PyomoQPBackend(RecordAdapter):
             return False, f"qpsolvers cannot load {self.record.qpsolvers_name}"
         return True, "available"
 
-    def solve(self, model, options: dict, time_limit: float | None = None) -> st.RawResult:
+    def solve(self, model, options: dict, time_limit: float | None = None) -> RawResult:
         from solvers.bridge.pyomo_standard_form import from_pyomo, load_into_pyomo  # deferred on purpose: Pyomo
 
         qp = from_pyomo(model)
@@ -163,7 +163,7 @@ class PyomoQPBackend(RecordAdapter):
         point = has_point(sol.x)
         if point:
             load_into_pyomo(qp, model, sol.x, sol.y, sol.z)
-        return st.RawResult(
+        return RawResult(
             status=point_status(status, point),
             raw_status=raw,
             objective=qp.objective(sol.x) if point else float("nan"),

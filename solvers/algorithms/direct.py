@@ -40,7 +40,7 @@ from formulations import kernel_dual, penalty, soft_primal, validation
 from formulations.data_matrix import as_data
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, lifted_rows, signed
 from solvers import isolation
-from solvers import solution as st
+from solvers.solution import ERROR, Solution
 from solvers.adapters.pyomo_ipopt import ipopt_status, solve_qp_with_ipopt
 from solvers.adapters.pyomo_qp import (has_point, iterations_of, point_status, qpsolvers_status, solve_standard_qp,
                                       solver_message)
@@ -184,7 +184,7 @@ def solve_assembled(asm: Assembled, backend: str, options: dict | None = None,
             x, y_eq, z_in, iters = sol.x, sol.y, sol.z, iterations_of(sol.extras)
             message = solver_message(sol)
     except Exception as exc:  # a crashing solver is a failed row, not a crashed run
-        return DirectResult(st.ERROR, type(exc).__name__, None, None, None, math.nan,
+        return DirectResult(ERROR, type(exc).__name__, None, None, None, math.nan,
                             time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}")
     point = has_point(x)
     objective = qp.objective(np.asarray(x, dtype=float)) if point else math.nan  # own sense
@@ -219,7 +219,7 @@ def named_values(asm: Assembled, res: DirectResult) -> dict:
 
 def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=None, L=None,
           kernel_form: str = "dense", profile: str = "default", options: dict | None = None,
-          time_limit: float | None = None) -> st.Solution:
+          time_limit: float | None = None) -> Solution:
     """Assemble, solve with the solver alone, recover and check: a `Solution` with layer "direct".
 
     build_s is the assembly from numpy arrays, solve_s the solver call alone. time_limit: seconds from this
@@ -249,7 +249,7 @@ def solve(formulation: str, X, y, *, backend: str, C: float | None = None, K=Non
     return isolation.run_solve(deadline, work, partial(unanswered, X=X, y=y, C=C, profile=prof, **row))
 
 
-def _solve(X, y, C, K, L, kernel_form, *, row: dict, prof, opts: dict) -> st.Solution:
+def _solve(X, y, C, K, L, kernel_form, *, row: dict, prof, opts: dict) -> Solution:
     """solve's assembly, solver call and closing, in the time that remains of row["deadline"]."""
     deadline = row["deadline"]
     isolation.stage("the assembly of the matrices")

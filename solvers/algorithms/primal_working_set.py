@@ -54,7 +54,7 @@ from formulations.data_matrix import as_data
 from formulations.model import SOFT_PRIMAL
 from formulations.recovery import primal_objective
 from solvers import blas, isolation
-from solvers import solution as st
+from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, Solution, TIME_LIMIT
 from solvers.algorithms import direct
 from solvers.closing import close, read_cvxpy, read_pyomo, unanswered
 from solvers.deadline import NEVER, Deadline
@@ -296,7 +296,7 @@ class _RestrictedQPs:
         self.left = self.deadline.remaining()
         self.cut = self.deadline.passed()
         if self.cut:
-            return {}, st.TIME_LIMIT, ""
+            return {}, TIME_LIMIT, ""
         begin = time.perf_counter()
         isolation.stage(f"a restricted QP ({len(rows):,} rows)")
         values, status, message = self.subsolve(self.X[rows], self.y[rows], weight, inside, self.backend,
@@ -304,7 +304,7 @@ class _RestrictedQPs:
                                                 self.deadline.for_backend())
         self.sub_s += time.perf_counter() - begin
         self.cut = self.deadline.passed()
-        return ({}, st.TIME_LIMIT, message) if self.cut else (values, status, message)
+        return ({}, TIME_LIMIT, message) if self.cut else (values, status, message)
 
     def where(self, name: str) -> str:
         """Where the deadline cut the last QP, which the row calls `name` (Deadline.stopped_after's `where`)."""
@@ -421,7 +421,7 @@ def _check_settings(layer, C, start, sample, delta, min_delta) -> None:
 
 def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int | None = None,
           profile: str = "high", options: dict | None = None, time_limit: Deadline | float | None = None,
-          seed: int = 0) -> st.Solution:
+          seed: int = 0) -> Solution:
     """The soft-margin primal by working sets, recovered and checked like solvers.api.solve's result.
 
     sample: the points of a first QP taken at random (decompose's first band); None: start_settings(n).
@@ -440,7 +440,7 @@ def solve(X, y, C, *, backend: str = "piqp", layer: str = "direct", sample: int 
                                                        profile=profile, deadline=deadline))
 
 
-def _unanswered(X, y, C, ended, *, backend, layer, profile, deadline) -> st.Solution:
+def _unanswered(X, y, C, ended, *, backend, layer, profile, deadline) -> Solution:
     """solve's row when its process gave no answer (solvers.isolation.run_solve)."""
     X, y, labels = validation.check_data(X, y)
     return unanswered(ended, formulation=SOFT_PRIMAL, layer=layer, backend=backend, X=X, y=y,
@@ -448,7 +448,7 @@ def _unanswered(X, y, C, ended, *, backend, layer, profile, deadline) -> st.Solu
                       extras={"labels": labels.as_dict(), "method": "primal_working_set"})
 
 
-def _solve(X, y, C, *, backend, layer, sample, profile, options, time_limit, seed) -> st.Solution:
+def _solve(X, y, C, *, backend, layer, sample, profile, options, time_limit, seed) -> Solution:
     """solve, in this process."""
     X, y, labels = validation.check_data(X, y)
     C = validation.check_sample_C(C, len(y))
@@ -460,9 +460,9 @@ def _solve(X, y, C, *, backend, layer, sample, profile, options, time_limit, see
                     time_limit=deadline, seed=seed, **start_with)
     total = time.perf_counter() - start
     # a time limit first: its point may be none yet (the sample's QP stopped there)
-    status = (st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out
-              else st.ERROR if res.failed or not np.all(np.isfinite(res.w)) else st.ITERATION_LIMIT)
-    sol = st.Solution(
+    status = (OPTIMAL if res.converged else TIME_LIMIT if res.timed_out
+              else ERROR if res.failed or not np.all(np.isfinite(res.w)) else ITERATION_LIMIT)
+    sol = Solution(
         formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"primal working set: {res.wrong_side} points on the wrong side after "
                    f"{res.outer_iterations} restricted QPs (last |W| = {res.working_set})",

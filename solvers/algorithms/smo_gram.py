@@ -21,7 +21,7 @@ import numpy as np
 
 from formulations import penalty
 from formulations.model import KERNEL_DUAL
-from solvers import solution as st
+from solvers.solution import ITERATION_LIMIT, OPTIMAL, Solution, TIME_LIMIT
 from solvers.algorithms.kernel_rows import FullGram
 from solvers.algorithms.smo import smo
 from solvers.closing import close
@@ -37,7 +37,7 @@ LAYER, BACKEND = "direct", "smo"
 
 
 def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
-          deadline: Deadline = NEVER) -> st.Solution:
+          deadline: Deadline = NEVER) -> Solution:
     """The kernel dual max sum alpha - 1/2 u'Ku (u = y alpha), y'alpha = 0, 0 <= alpha_i <= C_i, on `source` (the
     Gram matrix and, for the checks' recomputed entries, its kernel and data), y in {-1, +1}, C one finite
     number or one per point. The caller has checked all three. max_iter: SMO's steps in all (SVC's max_iter);
@@ -55,7 +55,7 @@ def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_i
         steps += res.iterations
         sol = _closed(res, source, y, C, prof, steps, tol, in_smo, deadline)
         sol.build_s = time.perf_counter() - began - in_smo  # the closing checks
-        if sol.status == st.OPTIMAL or not res.converged or tol <= MIN_TOL:
+        if sol.status == OPTIMAL or not res.converged or tol <= MIN_TOL:
             return sol
         alpha, grad, tol = res.alpha, res.grad, max(tol / TIGHTEN, MIN_TOL)
 
@@ -63,9 +63,9 @@ def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_i
 def _closed(res, source: FullGram, y, C, prof, steps: int, tol: float, seconds: float, deadline: Deadline):
     """The SMO point as a Solution, closed (solvers.closing.close). Its claimed objective is D(alpha) from SMO's
     own gradient (Q alpha = G + 1), which the checks compare with theirs."""
-    status = st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out else st.ITERATION_LIMIT
+    status = OPTIMAL if res.converged else TIME_LIMIT if res.timed_out else ITERATION_LIMIT
     objective = float(res.alpha.sum() - 0.5 * res.alpha @ (res.grad + 1.0))
-    sol = st.Solution(formulation=KERNEL_DUAL, layer=LAYER, backend=BACKEND, status=status, solver_status=status,
+    sol = Solution(formulation=KERNEL_DUAL, layer=LAYER, backend=BACKEND, status=status, solver_status=status,
                       raw_status=f"smo: violation {res.violation:.2e} after {steps} steps (tol {tol:.0e})",
                       objective=objective, iterations=steps, solve_s=seconds, profile=prof.name,
                       extras={"method": "smo", "smo_tol": tol, "kernel": source.kernel.label,

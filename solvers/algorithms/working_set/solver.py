@@ -12,7 +12,7 @@ import numpy as np
 from formulations import validation
 from formulations.model import DUAL, KERNEL_DUAL
 from solvers import blas, isolation
-from solvers import solution as st
+from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.algorithms.kernel_rows import FullGram, KernelRows
 from solvers.algorithms.working_set.loop import decompose
 from solvers.algorithms.working_set.optimality import as_rows
@@ -25,7 +25,7 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
           profile: str = "high", options: dict | None = None, time_limit: Deadline | float | None = None,
           validate: bool = True, alpha0: np.ndarray | None = None, stall_floor: float = 1e-3,
           split_from: int = 2000, selection: str = "second_order", shrinking: bool = True,
-          linear_X: np.ndarray | None = None, engine: str = "smo") -> st.Solution:
+          linear_X: np.ndarray | None = None, engine: str = "smo") -> Solution:
     """The kernel dual by working sets, recovered and checked like solvers.api.solve's result.
 
     K: the Gram matrix or a row source (solvers.algorithms.kernel_rows); the checks use it as it is.
@@ -49,7 +49,7 @@ def solve(K, y, C, *, backend: str = "clarabel", layer: str = "direct", q: int =
                                                        profile=profile, deadline=deadline, linear_X=linear_X))
 
 
-def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> st.Solution:
+def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> Solution:
     """solve's row when its process gave no answer (solvers.isolation.run_solve)."""
     y, labels = validation.check_labels(y)
     linear = linear_X is not None
@@ -60,7 +60,7 @@ def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> 
 
 
 def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, validate, alpha0, stall_floor,
-           split_from, selection, shrinking, linear_X, engine="smo") -> st.Solution:
+           split_from, selection, shrinking, linear_X, engine="smo") -> Solution:
     """solve, in this process."""
     y, labels = validation.check_labels(y)
     # validate=False: K comes from formulations.kernels already (the O(n^2) checks are not repeated).
@@ -77,12 +77,12 @@ def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, val
     total = time.perf_counter() - start
     # A stop at the subproblem solver's precision is a claim the project's checks then verify (a stall whose
     # final proof the time limit cut is a time limit: the checks would not have the time either).
-    status = (st.OPTIMAL if res.converged else st.TIME_LIMIT if res.timed_out else st.OPTIMAL_INACCURATE
-              if res.stalled else st.ERROR if res.failure else st.ITERATION_LIMIT)
+    status = (OPTIMAL if res.converged else TIME_LIMIT if res.timed_out else OPTIMAL_INACCURATE
+              if res.stalled else ERROR if res.failure else ITERATION_LIMIT)
     # the steps done: the one the limit stopped in (or before) is not
     done = f"{res.outer_iterations - 1} steps"
     linear = linear_X is not None
-    sol = st.Solution(
+    sol = Solution(
         formulation=DUAL if linear else KERNEL_DUAL, layer=layer, backend=backend, status=status, solver_status=status,
         raw_status=f"working_set: violation {res.violation:.2e}, relative gap {res.gap:.2e} after "
                    f"{res.outer_iterations} steps",
