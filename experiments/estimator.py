@@ -102,14 +102,8 @@ _NOT_FINITE = ("The dual coefficients or intercepts are not finite. The input da
                "need to be preprocessed.")
 
 
-#: Up to this many samples a pair is solved, and predicted, with one BLAS thread. Its dense algebra (the
-#: Gram matrix of few features, the solver's factorizations, the working set's blocks, the checks' proved
-#: optimum) is too small to gain from threads, and threads that wait for busy cores cost more than the
-#: work. RBF fit, Pyomo/PIQP, 2-core machine shared with other jobs, one thread against OpenBLAS's
-#: default: n = 455 0.10 s vs 2.07 s (an earlier run); in one run: n = 1,000 0.24-0.29 s vs 0.43-0.45 s,
-#: n = 3,000 0.29-0.48 s vs 0.36-0.66 s, n = 5,000 0.86-0.99 s vs 1.14-1.53 s (the checks' 398 x 398
-#: solve alone took 0.2 s on two threads), n = 10,000 3.6-3.7 s vs 3.7-3.8 s; linear soft primal
-#: n = 20,000 0.24-0.31 s vs 0.43-0.59 s. Above it (not measured) BLAS keeps its own thread count.
+#: Up to this many samples a pair is solved, and predicted, with one BLAS thread: its dense algebra is too small
+#: to gain from threads, and threads that wait for busy cores cost more than the work (docs/benchmarks.md).
 ONE_BLAS_THREAD_UP_TO = 10_000
 
 
@@ -284,10 +278,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "pyomo" and "cvxpy": every pair as a model of that layer.
     backend : str, default="piqp"
         The solver of the models (``highs, ipopt, clarabel, osqp, scs, piqp, proxqp, daqp``; not used by a
-        pair SMO solves); ``solvers.registry.available_backends()`` lists what is installed. PIQP was the
-        fastest verified one through Pyomo on a breast-cancer fold (n = 455, RBF, best of 3 fits, C and gamma
-        from the benchmark's grid: 37-47 ms, against 72-75 ms for cvxpy/PIQP, 49-163 ms for DAQP, 150-232 ms
-        for Clarabel, 2.1-3.0 s for Pyomo/HiGHS; OSQP's points missed the checks' bar; machine shared).
+        pair SMO solves); ``solvers.registry.available_backends()`` lists what is installed. PIQP is the
+        fastest verified one through Pyomo on small folds (docs/benchmarks.md).
     profile : {"default", "high"}, default="default"
         Solver accuracy profile (solvers.profiles).
     method : str, default="auto"

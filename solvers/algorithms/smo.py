@@ -511,7 +511,7 @@ def combination(K: np.ndarray, I, coef) -> np.ndarray:
 def _fresh_matrix(n: int) -> np.ndarray:
     """An n x n float64 array in fresh memory mapped in whole (MAP_POPULATE where the platform has it). numpy asks
     large arrays for transparent huge pages, whose first use in a process waited for the kernel to compact
-    memory: writing a 200 MB matrix took 0.5-1.0 s the first time against 0.17-0.2 s so."""
+    memory: the first write of a large matrix then took several times longer (docs/kernel_smo.md)."""
     populate = getattr(mmap, "MAP_POPULATE", 0)
     if n == 0 or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty((n, n))
@@ -667,7 +667,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
 
 def warm() -> None:
     """Every compiled function loaded (from numba's cache, or compiled where it has none: the first run on a
-    machine): a server that forks a process per solve calls this once, so that no solve pays the load (0.2 s)."""
+    machine): a server that forks a process per solve calls this once, so that no solve pays the load."""
     X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     y = np.array([1.0, -1.0, 1.0, -1.0])
     K = rbf_gram(1.0, X)

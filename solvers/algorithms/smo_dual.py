@@ -34,9 +34,7 @@ from solvers.registry import subproblem_stop
 #: SMO's violation before the first block (LIBSVM's default eps): the block makes the rest exact.
 SMO_TOL = 1e-2
 #: Bound points whose -y_i g_i lies within BAND times the violation (and the loop's tol) of the margin join the
-#: block: those the exact answer may free. MEASURED (hard family n = 5,000, seeds 0, 1, C = 1, 10, 100, direct/PIQP):
-#: one round in every case with BAND 10, 3 and 1; blocks of 757 / 460 / 367 points at C = 1, seed 0 (0.26 / 0.12 /
-#: 0.11 s CPU in all), 1,202 / 1,053 / 1,018 at C = 100 (1.20 / 1.04 / 1.01 s).
+#: block: those the exact answer may free. The narrowest band that still needed one round (docs/benchmarks.md).
 BAND = 1.0
 #: Most SMO runs, each followed by a block.
 ROUNDS = 4
