@@ -23,19 +23,13 @@ Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"``
 
 from __future__ import annotations
 
-import ast
-import sys
-import types
-from pathlib import Path
+from functools import partial
 
 import pytest
-import sklearn
-from sklearn import svm as sklearn_svm
 
 from experiments import family_estimators
+from tests.sklearn_suites import PROBABILITY_CALLS, collect, generated, global_random_seed, skip_other_cases  # noqa: F401
 
-SOURCE_DIR = Path(sklearn.__file__).parent / "svm" / "tests"
-SOURCES = ("test_svm", "test_sparse")
 #: scikit-learn's class -> the project's
 REPLACED = {"NuSVC": "NuSVMClassifier", "SVR": "SVMRegressor", "NuSVR": "NuSVMRegressor",
             "OneClassSVM": "OneClassSVMDetector"}
@@ -64,56 +58,11 @@ CASE_XFAIL = {("test_sparse__sparse_oneclasssvm", "sigmoid-X_train2"): INDEFINIT
 pytestmark = pytest.mark.sklearn_suite
 
 
-class _ToFamilyEstimators(ast.NodeTransformer):
-    """svm.NuSVC / NuSVC -> NuSVMClassifier, and so on (REPLACED); counts the replacements."""
-
-    def __init__(self):
-        self.replaced = 0
-
-    def visit_Attribute(self, node: ast.Attribute):
-        self.generic_visit(node)
-        if node.attr in REPLACED and isinstance(node.value, ast.Name) and node.value.id == "svm":
-            self.replaced += 1
-            return ast.copy_location(ast.Name(id=REPLACED[node.attr], ctx=node.ctx), node)
-        return node
-
-    def visit_Name(self, node: ast.Name):
-        if node.id in REPLACED and isinstance(node.ctx, ast.Load):
-            self.replaced += 1
-            return ast.copy_location(ast.Name(id=REPLACED[node.id], ctx=node.ctx), node)
-        return node
-
-
-def _names_in(node: ast.AST) -> set[str]:
-    found = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            found.add(sub.id)
-        elif isinstance(sub, ast.Attribute):
-            found.add(sub.attr)
-    return found
-
-
-def _generated(stem: str) -> tuple[types.ModuleType, dict[str, ast.FunctionDef]]:
-    path = SOURCE_DIR / f"{stem}.py"
-    tree = ast.parse(path.read_text(), filename=str(path))
-    transform = _ToFamilyEstimators()
-    tree = ast.fix_missing_locations(transform.visit(tree))
-    assert transform.replaced > 0, f"{path}: nothing to replace (scikit-learn's tests changed)"
-    module = types.ModuleType(f"sklearn_family_suite_{stem}")
-    module.__file__ = str(path)
-    for ours in REPLACED.values():
-        setattr(module, ours, getattr(family_estimators, ours))
-    sys.modules[module.__name__] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)
-    tests = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
-    return module, tests
-
-
 def _marks(stem: str, name: str, names: set[str]) -> list:
+    """The module docstring's skip and xfail marks of one generated test."""
     if not names & set(REPLACED.values()):
         return [pytest.mark.skip(reason=f"{name} tests none of NuSVC, SVR, NuSVR, OneClassSVM")]
-    if names & {"predict_proba", "predict_log_proba"}:
+    if names & PROBABILITY_CALLS:
         return [pytest.mark.xfail(reason=PROBABILITY)]
     if name in REGEX_TESTS.get(stem, ()):
         return [pytest.mark.xfail(reason=REGEX_NAMES_CLASS)]
@@ -124,31 +73,10 @@ def _marks(stem: str, name: str, names: set[str]) -> list:
     return []
 
 
-def _collect() -> None:
-    for stem in SOURCES:
-        module, tests = _generated(stem)
-        for name, node in tests.items():
-            func = getattr(module, name)
-            for mark in _marks(stem, name, _names_in(node)):
-                func = mark(func)
-            globals()[f"test_{stem[5:]}__{name[5:]}"] = func
-
-
-_collect()
-
-
-@pytest.fixture
-def global_random_seed():
-    """scikit-learn's own fixture at its default seed (SKLEARN_TESTS_GLOBAL_RANDOM_SEED unset: 42)."""
-    return 42
-
-
-def _other_class(value) -> str | None:
-    for name in OTHER_CLASSES:
-        cls = getattr(sklearn_svm, name)
-        if value is cls or isinstance(value, cls):
-            return name
-    return None
+# svm.NuSVC and a bare NuSVC (imported by name) alike
+collect(globals(), partial(generated, replaced=REPLACED,
+                           classes={ours: getattr(family_estimators, ours) for ours in REPLACED.values()},
+                           prefix="sklearn_family_suite", bare=True), _marks)
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +87,4 @@ def _mark_cases(request):
     for (test, case), reason in CASE_XFAIL.items():
         if request.node.originalname == test and callspec is not None and case in callspec.id:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-    for value in (callspec.params.values() if callspec else ()):
-        other = _other_class(value)
-        if other:
-            pytest.skip(f"the case of {other}, not NuSVC, SVR, NuSVR or OneClassSVM")
+    skip_other_cases(request, OTHER_CLASSES, "NuSVC, SVR, NuSVR or OneClassSVM")

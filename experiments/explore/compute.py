@@ -82,11 +82,10 @@ def available_backends(layer: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The page's controls. C = math.inf is the hard margin."""
+class SolveControls:
+    """The controls the page has for every problem, the SVM's (Settings) and a family member's
+    (experiments.explore.family.FamilySettings): the kernel, where it is solved, and whether both layers are."""
 
-    C: float = 1.0
-    formulation: str = DUAL
     kernel: str = "linear"
     gamma: float = 1.0
     degree: int = 3
@@ -94,12 +93,7 @@ class Settings:
     layer: str = "pyomo"
     backend: str = "clarabel"
     profile: str = "high"
-    method: str = "auto"
     compare_layers: bool = False
-
-    @property
-    def hard(self) -> bool:
-        return math.isinf(self.C)
 
     @property
     def other_layer(self) -> str:
@@ -107,6 +101,19 @@ class Settings:
 
     def kernel_object(self) -> Kernel:
         return Kernel(self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+
+
+@dataclass(frozen=True)
+class Settings(SolveControls):
+    """The page's controls for the SVM. C = math.inf is the hard margin."""
+
+    C: float = 1.0
+    formulation: str = DUAL
+    method: str = "auto"
+
+    @property
+    def hard(self) -> bool:
+        return math.isinf(self.C)
 
     def solved_formulation(self) -> str:
         """The project's formulation name: the primal is hard or soft by C."""

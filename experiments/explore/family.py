@@ -23,6 +23,7 @@ from experiments.explore.compute import (
     GRID_SIZE,
     MAX_POINTS,
     SOLVE_TIME_LIMIT_S,
+    SolveControls,
     limit_for,
     plot_window,
 )
@@ -37,7 +38,7 @@ from formulations.family.names import (
     ONE_CLASS,
     PRIMAL,
 )
-from formulations.kernels import Kernel, decision_function
+from formulations.kernels import decision_function
 from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.family import solve
 
@@ -58,7 +59,7 @@ _SWEEPS: OrderedDict = OrderedDict()  # (points, settings but nu) -> a finished 
 
 
 @dataclass(frozen=True)
-class FamilySettings:
+class FamilySettings(SolveControls):
     """The page's controls for a family member (the ones it does not take are ignored)."""
 
     member: str = NU_SVC
@@ -66,22 +67,7 @@ class FamilySettings:
     C: float = 1.0
     epsilon: float = 0.1
     formulation: str = "dual"  # the page's choice: primal, dual (the linear dual where the member has one), kernel_dual
-    kernel: str = "linear"
-    gamma: float = 1.0
-    degree: int = 3
-    coef0: float = 1.0
-    layer: str = "pyomo"
-    backend: str = "clarabel"
-    profile: str = "high"
-    compare_layers: bool = False
     sweep: bool = True  # nu's members: the fractions over NU_SWEEP too
-
-    @property
-    def other_layer(self) -> str:
-        return "cvxpy" if self.layer == "pyomo" else "pyomo"
-
-    def kernel_object(self) -> Kernel:
-        return Kernel(self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
 
     def parameters(self) -> dict:
         return {name: getattr(self, name) for name in PARAMETERS[self.member]}

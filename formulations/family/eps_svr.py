@@ -108,11 +108,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     extra = {}
     if kind == PRIMAL:
         w, b = values["w"], values["b"]
-        f = np.asarray(data.X @ w, dtype=float).ravel() + b
-        ww = float(w @ w)
-        w_beta = data.weights(beta)
-        bKb = float(w_beta @ w_beta)
-        extra["stationarity"] = stationarity(w, w_beta, data.X, f - b)
+        f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
     else:
         g = data.times(beta)
         ww = bKb = max(0.0, float(beta @ g))
@@ -135,7 +131,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                  # against the multipliers' sum, or the bound C where they are all near 0 (every point in the tube)
                  "balance": abs(float(beta.sum())) / max(float(alpha.sum() + alpha_star.sum()), C),
                  "complementarity": float(comp.max()), **extra}
-    meaning = _tube(y, f, eps, alpha, alpha_star, C)
+    meaning = tube_meaning(y, f, eps, alpha, alpha_star, C)
     return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
 
 
@@ -149,17 +145,26 @@ def box_qp(data: FamilyData, params: dict) -> BoxQP:
                  np.concatenate([np.ones(n), -np.ones(n)])[None, :], np.array([0.0]), float(params["C"]))
 
 
+def tube_primal_point(data: FamilyData, w: np.ndarray, b: float, beta: np.ndarray) -> tuple:
+    """f, ||w||^2, beta'K beta (as ||X'beta||^2) and the stationarity residual of w = X'beta, at a tube primal's
+    (w, b) with beta = alpha - alpha*: epsilon-SVR's and nu-SVR's primal points are judged alike."""
+    f = np.asarray(data.X @ w, dtype=float).ravel() + b
+    w_beta = data.weights(beta)
+    return f, float(w @ w), float(w_beta @ w_beta), stationarity(w, w_beta, data.X, f - b)
+
+
 def tube_size(y: np.ndarray, f: np.ndarray, eps: float) -> float:
     """What the tube's conditions and errors in f are measured against: the tube's width, the largest residual
     y - f, or the spread of f itself (a fit through every point leaves both others near 0)."""
     return max(abs(eps), top(y - f), top(f - f.mean()))
 
 
-def _tube(y, f, eps, alpha, alpha_star, C) -> dict:
-    """Where the points sit against the tube, and alpha_i alpha*_i = 0 (max min(alpha_i, alpha*_i) / C)."""
+def tube_meaning(y, f, eps, alpha, alpha_star, U) -> dict:
+    """Where the points sit against the tube, and alpha_i alpha*_i = 0 (max min(alpha_i, alpha*_i) / U), U the
+    multipliers' bound (epsilon-SVR's C, nu-SVR's C/l)."""
     size = tube_size(y, f, eps)
     distance = np.abs(y - f) - eps
-    support = np.maximum(alpha, alpha_star) > AT_BOUND * C
+    support = np.maximum(alpha, alpha_star) > AT_BOUND * U
     return {"epsilon": eps, "fraction_outside_tube": fraction(distance > AT_BOUND * size),
             "fraction_inside_tube": fraction(distance < -AT_BOUND * size), "fraction_sv": fraction(support),
-            "n_sv": int(support.sum()), "alpha_alpha_star": float(np.max(np.minimum(alpha, alpha_star))) / C}
+            "n_sv": int(support.sum()), "alpha_alpha_star": float(np.max(np.minimum(alpha, alpha_star))) / U}

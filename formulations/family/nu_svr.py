@@ -30,10 +30,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        BoxQP, fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
-                                        squared_norm, stationarity, top)
-from formulations.family.eps_svr import tube_rows, tube_size
+from formulations.family.common import (Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic, BoxQP,
+                                        paired, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm)
+from formulations.family.eps_svr import tube_meaning, tube_primal_point, tube_rows, tube_size
 from formulations.family.names import NU_SVR_KERNEL_DUAL, NU_SVR_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
@@ -108,11 +107,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     extra = {}
     if kind == PRIMAL:
         w, b, eps = values["w"], values["b"], values["eps"]
-        f = np.asarray(data.X @ w, dtype=float).ravel() + b
-        ww = float(w @ w)
-        w_beta = data.weights(beta)
-        bKb = float(w_beta @ w_beta)
-        extra["stationarity"] = stationarity(w, w_beta, data.X, f - b)
+        f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
     else:
         g = data.times(beta)
         ww = bKb = max(0.0, float(beta @ g))
@@ -134,13 +129,8 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     residuals = {"dual feasibility": float(feasibility.max()),
                  "balance": abs(float(beta.sum())) / max(both, np.finfo(float).tiny),
                  "total": abs(both - C * nu) / (C * nu), "complementarity": float(comp.max()), **extra}
-    distance = np.abs(y - f) - eps
-    outside = distance > AT_BOUND * size
-    support = np.maximum(alpha, alpha_star) > AT_BOUND * U
-    meaning = {"epsilon": float(eps), "fraction_outside_tube": fraction(outside),
-               "fraction_inside_tube": fraction(distance < -AT_BOUND * size), "fraction_sv": fraction(support),
-               "n_sv": int(support.sum()), "alpha_alpha_star": float(np.max(np.minimum(alpha, alpha_star))) / U,
-               "nu_bounds_hold": bool(fraction(outside) <= nu <= fraction(support))}
+    meaning = tube_meaning(y, f, float(eps), alpha, alpha_star, U)
+    meaning["nu_bounds_hold"] = bool(meaning["fraction_outside_tube"] <= nu <= meaning["fraction_sv"])
     return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
 
 

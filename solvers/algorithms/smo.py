@@ -205,6 +205,19 @@ def _select(w, comp, work, cache):
     return i, j, gmax + gmax2
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _clip_same_labels(aS, i, j, total, C_i):
+    """y_i = y_j keeps a_i + a_j = total: a_i back to its bound C_i, or a_j back to 0, along that line (LIBSVM's
+    clip on i's side; _step calls it again with i and j swapped)."""
+    if total > C_i:
+        if aS[i] > C_i:
+            aS[i] = C_i
+            aS[j] = total - C_i
+    elif aS[j] < 0.0:
+        aS[j] = 0.0
+        aS[i] = total
+
+
 @njit(cache=True, nogil=True)
 def _step(i, j, w, comp, work, cache):
     """The two-point subproblem in positions (i, j) solved exactly and clipped (LIBSVM's update), G updated on
@@ -241,20 +254,8 @@ def _step(i, j, w, comp, work, cache):
         total = aS[i] + aS[j]
         aS[i] -= delta
         aS[j] += delta
-        if total > C_i:
-            if aS[i] > C_i:
-                aS[i] = C_i
-                aS[j] = total - C_i
-        elif aS[j] < 0.0:
-            aS[j] = 0.0
-            aS[i] = total
-        if total > C_j:
-            if aS[j] > C_j:
-                aS[j] = C_j
-                aS[i] = total - C_j
-        elif aS[i] < 0.0:
-            aS[i] = 0.0
-            aS[j] = total
+        _clip_same_labels(aS, i, j, total, C_i)
+        _clip_same_labels(aS, j, i, total, C_j)
     di = yS[i] * (aS[i] - old_i)
     dj = yS[j] * (aS[j] - old_j)
     for t in range(w):  # Q_it = y_i y_t K_it
