@@ -44,6 +44,7 @@ from formulations.kernels import gram
 from formulations.scaling import BadScalingWarning, check_scaling
 from formulations.validation import refuse_masked
 from solvers.family import solve as family_solve
+from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE
 
 __all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
 
@@ -56,15 +57,30 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
     accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
     formulation = f"{member}_kernel_dual"
-    kwargs = {"layer": est.layer, "backend": est.backend, "profile": est.profile,
-              **iteration_options(est.backend, est.max_iter)}
+    sol = _solve_with(est, formulation, X, K, y, params, est.backend)
+    if sol.status not in (OPTIMAL, OPTIMAL_INACCURATE) and est.max_iter == -1 and est.backend != SECOND_BACKEND:
+        # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
+        # is not the problem's fault: another method's point, judged by the same checks, before giving up
+        first = sol
+        sol = _solve_with(est, formulation, X, K, y, params, SECOND_BACKEND)
+        sol.extras["first_backend"] = f"{first.backend}: {first.status} ({first.message})"
+    return sol, est._accept(sol, formulation)
+
+
+#: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
+#: whose iteration cap is its own, not the user's max_iter).
+SECOND_BACKEND = "clarabel"
+
+
+def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str):
+    """The member's kernel dual through `backend` in the estimator's layer and profile."""
+    kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile,
+              **iteration_options(backend, est.max_iter)}
     n = K.shape[0] if K is not None else X.shape[0]
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
         if K is not None:
-            sol = family_solve(formulation, None, y, K=K, **params, **kwargs)
-        else:
-            sol = family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
-    return sol, est._accept(sol, formulation)
+            return family_solve(formulation, None, y, K=K, **params, **kwargs)
+        return family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
 
 
 def _point(sol) -> dict:

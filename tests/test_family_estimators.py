@@ -301,3 +301,22 @@ def test_nu_svc_label_flip(seed):
         flipped = NuSVMClassifier(nu=0.35, gamma=0.1).fit(X_INV[order], 1 - CLASSES_INV[order])
     ref = base.decision_function(X_INV)
     np.testing.assert_allclose(flipped.decision_function(X_INV), -ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
+
+
+@pytest.mark.slow
+def test_a_fit_whose_backend_stops_without_a_point_tries_a_second_backend():
+    """PIQP stops at its own iteration cap on diabetes x 1e-3 (linear, C = 1e5, epsilon = 0): the fit raised
+    SVMFitError where SVR fits; the second backend's point, judged by the same checks, is kept."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.svm import SVR
+
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X * 1e-3, y * 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SVMRegressor(kernel="linear", C=1e5, epsilon=0.0).fit(X, y)
+        peer = SVR(kernel="linear", C=1e5, epsilon=0.0, tol=1e-10).fit(X, y)
+    assert model.solution_.extras["first_backend"].startswith("piqp")
+    assert model.solution_.backend == "clarabel"
+    ours, theirs = model.predict(X), peer.predict(X)
+    assert np.max(np.abs(ours - theirs)) <= 1e-3 * np.ptp(theirs)
