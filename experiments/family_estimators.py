@@ -44,7 +44,6 @@ from formulations.kernels import gram
 from formulations.scaling import BadScalingWarning, check_scaling
 from formulations.validation import refuse_masked
 from solvers.family import solve as family_solve
-from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE
 
 __all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
 
@@ -58,13 +57,20 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
     formulation = f"{member}_kernel_dual"
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
-    if sol.status not in (OPTIMAL, OPTIMAL_INACCURATE) and est.max_iter == -1 and est.backend != SECOND_BACKEND:
+    try:
+        return sol, est._accept(sol, formulation)
+    except SVMFitError:
+        if est.max_iter != -1 or est.backend == SECOND_BACKEND:
+            raise
         # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
         # is not the problem's fault: another method's point, judged by the same checks, before giving up
-        first = sol
-        sol = _solve_with(est, formulation, X, K, y, params, SECOND_BACKEND)
-        sol.extras["first_backend"] = f"{first.backend}: {first.status} ({first.message})"
-    return sol, est._accept(sol, formulation)
+        second = _solve_with(est, formulation, X, K, y, params, SECOND_BACKEND)
+        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
+        try:
+            return second, est._accept(second, formulation)
+        except SVMFitError:
+            pass
+    return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
 
 
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
