@@ -586,17 +586,25 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
 
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
+    from experiments.coursework.cli import COURSEWORK_SUITES  # lazy: matplotlib and scikit-learn
+    from experiments.runner.section_options import section_options
+
+    coursework = COURSEWORK_SUITES.get(suite.name)
+    # a suite registered with a bare section function takes no option besides --out
+    options = section_options(suite.name, coursework.run if coursework else (lambda out_dir: None), args)
     out = Path(args.out) if args.out else default_out_dir()
     check_out_path(out)
     make_out_dir(out)
     if not args.out:
         point_latest(out)
-    section = suite.section(out)
+    section = suite.section(out, **options)
     print(f"{suite.name}: {getattr(section, 'title', '')} -> {out}")
-    if getattr(section, "passed", None) is False:
+    failed = getattr(section, "passed", None) is False
+    if failed:
         print("some checks FAILED: see the report")
-        return 1
-    return 0
+    if getattr(section, "summary", None):
+        print(section.summary)  # the suite's verdict in one line, last (seeds: how many numbers reproduced)
+    return int(failed)
 
 
 def print_list() -> None:
