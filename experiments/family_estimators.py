@@ -187,8 +187,13 @@ class NuSVMClassifier(SVMClassifier):
         point = _point(sol)
         rho = float(point["rho"])
         if not rho > 0:
-            raise SVMFitError(f"nu-SVC's rho is {rho:g} for classes of this pair: its decision function f / rho, "
-                              "LIBSVM's, is not defined; try a smaller nu")
+            # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight
+            # in its hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
+            limit = 2.0 * min(np.sum(signs > 0), np.sum(signs < 0)) / signs.size
+            raise SVMFitError(f"nu-SVC's rho is {rho:g} for classes of this pair at nu = {nu:g}: the classes' reduced "
+                              "convex hulls meet, so no margin exists and the decision function f / rho, LIBSVM's, "
+                              f"is not defined; try a larger nu (a small nu lets the hulls grow; nu <= 2 min(n+, "
+                              f"n-)/n = {limit:.6g} here) or a kernel that separates the classes")
         alpha = np.asarray(point["alpha"], dtype=float)
         return _PairFit(rows, alpha * signs / rho, _support(point, 1.0 / rows.size, proved), float(point["b"]) / rho,
                         sol, stopped_early)

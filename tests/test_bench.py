@@ -9,6 +9,7 @@ working-set decomposition must reach the optimum of the full kernel-dual solve t
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -448,3 +449,22 @@ def test_quick_bench_measures_the_hard_and_bundled_families(tmp_path):
     assert "### kernel_digits_parity" in text
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--family", "easy", "--out", str(tmp_path)])
+
+
+def test_progress_is_a_line_per_measurement_in_a_log(tmp_path, monkeypatch, capsys):
+    """Where stderr is no terminal (a log, a pipe: no bar is drawn) the benchmark says what finished, one line per
+    (path, n), as the runner does per solve; --no-progress (progress=False) keeps it silent."""
+    from experiments.bench.scaling import QUICK_KERNEL_N, run
+    from solvers import isolation
+
+    monkeypatch.setattr(isolation, "KILL_GRACE_S", 0.0)  # killed at 1 ms: no solve runs, the lines are the point
+    df = run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=True,
+             kill_after=1e-3)
+    lines = capsys.readouterr().err.strip().splitlines()
+    label = df["label"].iloc[0]
+    assert len(lines) == 2, lines
+    assert re.fullmatch(rf"\[1/2\] {re.escape(label)} n={QUICK_KERNEL_N[0]}: killed \(\d+\.\d\d s\)", lines[0])
+    assert lines[1] == f"[2/2] {label} n={QUICK_KERNEL_N[1]}: not run (stopped: killed at n={QUICK_KERNEL_N[0]})"
+    run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=False,
+        kill_after=1e-3)
+    assert capsys.readouterr().err == ""

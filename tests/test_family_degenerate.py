@@ -141,3 +141,21 @@ def _moved_alpha(alpha, y, X, target, bound_times_n):
             if np.max(np.abs(step * shift)) >= target * (1 - 1e-9):
                 return moved
     raise AssertionError("no transfer moves f by the target")
+
+
+def test_nu_svc_with_meeting_hulls_advises_a_larger_nu():
+    """At a small nu the classes' reduced convex hulls meet (rho* = 0): the estimator's error says to raise nu, up
+    to the balance bound 2 min(n+, n-)/n it names, and following that advice gives a model with rho > 0."""
+    from sklearn.datasets import make_classification
+
+    from experiments.family_estimators import NuSVMClassifier, SVMFitError
+
+    X, y = make_classification(500, 12, n_informative=4, n_clusters_per_class=4, flip_y=0.2, weights=[0.7, 0.3],
+                               random_state=21)
+    limit = 2 * min(np.sum(y == 0), np.sum(y == 1)) / len(y)
+    with pytest.raises(SVMFitError, match=r"larger nu") as info:
+        NuSVMClassifier(kernel="linear", nu=0.05).fit(X, y)
+    assert "smaller nu" not in str(info.value) and f"= {limit:.6g} here" in str(info.value)
+    # between the last nu where the hulls meet (an LP puts it near 0.6) and the bound: the fit succeeds
+    model = NuSVMClassifier(kernel="linear", nu=0.97 * limit).fit(X, y)
+    assert model.score(X, y) > 1 - limit / 2  # better than always predicting the larger class

@@ -35,3 +35,21 @@ def test_the_family_section_shows_duality_and_the_nu_property(tmp_path):
     assert nu.holds.all() and (nu.above <= nu.nu).all() and (nu.nu <= nu.below).all()
     md = (tmp_path / "family_nu.md").read_text()
     assert "![nu bounds the fractions](family_nu.png)" in md and (tmp_path / "family_nu.png").exists()
+
+
+def test_docs_name_the_nu_range_the_suite_sweeps():
+    """docs/family.md states the nu each member is swept over: the grid's ends, and for nu-SVC the last grid
+    value under its bound 2 min(n+, n-)/n on the suite's breast-cancer points (the runner skips the rest)."""
+    from pathlib import Path
+
+    from experiments.coursework.family import NU_GRID, nu_svc_limit
+    from experiments.family_peers import load
+
+    limit = nu_svc_limit(load("breast_cancer", 100)[1])
+    last = max(nu for nu in NU_GRID if nu <= limit)
+    text = " ".join((Path(__file__).parents[1] / "docs" / "family.md").read_text().split())
+    section = text[text.index("## The runner's `family` suite"):]
+    section = section[:section.index("## Not done here")]
+    assert f"nu = {NU_GRID[0]:g}, {NU_GRID[1]:g}, ..., {NU_GRID[-1]:g}" in section
+    assert f"2 min(l+, l-)/l = {limit:.2g}" in section and f"from {NU_GRID[0]:g} to {last:g}" in section
+    assert last < NU_GRID[-1]  # the bound ends nu-SVC's sweep early on this data

@@ -240,9 +240,13 @@ def test_settings_round_trip():
         parse_setting("highs-barrier")
 
 
-def test_lp_timings_rows():
-    df = lp_timings(ns=(200,), d=5, layers=("cvxpy",), methods=("simplex",))
+def test_lp_timings_rows(capsys):
+    df = lp_timings(ns=(200,), d=5, layers=("cvxpy",), methods=("simplex",), progress=True)
     assert len(df) == 2 and set(df["formulation"]) == {"l1_primal", "l1_dual"}
+    # stderr is no terminal here: progress is a line per solve (bench --lp in a log), not a bar drawn at the end
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(": ")[0] for line in lines] == [f"[{i + 1}/2] {f} cvxpy/highs simplex n=200"
+                                                       for i, f in enumerate(df["formulation"])]
     assert (df["status"] == "optimal").all()
     assert df["objective"].iloc[0] == pytest.approx(df["objective"].iloc[1], rel=REL)
 

@@ -625,7 +625,8 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     path a round, and the fastest finished round is kept (`_fastest`; every round's time in its extras).
     """
     import pandas as pd
-    from tqdm import tqdm
+
+    from experiments.progress import Progress
 
     paths = plan(quick, backends, families)
     if only:
@@ -644,29 +645,34 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     rows = []
     jobs = [(p, n) for p in paths for n in sizes(p.problem, quick)]
     stopped: dict[BenchPath, str] = {}
-    bar = tqdm(total=len(jobs) * rounds, disable=not progress or None, desc="bench", file=sys.stderr)
+    bar = Progress(len(jobs) * rounds, enabled=progress, unit="measurement", desc="bench")
     # n ascending across all paths: the cheap sizes of every path first.
     for n in sorted({n for _, n in jobs}):
         group = [p for p in paths if n in sizes(p.problem, quick)]
         measured: dict[BenchPath, list[dict]] = {}
         for r in range(rounds):
             for p in _turned(group, r):
-                bar.update(1)
-                bar.set_postfix_str(f"{p.label} n={n}" + (f" round {r + 1}" if rounds > 1 else ""))
+                what = f"{p.label} n={n}" + (f" round {r + 1}" if rounds > 1 else "")
+                bar.note(what)
                 if r == 0 and (p.problem, p.label, n) in earlier:  # measured by the earlier run: resume after it
                     row = earlier.pop((p.problem, p.label, n))
                     rows.append(row)
                     why = _exceeded(row, budget) or (row.get("message", "") if row["status"] == "not_run" else "")
                     if why and p not in stopped:
                         stopped[p] = str(why).replace("stopped: ", "")
+                    bar.done(f"{what}: kept from the earlier run")
                     continue
                 if p in stopped:
                     if r == 0:
                         rows.append(asdict(p.row(n, status="not_run", message=f"stopped: {stopped[p]}")))
+                    bar.done(f"{what}: not run (stopped: {stopped[p]})")
                     continue
                 if r > 0 and (p not in measured or _exceeded(measured[p][0], budget)):
+                    bar.done(f"{what}: not run (over the budget once is enough)")
                     continue  # over the budget once is enough
-                measured.setdefault(p, []).append(run_in_worker(BenchCase(p, n, budget), kill_after))
+                row = run_in_worker(BenchCase(p, n, budget), kill_after)
+                measured.setdefault(p, []).append(row)
+                bar.done(f"{what}: {row.get('status')} ({_seconds(row):.2f} s)")
                 # every measurement saved at once (--resume takes a path's rounds so far as its row)
                 pd.DataFrame(rows + [_fastest(r) for r in measured.values()]).to_csv(
                     out_dir / "results.partial.csv", index=False)
@@ -680,6 +686,12 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     bar.close()
     rows += list(earlier.values())  # an earlier run's rows of paths not in this plan
     return add_errors(pd.DataFrame(rows))
+
+
+def _seconds(row: dict) -> float:
+    """A measured row's total time (NaN where the worker gave none)."""
+    total = row.get("total_s")
+    return float(total) if isinstance(total, (int, float)) else math.nan
 
 
 def _turned(group: list, r: int) -> list:

@@ -84,5 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         section = run_suite(name, out, **opts)
         verdict = "" if section.passed is None else (" - all checks pass" if section.passed else " - CHECKS FAILED")
         print(f"{name}: {len(section.figures)} figures, {len(section.tables)} tables -> {out}{verdict}")
+        if section.summary:
+            print(section.summary)
         status |= section.passed is False
     return int(status)

@@ -138,12 +138,13 @@ def lp_timings(
     project's gap at the returned pair). `solve_s` is the adapter's time: for
     Pyomo it includes handing the model to HiGHS, for cvxpy its compilation.
     """
-    from tqdm import tqdm
+    from experiments.progress import Progress
 
     jobs = [(n, layer, method, f) for n in ns for layer in layers for method in methods for f in formulations]
     rows = []
     data = {}
-    for n, layer, method, f in tqdm(jobs, disable=not progress or None, desc="LP timings"):
+    bar = Progress(len(jobs), enabled=progress, unit="solve", desc="LP timings")
+    for n, layer, method, f in jobs:
         if n not in data:
             data[n] = load_dataset("sparse_features", n=n, d=d, n_informative=n_informative, seed=seed)
         ds = data[n]
@@ -155,4 +156,6 @@ def lp_timings(
             "nnz_w": sol.checks.get("nnz_w", -1) if sol.checks else -1,
             "build_s": sol.build_s, "solve_s": sol.solve_s,
         })
+        bar.done(f"{f} {layer}/highs {method} n={n}: {sol.status} ({sol.solve_s:.2f} s)")
+    bar.close()
     return pd.DataFrame(rows)

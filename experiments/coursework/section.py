@@ -24,6 +24,7 @@ class Section:
         tables: CSV files written, by short name.
         table: the main table as a DataFrame.
         passed: for checked sections (seeds), whether every check passed; else None.
+        summary: for checked sections, the verdict in one line (the console's last line); else None.
     """
 
     name: str
@@ -33,6 +34,7 @@ class Section:
     tables: dict[str, Path] = field(default_factory=dict)
     table: pd.DataFrame | None = None
     passed: bool | None = None
+    summary: str | None = None
 
 
 def output_dir(out_dir) -> Path:

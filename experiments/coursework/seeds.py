@@ -276,5 +276,7 @@ def seeds(
         "",
         *[f"![{p.stem}]({p.name})" for p in fig_paths],
     ])
-    sec = Section("seeds", "The lecture notes' worked examples", md, fig_paths, {"seeds": csv}, df, passed)
+    summary = (f"{n_pub_pass} of {int(pub.sum())} published numbers reproduced; {n_ref_pass} of {int((~pub).sum())} "
+               f"checks against a reference agree ({n_pass} of {len(df)} checks pass)")
+    sec = Section("seeds", "The lecture notes' worked examples", md, fig_paths, {"seeds": csv}, df, passed, summary)
     return write_section(out, "seeds", sec)

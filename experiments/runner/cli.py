@@ -586,17 +586,25 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
 
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
+    from experiments.coursework.cli import COURSEWORK_SUITES  # lazy: matplotlib and scikit-learn
+    from experiments.runner.section_options import section_options
+
+    coursework = COURSEWORK_SUITES.get(suite.name)
+    # a suite registered with a bare section function takes no option besides --out
+    options = section_options(suite.name, coursework.run if coursework else (lambda out_dir: None), args)
     out = Path(args.out) if args.out else default_out_dir()
     check_out_path(out)
     make_out_dir(out)
     if not args.out:
         point_latest(out)
-    section = suite.section(out)
+    section = suite.section(out, **options)
     print(f"{suite.name}: {getattr(section, 'title', '')} -> {out}")
-    if getattr(section, "passed", None) is False:
+    failed = getattr(section, "passed", None) is False
+    if failed:
         print("some checks FAILED: see the report")
-        return 1
-    return 0
+    if getattr(section, "summary", None):
+        print(section.summary)  # the suite's verdict in one line, last (seeds: how many numbers reproduced)
+    return int(failed)
 
 
 def print_list() -> None:
@@ -769,8 +777,7 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
           busy: str = "") -> int:
     """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary;
     `busy`: the line saying why fewer solves run at a time than there are cores (choose_workers)."""
-    from tqdm import tqdm
-
+    from experiments.progress import Progress
     from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
     # lazy: pandas; --help and --list stay fast
     from experiments.runner.sweep import STOP_SLOW_FACTOR, SlowStop, leave_out_stalls, make_tasks, run_dask, run_local
@@ -807,23 +814,17 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     for line in scaling_warnings(datasets, args.standardize):
         print(line, file=sys.stderr)  # also with -q: it says why rows go unverified
     start = time.perf_counter()
-    progress = not (args.no_progress or args.quiet)
     # a bar redrawn with carriage returns on a terminal; a log file or a pipe gets a plain line per solve
-    bar = tqdm(total=len(todo), unit="solve", disable=not (progress and sys.stderr.isatty()), dynamic_ncols=True)
-    lines = progress and bar.disable
-    failed = finished = 0
+    bar = Progress(len(todo), enabled=not (args.no_progress or args.quiet), unit="solve")
+    failed = 0
 
     def on_row(row: dict) -> None:
-        nonlocal failed, finished
+        nonlocal failed
         journal.append(row)
         failed += row.get("status") != "optimal"
-        finished += 1
-        if args.verbose or lines:
-            bar.write(f"[{finished}/{len(todo)}] {row.get('status')}: {row.get('task_key')} "
-                      f"({row.get('wall_s', math.nan):.2f} s)" + (f" {row['error']}" if row.get("error") else ""),
-                      file=sys.stderr)
-        bar.update(1)
-        bar.set_postfix_str(f"not optimal: {failed}", refresh=False)
+        bar.done(f"{row.get('status')}: {row.get('task_key')} ({row.get('wall_s', math.nan):.2f} s)"
+                 + (f" {row['error']}" if row.get("error") else ""), always=args.verbose)
+        bar.note(f"not optimal: {failed}")
 
     log_dir = str((out / "logs").resolve())
     interrupted = False

@@ -92,8 +92,9 @@ class Suite:
     name: str
     description: str
     problems: Callable[[int], list[Problem]]  # seed -> problems
-    # A suite that writes its own report (the coursework demos): out_dir -> Section.
-    section: Callable[[object], object] | None = None
+    # A suite that writes its own report (the coursework demos): (out_dir, **options) -> Section, the options
+    # being the command line's that its function takes (experiments/runner/section_options.py).
+    section: Callable[..., object] | None = None
     # Extra work after the sweep, before the report (out_dir, seed) -> None; it writes its
     # own files into out_dir, which the report reads (the lp suite's 1-norm vs 2-norm table).
     after: Callable[[object, int], None] | None = None
@@ -252,10 +253,10 @@ register(Suite(
 
 
 def _coursework_section(name: str) -> Callable[[object], object]:
-    def run(out_dir):
+    def run(out_dir, **options):
         from experiments.coursework.cli import run_suite  # lazy: matplotlib and scikit-learn
 
-        return run_suite(name, out_dir)
+        return run_suite(name, out_dir, **options)
 
     return run
 
