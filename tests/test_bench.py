@@ -271,6 +271,7 @@ def test_quick_bench_verified_rows_agree(quick_run):
     assert (tight["rel_obj_error"] < 1e-2).all()
 
 
+@pytest.mark.slow  # a whole command line run (10 s or more): with the heavier tests
 def test_lp_bench_quick(tmp_path):
     """`--lp --quick`: the 1-norm LPs through HiGHS, primal and dual optima equal, every row verified."""
     import pandas as pd

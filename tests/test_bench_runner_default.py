@@ -54,6 +54,7 @@ def test_a_layer_without_rows_has_no_ratio():
     assert math.isnan(table.set_index("layer").loc["cvxpy", "ratio"])
 
 
+@pytest.mark.slow  # a whole command line run (10 s or more): with the heavier tests
 def test_quick_run_writes_the_comparison_and_the_bench_report_includes_it(tmp_path):
     """The runner in a subprocess and the benchmark's paths at small n: every layer compared, both sides
     verified, the same optimum; the section joins the benchmark's report."""
@@ -71,6 +72,7 @@ def test_quick_run_writes_the_comparison_and_the_bench_report_includes_it(tmp_pa
     assert any(line.startswith("| kernel") for line in section)
 
 
+@pytest.mark.slow  # a whole command line run (10 s or more): with the heavier tests
 def test_rounds_keep_each_sides_fastest_row(tmp_path):
     """--rounds 2: the runner ran twice (a folder each), every row is kept with its round, and each side's row in
     the comparison is its fastest verified one over both rounds."""

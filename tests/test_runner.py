@@ -143,6 +143,7 @@ def test_default_suite_checks_separability_before_the_hard_margin(default_run):
 # ------------------------------------------------------------------ failures and timeouts
 
 
+@pytest.mark.slow  # a whole command line run (10 s or more): with the heavier tests
 def test_failed_crashed_and_timed_out_solves_become_rows(tmp_path):
     """A raise, a crash and a solve that never returns (fault hang: killed at --timeout) are rows. The
     timeout is generous: the other solves need a small fraction of it, the hanging one never ends."""
@@ -169,6 +170,7 @@ def test_failed_crashed_and_timed_out_solves_become_rows(tmp_path):
 # ------------------------------------------------------------------ kill midway, then --resume
 
 
+@pytest.mark.slow  # a whole command line run (10 s or more): with the heavier tests
 def test_killed_run_resumes_without_redoing_finished_rows(tmp_path):
     """Kill a run midway, on an event (a solve hangs after touching a marker), never after a guessed delay;
     a second run on the same folder meanwhile is refused by the lock; `--resume --out DIR` alone then
