@@ -131,6 +131,7 @@ def test_parameter_build_equals_float_build():
         assert v_param == pytest.approx(v_float, rel=1e-7)
 
 
+@pytest.mark.slow  # a whole command line run: with the heavier tests
 def test_cli_quick_writes_three_files(tmp_path):
     assert c_path.main(["--quick", "--n", "60", "--n-linear", "80", "--out", str(tmp_path), "--no-progress"]) == 0
     for name in ("c_path.csv", "c_path.md", "c_path.png"):

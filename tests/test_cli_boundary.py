@@ -154,6 +154,7 @@ def _refused_process(argv: list[str], *words: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a whole command line run: with the heavier tests
 def test_out_that_is_read_only(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -323,13 +323,19 @@ def _set(value, path: str, new):
     return {**value, head: _set(value.get(head, {}), rest, new)}
 
 
+# each case a whole command line run (3 s): two in the default run, the others with the slow tests
 @pytest.mark.parametrize("file, path, new, words", [
     ("run.json", "datasets", [], ["run.json", "datasets must be object, got array"]),
-    ("run.json", "runs", "20261127", ["run.json", "runs must be array, got string"]),
-    ("run.json", "options.seed", "zero", ["run.json", "options.seed must be integer, got string 'zero'"]),
-    ("run.json", "datasets.example_5_1.n", "60", ["run.json", "datasets.example_5_1.n must be integer, got string"]),
-    ("run.json", "datasets.example_5_1", {"n": 60}, ["run.json", "datasets.example_5_1 must contain ['file']"]),
-    ("run.json", "", [], ["run.json", "the whole file must be object, got array"]),
+    pytest.param("run.json", "runs", "20261127", ["run.json", "runs must be array, got string"],
+                 marks=pytest.mark.slow),
+    pytest.param("run.json", "options.seed", "zero", ["run.json", "options.seed must be integer, got string 'zero'"],
+                 marks=pytest.mark.slow),
+    pytest.param("run.json", "datasets.example_5_1.n", "60", ["run.json", "datasets.example_5_1.n must be integer, got string"],
+                 marks=pytest.mark.slow),
+    pytest.param("run.json", "datasets.example_5_1", {"n": 60}, ["run.json", "datasets.example_5_1 must contain ['file']"],
+                 marks=pytest.mark.slow),
+    pytest.param("run.json", "", [], ["run.json", "the whole file must be object, got array"],
+                 marks=pytest.mark.slow),
     ("separability.json", "example_5_1.separable", "yes",
      ["separability.json", "example_5_1.separable must be boolean or null, got string 'yes'"]),
 ])

@@ -142,6 +142,7 @@ def _environment_of(pid: int) -> dict:
     return {name.decode(): value.decode() for name, value in pairs}
 
 
+@pytest.mark.slow  # a solve server started per case (3-7 s): with the heavier tests
 @pytest.mark.skipif(not isolation.ISOLATE, reason="solve servers run on Linux only")
 @pytest.mark.parametrize("user_value", [None, "20"])
 def test_every_solve_server_starts_with_the_solve_process_variables(monkeypatch, user_value):

@@ -60,6 +60,7 @@ from experiments.bench.scaling_report import is_linear, path_label
 from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
                                   wine_one_vs_rest)
+from experiments.progress import Progress
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
@@ -625,8 +626,6 @@ def run(quick: bool, budget: float, out_dir: Path, backends=ALL_BACKENDS, only: 
     path a round, and the fastest finished round is kept (`_fastest`; every round's time in its extras).
     """
     import pandas as pd
-
-    from experiments.progress import Progress
 
     paths = plan(quick, backends, families)
     if only:

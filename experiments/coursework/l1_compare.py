@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.datasets import load_dataset
+from experiments.progress import Progress
 from formulations import validation
 from formulations.errors import SVMInputError
 from formulations.l1_svm import L1_DUAL, L1_PRIMAL
@@ -138,8 +139,6 @@ def lp_timings(
     project's gap at the returned pair). `solve_s` is the adapter's time: for
     Pyomo it includes handing the model to HiGHS, for cvxpy its compilation.
     """
-    from experiments.progress import Progress
-
     jobs = [(n, layer, method, f) for n in ns for layer in layers for method in methods for f in formulations]
     rows = []
     data = {}

@@ -37,10 +37,12 @@ import numpy as np
 # pandas (with the results table), tqdm, cvxpy, Pyomo and scikit-learn are imported where a solve or a
 # report needs them, on purpose: --help, --version and --list answer in well under a second.
 from experiments.datasets import DATASETS, Dataset, check_params, load_dataset
+from experiments.progress import Progress
 from experiments.runner.folder import (RUN_FILE, SEPARABILITY_FILE, RunFolderError, read_run_meta,
                                        read_separability, write_json, write_text, write_whole, writing)
 from experiments.runner.lock import RunFolderLock
 from experiments.runner.options import UsageError, build_parser, check_options
+from experiments.runner.section_options import section_options
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
 from formulations.kernels import Kernel
@@ -587,8 +589,6 @@ def check_separability(problems, datasets: dict, out: Path, args, run_id: str, s
 def run_section(suite, args) -> int:
     """A suite that writes its own report (figures, tables, Markdown) into the output folder."""
     from experiments.coursework.cli import COURSEWORK_SUITES  # lazy: matplotlib and scikit-learn
-    from experiments.runner.section_options import section_options
-
     coursework = COURSEWORK_SUITES.get(suite.name)
     # a suite registered with a bare section function takes no option besides --out
     options = section_options(suite.name, coursework.run if coursework else (lambda out_dir: None), args)
@@ -777,7 +777,6 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
           busy: str = "") -> int:
     """Solve what is not done yet into `out` (locked by the caller), then the table, report and summary;
     `busy`: the line saying why fewer solves run at a time than there are cores (choose_workers)."""
-    from experiments.progress import Progress
     from experiments.runner import results_table  # lazy: pandas; --help and --list stay fast
     # lazy: pandas; --help and --list stay fast
     from experiments.runner.sweep import STOP_SLOW_FACTOR, SlowStop, leave_out_stalls, make_tasks, run_dask, run_local

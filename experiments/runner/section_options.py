@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Callable
 
 from experiments.runner.options import UsageError, build_parser
+from solvers.registry import BACKEND_NAMES, LAYERS, availability
 
 #: Options that never reach a solve: where the output goes and how much the console says.
 _ALWAYS = {"suite", "list", "out", "no_progress", "quiet", "verbose", "version"}
@@ -43,8 +44,6 @@ def _one(names: list[str], flag: str, suite: str) -> str:
 
 def _solvers(args, params: dict, suite: str) -> dict:
     """--layers and --backends as the suite's `layer`/`backend` (or seeds' `backends` pairs), checked available."""
-    from solvers.registry import BACKEND_NAMES, LAYERS, availability
-
     layers = _names(args.layers, LAYERS, "layer") if args.layers else None
     names = _names(args.backends, BACKEND_NAMES, "backend") if args.backends else None
     opts: dict = {}
