@@ -151,8 +151,8 @@ def compute_checks(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | No
     alpha_claimed: the multipliers are part of the claim (a handed-in answer, solvers.grading): no second hearing."""
     out = _checks_at(sol, X, y, C, K, tol, Ku=Ku, deadline=deadline, kernel=kernel)
     if (out.verified or out.timed_out or alpha_claimed or out.alpha_source != "solver" or sol.w is None
-            or sol.formulation not in PRIMAL_FORMULATIONS):
-        return out
+            or sol.formulation not in PRIMAL_FORMULATIONS or not out.kkt_primal_feasibility <= tol):
+        return out  # (an infeasible point fails whatever its multipliers: no second pass over the data)
     with np.errstate(over="ignore", invalid="ignore"):  # a wild point's estimate overflows: it fails, quietly
         second = _checks_at(replace(sol, alpha=None), X, y, C, K, tol, Ku=Ku, deadline=deadline, kernel=kernel)
     if not second.verified:
