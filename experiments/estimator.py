@@ -617,9 +617,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(layer), kernel=kernel,
                     allow_indefinite=sigmoid)
         if sigmoid and sol.extras.get("indefinite_kernel") and sol.status not in _ACCEPTED:
-            nonconvex = {**self._solve_kwargs(), "layer": "pyomo", "backend": NONCONVEX_BACKEND, "method": "full"}
-            nonconvex.pop("options", None)  # max_iter's option names the first backend's
-            sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
+            # no max_iter option: its name is the first backend's
+            sol = solve(formulation, X_pair, signs, C=C, layer="pyomo", backend=NONCONVEX_BACKEND,
+                        profile=self.profile, method="full", kernel=kernel, allow_indefinite=True)
         return sol
 
     def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block):
