@@ -536,7 +536,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             _check_representable(X)
         kernel = self._resolved_kernel(X if not callable(self.kernel) else None)
         K = self._training_gram(X)
-        self._twins = _identical_rows(K if self.kernel == "precomputed" else X) if _numeric(X) else None
+        # only a kernel dual's multipliers are split among identical samples (_fit_pair)
+        twins_used = formulation == "kernel_dual" and _numeric(X)
+        self._twins = _identical_rows(K if self.kernel == "precomputed" else X) if twins_used else None
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
@@ -667,7 +669,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
-            if formulation == "kernel_dual" and self._twins is not None:
+            if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
         else:
