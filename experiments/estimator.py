@@ -536,7 +536,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             _check_representable(X)
         kernel = self._resolved_kernel(X if not callable(self.kernel) else None)
         K = self._training_gram(X)
-        self._twins = _identical_rows(K if self.kernel == "precomputed" else X) if _numeric(X) else None
+        # only a kernel dual's multipliers are split among identical samples (_fit_pair)
+        twins_used = formulation == "kernel_dual" and _numeric(X)
+        self._twins = _identical_rows(K if self.kernel == "precomputed" else X) if twins_used else None
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         self.formulation_, self.kernel_ = formulation, kernel
 
@@ -617,9 +619,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         sol = solve(formulation, X_pair, signs, C=C, **self._solve_kwargs(layer), kernel=kernel,
                     allow_indefinite=sigmoid)
         if sigmoid and sol.extras.get("indefinite_kernel") and sol.status not in _ACCEPTED:
-            nonconvex = {**self._solve_kwargs(), "layer": "pyomo", "backend": NONCONVEX_BACKEND, "method": "full"}
-            nonconvex.pop("options", None)  # max_iter's option names the first backend's
-            sol = solve(formulation, X_pair, signs, C=C, **nonconvex, kernel=kernel, allow_indefinite=True)
+            # no max_iter option: its name is the first backend's
+            sol = solve(formulation, X_pair, signs, C=C, layer="pyomo", backend=NONCONVEX_BACKEND,
+                        profile=self.profile, method="full", kernel=kernel, allow_indefinite=True)
         return sol
 
     def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block):
@@ -667,7 +669,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
-            if formulation == "kernel_dual" and self._twins is not None:
+            if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
         else:

@@ -41,10 +41,6 @@ class SharedGram:
         bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
         return cls(kernel, data, gram(kernel, data), order, bounds)
 
-    def positions(self, i: int, j: int) -> np.ndarray:
-        """The positions in `order` of classes i and j (i's first)."""
-        return np.r_[self.bounds[i]:self.bounds[i + 1], self.bounds[j]:self.bounds[j + 1]]
-
     def pair(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, FullGram]:
         """(rows of the training set, their labels: -1 for class i and +1 for class j, the pair's Gram block with its
         kernel and samples)."""
@@ -59,6 +55,6 @@ class SharedGram:
             block[:m, m:] = self.K[a, b]
             block[m:, :m] = self.K[b, a]
             block[m:, m:] = self.K[b, b]
-        at = self.positions(i, j)
+        at = np.r_[a, b]  # the pair's positions in `order`, i's first
         signs = np.concatenate([-np.ones(m), np.ones(size - m)])
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])

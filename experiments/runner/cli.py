@@ -813,7 +813,6 @@ def sweep(args, argv, out: Path, suite_name: str, problems, datasets: dict, maps
     for line in scaling_warnings(datasets, args.standardize):
         print(line, file=sys.stderr)  # also with -q: it says why rows go unverified
     start = time.perf_counter()
-    # a bar redrawn with carriage returns on a terminal; a log file or a pipe gets a plain line per solve
     bar = Progress(len(todo), enabled=not (args.no_progress or args.quiet), unit="solve")
     failed = 0
 
