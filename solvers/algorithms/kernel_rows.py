@@ -77,11 +77,6 @@ class FullGram(Gram):
         """coef' K[I, :] (K symmetric: rows, not columns)."""
         return coef @ self.K[I]
 
-    def magnitudes(self, u: np.ndarray) -> np.ndarray:
-        """sum_j |K_ij u_j| from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
-        nz = np.flatnonzero(u)
-        return np.abs(u[nz]) @ np.abs(self.K[nz]) if nz.size else np.zeros(self.n)
-
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
         nz = np.flatnonzero(u)
