@@ -25,7 +25,8 @@ from solvers import isolation
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
 from solvers.algorithms.working_set import subproblems
-from solvers.algorithms.working_set.optimality import alpha_scale, relative_gap, violating_sets
+from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
+                                                        violating_sets)
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -106,8 +107,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
 
 def _converged(src, y, C, loop, settings) -> tuple[float, bool]:
     """(m - M over every point, whether it is within the loop's tol and the relative gap within gap_tol)."""
-    up, low, minus_yg = violating_sets(loop.alpha, loop.g, y, C, settings.bound_tol * alpha_scale(loop.alpha, C))
-    violation = float(minus_yg[up].max() - minus_yg[low].min()) if up.any() and low.any() else 0.0
+    violation = max_violation(loop.alpha, loop.g, y, C, settings.bound_tol * alpha_scale(loop.alpha, C))
     if violation > settings.tol:
         return violation, False
     loop.gap = relative_gap(loop.alpha, loop.g, y, C, src.max_diagonal())
