@@ -37,10 +37,10 @@ from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
 from solvers.solution import (
-    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
+    ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.checks import withhold_unverified
-from solvers.closing import answered
+from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
 from solvers.family_proof import prove
 from solvers.reference import Gram
@@ -160,8 +160,7 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
 
 
 def _has_point(raw) -> bool:
-    return isinstance(raw, RawResult) and raw.status in (OPTIMAL, OPTIMAL_INACCURATE, ITERATION_LIMIT,
-                                                            TIME_LIMIT)
+    return isinstance(raw, RawResult) and raw.status in HAS_POINT
 
 
 def _unanswered(ended, *, formulation, layer, backend, profile, deadline, extras) -> Solution:
