@@ -248,7 +248,7 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         reference = _reference(module, cond, values, data, params, kind)
         if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
             cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
-        _fill(sol, cond, values, member)
+        _fill(sol, cond, values)
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
     if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
@@ -278,7 +278,7 @@ def _missing(values: dict | None, kind: str, member) -> str:
     return ""
 
 
-def _fill(sol: Solution, cond, values: dict, member) -> None:
+def _fill(sol: Solution, cond, values: dict) -> None:
     """The point as the row reports it: w, b, alpha, the decision values, and the member's values in extras."""
     sol.w, sol.b, sol.decision = cond.w, cond.b, cond.decision
     sol.alpha = values["alpha"] if cond.alpha is None else cond.alpha
