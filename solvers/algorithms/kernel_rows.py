@@ -86,7 +86,7 @@ class FullGram(Gram):
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         """sum_j |K_ij u_j| for each i (solvers.reference.Gram's), from the rows of u's nonzeros read in place (K
-        symmetric): |K[:, nz]| gathered was two copies of 96 MB at n = 5,000, 0.23 s of a 0.75 s solve."""
+        symmetric): gathering |K[:, nz]| would copy most of K twice, a large share of the solve."""
         K = self.K
         if not (K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable):
             return super().magnitudes(u)
@@ -279,8 +279,7 @@ ROWS_FROM_N = 2000
 
 #: Up to this size the Gram matrix is formed even from ROWS_FROM_N points: the compiled SMO (solvers.algorithms.smo)
 #: reads two rows a step, hundreds of thousands of steps at a large C, and copies the short rows of the points still
-#: in play out of it where rows on demand would compute them again after each shrinking. MEASURED (hard family,
-#: n = 5,000, rbf gamma 0.1, C = 10, direct/PIQP, machine loaded): the SMO 1.45 s on rows against 0.38 s on the matrix.
+#: in play out of it where rows on demand would compute them again after each shrinking (several times slower).
 GRAM_BYTES = 2**30
 
 
