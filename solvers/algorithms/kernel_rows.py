@@ -50,6 +50,12 @@ def chunk_rows(n: int) -> int:
     return max(1, int(CHUNK_BYTES // (8 * max(n, 1))))
 
 
+def compiled_ok(K: np.ndarray) -> bool:
+    """Whether K goes to solvers.algorithms.smo's compiled functions as it is: numba compiles once per array type,
+    and a copy into that type would cost more than the compiled loop saves."""
+    return K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable
+
+
 class FullGram(Gram):
     """A Gram matrix already in memory, as a row source; `kernel` and `data` where it was made from data (the
     closing checks then recompute some of its entries: solvers.kernel_audit), else None (a precomputed K)."""
@@ -88,7 +94,7 @@ class FullGram(Gram):
         """sum_j |K_ij u_j| for each i (solvers.reference.Gram's), from the rows of u's nonzeros read in place (K
         symmetric): gathering |K[:, nz]| would copy most of K twice, a large share of the solve."""
         K = self.K
-        if not (K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable):
+        if not compiled_ok(K):
             return super().magnitudes(u)
         from solvers.algorithms.smo import abs_combination  # numba, loaded where it is used
 

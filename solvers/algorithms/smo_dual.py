@@ -22,7 +22,7 @@ import numpy as np
 
 from formulations import penalty
 from solvers import isolation
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, compiled_ok
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
@@ -48,11 +48,6 @@ def applies(src) -> bool:
         return True
     return (isinstance(src, KernelRows) and not isinstance(src, LinearRows) and isinstance(src.data, np.ndarray)
             and src.kernel.name in KERNEL_CODES)
-
-
-def _compiled_ok(K) -> bool:
-    """Whether K goes to the compiled functions as it is (a copy would cost more than it saves)."""
-    return K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable
 
 
 def compiled_rows(src) -> RowCache:
@@ -154,7 +149,7 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     if changed.size:
         Bc = B[changed]
         coef = y[Bc] * delta[changed]
-        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and _compiled_ok(src.K)
+        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and compiled_ok(src.K)
                   else src.combination(Bc, coef))
         alpha[Bc] = new[changed]
     return True
