@@ -37,10 +37,10 @@ from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
 from solvers.solution import (
-    ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
+    ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.checks import withhold_unverified
-from solvers.closing import answered
+from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
 from solvers.family_proof import prove
 from solvers.reference import Gram
@@ -160,8 +160,7 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
 
 
 def _has_point(raw) -> bool:
-    return isinstance(raw, RawResult) and raw.status in (OPTIMAL, OPTIMAL_INACCURATE, ITERATION_LIMIT,
-                                                            TIME_LIMIT)
+    return isinstance(raw, RawResult) and raw.status in HAS_POINT
 
 
 def _unanswered(ended, *, formulation, layer, backend, profile, deadline, extras) -> Solution:
@@ -249,7 +248,7 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         reference = _reference(module, cond, values, data, params, kind)
         if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
             cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
-        _fill(sol, cond, values, member)
+        _fill(sol, cond, values)
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
     if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
@@ -279,7 +278,7 @@ def _missing(values: dict | None, kind: str, member) -> str:
     return ""
 
 
-def _fill(sol: Solution, cond, values: dict, member) -> None:
+def _fill(sol: Solution, cond, values: dict) -> None:
     """The point as the row reports it: w, b, alpha, the decision values, and the member's values in extras."""
     sol.w, sol.b, sol.decision = cond.w, cond.b, cond.decision
     sol.alpha = values["alpha"] if cond.alpha is None else cond.alpha

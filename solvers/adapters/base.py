@@ -13,7 +13,6 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from solvers.solution import ITERATION_LIMIT, TIME_LIMIT

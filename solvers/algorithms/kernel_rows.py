@@ -50,6 +50,12 @@ def chunk_rows(n: int) -> int:
     return max(1, int(CHUNK_BYTES // (8 * max(n, 1))))
 
 
+def compiled_ok(K: np.ndarray) -> bool:
+    """Whether K goes to solvers.algorithms.smo's compiled functions as it is: numba compiles once per array type,
+    and a copy into that type would cost more than the compiled loop saves."""
+    return K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable
+
+
 class FullGram(Gram):
     """A Gram matrix already in memory, as a row source; `kernel` and `data` where it was made from data (the
     closing checks then recompute some of its entries: solvers.kernel_audit), else None (a precomputed K)."""
@@ -77,11 +83,6 @@ class FullGram(Gram):
         """coef' K[I, :] (K symmetric: rows, not columns)."""
         return coef @ self.K[I]
 
-    def magnitudes(self, u: np.ndarray) -> np.ndarray:
-        """sum_j |K_ij u_j| from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
-        nz = np.flatnonzero(u)
-        return np.abs(u[nz]) @ np.abs(self.K[nz]) if nz.size else np.zeros(self.n)
-
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
         nz = np.flatnonzero(u)
@@ -91,9 +92,9 @@ class FullGram(Gram):
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         """sum_j |K_ij u_j| for each i (solvers.reference.Gram's), from the rows of u's nonzeros read in place (K
-        symmetric): |K[:, nz]| gathered was two copies of 96 MB at n = 5,000, 0.23 s of a 0.75 s solve."""
+        symmetric): gathering |K[:, nz]| would copy most of K twice, a large share of the solve."""
         K = self.K
-        if not (K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable):
+        if not compiled_ok(K):
             return super().magnitudes(u)
         from solvers.algorithms.smo import abs_combination  # numba, loaded where it is used
 
@@ -284,8 +285,7 @@ ROWS_FROM_N = 2000
 
 #: Up to this size the Gram matrix is formed even from ROWS_FROM_N points: the compiled SMO (solvers.algorithms.smo)
 #: reads two rows a step, hundreds of thousands of steps at a large C, and copies the short rows of the points still
-#: in play out of it where rows on demand would compute them again after each shrinking. MEASURED (hard family,
-#: n = 5,000, rbf gamma 0.1, C = 10, direct/PIQP, machine loaded): the SMO 1.45 s on rows against 0.38 s on the matrix.
+#: in play out of it where rows on demand would compute them again after each shrinking (several times slower).
 GRAM_BYTES = 2**30
 
 

@@ -502,8 +502,8 @@ def abs_combination(K: np.ndarray, I, coef) -> np.ndarray:
 
 
 def combination(K: np.ndarray, I, coef) -> np.ndarray:
-    """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's 650 rows at
-    n = 5,000: 26 MB copied before the product)."""
+    """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's rows would be
+    copied whole before the product)."""
     out = np.zeros(K.shape[0])
     _combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
     return out

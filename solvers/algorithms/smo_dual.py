@@ -22,10 +22,11 @@ import numpy as np
 
 from formulations import penalty
 from solvers import isolation
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, compiled_ok
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
 from solvers.algorithms.working_set import subproblems
-from solvers.algorithms.working_set.optimality import alpha_scale, relative_gap, violating_sets
+from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
+                                                        violating_sets)
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -47,11 +48,6 @@ def applies(src) -> bool:
         return True
     return (isinstance(src, KernelRows) and not isinstance(src, LinearRows) and isinstance(src.data, np.ndarray)
             and src.kernel.name in KERNEL_CODES)
-
-
-def _compiled_ok(K) -> bool:
-    """Whether K goes to the compiled functions as it is (a copy would cost more than it saves)."""
-    return K.dtype == np.float64 and K.flags.c_contiguous and K.flags.writeable
 
 
 def compiled_rows(src) -> RowCache:
@@ -106,8 +102,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
 
 def _converged(src, y, C, loop, settings) -> tuple[float, bool]:
     """(m - M over every point, whether it is within the loop's tol and the relative gap within gap_tol)."""
-    up, low, minus_yg = violating_sets(loop.alpha, loop.g, y, C, settings.bound_tol * alpha_scale(loop.alpha, C))
-    violation = float(minus_yg[up].max() - minus_yg[low].min()) if up.any() and low.any() else 0.0
+    violation = max_violation(loop.alpha, loop.g, y, C, settings.bound_tol * alpha_scale(loop.alpha, C))
     if violation > settings.tol:
         return violation, False
     loop.gap = relative_gap(loop.alpha, loop.g, y, C, src.max_diagonal())
@@ -154,7 +149,7 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     if changed.size:
         Bc = B[changed]
         coef = y[Bc] * delta[changed]
-        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and _compiled_ok(src.K)
+        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and compiled_ok(src.K)
                   else src.combination(Bc, coef))
         alpha[Bc] = new[changed]
     return True
