@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
                                         BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
                                         stationarity, top)
-from formulations.family.names import KERNEL_DUAL, NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
+from formulations.family.names import NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, lifted_rows, linear_sum, matrix_rows, new_pyomo_model, signed
 from formulations.kernel_dual import dual_matrix
 

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
                                         BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
-                                        stationarity, top)
+                                        stationarity)
 from formulations.family.names import ONE_CLASS_KERNEL_DUAL, ONE_CLASS_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
 
