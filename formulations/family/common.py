@@ -39,16 +39,6 @@ AT_BOUND = 1e-6
 # --------------------------------------------------------------------------- models
 
 
-def pyomo_box(U: float) -> tuple[float, float]:
-    """Pyomo bounds 0 <= a_i <= U (plain floats: the standard-form bridge reads them in one pass)."""
-    return (0.0, float(U))
-
-
-def cvxpy_box(U: float) -> list:
-    """cvxpy bounds 0 <= a_i <= U (bounds, not rows: formulations.model.alpha_bounds says why)."""
-    return [0.0, float(U)]
-
-
 def pyomo_quadratic(Q: np.ndarray, variables) -> QuadraticForm:
     """x'Qx kept as the matrix (no Pyomo term per entry: formulations.quadratic_form)."""
     return QuadraticForm(np.asarray(Q, dtype=float), variables)
