@@ -27,6 +27,7 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
+from formulations.data_matrix import squared_row_norms
 from formulations.kernel_dual import psd_constant
 from formulations.quadratic_form import QuadraticForm
 
@@ -37,16 +38,6 @@ AT_BOUND = 1e-6
 
 
 # --------------------------------------------------------------------------- models
-
-
-def pyomo_box(U: float) -> tuple[float, float]:
-    """Pyomo bounds 0 <= a_i <= U (plain floats: the standard-form bridge reads them in one pass)."""
-    return (0.0, float(U))
-
-
-def cvxpy_box(U: float) -> list:
-    """cvxpy bounds 0 <= a_i <= U (bounds, not rows: formulations.model.alpha_bounds says why)."""
-    return [0.0, float(U)]
 
 
 def pyomo_quadratic(Q: np.ndarray, variables) -> QuadraticForm:
@@ -100,9 +91,7 @@ class FamilyData:
         """max_i K_ii (max_i ||x_i||^2 where no K is given), without forming K."""
         if self.K is not None:
             return float(np.max(np.diag(self.K)))
-        X = self.X
-        rows = X.multiply(X).sum(axis=1) if hasattr(X, "multiply") else np.einsum("ij,ij->i", X, X)
-        return float(np.max(rows))
+        return float(np.max(squared_row_norms(self.X)))
 
     def gram(self) -> np.ndarray:
         """K as a dense matrix (X X' where no K is given): for the proof of the optimum."""
@@ -188,8 +177,7 @@ def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray, floor: fl
     """||w - sum_i c_i x_i|| relative to ||w||, or, where w is (nearly) 0, to the w that moves f by max |f| (or
     by `floor`, FamilyData.floor, where larger) (max|f| / max ||x_i||): a primal's w against the one its
     multipliers make."""
-    rows = np.sqrt(np.max(np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply")
-                          else np.einsum("ij,ij->i", X, X)))
+    rows = np.sqrt(np.max(squared_row_norms(X)))
     reach = max(top(f), floor) / rows if rows > 0 else 0.0
     return float(np.linalg.norm(w - w_alpha)) / max(float(np.linalg.norm(w)), reach, _TINY)
 

@@ -26,11 +26,11 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        BoxQP, fraction, paired, pyomo_box, pyomo_quadratic, recover_multiplier,
+from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        BoxQP, fraction, paired, pyomo_quadratic, recover_multiplier,
                                         squared_norm, stationarity, top)
 from formulations.family.names import EPS_SVR_KERNEL_DUAL, EPS_SVR_PRIMAL, PRIMAL
-from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
 
 
 def tube_rows(X, sign: float, eps_column: bool) -> sp.csr_matrix:
@@ -75,8 +75,8 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
     n = len(y)
     C, eps = float(params["C"]), float(params["epsilon"])
     m = new_pyomo_model(EPS_SVR_KERNEL_DUAL, n)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_box(C))
-    m.alpha_star = pyo.Var(m.I, bounds=pyomo_box(C))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
+    m.alpha_star = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C))
     both = [*m.alpha.values(), *m.alpha_star.values()]
     m.balance = matrix_rows(np.concatenate([np.ones(n), -np.ones(n)])[None, :], both, lower=0.0, upper=0.0)
     m.quad = pyomo_quadratic(paired(K), both)  # beta' K beta
@@ -88,8 +88,8 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
 def build_kernel_dual_cvxpy(K, y, params) -> CvxpyModel:
     n = len(y)
     C, eps = float(params["C"]), float(params["epsilon"])
-    alpha = cp.Variable(n, name="alpha", bounds=cvxpy_box(C))
-    alpha_star = cp.Variable(n, name="alpha_star", bounds=cvxpy_box(C))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(C))
+    alpha_star = cp.Variable(n, name="alpha_star", bounds=alpha_bounds(C))
     beta = alpha - alpha_star
     balance = cp.sum(beta) == 0
     objective = -0.5 * cvxpy_quadratic(beta, K) - eps * cp.sum(alpha + alpha_star) + y @ beta

@@ -23,6 +23,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from formulations.data_matrix import squared_row_norms
 from formulations.family.common import top
 
 _TINY = np.finfo(float).tiny
@@ -41,8 +42,7 @@ def features(X, params: dict):
 
 def row_reach(X) -> float:
     """max_i ||x_i||."""
-    squares = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
-    return float(np.sqrt(np.max(np.asarray(squares, dtype=float)))) if X.shape[0] * X.shape[1] else 0.0
+    return float(np.sqrt(np.max(squared_row_norms(X)))) if X.shape[0] * X.shape[1] else 0.0
 
 
 def w_size(w, X, f) -> float:

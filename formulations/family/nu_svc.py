@@ -35,11 +35,12 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
+from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        BoxQP, fraction, pyomo_quadratic, recover_multiplier, squared_norm,
                                         stationarity, top)
-from formulations.family.names import KERNEL_DUAL, NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
-from formulations.model import CvxpyModel, lifted_rows, linear_sum, matrix_rows, new_pyomo_model, signed
+from formulations.family.names import NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
+from formulations.model import (CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model,
+                                pyomo_alpha_bounds, signed)
 from formulations.kernel_dual import dual_matrix
 
 
@@ -82,7 +83,7 @@ def build_primal_cvxpy(X, y, params) -> CvxpyModel:
 def build_linear_dual_pyomo(X, y, params) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(NU_SVC_LINEAR_DUAL, n, d)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_box(1.0 / n))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(1.0 / n))
     m.w = pyo.Var(m.J)
     alpha = list(m.alpha.values())
     m.lift = matrix_rows(lifted_rows(y, X), [*alpha, *m.w.values()], lower=0.0, upper=0.0)  # w = X'(y * alpha)
@@ -94,7 +95,7 @@ def build_linear_dual_pyomo(X, y, params) -> pyo.ConcreteModel:
 
 def build_linear_dual_cvxpy(X, y, params) -> CvxpyModel:
     n, d = X.shape
-    alpha = cp.Variable(n, name="alpha", bounds=cvxpy_box(1.0 / n))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(1.0 / n))
     w = cp.Variable(d, name="w")
     lift = w == signed(y, X).T @ alpha
     balance = y @ alpha == 0
@@ -107,7 +108,7 @@ def build_linear_dual_cvxpy(X, y, params) -> CvxpyModel:
 def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
     n = len(y)
     m = new_pyomo_model(NU_SVC_KERNEL_DUAL, n)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_box(1.0 / n))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(1.0 / n))
     m.balance = matrix_rows(y[None, :], m.alpha, lower=0.0, upper=0.0)
     m.total = matrix_rows(np.ones((1, n)), m.alpha, lower=float(params["nu"]), upper=float(params["nu"]))
     m.quad = pyomo_quadratic(dual_matrix(K, y), m.alpha)  # alpha' Y K Y alpha
@@ -117,7 +118,7 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
 
 def build_kernel_dual_cvxpy(K, y, params) -> CvxpyModel:
     n = len(y)
-    alpha = cp.Variable(n, name="alpha", bounds=cvxpy_box(1.0 / n))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(1.0 / n))
     balance = y @ alpha == 0
     total = cp.sum(alpha) == float(params["nu"])
     problem = cp.Problem(cp.Maximize(-0.5 * cvxpy_quadratic(alpha, dual_matrix(K, y))), [balance, total])

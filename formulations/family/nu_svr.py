@@ -30,11 +30,11 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.family.common import (Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic, BoxQP,
-                                        paired, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm)
+from formulations.family.common import (Conditions, FamilyData, box_residuals, cvxpy_quadratic, BoxQP,
+                                        paired, pyomo_quadratic, recover_multiplier, squared_norm)
 from formulations.family.eps_svr import tube_meaning, tube_primal_point, tube_rows, tube_size
 from formulations.family.names import NU_SVR_KERNEL_DUAL, NU_SVR_PRIMAL, PRIMAL
-from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
 
 
 def build_primal_pyomo(X, y, params) -> pyo.ConcreteModel:
@@ -71,8 +71,8 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
     n = len(y)
     C, nu = float(params["C"]), float(params["nu"])
     m = new_pyomo_model(NU_SVR_KERNEL_DUAL, n)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_box(C / n))
-    m.alpha_star = pyo.Var(m.I, bounds=pyomo_box(C / n))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C / n))
+    m.alpha_star = pyo.Var(m.I, bounds=pyomo_alpha_bounds(C / n))
     both = [*m.alpha.values(), *m.alpha_star.values()]
     m.balance = matrix_rows(np.concatenate([np.ones(n), -np.ones(n)])[None, :], both, lower=0.0, upper=0.0)
     m.total = matrix_rows(np.ones((1, 2 * n)), both, lower=C * nu, upper=C * nu)
@@ -85,8 +85,8 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
 def build_kernel_dual_cvxpy(K, y, params) -> CvxpyModel:
     n = len(y)
     C, nu = float(params["C"]), float(params["nu"])
-    alpha = cp.Variable(n, name="alpha", bounds=cvxpy_box(C / n))
-    alpha_star = cp.Variable(n, name="alpha_star", bounds=cvxpy_box(C / n))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(C / n))
+    alpha_star = cp.Variable(n, name="alpha_star", bounds=alpha_bounds(C / n))
     beta = alpha - alpha_star
     balance = cp.sum(beta) == 0
     total = cp.sum(alpha + alpha_star) == C * nu

@@ -31,11 +31,11 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_box, cvxpy_quadratic,
-                                        BoxQP, fraction, pyomo_box, pyomo_quadratic, recover_multiplier, squared_norm,
-                                        stationarity, top)
+from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        BoxQP, fraction, pyomo_quadratic, recover_multiplier, squared_norm,
+                                        stationarity)
 from formulations.family.names import ONE_CLASS_KERNEL_DUAL, ONE_CLASS_PRIMAL, PRIMAL
-from formulations.model import CvxpyModel, linear_sum, matrix_rows, new_pyomo_model
+from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
 
 _TINY = np.finfo(float).tiny
 
@@ -72,7 +72,7 @@ def build_primal_cvxpy(X, y, params) -> CvxpyModel:
 def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
     n = K.shape[0]
     m = new_pyomo_model(ONE_CLASS_KERNEL_DUAL, n)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_box(1.0 / (float(params["nu"]) * n)))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(1.0 / (float(params["nu"]) * n)))
     m.total = matrix_rows(np.ones((1, n)), m.alpha, lower=1.0, upper=1.0)
     m.quad = pyomo_quadratic(K, m.alpha)
     m.obj = pyo.Objective(expr=-0.5 * m.quad, sense=pyo.maximize)
@@ -81,7 +81,7 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
 
 def build_kernel_dual_cvxpy(K, y, params) -> CvxpyModel:
     n = K.shape[0]
-    alpha = cp.Variable(n, name="alpha", bounds=cvxpy_box(1.0 / (float(params["nu"]) * n)))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(1.0 / (float(params["nu"]) * n)))
     total = cp.sum(alpha) == 1.0
     problem = cp.Problem(cp.Maximize(-0.5 * cvxpy_quadratic(alpha, K)), [total])
     return CvxpyModel(ONE_CLASS_KERNEL_DUAL, problem, {"alpha": alpha}, {"total": total}, info={"form": "dense"})
