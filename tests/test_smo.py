@@ -128,7 +128,7 @@ def test_bad_input_is_one_clear_error(data, kwargs, message):
 
 def test_the_compiled_rbf_gram_matrix_is_the_project_s(data):
     X, y, K = data
-    from solvers.algorithms.smo import rbf_gram
+    from solvers.algorithms.compiled_gram import rbf_gram
 
     G = rbf_gram(0.1, X + 1e3)  # far from the origin: the differences keep it exact
     assert np.array_equal(G, G.T) and np.all(np.diag(G) == 1.0)

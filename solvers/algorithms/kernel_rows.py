@@ -96,7 +96,7 @@ class FullGram(Gram):
         K = self.K
         if not compiled_ok(K):
             return super().magnitudes(u)
-        from solvers.algorithms.smo import abs_combination  # numba, loaded where it is used
+        from solvers.algorithms.compiled_gram import abs_combination  # numba, loaded where it is used
 
         nz = np.flatnonzero(u)
         return abs_combination(K, nz, u[nz])
@@ -310,7 +310,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if (n < ROWS_FROM_N or 8.0 * n * n <= GRAM_BYTES) and gram_fits(n, allowed):
         if kernel.name == "rbf" and not issparse(X):
-            from solvers.algorithms.smo import rbf_gram  # numba, loaded where it is used
+            from solvers.algorithms.compiled_gram import rbf_gram  # numba, loaded where it is used
 
             return FullGram(rbf_gram(kernel.resolved_gamma(X.shape[1]), X), kernel, X)
         return FullGram(gram(kernel, X), kernel, X)

@@ -23,7 +23,8 @@ import numpy as np
 from formulations import penalty
 from solvers import isolation
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, compiled_ok
-from solvers.algorithms.smo import KERNEL_CODES, RowCache, combination, smo
+from solvers.algorithms.compiled_gram import combination
+from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
