@@ -29,6 +29,7 @@ import time
 from dataclasses import replace
 from functools import partial
 
+import numba
 import numpy as np
 
 from formulations import family, kernels, validation
@@ -43,6 +44,7 @@ from solvers.checks import withhold_unverified
 from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
 from solvers.family_proof import prove
+from solvers.family_smo import SMO_MEMBERS, solve_dual
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
@@ -53,27 +55,35 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 PRIMAL_ROWS = {"margin": "alpha", "upper": "alpha", "lower": "alpha_star"}
 DUAL_ROWS = ("balance", "total")
 VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
+#: solve(method=...): the whole QP as one model through the layer's backend ("full"), the compiled SMO for the
+#: kernel duals of solvers.family_smo.SMO_MEMBERS ("smo": LIBSVM's methods, the row's layer "direct" and backend
+#: "smo"), or "auto": SMO for those from AUTO_SMO_MIN_N points on, where the whole QP through a layer is the
+#: slower (docs/family.md); below it the layer and backend asked for, the showcase's own models.
+METHODS = ("full", "smo", "auto")
+AUTO_SMO_MIN_N = 500
 
 
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
           memory_budget: float | None = None, intercept: str | None = None,
-          intercept_scaling: float | None = None) -> Solution:
+          intercept_scaling: float | None = None, method: str = "auto") -> Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
     X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
     targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
     parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
     .liblinear), checked first, and one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
-    kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
-    matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
-    (module docstring); extras hold the member's values.
+    kernel duals only; the primals and nu-SVC's linear dual are linear. method: METHODS (extras["method"] says
+    the one used). Every input is checked before the Gram matrix or any model is made (an SVMInputError naming
+    the bad one). The row is `optimal` only when verified (module docstring), whichever method gave its point;
+    extras hold the member's values.
     """
     began = time.perf_counter()
     member, kind = family.member_of(formulation)
     validation.check_choice("layer", layer, LAYERS)
     validation.check_choice("backend", backend, BACKEND_NAMES)
     validation.check_choice("profile", profile, PROFILES)
+    validation.check_choice("method", method, METHODS)
     time_limit = validation.check_time_limit(time_limit)
     options = validation.check_options(options)
     params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon, "intercept": intercept,
@@ -85,21 +95,36 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
         size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
         validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
-    if not isolation.ISOLATE:
+    method = choose_method(formulation, X.shape[0], method)
+    if not isolation.ISOLATE and method == "full":
         check_time_limit(layer, backend, time_limit)
     get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
     deadline = Deadline(time_limit, began=began)
-    extras = {"member": member.name, "kind": kind, "parameters": params, "method": "full"}
+    extras = {"member": member.name, "kind": kind, "parameters": params, "method": method}
     if labels is not None:
         extras["labels"] = labels.as_dict()
     work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
-                   deadline=deadline, options=options, extras=extras)
+                   deadline=deadline, options=options, extras=extras, method=method)
     sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
                                                       backend=backend, profile=profile, deadline=deadline,
                                                       extras=extras))
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol
+
+
+def choose_method(formulation: str, n: int, method: str = "auto") -> str:
+    """The method a solve of `formulation` on n points uses (METHODS): `method` itself unless "auto"; "smo" where
+    the formulation has none is an SVMInputError naming the ones that do."""
+    validation.check_choice("method", method, METHODS)
+    member, kind = family.member_of(formulation)
+    has_smo = kind == KERNEL_DUAL and member.name in SMO_MEMBERS
+    if method == "smo" and not has_smo:
+        raise validation.SVMInputError(f"method 'smo' is for the kernel duals of {', '.join(SMO_MEMBERS)}; "
+                                       f"{formulation} has none: use method 'full'")
+    if method == "auto":
+        return "smo" if has_smo and n >= AUTO_SMO_MIN_N else "full"
+    return method
 
 
 def _checked_data(member, kind: str, X, y, kernel, K):
@@ -118,8 +143,9 @@ def _checked_data(member, kind: str, X, y, kernel, K):
     return X, y, labels
 
 
-def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras):
-    """The model built, solved by the backend in the time left, and closed."""
+def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras,
+                 method="full"):
+    """The model built, solved by the backend in the time left (or the kernel dual by SMO), and closed."""
     member, kind = family.member_of(formulation)
     prof = get_profile(profile)
     adapter = get_backend(layer, backend)
@@ -133,6 +159,8 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
             extras["kernel"] = kernel.label
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
         data = FamilyData(y, X if linear else None, K)
+        if method == "smo":
+            return _solve_smo(formulation, member, K, data, params, prof, deadline, extras)
         model = family.builder(formulation, layer)(K, y, params)
     else:
         data = FamilyData(y, X)
@@ -144,6 +172,17 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
     isolation.stage("the closing checks")
     values = read_model(model, layer, kind) if _has_point(raw) else None
     return close(sol, values, data, params, kind, member, prof.check_tol)
+
+
+def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline: Deadline, extras) -> Solution:
+    """The kernel dual by the compiled SMO (solvers.family_smo), its point closed as any backend's."""
+    isolation.stage("the SMO steps")
+    values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline)
+    sol = answered(raw, formulation=formulation, layer="direct", backend="smo", profile=prof.name,
+                   deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
+                   extras=extras)
+    isolation.stage("the closing checks")
+    return close(sol, values if _has_point(raw) else None, data, params, KERNEL_DUAL, member, prof.check_tol)
 
 
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
