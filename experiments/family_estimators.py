@@ -44,6 +44,7 @@ from formulations.kernels import gram
 from formulations.scaling import BadScalingWarning, check_scaling
 from formulations.validation import refuse_masked
 from solvers.family import solve as family_solve
+from solvers.solution import OPTIMAL
 
 __all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
 
@@ -54,8 +55,12 @@ _ALL_NON_POSITIVE = "Invalid input - all samples have zero or negative weights."
 
 def _solve_member(est, member: str, X, K, y, params: dict):
     """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
-    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
+    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). The compiled SMO first
+    (_smo_fit), then the estimator's layer and backend."""
     formulation = f"{member}_kernel_dual"
+    fitted = _smo_fit(est, formulation, X, K, y, params)
+    if fitted is not None:
+        return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
     try:
         return sol, est._accept(sol, formulation)
@@ -78,9 +83,25 @@ def _solve_member(est, member: str, X, K, y, params: dict):
 SECOND_BACKEND = "clarabel"
 
 
-def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str):
-    """The member's kernel dual through `backend` in the estimator's layer and profile."""
-    kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile,
+def _smo_fit(est, formulation: str, X, K, y, params: dict):
+    """(Solution, False) from the compiled SMO (solvers.family method "smo", LIBSVM's methods) where the checks
+    verified its point or proved the optimum from it; None otherwise, where max_iter caps a backend's iterations,
+    and for the sigmoid kernel (the estimator's layer and backend then fit, as without SMO)."""
+    if est.max_iter != -1 or (K is None and est.kernel_.name == "sigmoid"):  # sigmoid: solvers.family.choose_method
+        return None
+    sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo")
+    if sol.status == OPTIMAL or sol.proved_alpha is not None:
+        try:
+            return sol, est._accept(sol, formulation)
+        except SVMFitError:
+            return None
+    return None
+
+
+def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, method: str = "full"):
+    """The member's kernel dual through `backend` in the estimator's layer and profile (method "full"), or by the
+    compiled SMO (method "smo")."""
+    kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile, "method": method,
               **iteration_options(backend, est.max_iter)}
     n = K.shape[0] if K is not None else X.shape[0]
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread

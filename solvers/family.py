@@ -95,7 +95,7 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
         size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
         validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
-    method = choose_method(formulation, X.shape[0], method)
+    method = choose_method(formulation, X.shape[0], method, kernel)
     if not isolation.ISOLATE and method == "full":
         check_time_limit(layer, backend, time_limit)
     get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
@@ -113,15 +113,23 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     return sol
 
 
-def choose_method(formulation: str, n: int, method: str = "auto") -> str:
-    """The method a solve of `formulation` on n points uses (METHODS): `method` itself unless "auto"; "smo" where
-    the formulation has none is an SVMInputError naming the ones that do."""
+def choose_method(formulation: str, n: int, method: str = "auto", kernel=None) -> str:
+    """The method a solve of `formulation` on n points with `kernel` (a checked Kernel; None: a precomputed K)
+    uses (METHODS): `method` itself unless "auto"; "smo" where the formulation has none, or for the sigmoid
+    kernel, is an SVMInputError saying why."""
     validation.check_choice("method", method, METHODS)
     member, kind = family.member_of(formulation)
     has_smo = kind == KERNEL_DUAL and member.name in SMO_MEMBERS
     if method == "smo" and not has_smo:
         raise validation.SVMInputError(f"method 'smo' is for the kernel duals of {', '.join(SMO_MEMBERS)}; "
                                        f"{formulation} has none: use method 'full'")
+    # an indefinite K makes the dual nonconvex: SMO stops at a point whose KKT conditions hold locally only
+    sigmoid = kernel is not None and kernel.name == "sigmoid"
+    if method == "smo" and sigmoid:
+        raise validation.SVMInputError("method 'smo' needs a positive semidefinite kernel: the sigmoid kernel's K is "
+                                       "indefinite in general, and SMO's point would be a local optimum the checks "
+                                       "cannot tell from the optimum; use method 'full'")
+    has_smo = has_smo and not sigmoid
     if method == "auto":
         return "smo" if has_smo and n >= AUTO_SMO_MIN_N else "full"
     return method
