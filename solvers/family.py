@@ -185,7 +185,9 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
 def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline: Deadline, extras) -> Solution:
     """The kernel dual by the compiled SMO (solvers.family_smo), its point closed as any backend's."""
     isolation.stage("the SMO steps")
-    values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline)
+    variables = K.shape[0] * (2 if member.task == family.REGRESSION else 1)
+    values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline,
+                             proved=variables <= PROOF_MAX_SIZE)
     sol = answered(raw, formulation=formulation, layer="direct", backend="smo", profile=prof.name,
                    deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
                    extras=extras)

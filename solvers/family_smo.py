@@ -40,6 +40,11 @@ SMO_MEMBERS = (ONE_CLASS, EPS_SVR, NU_SVC, NU_SVR)
 #: its violation.
 LOOSE = 1e-3
 RTOL = 1e-3
+#: Where no optimum will be proved (more multipliers than solvers.family proves), the checks bound f's error by
+#: sqrt(2 gap), and SMO's gap goes as its violation: it goes on to UNPROVED check_tol^2 of the spread instead,
+#: never below ROUNDING (what the gradient's updates keep exact).
+UNPROVED = 1e-2
+ROUNDING = 1e-12
 #: Steps at most (LIBSVM's max(10^7, 100 l)).
 MIN_STEPS = 10**7
 
@@ -103,10 +108,11 @@ def _filled(upper: np.ndarray, total: float) -> np.ndarray:
 
 
 def solve_dual(member: str, K: np.ndarray, y, params: dict, check_tol: float,
-               deadline: Deadline = NEVER) -> tuple[dict, RawResult]:
+               deadline: Deadline = NEVER, proved: bool = True) -> tuple[dict, RawResult]:
     """The member's kernel dual on the Gram matrix K by SMO: (the point as solvers.family.read_model gives it,
     {"alpha": ..., "alpha_star": ...}, and SMO's answer as a RawResult: `optimal` where its violation reached the
-    tolerance, else the limit that stopped it)."""
+    tolerance, else the limit that stopped it). proved: whether the checks will prove the optimum from the point
+    (else SMO goes further: UNPROVED)."""
     n = K.shape[0]
     prob = problem(member, y, params, n)
     rows = RowCache.full(K, index=prob.index)
@@ -116,7 +122,8 @@ def solve_dual(member: str, K: np.ndarray, y, params: dict, check_tol: float,
     steps, res = 0, None
     for tol in (LOOSE * _spread(prob, alpha, G), None):
         if tol is None:  # the second run's tolerance from the point reached
-            tol = RTOL * check_tol * _spread(prob, alpha, G)
+            rtol = RTOL * check_tol if proved else max(UNPROVED * check_tol ** 2, ROUNDING)
+            tol = rtol * _spread(prob, alpha, G)
         res = smo(rows, prob.signs, prob.upper, alpha, G, tol=max(tol, np.finfo(float).tiny),
                   max_iter=max(MIN_STEPS, 100 * len(prob.signs)) - steps, deadline=deadline,
                   p=prob.p, balance=prob.balance, nu=prob.nu)

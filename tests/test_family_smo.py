@@ -136,3 +136,54 @@ def test_methods_and_their_errors():
         smo(np.eye(3), np.ones(3), 1.0, balance=1.0, p=np.zeros(3))
     with pytest.raises(ValueError, match="alpha0 is infeasible"):
         smo(np.eye(3), np.ones(3), 1.0, alpha0=np.array([0.5, 0.0, 0.0]), balance=1.0, p=np.zeros(3))
+
+
+#: LIBSVM's single-precision kernel cache puts scikit-learn's decision values ~2e-5 of their size from the optimum
+SKLEARN_RTOL = 2e-5
+
+
+@pytest.mark.parametrize("name", ["SVR", "NuSVR", "OneClassSVM", "NuSVC"])
+def test_estimators_fit_by_smo_and_agree_with_scikit_learn(name):
+    from sklearn import svm
+
+    from experiments import family_estimators as fe
+
+    ours, theirs, params = {"SVR": (fe.SVMRegressor, svm.SVR, {"C": 100.0, "epsilon": 10.0}),
+                            "NuSVR": (fe.NuSVMRegressor, svm.NuSVR, {"C": 10.0, "nu": 0.5}),
+                            "OneClassSVM": (fe.OneClassSVMDetector, svm.OneClassSVM, {"nu": 0.2}),
+                            "NuSVC": (fe.NuSVMClassifier, svm.NuSVC, {"nu": 0.5})}[name]
+    if name in ("SVR", "NuSVR"):
+        X, y = datasets.load_diabetes(return_X_y=True)
+        X, y = X[:150], y[:150]
+    else:
+        X, y = datasets.load_iris(return_X_y=True)
+        y = None if name == "OneClassSVM" else y
+    X = StandardScaler().fit_transform(X)
+    model = ours(**params).fit(X, y)
+    reference = theirs(**params, tol=1e-10).fit(X, y)
+    solutions = getattr(model, "solutions_", None) or [model.solution_]
+    assert {(s.backend, s.status) for s in solutions} == {("smo", OPTIMAL)}
+    if name in ("SVR", "NuSVR"):
+        mine, ref = model.predict(X), reference.predict(X)
+        size = np.max(np.abs(ref - ref.mean()))
+    else:
+        mine, ref = model.decision_function(X), reference.decision_function(X)
+        size = np.max(np.abs(ref))
+    assert np.max(np.abs(mine - ref)) <= SKLEARN_RTOL * size
+    if y is not None and name == "NuSVC":
+        np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+
+
+@pytest.mark.slow
+def test_regression_too_large_to_prove_is_verified_by_the_gap_bound():
+    """6,200 multipliers (more than the proof takes): SMO goes on to check_tol^2 of the spread, and the row is
+    verified by the gap's bound on f."""
+    from solvers.family import PROOF_MAX_SIZE
+
+    X, y = datasets.make_regression(n_samples=3100, n_features=8, noise=20.0, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    sol = solve("eps_svr_kernel_dual", X, y, layer="cvxpy", backend="clarabel", kernel=KERNEL, C=10.0, epsilon=5.0,
+                method="smo")
+    assert 2 * len(y) > PROOF_MAX_SIZE
+    assert sol.checks["reference"].startswith("gap bound")
+    assert sol.status == OPTIMAL, sol.checks["verdict"]
