@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from sklearn import datasets, svm
+from sklearn.preprocessing import StandardScaler
+
+from experiments import family_estimators as ours
+from formulations.kernels import Kernel
+from solvers.family import solve
 
 #: scikit-learn's stopping tolerance for the reference decision values
 TIGHT = 1e-10
@@ -46,19 +53,12 @@ CASES = (
 
 def _load(name: str):
     """(X standardized, y) of a bundled set (y None for the one-class SVM's sets is the caller's choice)."""
-    from sklearn import datasets
-    from sklearn.preprocessing import StandardScaler
-
     X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
     return StandardScaler().fit_transform(X), y
 
 
 def _estimators(case: MemberCase):
     """(scikit-learn's estimator, ours, a tight scikit-learn one) for the case."""
-    from sklearn import svm
-
-    from experiments import family_estimators as ours
-
     pairs = {"one_class": (svm.OneClassSVM, ours.OneClassSVMDetector), "eps_svr": (svm.SVR, ours.SVMRegressor),
              "nu_svr": (svm.NuSVR, ours.NuSVMRegressor), "nu_svc": (svm.NuSVC, ours.NuSVMClassifier)}
     theirs, mine = pairs[case.member]
@@ -77,9 +77,6 @@ def _values(model, X, member: str) -> np.ndarray:
 def _full_solve(case: MemberCase, X, y):
     """The member's kernel dual through Pyomo/PIQP (method "full"), the estimators' path before SMO, in the
     formulation's scale (nu-SVR's C is C l)."""
-    from formulations.kernels import Kernel
-    from solvers.family import solve
-
     params = dict(case.params)
     if case.member == "nu_svr":
         params["C"] *= X.shape[0]
@@ -119,8 +116,6 @@ def measure(case: MemberCase, repeat: int) -> list[dict]:
 def run_members(quick: bool, out: Path, repeat: int = 5, progress: bool = True) -> int:
     """Every case (--quick: the quick ones), `repeat` interleaved rounds, written to <out>/members.csv and
     members.md."""
-    import pandas as pd
-
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     cases = [c for c in CASES if c.quick or not quick]

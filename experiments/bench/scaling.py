@@ -809,6 +809,7 @@ def main(argv=None) -> int:
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
     if args.members:
+        # deferred: the estimators' solver stack loads only for this mode
         from experiments.bench.members import run_members
 
         return run_members(args.quick, args.out or Path("results/bench_quick" if args.quick else "results/bench"),
