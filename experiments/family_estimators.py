@@ -7,7 +7,9 @@ duals (formulations.family) through solvers.family.solve, every fit verified as 
     NuSVMRegressor       NuSVR's drop-in: the nu-SVR dual
     OneClassSVMDetector  OneClassSVM's drop-in: the one-class dual
 
-A fit keeps the optimum the family's checks proved from the solver's point (extras["proved"]); a point they could
+Each dual is solved by the compiled SMO first (LIBSVM's methods: solvers.family_smo), by the estimator's layer and
+backend where SMO's point is neither verified nor proved (_smo_fit says when else). A fit keeps the optimum the
+family's checks proved from the solver's point (extras["proved"]); a point they could
 not prove is kept with a ConvergenceWarning, a fit with no usable point raises SVMFitError (SVMClassifier._accept).
 The fitted attributes are scikit-learn's, in LIBSVM's scale (docs/family.md), from the formulations' with l points:
 

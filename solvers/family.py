@@ -18,6 +18,9 @@ answer (solvers.closing.answered). Every row then goes through `close`, whatever
                 inputs make every member feasible and bounded) is an `error` row; no point is reported as a
                 result without a verified or claimed optimum (solvers.checks.withhold_unverified)
 
+The kernel duals of the one-class SVM, epsilon-SVR, nu-SVC and nu-SVR can also be solved by the compiled SMO
+(method "smo", and "auto" from AUTO_SMO_MIN_N points: solvers.family_smo); its point is closed the same way.
+
 The member-specific values go in `Solution.extras` (rho, epsilon, the fractions, alpha_star, coef: f(x) =
 sum_i coef_i k(x_i, x) + b); `Solution.alpha` is alpha (alpha_star is in extras for the regressions).
 """

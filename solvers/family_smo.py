@@ -31,7 +31,7 @@ import numpy as np
 from formulations.family.names import EPS_SVR, NU_SVC, NU_SVR, ONE_CLASS
 from solvers.algorithms.smo import RowCache, smo
 from solvers.deadline import NEVER, Deadline
-from solvers.solution import ITERATION_LIMIT, OPTIMAL, RawResult, TIME_LIMIT
+from solvers.solution import ITERATION_LIMIT, OPTIMAL, TIME_LIMIT, RawResult
 
 #: The members whose kernel dual the compiled SMO solves.
 SMO_MEMBERS = (ONE_CLASS, EPS_SVR, NU_SVC, NU_SVR)

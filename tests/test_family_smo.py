@@ -71,7 +71,7 @@ def test_svr_index_map_equals_the_explicit_matrix(diabetes):
     assert np.array_equal(mapped.alpha, explicit.alpha)
     rows = RowCache.from_data(KERNEL, X, cache_bytes=8 * 2 * n * 30, index=prob.index)  # rows from the data
     computed = smo(rows, prob.signs, prob.upper, tol=1e-6, p=prob.p)
-    beta = lambda a: a[:n] - a[n:]  # noqa: E731
+    beta = lambda a: a[:n] - a[n:]
     assert np.max(np.abs(beta(computed.alpha) - beta(mapped.alpha))) <= 1e-4 * 100.0  # same optimum, tol apart
 
 
