@@ -64,6 +64,8 @@ VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
 #: slower (docs/family.md); below it the layer and backend asked for, the showcase's own models.
 METHODS = ("full", "smo", "auto")
 AUTO_SMO_MIN_N = 500
+#: the (layer, backend) an SMO row names: the solver alone, no modelling layer
+SMO_ROW = ("direct", "smo")
 
 
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
@@ -108,8 +110,9 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
         extras["labels"] = labels.as_dict()
     work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
                    deadline=deadline, options=options, extras=extras, method=method)
-    sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
-                                                      backend=backend, profile=profile, deadline=deadline,
+    row_layer, row_backend = SMO_ROW if method == "smo" else (layer, backend)  # the row names what ran
+    sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=row_layer,
+                                                      backend=row_backend, profile=profile, deadline=deadline,
                                                       extras=extras))
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
@@ -191,7 +194,7 @@ def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline:
     variables = K.shape[0] * (2 if member.task == family.REGRESSION else 1)
     values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline,
                              proved=variables <= PROOF_MAX_SIZE)
-    sol = answered(raw, formulation=formulation, layer="direct", backend="smo", profile=prof.name,
+    sol = answered(raw, formulation=formulation, layer=SMO_ROW[0], backend=SMO_ROW[1], profile=prof.name,
                    deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
                    extras=extras)
     isolation.stage("the closing checks")

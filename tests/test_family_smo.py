@@ -187,3 +187,11 @@ def test_regression_too_large_to_prove_is_verified_by_the_gap_bound():
     assert 2 * len(y) > PROOF_MAX_SIZE
     assert sol.checks["reference"].startswith("gap bound")
     assert sol.status == OPTIMAL, sol.checks["verdict"]
+
+
+def test_a_time_limit_row_names_smo():
+    X, y = datasets.load_diabetes(return_X_y=True)
+    sol = solve("eps_svr_kernel_dual", X, y, layer="cvxpy", backend="clarabel", kernel=KERNEL, C=1e6, epsilon=0.1,
+                method="smo", time_limit=0.05)
+    assert (sol.status, sol.layer, sol.backend, sol.extras["method"]) == ("time_limit", "direct", "smo", "smo")
+    assert sol.decision is None  # nothing unverified reported
