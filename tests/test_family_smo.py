@@ -8,6 +8,8 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
 
@@ -195,3 +197,27 @@ def test_a_time_limit_row_names_smo():
                 method="smo", time_limit=0.05)
     assert (sol.status, sol.layer, sol.backend, sol.extras["method"]) == ("time_limit", "direct", "smo", "smo")
     assert sol.decision is None  # nothing unverified reported
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**16), shift=st.floats(-1e4, 1e4), flip=st.booleans())
+def test_smo_rows_are_invariant(seed, shift, flip):
+    """A permutation of the points permutes every member's f; a shift of the regressions' targets shifts f by
+    as much; swapping nu-SVC's labels negates f: within DECISION_RTOL of f's size, each row optimal."""
+    order = np.random.default_rng(seed).permutation(80)
+    for member, params in CASES:
+        X, y = _data(member)
+        formulation = f"{member}_kernel_dual"
+        base = solve(formulation, X, y, layer="cvxpy", backend="clarabel", kernel=KERNEL, method="smo", **params)
+        moved_y = None if y is None else y[order]
+        if member in ("eps_svr", "nu_svr"):
+            moved_y, expected = moved_y + shift, base.decision[order] + shift
+        elif member == "nu_svc" and flip:
+            moved_y, expected = 1 - moved_y, -base.decision[order]
+        else:
+            expected = base.decision[order]
+        moved = solve(formulation, X[order], moved_y, layer="cvxpy", backend="clarabel", kernel=KERNEL,
+                      method="smo", **params)
+        assert base.status == moved.status == OPTIMAL
+        size = np.max(np.abs(base.decision - np.median(base.decision)))
+        assert np.max(np.abs(moved.decision - expected)) <= DECISION_RTOL * size, member
