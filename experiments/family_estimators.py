@@ -60,7 +60,7 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). The compiled SMO first
     (_smo_fit), then the estimator's layer and backend."""
     formulation = f"{member}_kernel_dual"
-    fitted = _smo_fit(est, formulation, X, K, y, params)
+    fitted = _smo_fit(est, member, X, K, y, params)
     if fitted is not None:
         return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
@@ -85,13 +85,17 @@ def _solve_member(est, member: str, X, K, y, params: dict):
 SECOND_BACKEND = "clarabel"
 
 
-def _smo_fit(est, formulation: str, X, K, y, params: dict):
+def _smo_fit(est, member: str, X, K, y, params: dict):
     """(Solution, False) from the compiled SMO (solvers.family method "smo", LIBSVM's methods) where the checks
     verified its point or proved the optimum from it; None otherwise, where max_iter caps a backend's iterations,
     and for the sigmoid kernel (the estimator's layer and backend then fit, as without SMO)."""
     if est.max_iter != -1 or (K is None and est.kernel_.name == "sigmoid"):  # sigmoid: solvers.family.choose_method
         return None
-    sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo")
+    formulation = f"{member}_kernel_dual"
+    n = K.shape[0] if K is not None else X.shape[0]
+    variables = n * (2 if member in (EPS_SVR, NU_SVR) else 1)  # alpha and alpha* per point
+    steps = max(SMO_MIN_STEPS, SMO_STEPS_PER_VARIABLE * variables)
+    sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo", options={"max_iter": steps})
     if sol.status == OPTIMAL or sol.proved_alpha is not None:
         try:
             return sol, est._accept(sol, formulation)
@@ -100,11 +104,19 @@ def _smo_fit(est, formulation: str, X, K, y, params: dict):
     return None
 
 
-def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, method: str = "full"):
+#: SMO's steps in a fit before the layer and backend take over: a few hundred per variable is far more than any
+#: well-scaled problem takes, while SMO's worst case (a huge effective C: targets in units 1e-6) runs to LIBSVM's
+#: 10^7 steps, where the interior-point QP is verified in seconds (docs/family.md)
+SMO_STEPS_PER_VARIABLE = 500
+SMO_MIN_STEPS = 100_000
+
+
+def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, method: str = "full",
+                options: dict | None = None):
     """The member's kernel dual through `backend` in the estimator's layer and profile (method "full"), or by the
-    compiled SMO (method "smo")."""
+    compiled SMO (method "smo", with its options)."""
     kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile, "method": method,
-              **iteration_options(backend, est.max_iter)}
+              **(iteration_options(backend, est.max_iter) if options is None else {"options": options})}
     n = K.shape[0] if K is not None else X.shape[0]
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
         if K is not None:

@@ -101,6 +101,8 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
         validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
     method = choose_method(formulation, X.shape[0], method, kernel)
+    if method == "smo":
+        options = _smo_options(options)
     if not isolation.ISOLATE and method == "full":
         check_time_limit(layer, backend, time_limit)
     get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
@@ -141,6 +143,17 @@ def choose_method(formulation: str, n: int, method: str = "auto", kernel=None) -
     return method
 
 
+def _smo_options(options: dict) -> dict:
+    """SMO's options: {"max_iter": steps at most} or none (LIBSVM's cap: solvers.family_smo); another is refused."""
+    unknown = sorted(set(options) - {"max_iter"})
+    if unknown:
+        raise validation.SVMInputError(f"method 'smo' takes the option max_iter only, not {', '.join(unknown)}")
+    steps = options.get("max_iter")
+    if steps is not None and not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 1):
+        raise validation.SVMInputError(f"options max_iter must be an integer >= 1 (SMO's steps), got {steps!r}")
+    return options
+
+
 def _checked_data(member, kind: str, X, y, kernel, K):
     """(X, y, labels): X checked (a precomputed K's own checks for the kernel duals), y for the member's task."""
     if kind != KERNEL_DUAL and (K is not None or (kernel is not None
@@ -174,7 +187,7 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
         data = FamilyData(y, X if linear else None, K)
         if method == "smo":
-            return _solve_smo(formulation, member, K, data, params, prof, deadline, extras)
+            return _solve_smo(formulation, member, K, data, params, prof, deadline, extras, options.get("max_iter"))
         model = family.builder(formulation, layer)(K, y, params)
     else:
         data = FamilyData(y, X)
@@ -188,12 +201,14 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
     return close(sol, values, data, params, kind, member, prof.check_tol)
 
 
-def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline: Deadline, extras) -> Solution:
-    """The kernel dual by the compiled SMO (solvers.family_smo), its point closed as any backend's."""
+def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline: Deadline, extras,
+               max_steps: int | None = None) -> Solution:
+    """The kernel dual by the compiled SMO (solvers.family_smo, at most max_steps steps), its point closed as any
+    backend's."""
     isolation.stage("the SMO steps")
     variables = K.shape[0] * (2 if member.task == family.REGRESSION else 1)
     values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline,
-                             proved=variables <= PROOF_MAX_SIZE)
+                             proved=variables <= PROOF_MAX_SIZE, max_steps=max_steps)
     sol = answered(raw, formulation=formulation, layer=SMO_ROW[0], backend=SMO_ROW[1], profile=prof.name,
                    deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
                    extras=extras)

@@ -108,29 +108,32 @@ def _filled(upper: np.ndarray, total: float) -> np.ndarray:
 
 
 def solve_dual(member: str, K: np.ndarray, y, params: dict, check_tol: float,
-               deadline: Deadline = NEVER, proved: bool = True) -> tuple[dict, RawResult]:
+               deadline: Deadline = NEVER, proved: bool = True,
+               max_steps: int | None = None) -> tuple[dict, RawResult]:
     """The member's kernel dual on the Gram matrix K by SMO: (the point as solvers.family.read_model gives it,
     {"alpha": ..., "alpha_star": ...}, and SMO's answer as a RawResult: `optimal` where its violation reached the
     tolerance, else the limit that stopped it). proved: whether the checks will prove the optimum from the point
-    (else SMO goes further: UNPROVED)."""
+    (else SMO goes further: UNPROVED). max_steps: SMO's steps at most (default LIBSVM's max(10^7, 100 l))."""
     n = K.shape[0]
     prob = problem(member, y, params, n)
     rows = RowCache.full(K, index=prob.index)
     began = time.perf_counter()
     alpha = prob.start
     G = rows.gradient(prob.signs, alpha, prob.p) if alpha.any() else prob.p.copy()
-    steps, res = 0, None
-    for tol in (LOOSE * _spread(prob, alpha, G), None):
+    steps, res, final = 0, None, False
+    budget = max(MIN_STEPS, 100 * len(prob.signs)) if max_steps is None else int(max_steps)
+    for phase, tol in enumerate((LOOSE * _spread(prob, alpha, G), None)):
         if tol is None:  # the second run's tolerance from the point reached
             rtol = RTOL * check_tol if proved else max(UNPROVED * check_tol ** 2, ROUNDING)
             tol = rtol * _spread(prob, alpha, G)
         res = smo(rows, prob.signs, prob.upper, alpha, G, tol=max(tol, np.finfo(float).tiny),
-                  max_iter=max(MIN_STEPS, 100 * len(prob.signs)) - steps, deadline=deadline,
+                  max_iter=budget - steps, deadline=deadline,
                   p=prob.p, balance=prob.balance, nu=prob.nu)
         alpha, G, steps = res.alpha, res.grad, steps + res.iterations
-        if not res.converged:
+        final = res.converged and phase == 1
+        if not res.converged or steps >= budget:
             break
-    status = OPTIMAL if res.converged else TIME_LIMIT if res.timed_out else ITERATION_LIMIT
+    status = OPTIMAL if final else TIME_LIMIT if res.timed_out else ITERATION_LIMIT
     values = {"alpha": alpha[:n].copy()}
     if prob.index is not None:
         values["alpha_star"] = alpha[n:].copy()
