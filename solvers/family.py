@@ -97,12 +97,14 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     if member.name == NU_SVC:
         family_validation.check_nu_balance(params["nu"], y)
     if kind == KERNEL_DUAL:
-        size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
-        validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
     method = choose_method(formulation, X.shape[0], method, kernel)
     if method == "smo":
         options = _smo_options(options)
+    if kind == KERNEL_DUAL:  # the layer's model of alpha and alpha* is a 2n x 2n form; SMO keeps K and its rows
+        size = X.shape[0] * (2 if member.task == family.REGRESSION and method == "full" else 1)
+        validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget,
+                                kernel_form="dense" if method == "full" else "rows")
     if not isolation.ISOLATE and method == "full":
         check_time_limit(layer, backend, time_limit)
     get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
