@@ -23,6 +23,12 @@ is brought up to date from the alphas that moved since (G_t += sum_j Q_tj (alpha
 last update), LIBSVM's reconstruct_gradient in another form); at tol every point comes back and the
 search goes on unless it holds for all.
 
+LIBSVM's general form is solved by the same loop (smo(p=..., balance=..., nu=...)): a linear term p in place of
+-1 (G = Q alpha + p), y'alpha = balance kept from a feasible start, and Solver_NU's selection (both points of a
+pair within one sign, the violation the larger of the two signs', shrinking per sign) where a second equality
+holds each sign's sum. Variables may share points through an index (LIBSVM's SVR_Q: epsilon-SVR's alpha_i and
+alpha*_i on point i): K's rows are read through it, never forming the 2l x 2l matrix.
+
 K is given either whole (an n x n array: `RowCache.full`) or as rows computed from the data when
 asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float64: LIBSVM keeps
 float32 rows, whose rounding its answers carry). Rows of the points in play are kept in a
