@@ -58,13 +58,14 @@ VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
           memory_budget: float | None = None, intercept: str | None = None,
-          intercept_scaling: float | None = None) -> Solution:
+          intercept_scaling: float | None = None, sample_weight=None) -> Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
     X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
     targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
     parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
-    .liblinear), checked first, and one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
+    .liblinear), checked first, and one it does not take is refused. sample_weight: one weight > 0 per point for
+    the LIBSVM members (LIBSVM's W_i: each point's bound in the dual scaled, formulations.family.<member>). kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
     kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
     matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
     (module docstring); extras hold the member's values.
@@ -79,8 +80,9 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon, "intercept": intercept,
                                                          "intercept_scaling": intercept_scaling})
     X, y, labels = _checked_data(member, kind, X, y, kernel, K)
+    weights = family_validation.check_sample_weight(member, sample_weight, X.shape[0])
     if member.name == NU_SVC:
-        family_validation.check_nu_balance(params["nu"], y)
+        family_validation.check_nu_balance(params["nu"], y, weights)
     if kind == KERNEL_DUAL:
         size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
         validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
@@ -92,6 +94,9 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     extras = {"member": member.name, "kind": kind, "parameters": params, "method": "full"}
     if labels is not None:
         extras["labels"] = labels.as_dict()
+    if weights is not None:  # the models and checks read them with the parameters; the row says they were given
+        extras["weighted"] = True
+        params = {**params, "sample_weight": weights}
     work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
                    deadline=deadline, options=options, extras=extras)
     sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
@@ -304,7 +309,8 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     own_reference = getattr(module, "reference", None)  # a member whose dual is not a box QP proves its own
     if own_reference is not None:
         return own_reference(cond, data, params, kind)
-    a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
+    start = getattr(module, "proof_start", None)  # a member may move the point to an equivalent one first
+    a = start(values) if start else np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
     if x is None:

@@ -11,8 +11,6 @@ Left out, each with its reason:
     the private libsvm layer), and the cases of a parametrized test whose parameter is another sklearn.svm class;
   * xfail, "probability": tests that call predict_proba (deprecated by scikit-learn 1.9; none here);
   * xfail, "regex names the class": tests whose expected message names scikit-learn's class;
-  * xfail, "weights": tests that weigh samples or classes unequally (the family's duals have one bound for every
-    point: such weights are refused at fit, with a message saying so);
   * xfail, "exact ties", and the cases of test_sparse_oneclasssvm whose sigmoid kernel is indefinite on its data
     (CASE_XFAIL);
   * xfail, "C = inf" (SVR's hard tube: the family's epsilon-SVR takes a finite C) and "a callable kernel of the
@@ -36,12 +34,8 @@ REPLACED = {"NuSVC": "NuSVMClassifier", "SVR": "SVMRegressor", "NuSVR": "NuSVMRe
 OTHER_CLASSES = ("SVC", "LinearSVC", "LinearSVR")
 PROBABILITY = "probability: scikit-learn 1.9 deprecates probability=True; use CalibratedClassifierCV"
 REGEX_NAMES_CLASS = "regex names the class: the expected message names scikit-learn's class"
-WEIGHTS = ("weights: unequal sample_weight or class_weight; the family's duals have one bound for every point, "
-           "and fit refuses such weights")
 #: tests whose expected message is a regex naming scikit-learn's class
 REGEX_TESTS = {"test_svm": ("test_unfitted",)}
-#: tests that weigh samples or classes unequally
-WEIGHT_TESTS = {"test_svm": ("test_svm_classifier_sided_sample_weight", "test_svm_regressor_sided_sample_weight")}
 #: SVR(C=inf): the family's epsilon-SVR takes a finite C (the bound of its dual's box)
 INFINITE_C = "C = inf: the family's epsilon-SVR takes a finite C (its dual's box), and fit refuses inf"
 BAD_KERNEL_AT_FIT = ("a callable kernel of the wrong shape: the test has fit accept it and predict refuse it; "
@@ -66,8 +60,6 @@ def _marks(stem: str, name: str, names: set[str]) -> list:
         return [pytest.mark.xfail(reason=PROBABILITY)]
     if name in REGEX_TESTS.get(stem, ()):
         return [pytest.mark.xfail(reason=REGEX_NAMES_CLASS)]
-    if name in WEIGHT_TESTS.get(stem, ()):
-        return [pytest.mark.xfail(reason=WEIGHTS)]
     if name in OTHER_XFAIL.get(stem, {}):
         return [pytest.mark.xfail(reason=OTHER_XFAIL[stem][name])]
     return []
