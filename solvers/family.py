@@ -34,7 +34,7 @@ import numpy as np
 from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
-from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
+from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
@@ -42,7 +42,7 @@ from solvers.solution import (
 from solvers.checks import withhold_unverified
 from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
-from solvers.family_proof import prove
+from solvers.family_proof import hard_tube_width, prove
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
@@ -261,6 +261,8 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         if sol.status != OPTIMAL:
             note = f"not verified: {sol.checks['verdict']}"
             sol.message = f"{sol.message}; {note}" if sol.message else note
+    elif claimed in IMPOSSIBLE and member.name == EPS_SVR and math.isinf(params["C"]):
+        _judge_hard_tube(sol, claimed, data, params)
     elif claimed in IMPOSSIBLE:
         sol.status = ERROR
         note = (f"backend failure: it reported {claimed}, but {member.name} with checked parameters is feasible and "
@@ -269,6 +271,26 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         sol.message = f"{note}; {sol.message}" if sol.message else note
     withhold_unverified(sol)
     return sol
+
+
+def _judge_hard_tube(sol: Solution, claimed: str, data: FamilyData, params: dict) -> None:
+    """The hard tube (epsilon-SVR, C = inf) has a point only where some f passes within epsilon of every target: a
+    claim that it has none (primal infeasible, dual unbounded) is kept where an independent LP finds the narrowest
+    such tube wider than epsilon (solvers.family_proof.hard_tube_width), and is a backend failure where it does not."""
+    eps = float(params["epsilon"])
+    width = hard_tube_width(data, data.y)
+    sol.extras["hard_tube_epsilon"] = width
+    spread = float(np.max(np.abs(data.y - data.y.mean())))
+    if width > eps + 1e-7 * max(spread, eps, _TINY):
+        sol.status = claimed
+        note = (f"no f of this kernel passes within epsilon = {eps:g} of every target (the hard tube, C = inf): the "
+                f"narrowest such tube has epsilon = {width:.6g} (an LP); give a larger epsilon or a finite C")
+    else:
+        sol.status = ERROR
+        note = (f"backend failure: it reported {claimed}, but the hard tube (C = inf) has a point: an LP finds f "
+                f"within {width:.6g} <= epsilon = {eps:g} of every target")
+        sol.extras["false_status"] = note
+    sol.message = f"{note}; {sol.message}" if sol.message else note
 
 
 def _missing(values: dict | None, kind: str, member) -> str:

@@ -9,6 +9,7 @@ BVLS_MAX_ENTRIES) picks one inside the box.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -166,3 +167,19 @@ def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
             solved, bounded = fit, True
     x[F] = solved[:len(F)]
     return x, bounded
+
+
+def hard_tube_width(data, y: np.ndarray) -> float:
+    """The narrowest hard tube the data allow: min over f of max_i |y_i - f(x_i)|, f = w'x + b (data.X, no K) or
+    sum_j c_j K_ij + b, a small LP (HiGHS) independent of the solve it judges. epsilon-SVR with C = inf has a
+    point exactly when its epsilon is at least this."""
+    M = np.asarray(data.K if data.K is not None else data.X, dtype=float)
+    n, m = M.shape
+    unit = max(float(np.max(np.abs(y - np.mean(y)))), _TINY)  # in the targets' units: HiGHS's tolerances are absolute
+    ones = np.ones((n, 1))
+    # variables (c, b, t): y_i - f_i <= t and f_i - y_i <= t
+    A = np.vstack([np.hstack([-M, -ones, -ones]), np.hstack([M, ones, -ones])])
+    rhs = np.concatenate([-y, y]) / unit
+    result = linprog(np.r_[np.zeros(m + 1), 1.0], A_ub=A, b_ub=rhs, bounds=[(None, None)] * (m + 1) + [(0, None)],
+                     method="highs")
+    return unit * float(result.x[-1]) if result.status == 0 else math.nan

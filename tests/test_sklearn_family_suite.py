@@ -13,8 +13,7 @@ Left out, each with its reason:
   * xfail, "regex names the class": tests whose expected message names scikit-learn's class;
   * xfail, "exact ties", and the cases of test_sparse_oneclasssvm whose sigmoid kernel is indefinite on its data
     (CASE_XFAIL);
-  * xfail, "C = inf" (SVR's hard tube: the family's epsilon-SVR takes a finite C) and "a callable kernel of the
-    wrong shape" (refused at fit, where the test expects predict to refuse it).
+  * xfail, "a callable kernel of the wrong shape" (refused at fit, where the test expects predict to refuse it).
 
 Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"`` leaves it out).
 """
@@ -36,13 +35,11 @@ PROBABILITY = "probability: scikit-learn 1.9 deprecates probability=True; use Ca
 REGEX_NAMES_CLASS = "regex names the class: the expected message names scikit-learn's class"
 #: tests whose expected message is a regex naming scikit-learn's class
 REGEX_TESTS = {"test_svm": ("test_unfitted",)}
-#: SVR(C=inf): the family's epsilon-SVR takes a finite C (the bound of its dual's box)
-INFINITE_C = "C = inf: the family's epsilon-SVR takes a finite C (its dual's box), and fit refuses inf"
 BAD_KERNEL_AT_FIT = ("a callable kernel of the wrong shape: the test has fit accept it and predict refuse it; "
                      "fit refuses it (one clear error where the bad input enters)")
 EXACT_TIE = ("exact ties: the test needs an intercept of exactly 0 where the classes balance (LIBSVM's); the proved "
              "optimum's is 5e-16, the rounding of b = (t_- - t_+) / 2")
-OTHER_XFAIL = {"test_svm": {"test_svm_with_infinite_C": INFINITE_C, "test_svr_errors": BAD_KERNEL_AT_FIT,
+OTHER_XFAIL = {"test_svm": {"test_svr_errors": BAD_KERNEL_AT_FIT,
                             "test_svc_ovr_tie_breaking": EXACT_TIE}}
 INDEFINITE = ("sigmoid kernel, indefinite on these data: the family's duals are solved as convex QPs (PIQP stops at its "
               "iteration cap; fit raises SVMFitError); SVMClassifier's non-convex fallback is not in solvers.family")
