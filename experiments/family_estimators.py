@@ -34,7 +34,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, _blas_threads_for, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
+from experiments.estimator import (_EARLY_STOP, NONCONVEX_BACKEND, PIPELINE_ADVICE, IndefiniteKernelWarning,
+                                   SVMClassifier, SVMFitError, _blas_threads_for, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
 from formulations.errors import SVMInputError
 from formulations.family import MEMBERS
@@ -55,13 +56,19 @@ _ALL_NON_POSITIVE = "Invalid input - all samples have zero or negative weights."
 
 def _solve_member(est, member: str, X, K, y, params: dict):
     """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
-    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
+    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). The sigmoid kernel is solved where
+    its Gram matrix is indefinite, as SVC's: a convex QP solver that finds no KKT point of that non-convex dual
+    hands it to Ipopt (through Pyomo), a method for non-convex programs."""
     formulation = f"{member}_kernel_dual"
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
+    if sol.extras.get("indefinite_kernel") and "kkt_point" not in sol.extras and est.backend != NONCONVEX_BACKEND:
+        second = _solve_with(est, formulation, X, K, y, params, NONCONVEX_BACKEND, layer="pyomo")
+        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
+        sol = second
     try:
-        return sol, est._accept(sol, formulation)
+        return sol, _accept(est, sol, formulation)
     except SVMFitError:
-        if est.max_iter != -1 or est.backend == SECOND_BACKEND:
+        if est.max_iter != -1 or est.backend == SECOND_BACKEND or sol.extras.get("indefinite_kernel"):
             raise
         # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
         # is not the problem's fault: another method's point, judged by the same checks, before giving up
@@ -74,25 +81,38 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
 
 
+def _accept(est, sol, formulation: str) -> bool:
+    """SVMClassifier's acceptance, and a non-convex dual's KKT point (extras["kkt_point"], found and checked from
+    the solver's point as a convex dual's optimum is proved) kept without a ConvergenceWarning: fit's
+    IndefiniteKernelWarning says it is not certified as the global optimum."""
+    if "kkt_point" in sol.extras:
+        return False
+    return est._accept(sol, formulation)
+
+
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
 #: whose iteration cap is its own, not the user's max_iter).
 SECOND_BACKEND = "clarabel"
 
 
-def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str):
-    """The member's kernel dual through `backend` in the estimator's layer and profile."""
-    kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile,
+def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, layer: str | None = None):
+    """The member's kernel dual through `backend` in the estimator's layer (or `layer`) and profile; the sigmoid
+    kernel's Gram matrix allowed to be indefinite (as SVC's), a precomputed or callable one not (as SVMClassifier's:
+    there the project cannot tell an indefinite matrix was meant)."""
+    kwargs = {"layer": layer or est.layer, "backend": backend, "profile": est.profile,
               **iteration_options(backend, est.max_iter)}
     n = K.shape[0] if K is not None else X.shape[0]
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
         if K is not None:
             return family_solve(formulation, None, y, K=K, **params, **kwargs)
-        return family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
+        return family_solve(formulation, X, y, kernel=est.kernel_, allow_indefinite=est.kernel_.name == "sigmoid",
+                            **params, **kwargs)
 
 
 def _point(sol) -> dict:
-    """The model's values: the proved optimum where the checks proved one, else the row's own point."""
-    proved = sol.extras.get("proved")
+    """The model's values: the proved optimum where the checks proved one (a non-convex dual's KKT point), else
+    the row's own point."""
+    proved = sol.extras.get("proved", sol.extras.get("kkt_point"))
     if proved is not None:
         return proved
     b = sol.b if math.isfinite(sol.b) else sol.extras.get("unverified", {}).get("b", math.nan)
@@ -194,10 +214,11 @@ class NuSVMClassifier(SVMClassifier):
         K_pair = K[np.ix_(rows, rows)] if K is not None else None
         params = {"nu": nu, "sample_weight": self._pair_weights_of(rows)}
         sol, stopped_early = _solve_member(self, NU_SVC, None if K is not None else X[rows], K_pair, signs, params)
-        proved = "proved" in sol.extras
+        proved = "proved" in sol.extras or "kkt_point" in sol.extras
         point = _point(sol)
         rho = float(point["rho"])
-        if not rho > 0:
+        # a non-convex dual's KKT point may have rho < 0: LIBSVM divides by it all the same (f / rho)
+        if not rho > 0 and not (sol.extras.get("indefinite_kernel") and rho != 0):
             # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight
             # in its hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
             w = np.ones(rows.size) if params["sample_weight"] is None else params["sample_weight"]
@@ -282,10 +303,15 @@ class _FamilyModel(BaseEstimator):
             print(f"[{type(self).__name__}] {sol.status} via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                   f"{time.perf_counter() - began:.3g} s")
         self._store(X, keep, sol, stopped_early)
+        if sol.extras.get("indefinite_kernel"):
+            warnings.warn(f"the kernel matrix is not positive semidefinite ({sol.extras.get('kernel')}, min eigenvalue "
+                          f"{sol.extras.get('min_eigenvalue', math.nan):.3g}): the dual is non-convex, and the point "
+                          f"kept meets its KKT conditions but is not proved to be the global optimum (LIBSVM returns "
+                          f"such a point too)", IndefiniteKernelWarning, stacklevel=3)
         return self
 
     def _store(self, X, keep: np.ndarray, sol, stopped_early: bool) -> None:
-        proved = "proved" in sol.extras
+        proved = "proved" in sol.extras or "kkt_point" in sol.extras
         point = _point(sol)
         scale = self._scale(self._total_weight)
         bound = max(np.max(np.abs(point["coef"])), np.finfo(float).tiny)

@@ -42,7 +42,7 @@ from solvers.solution import (
 from solvers.checks import withhold_unverified
 from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
-from solvers.family_proof import hard_tube_width, prove
+from solvers.family_proof import hard_tube_width, prove, second_order
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
@@ -58,7 +58,7 @@ VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
           memory_budget: float | None = None, intercept: str | None = None,
-          intercept_scaling: float | None = None, sample_weight=None) -> Solution:
+          intercept_scaling: float | None = None, sample_weight=None, allow_indefinite: bool = False) -> Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
     X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
@@ -67,8 +67,10 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     .liblinear), checked first, and one it does not take is refused. sample_weight: one weight > 0 per point for
     the LIBSVM members (LIBSVM's W_i: each point's bound in the dual scaled, formulations.family.<member>). kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
     kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
-    matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
-    (module docstring); extras hold the member's values.
+    matrix or any model is made (an SVMInputError naming the bad one). A kernel not positive semidefinite by
+    theorem (sigmoid, a precomputed K) is tested on its Gram matrix and refused where indefinite
+    (IndefiniteKernelError), unless allow_indefinite: then the dual is non-convex, and its row is never `optimal`
+    (`close`). The row is `optimal` only when verified (module docstring); extras hold the member's values.
     """
     began = time.perf_counter()
     member, kind = family.member_of(formulation)
@@ -98,7 +100,7 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
         extras["weighted"] = True
         params = {**params, "sample_weight": weights}
     work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
-                   deadline=deadline, options=options, extras=extras)
+                   deadline=deadline, options=options, extras=extras, allow_indefinite=allow_indefinite)
     sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
                                                       backend=backend, profile=profile, deadline=deadline,
                                                       extras=extras))
@@ -123,7 +125,8 @@ def _checked_data(member, kind: str, X, y, kernel, K):
     return X, y, labels
 
 
-def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras):
+def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras,
+                 allow_indefinite=False):
     """The model built, solved by the backend in the time left, and closed."""
     member, kind = family.member_of(formulation)
     prof = get_profile(profile)
@@ -137,7 +140,8 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
             K = kernels.gram(kernel, X)
             extras["kernel"] = kernel.label
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
-        data = FamilyData(y, X if linear else None, K)
+        convex = _mercer(K, kernel, extras, allow_indefinite)
+        data = FamilyData(y, X if linear else None, K, convex=convex)
         model = family.builder(formulation, layer)(K, y, params)
     else:
         data = FamilyData(y, X)
@@ -149,6 +153,18 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
     isolation.stage("the closing checks")
     values = read_model(model, layer, kind) if _has_point(raw) else None
     return close(sol, values, data, params, kind, member, prof.check_tol)
+
+
+def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
+    """Whether K is positive semidefinite: by theorem for the linear, rbf and poly kernels, else tested on K
+    (formulations.kernels.mercer_check, as the C-SVM's: an indefinite K refused unless allowed); extras say how."""
+    if kernel is not None and kernel.name != "sigmoid":
+        extras.update(psd=True, mercer_method=f"by theorem ({kernel.name})")
+        return True
+    report = kernels.mercer_check(K, kernel_label=extras["kernel"], allow_indefinite=allow_indefinite)
+    extras.update(psd=report.is_psd, min_eigenvalue=report.min_eigenvalue, max_eigenvalue=report.max_eigenvalue,
+                  mercer_tolerance=report.tolerance, mercer_method=report.method)
+    return report.is_psd
 
 
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
@@ -256,6 +272,8 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         _fill(sol, cond, values)
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
+    if not data.convex:
+        _mark_indefinite(sol)
     if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
         sol.status = OPTIMAL if sol.checks.get("verified") else OPTIMAL_INACCURATE
         if sol.status != OPTIMAL:
@@ -290,6 +308,15 @@ def _judge_hard_tube(sol: Solution, claimed: str, data: FamilyData, params: dict
         note = (f"backend failure: it reported {claimed}, but the hard tube (C = inf) has a point: an LP finds f "
                 f"within {width:.6g} <= epsilon = {eps:g} of every target")
         sol.extras["false_status"] = note
+    sol.message = f"{note}; {sol.message}" if sol.message else note
+
+
+def _mark_indefinite(sol: Solution) -> None:
+    """An indefinite kernel allowed by the caller says so, as the C-SVM's rows do (solvers.closing.mark_indefinite)."""
+    sol.extras["indefinite_kernel"] = True
+    note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
+            f"{sol.extras.get('min_eigenvalue', math.nan):.6g}, so the dual QP is not convex and this point is not "
+            "certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
 
 
@@ -335,6 +362,8 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     a = start(values) if start else np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
+    if not data.convex:  # a non-convex dual: no strong convexity, no gap bound, a KKT point at best
+        return _kkt_reference(module, cond, x, proved, values, data, params, kind)
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
         reach = math.sqrt(data.max_diagonal())
@@ -360,6 +389,28 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     return out
 
 
+def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+    """A non-convex dual's point against the KKT point prove() finds from its active set (the same first-order
+    conditions, which here certify a stationary point, not the optimum; whether its reduced Hessian is positive
+    semidefinite on its face, a local minimum's necessary condition, is said beside it). Never verified: the
+    `nonconvex` note fails the verdict whatever the numbers."""
+    note = ("the dual is non-convex (K is indefinite): a point meeting the KKT conditions is not certified as the "
+            "global optimum")
+    if x is None:
+        return {"reference": "none (non-convex dual: no gap bound, and no KKT point from the point's active set)",
+                "nonconvex": note}
+    n = len(values["alpha"])
+    point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+    best = module.conditions(point, data, params, KERNEL_DUAL)
+    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
+                   else (cond.dual_objective, best.dual_objective))
+    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    kkt = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
+           "dual_objective": best.dual_objective, "second_order": second_order(qp, x), **best.meaning, **point}
+    return {"reference": "KKT point (non-convex dual)", "objective error": abs(own - target) / max(best.scale, _TINY),
+            "decision value error": float(kernel_part) / max(best.size, _TINY), "kkt_point": kkt, "nonconvex": note}
+
+
 #: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
 TRIVIAL = 1e-12
 
@@ -382,6 +433,9 @@ def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
     if proved is not None:  # the optimum itself, for comparisons at its accuracy (extras["proved"])
         sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
         sol.extras["proved"] = proved
+    if "kkt_point" in reference:  # a non-convex dual's stationary point: not a proved optimum
+        sol.extras["kkt_point"] = reference.pop("kkt_point")
+    nonconvex = reference.pop("nonconvex", "")
     how = reference.pop("reference")
     degenerate = reference.pop("degenerate", "")
     floor = reference.pop("floor", 0.0)
@@ -396,9 +450,13 @@ def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
         "objective_scale": cond.scale,
         **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
         "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
-        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate), "degenerate_floor": floor,
+        "objective_claim": claim, "verified": not (failed or nonconvex), "degenerate": bool(degenerate),
+        "degenerate_floor": floor,
         "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
     }
+    if nonconvex:
+        sol.checks["kkt_conditions"] = "hold" if not failed else "fail"
+        sol.checks["verdict"] = nonconvex if not failed else f"{nonconvex}; {sol.checks['verdict']}"
     if degenerate:  # what the numbers above are measured against, and what the optimum means
         sol.extras["degenerate"] = f"{degenerate} (the checks measure f against the size of its terms, {floor:.3g})"
     if degenerate and failed:

@@ -53,6 +53,10 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
         return x
     if x is None:
         x = _rounds(qp, state, careful=True)
+    for band in ROUNDING_BANDS:  # an interior point a little inside its bounds: rounded to them
+        if x is not None:
+            break
+        x = _rounds(qp, _rounded_guess(qp, a, band), careful=True)
     for band in GRADIENT_BANDS:
         if x is not None:
             break
@@ -62,6 +66,15 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
 
 #: the reduced gradient's bands (relative to the size of its terms) within which a point is guessed free
 GRADIENT_BANDS = (1e-6, 1e-4, 1e-2)
+#: the bands (relative to each bound) within which a coordinate is guessed at that bound
+ROUNDING_BANDS = (1e-4, 1e-2)
+
+
+def _rounded_guess(qp: BoxQP, a: np.ndarray, band: float) -> np.ndarray:
+    """The active set with every coordinate within `band` of a bound put on it (of 0: band times zero_level's
+    reach), free between."""
+    low = band / AT_BOUND * zero_level(a, qp.U)
+    return np.where(a <= low, -1, np.where(a >= (1.0 - band) * qp.U, 1, 0))
 
 
 def _gradient_guess(qp: BoxQP, a: np.ndarray, state: np.ndarray, band: float) -> np.ndarray:
@@ -183,3 +196,22 @@ def hard_tube_width(data, y: np.ndarray) -> float:
     result = linprog(np.r_[np.zeros(m + 1), 1.0], A_ub=A, b_ub=rhs, bounds=[(None, None)] * (m + 1) + [(0, None)],
                      method="highs")
     return unit * float(result.x[-1]) if result.status == 0 else math.nan
+
+
+def second_order(qp: BoxQP, x: np.ndarray) -> str:
+    """Whether the KKT point x of a (non-convex) box QP has a reduced Hessian Z'Q_FF Z positive semidefinite on its
+    face (F: the coordinates strictly inside the box; Z: the null space of the equalities' rows there), to the
+    rounding of Q: a local minimum's necessary condition. "holds" or "fails (a saddle point)"."""
+    U = np.broadcast_to(np.asarray(qp.U, dtype=float), x.shape)
+    F = np.flatnonzero((x > zero_level(x, U)) & (x < (1.0 - AT_BOUND) * U))
+    if F.size == 0:
+        return "holds (a vertex of the box: no free coordinate)"
+    A = qp.A[:, F]
+    _, singular, vt = np.linalg.svd(A, full_matrices=True) if A.size else (None, np.zeros(0), np.eye(F.size))
+    rank = int(np.sum(singular > 1e-12 * max(float(singular.max()) if singular.size else 0.0, _TINY)))
+    Z = vt[rank:].T
+    if Z.shape[1] == 0:
+        return "holds (the equalities fix the free coordinates)"
+    lowest = float(np.linalg.eigvalsh(Z.T @ qp.Q[np.ix_(F, F)] @ Z).min())
+    size = max(float(np.max(np.abs(qp.Q[np.ix_(F, F)]))), _TINY)
+    return "holds" if lowest >= -1e-9 * size * F.size else f"fails (a saddle point: curvature {lowest:.3g} on its face)"

@@ -11,8 +11,7 @@ Left out, each with its reason:
     the private libsvm layer), and the cases of a parametrized test whose parameter is another sklearn.svm class;
   * xfail, "probability": tests that call predict_proba (deprecated by scikit-learn 1.9; none here);
   * xfail, "regex names the class": tests whose expected message names scikit-learn's class;
-  * xfail, "exact ties", and the cases of test_sparse_oneclasssvm whose sigmoid kernel is indefinite on its data
-    (CASE_XFAIL);
+  * xfail, "exact ties";
   * xfail, "a callable kernel of the wrong shape" (refused at fit, where the test expects predict to refuse it).
 
 Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"`` leaves it out).
@@ -41,10 +40,8 @@ EXACT_TIE = ("exact ties: the test needs an intercept of exactly 0 where the cla
              "optimum's is 5e-16, the rounding of b = (t_- - t_+) / 2")
 OTHER_XFAIL = {"test_svm": {"test_svr_errors": BAD_KERNEL_AT_FIT,
                             "test_svc_ovr_tie_breaking": EXACT_TIE}}
-INDEFINITE = ("sigmoid kernel, indefinite on these data: the family's duals are solved as convex QPs (PIQP stops at its "
-              "iteration cap; fit raises SVMFitError); SVMClassifier's non-convex fallback is not in solvers.family")
 #: the parametrized cases that fail for a named reason: (test, substring of the case's id) -> reason
-CASE_XFAIL = {("test_sparse__sparse_oneclasssvm", "sigmoid-X_train2"): INDEFINITE}
+CASE_XFAIL: dict = {}
 
 pytestmark = pytest.mark.sklearn_suite
 

@@ -74,10 +74,17 @@ class FamilyData:
     #: the least size errors in f are measured against: 0, or where the optimum is w* = 0 (and the margin with it)
     #: the size of the terms f is made of at that optimum (solvers.family), which does not vanish with w*
     floor: float = 0.0
+    #: K is positive semidefinite (False: an indefinite kernel allowed by the caller, whose dual is non-convex)
+    convex: bool = True
 
     def times(self, v: np.ndarray) -> np.ndarray:
         """K v, with K = X X' where no K is given (never formed)."""
         return self.K @ v if self.K is not None else self.X @ (self.X.T @ v)
+
+    def quadratic(self, v: np.ndarray, Kv: np.ndarray) -> float:
+        """v'K v from K v: >= 0 up to rounding for a positive semidefinite K (clipped there), any sign otherwise."""
+        value = float(v @ Kv)
+        return value if not self.convex else max(0.0, value)
 
     def weights(self, coef: np.ndarray) -> np.ndarray | None:
         """w = sum_i coef_i x_i where the features are the data's own (None for a kernel)."""

@@ -144,7 +144,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
     else:
         g = data.times(beta)
-        ww = bKb = max(0.0, float(beta @ g))
+        ww = bKb = data.quadratic(beta, g)
         h = np.concatenate([y - eps - g, y + eps - g])
         s = np.concatenate([-np.ones(n), np.ones(n)])
         b = recover_multiplier(h, s, np.concatenate([alpha, alpha_star]), np.concatenate([UU, UU]))[0]
@@ -162,7 +162,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     dual = -0.5 * bKb + linear
     # the objectives' terms, and at least one point's worth of the tube priced by its bound (every point inside
     # the tube makes P = D = 0: the gap is then measured against what one point outside it would cost)
-    scale = max(abs(primal), 0.5 * bKb + abs(linear), reach * size)
+    scale = max(abs(primal), 0.5 * abs(bKb) + abs(linear), reach * size)
     feasibility, comp = box_residuals(np.concatenate([alpha, alpha_star]), np.concatenate([UU, UU]),
                                       np.concatenate([above, below]), size)
     residuals = {"dual feasibility": float(feasibility.max()),

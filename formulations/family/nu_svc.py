@@ -154,7 +154,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         extra["stationarity"] = stationarity(w, w_alpha, data.X, f, data.floor)
     else:
         g = data.times(u)
-        ww = max(0.0, float(u @ g))
+        ww = data.quadratic(u, g)
         pos, neg = y > 0, y < 0
         t_pos, lo_pos, hi_pos = recover_multiplier(g[pos], np.ones(pos.sum()), alpha[pos], _part(U, pos))
         t_neg, lo_neg, hi_neg = recover_multiplier(-g[neg], np.ones(neg.sum()), alpha[neg], _part(U, neg))
@@ -167,7 +167,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     slacks = float(np.sum(U * xi))  # 1/l sum xi_i, or 1/W sum omega_i xi_i
     primal = 0.5 * ww - nu * rho + slacks
     size = max(abs(rho), top(f), data.floor)
-    scale = max(0.5 * ww + nu * abs(rho) + slacks, nu * data.floor)  # nu rho's size where rho ~ f
+    scale = max(0.5 * abs(ww) + nu * abs(rho) + slacks, nu * data.floor)  # nu rho's size where rho ~ f
     feasibility, comp = box_residuals(alpha, U, margin, size)
     residuals = {
         "dual feasibility": float(feasibility.max()),

@@ -117,7 +117,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
     else:
         g = data.times(beta)
-        ww = bKb = max(0.0, float(beta @ g))
+        ww = bKb = data.quadratic(beta, g)
         up = recover_multiplier(y - g, -np.ones(n), alpha, U)[0]  # b + eps
         down = recover_multiplier(y - g, np.ones(n), alpha_star, U)[0]  # b - eps
         b, eps = 0.5 * (up + down), 0.5 * (up - down)
@@ -130,7 +130,8 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     dual = -0.5 * bKb + float(y @ beta)
     size = tube_size(y, f, eps)
     # the objectives' terms, and at least what one point a tube's size outside it would cost (eps_svr's reason)
-    scale = max(0.5 * ww + C * nu * abs(eps) + slacks, 0.5 * bKb + abs(float(y @ beta)), float(np.max(U)) * size)
+    scale = max(0.5 * abs(ww) + C * nu * abs(eps) + slacks, 0.5 * abs(bKb) + abs(float(y @ beta)),
+                float(np.max(U)) * size)
     UU = np.broadcast_to(U, (n,))
     feasibility, comp = box_residuals(np.concatenate([alpha, alpha_star]), np.concatenate([UU, UU]),
                                       np.concatenate([above, below]), size)

@@ -108,7 +108,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         extra["stationarity"] = stationarity(w, w_alpha, data.X, g - rho, data.floor)
     else:
         g = data.times(alpha)
-        ww = max(0.0, float(alpha @ g))
+        ww = data.quadratic(alpha, g)
         rho = recover_multiplier(g, np.ones(n), alpha, U)[0]
         w = data.weights(alpha)
         dual = -0.5 * ww
@@ -116,7 +116,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     xi = np.maximum(0.0, -f)
     slacks = float(np.sum(U * xi))  # 1/(nu l) sum xi_i, or 1/(nu W) sum omega_i xi_i
     primal = 0.5 * ww + slacks - rho
-    scale = max(0.5 * ww + slacks + abs(rho), data.floor)  # rho's size where rho ~ f
+    scale = max(0.5 * abs(ww) + slacks + abs(rho), data.floor)  # rho's size where rho ~ f
     # f's own spread, not rho's size: rho is an offset, and where K is nearly constant (x 1e-3 data, K_ij ~ 1) the
     # whole decision function lives in a spread far below rho; errors of f and of sum alpha = 1 are measured on it
     size = max(float(np.ptp(g)) if g.size else 0.0, data.floor)
