@@ -383,7 +383,8 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
               "dual_objective": best.dual_objective, **best.meaning, **point}
     out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-           "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+           "decision value error": float(kernel_part) / max(best.size, _TINY),
+           "multipliers outside the optimal interval": _outside_intervals(cond, best), "proved": proved}
     if floor:
         out["degenerate"], out["floor"] = note, floor
     return out
@@ -411,6 +412,16 @@ def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: 
             "decision value error": float(kernel_part) / max(best.size, _TINY), "kkt_point": kkt, "nonconvex": note}
 
 
+def _outside_intervals(cond, best) -> float:
+    """How far the row's equality multipliers (b, rho, eps as the member groups them) are outside the intervals the
+    proved optimum allows them (a free multiplier pins one value; without one every value of the interval is
+    optimal, and different backends report different points of it), in the margin's or tube's units."""
+    intervals = best.meaning.get("multiplier_intervals", {})
+    own = cond.meaning.get("multipliers", {})
+    gaps = [max(lo - own[name], own[name] - hi, 0.0) for name, (lo, hi) in intervals.items() if name in own]
+    return max(gaps, default=0.0) / max(best.size, _TINY)
+
+
 #: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
 TRIVIAL = 1e-12
 
@@ -433,6 +444,9 @@ def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
     if proved is not None:  # the optimum itself, for comparisons at its accuracy (extras["proved"])
         sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
         sol.extras["proved"] = proved
+        for name in ("b", "rho", "epsilon"):  # the optimal intervals, as the C-SVM's b_lower, b_upper
+            if f"{name}_interval" in proved:
+                sol.extras[f"{name}_lower"], sol.extras[f"{name}_upper"] = proved[f"{name}_interval"]
     if "kkt_point" in reference:  # a non-convex dual's stationary point: not a proved optimum
         sol.extras["kkt_point"] = reference.pop("kkt_point")
     nonconvex = reference.pop("nonconvex", "")

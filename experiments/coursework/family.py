@@ -67,11 +67,22 @@ def duality_rows(layer_backends, profile: str, bar: Progress | None = None) -> p
                 rows.append({"member": name, "formulation": formulation, "layer": layer, "backend": backend,
                              "status": sol.status, "P": c.get("primal_objective"), "D": c.get("dual_objective"),
                              "rel_gap": c.get("rel_duality_gap"), "b": sol.b, "rho": e.get("rho"),
-                             "epsilon": e.get("epsilon"), "above": e.get(above), "below": e.get(below),
+                             "epsilon": e.get("epsilon"), **{f"{key}_optimal": _interval(e, key)
+                                                              for key in ("b", "rho", "epsilon")},
+                             "above": e.get(above), "below": e.get(below),
                              "alpha_alpha_star": e.get("alpha_alpha_star"), "verdict": c.get("verdict")})
                 if bar is not None:
                     bar.done(f"{formulation} {layer}/{backend}: {sol.status} (P - D {_gap(c)})")
     return pd.DataFrame(rows)
+
+
+def _interval(extras: dict, key: str) -> str:
+    """The optimal interval of b, rho or eps (the proved optimum's, solvers.family) where it is not one value: a
+    row's own value is then one point of it, and rows of other backends may report others."""
+    lo, hi = extras.get(f"{key}_lower"), extras.get(f"{key}_upper")
+    if lo is None or hi - lo <= 1e-9 * max(abs(lo), abs(hi), 1e-300):
+        return ""
+    return f"[{lo:.6g}, {hi:.6g}]"
 
 
 def _gap(checks: dict) -> str:
@@ -164,8 +175,8 @@ def _span(nu: pd.DataFrame, member: str) -> str:
 
 
 def _markdown(table: pd.DataFrame, nu: pd.DataFrame, backend: str, profile: str) -> str:
-    shown = table[["member", "formulation", "layer", "status", "P", "D", "rel_gap", "b", "rho", "epsilon", "above",
-                   "below", "alpha_alpha_star"]]
+    shown = table[["member", "formulation", "layer", "status", "P", "D", "rel_gap", "b", "rho", "epsilon",
+                   "b_optimal", "rho_optimal", "epsilon_optimal", "above", "below", "alpha_alpha_star"]]
     return "\n".join([
         "## The SVM family in primal and dual",
         "",
@@ -173,9 +184,11 @@ def _markdown(table: pd.DataFrame, nu: pd.DataFrame, backend: str, profile: str)
         "linear kernel so that the primal is its duals' own: P* and D* recomputed from each point (P* = D* at the "
         "optimum), b, rho and eps recovered as multipliers, and the fractions nu bounds (`above`: margin errors, "
         "outliers or points outside the tube; `below`: support vectors). `alpha_alpha_star` is max min(alpha_i, "
-        "alpha*_i) over the bound: 0, as the regressions' multipliers pair (docs/family.md). Where nu l (nu-SVC: "
-        "nu l / 2) is an integer, every multiplier can sit at a bound and rho, b, eps are intervals: nu is kept off "
-        "those values here, so the formulations agree on them. Data: "
+        "alpha*_i) over the bound: 0, as the regressions' multipliers pair (docs/family.md). Where no multiplier of "
+        "a group is free (likely where nu l, nu-SVC's nu l / 2, is an integer) rho, b or eps is an interval of "
+        "optimal values, and each backend may report another point of it: `*_optimal` gives the interval the "
+        "proved optimum allows where it is not one value (blank: unique), and every row is checked against it. "
+        "Data: "
         + "; ".join(f"{m}: {d.data} ({d.n} points, " + ", ".join(f"{k}={v:g}" for k, v in d.params.items()) + ")"
                     for m, d in DEMOS.items()) + ".",
         "",

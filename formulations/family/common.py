@@ -169,6 +169,18 @@ def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U) -> tuple[
     return float(t), float(lo), float(hi)
 
 
+def multipliers_meaning(values: dict, intervals: dict | None) -> dict:
+    """The rows' multipliers of the dual's equality groups (the t of recover_multiplier: nu-SVC's rho - b and rho + b,
+    the one-class rho, epsilon-SVR's b, nu-SVR's b + eps and b - eps) at the point, and where they were recovered
+    from alpha the interval each may take with that alpha: meaning["multipliers"], meaning["multiplier_intervals"].
+    Where no multiplier of a group is free its t is not unique; solvers.family holds a row's t against the proved
+    optimum's interval, not against one point of it."""
+    out = {"multipliers": {name: float(v) for name, v in values.items()}}
+    if intervals is not None:
+        out["multiplier_intervals"] = {name: (float(lo), float(hi)) for name, (lo, hi) in intervals.items()}
+    return out
+
+
 def box_residuals(a: np.ndarray, U, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Per coordinate: dual feasibility max(0, -a_i, a_i - U_i) / max U, and complementarity
     (a_i/U_i) max(0, G_i)/scale + (1 - a_i/U_i) max(0, -G_i)/scale (a_i > 0 only on or inside the margin,

@@ -39,9 +39,9 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
-                                        BoxQP, fraction, paired, pyomo_quadratic, recover_multiplier,
-                                        sample_weights, squared_norm, zero_level, stationarity, top)
+from formulations.family.common import (AT_BOUND, BoxQP, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        fraction, multipliers_meaning, paired, pyomo_quadratic, recover_multiplier,
+                                        sample_weights, squared_norm, stationarity, top, zero_level)
 from formulations.family.names import EPS_SVR_KERNEL_DUAL, EPS_SVR_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
 
@@ -138,7 +138,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     UU = np.broadcast_to(U, (n,))
     alpha, alpha_star = values["alpha"], values["alpha_star"]
     beta = alpha - alpha_star
-    extra = {}
+    extra, intervals = {}, None
     if kind == PRIMAL:
         w, b = values["w"], values["b"]
         f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
@@ -147,7 +147,8 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         ww = bKb = data.quadratic(beta, g)
         h = np.concatenate([y - eps - g, y + eps - g])
         s = np.concatenate([-np.ones(n), np.ones(n)])
-        b = recover_multiplier(h, s, np.concatenate([alpha, alpha_star]), np.concatenate([UU, UU]))[0]
+        b, *b_range = recover_multiplier(h, s, np.concatenate([alpha, alpha_star]), np.concatenate([UU, UU]))
+        intervals = {"b": b_range}
         f = g + b
         w = data.weights(beta)
     above, below = f - y + eps, y - f + eps  # G of alpha_i (>= 0 unless y_i is above the tube), of alpha*_i
@@ -171,6 +172,9 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                                                         np.finfo(float).tiny),
                  "complementarity": float(comp.max()), **extra}
     meaning = tube_meaning(y, f, eps, alpha, alpha_star, UU, sample_weights(params))
+    meaning.update(multipliers_meaning({"b": b}, intervals))
+    if intervals is not None:
+        meaning["b_interval"] = tuple(intervals["b"])
     return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
 
 

@@ -41,9 +41,9 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
-                                        BoxQP, fraction, point_bounds, pyomo_quadratic, recover_multiplier,
-                                        sample_weights, squared_norm, zero_level, stationarity, top)
+from formulations.family.common import (AT_BOUND, BoxQP, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        fraction, multipliers_meaning, point_bounds, pyomo_quadratic,
+                                        recover_multiplier, sample_weights, squared_norm, stationarity, top, zero_level)
 from formulations.family.names import NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
 from formulations.model import (CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model,
                                 pyomo_alpha_bounds, signed)
@@ -144,7 +144,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     weights = sample_weights(params)
     alpha = values["alpha"]
     u = y * alpha
-    extra = {}
+    extra, intervals = {}, None
     if kind == PRIMAL:
         w, b, rho = values["w"], values["b"], values["rho"]
         f = np.asarray(data.X @ w, dtype=float).ravel() + b
@@ -159,6 +159,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         t_pos, lo_pos, hi_pos = recover_multiplier(g[pos], np.ones(pos.sum()), alpha[pos], _part(U, pos))
         t_neg, lo_neg, hi_neg = recover_multiplier(-g[neg], np.ones(neg.sum()), alpha[neg], _part(U, neg))
         rho, b = 0.5 * (t_pos + t_neg), 0.5 * (t_neg - t_pos)
+        intervals = {"rho - b": (lo_pos, hi_pos), "rho + b": (lo_neg, hi_neg)}
         f = g + b
         w = data.weights(u)
         dual = -0.5 * ww
@@ -182,7 +183,11 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     meaning = {"rho": float(rho), "fraction_margin_errors": shares[0], "fraction_sv": shares[1],
                "n_sv": int(support.sum()), "n_margin_errors": int(errors.sum()),
                "nu_bounds_hold": bool(shares[0] <= nu <= shares[1]),
-               "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf}
+               "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf,
+               **multipliers_meaning({"rho - b": rho - b, "rho + b": rho + b}, intervals)}
+    if intervals is not None:  # the rectangle of (rho - b, rho + b) projected
+        meaning["rho_interval"] = (0.5 * (lo_pos + lo_neg), 0.5 * (hi_pos + hi_neg))
+        meaning["b_interval"] = (0.5 * (lo_neg - hi_pos), 0.5 * (hi_neg - lo_pos))
     return Conditions(primal, dual, scale, residuals, f, u, b=float(b), w=w, meaning=meaning,
                       size=size)
 

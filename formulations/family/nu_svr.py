@@ -34,9 +34,9 @@ import cvxpy as cp
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations.family.common import (Conditions, FamilyData, box_residuals, cvxpy_quadratic, BoxQP,
-                                        paired, point_bounds, pyomo_quadratic, recover_multiplier, sample_weights,
-                                        squared_norm)
+from formulations.family.common import (BoxQP, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        multipliers_meaning, paired, point_bounds, pyomo_quadratic, recover_multiplier,
+                                        sample_weights, squared_norm)
 from formulations.family.eps_svr import tube_meaning, tube_primal_point, tube_rows, tube_size
 from formulations.family.names import NU_SVR_KERNEL_DUAL, NU_SVR_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
@@ -111,16 +111,17 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     U = point_bounds(params, n, C)
     alpha, alpha_star = values["alpha"], values["alpha_star"]
     beta = alpha - alpha_star
-    extra = {}
+    extra, intervals = {}, None
     if kind == PRIMAL:
         w, b, eps = values["w"], values["b"], values["eps"]
         f, ww, bKb, extra["stationarity"] = tube_primal_point(data, w, b, beta)
     else:
         g = data.times(beta)
         ww = bKb = data.quadratic(beta, g)
-        up = recover_multiplier(y - g, -np.ones(n), alpha, U)[0]  # b + eps
-        down = recover_multiplier(y - g, np.ones(n), alpha_star, U)[0]  # b - eps
+        up, *up_range = recover_multiplier(y - g, -np.ones(n), alpha, U)  # b + eps
+        down, *down_range = recover_multiplier(y - g, np.ones(n), alpha_star, U)  # b - eps
         b, eps = 0.5 * (up + down), 0.5 * (up - down)
+        intervals = {"b + eps": up_range, "b - eps": down_range}
         f = g + b
         w = data.weights(beta)
     above, below = f - y + eps, y - f + eps
@@ -140,6 +141,11 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
                  "balance": abs(float(beta.sum())) / max(both, np.finfo(float).tiny),
                  "total": abs(both - C * nu) / (C * nu), "complementarity": float(comp.max()), **extra}
     meaning = tube_meaning(y, f, float(eps), alpha, alpha_star, U, sample_weights(params))
+    meaning.update(multipliers_meaning({"b + eps": b + eps, "b - eps": b - eps}, intervals))
+    if intervals is not None:  # the rectangle of (b + eps, b - eps) projected: b and eps are not independent in it
+        (lo_u, hi_u), (lo_d, hi_d) = up_range, down_range
+        meaning["b_interval"] = (0.5 * (lo_u + lo_d), 0.5 * (hi_u + hi_d))
+        meaning["epsilon_interval"] = (0.5 * (lo_u - hi_d), 0.5 * (hi_u - lo_d))
     meaning["nu_bounds_hold"] = bool(meaning["fraction_outside_tube"] <= nu <= meaning["fraction_sv"])
     return Conditions(primal, dual, scale, residuals, f, beta, b=float(b), w=w, meaning=meaning, size=size)
 

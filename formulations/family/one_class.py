@@ -35,9 +35,9 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
-                                        BoxQP, fraction, point_bounds, pyomo_quadratic, recover_multiplier,
-                                        sample_weights, squared_norm, zero_level, stationarity)
+from formulations.family.common import (AT_BOUND, BoxQP, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        fraction, multipliers_meaning, point_bounds, pyomo_quadratic,
+                                        recover_multiplier, sample_weights, squared_norm, stationarity, zero_level)
 from formulations.family.names import ONE_CLASS_KERNEL_DUAL, ONE_CLASS_PRIMAL, PRIMAL
 from formulations.model import CvxpyModel, alpha_bounds, pyomo_alpha_bounds, linear_sum, matrix_rows, new_pyomo_model
 
@@ -98,7 +98,7 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     U = point_bounds(params, n, 1.0 / nu)
     weights = sample_weights(params)
     alpha = values["alpha"]
-    extra = {}
+    extra, intervals = {}, None
     if kind == PRIMAL:
         w, rho = values["w"], values["rho"]
         g = np.asarray(data.X @ w, dtype=float).ravel()
@@ -109,7 +109,8 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     else:
         g = data.times(alpha)
         ww = data.quadratic(alpha, g)
-        rho = recover_multiplier(g, np.ones(n), alpha, U)[0]
+        rho, *rho_range = recover_multiplier(g, np.ones(n), alpha, U)
+        intervals = {"rho": rho_range}
         w = data.weights(alpha)
         dual = -0.5 * ww
     f = g - rho
@@ -130,7 +131,10 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     meaning = {"rho": float(rho), "fraction_outliers": shares[0], "fraction_sv": shares[1],
                "n_sv": int(support.sum()), "n_outliers": int(outliers.sum()),
                "nu_bounds_hold": bool(shares[0] <= nu <= shares[1]),
-               "distance_from_origin": rho / math.sqrt(ww) if ww > 0 else math.inf}
+               "distance_from_origin": rho / math.sqrt(ww) if ww > 0 else math.inf,
+               **multipliers_meaning({"rho": rho}, intervals)}
+    if intervals is not None:
+        meaning["rho_interval"] = tuple(intervals["rho"])
     return Conditions(primal, dual, scale, residuals, f, alpha.copy(), b=-float(rho), w=w, meaning=meaning,
                       size=size)
 
