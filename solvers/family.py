@@ -65,8 +65,9 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
     parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
     .liblinear), checked first, and one it does not take is refused. sample_weight: one weight > 0 per point for
-    the LIBSVM members (LIBSVM's W_i: each point's bound in the dual scaled, formulations.family.<member>). kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
-    kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
+    the LIBSVM members (LIBSVM's W_i: each point's bound in the dual scaled, formulations.family.<member>).
+    kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the kernel duals only; the primals and
+    nu-SVC's linear dual are linear. Every input is checked before the Gram
     matrix or any model is made (an SVMInputError naming the bad one). A kernel not positive semidefinite by
     theorem (sigmoid, a precomputed K) is tested on its Gram matrix and refused where indefinite
     (IndefiniteKernelError), unless allow_indefinite: then the dual is non-convex, and its row is never `optimal`
@@ -369,25 +370,40 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
         reach = math.sqrt(data.max_diagonal())
         bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
         return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
-    n = len(values["alpha"])
-    point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+    point = _split(x, len(values["alpha"]))
     best = module.conditions(point, data, params, KERNEL_DUAL)
     note = getattr(module, "DEGENERATE", None)
     floor = degenerate_floor(best.coef, data) if note else 0.0
     if floor:
         data = replace(data, floor=floor)
         best = module.conditions(point, data, params, KERNEL_DUAL)
-    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
-                   else (cond.dual_objective, best.dual_objective))
-    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
-    proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
-              "dual_objective": best.dual_objective, **best.meaning, **point}
-    out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-           "decision value error": float(kernel_part) / max(best.size, _TINY),
-           "multipliers outside the optimal interval": _outside_intervals(cond, best), "proved": proved}
+    out = {"reference": "proved optimum", **_distance(cond, best, kind),
+           "multipliers outside the optimal interval": _outside_intervals(cond, best),
+           "proved": _optimum(best, point)}
     if floor:
         out["degenerate"], out["floor"] = note, floor
     return out
+
+
+def _split(x: np.ndarray, n: int) -> dict:
+    """The proof's a as the member's alpha (and alpha*)."""
+    return {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+
+
+def _distance(cond, best, kind: str) -> dict:
+    """The row's objective and decision values' kernel part f - b against the reference point's, each relative to
+    the reference's own scale (the objectives' terms, the margin's or tube's size)."""
+    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
+                   else (cond.dual_objective, best.dual_objective))
+    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    return {"objective error": abs(own - target) / max(best.scale, _TINY),
+            "decision value error": float(kernel_part) / max(best.size, _TINY)}
+
+
+def _optimum(best, point: dict) -> dict:
+    """The reference point as a row reports it (extras["proved"], extras["kkt_point"])."""
+    return {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
+            "dual_objective": best.dual_objective, **best.meaning, **point}
 
 
 def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
@@ -400,16 +416,11 @@ def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: 
     if x is None:
         return {"reference": "none (non-convex dual: no gap bound, and no KKT point from the point's active set)",
                 "nonconvex": note}
-    n = len(values["alpha"])
-    point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+    point = _split(x, len(values["alpha"]))
     best = module.conditions(point, data, params, KERNEL_DUAL)
-    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
-                   else (cond.dual_objective, best.dual_objective))
-    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
-    kkt = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
-           "dual_objective": best.dual_objective, "second_order": second_order(qp, x), **best.meaning, **point}
-    return {"reference": "KKT point (non-convex dual)", "objective error": abs(own - target) / max(best.scale, _TINY),
-            "decision value error": float(kernel_part) / max(best.size, _TINY), "kkt_point": kkt, "nonconvex": note}
+    kkt = {**_optimum(best, point), "second_order": second_order(qp, x)}
+    return {"reference": "KKT point (non-convex dual)", **_distance(cond, best, kind), "kkt_point": kkt,
+            "nonconvex": note}
 
 
 def _outside_intervals(cond, best) -> float:
