@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn import datasets, svm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -204,3 +206,32 @@ def test_weights_are_repeated_samples_for_scikit_learns_check(model, check):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         check(type(model).__name__, model)
+
+
+X_INV, Y_INV = load("diabetes", 40)
+LABELS_INV = (Y_INV > np.median(Y_INV)).astype(int)
+
+
+@settings(max_examples=4, deadline=None)
+@given(exponent=st.floats(-3, 3), seed=st.integers(0, 2**16))
+def test_weights_in_other_units_and_order(exponent, seed):
+    """Weights times s, samples in any order: nu-SVC's and the one-class SVM's fits are unchanged (their bounds
+    are w_i / W; the one-class decision_function is in LIBSVM's scale nu W, so s times), and SVR's is SVR with
+    C s (C_i = C w_i); each fit proved."""
+    s = 10.0 ** exponent
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(Y_INV))
+    w = rng.uniform(0.2, 3.0, len(Y_INV))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        pairs = [(NuSVMClassifier(nu=0.4, gamma=0.1).fit(X_INV, LABELS_INV, sample_weight=w),
+                  NuSVMClassifier(nu=0.4, gamma=0.1).fit(X_INV[order], LABELS_INV[order], sample_weight=s * w[order])),
+                 (OneClassSVMDetector(nu=0.3, gamma=0.1).fit(X_INV, sample_weight=w),
+                  OneClassSVMDetector(nu=0.3, gamma=0.1).fit(X_INV[order], sample_weight=s * w[order])),
+                 (SVMRegressor(C=10.0 * s, epsilon=5.0, gamma=0.1).fit(X_INV, Y_INV, sample_weight=w),
+                  SVMRegressor(C=10.0, epsilon=5.0, gamma=0.1).fit(X_INV[order], Y_INV[order], sample_weight=s * w[order]))]
+    for (base, other), scale in zip(pairs, (1.0, s, 1.0)):
+        values = (lambda m: m.predict(X_INV)) if isinstance(base, SVMRegressor) else (
+            lambda m: m.decision_function(X_INV))
+        ref = values(base)
+        np.testing.assert_allclose(values(other) / scale, ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
