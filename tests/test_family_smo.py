@@ -132,6 +132,10 @@ def test_methods_and_their_errors():
     with pytest.raises(SVMInputError, match="positive semidefinite"):
         choose_method("one_class_kernel_dual", 10, "smo", Kernel("sigmoid"))
     assert choose_method("one_class_kernel_dual", 10_000, "auto", Kernel("sigmoid")) == "full"
+    # weighted points or the hard tube (C = inf) are not in SMO's form: one finite bound for every point
+    assert choose_method("eps_svr_kernel_dual", 10_000, "auto", bounded=False) == "full"
+    with pytest.raises(SVMInputError, match="neither sample weights nor C = inf"):
+        choose_method("eps_svr_kernel_dual", 10, "smo", bounded=False)
     with pytest.raises(SVMInputError, match="method"):
         solve("one_class_kernel_dual", np.eye(3), None, layer="cvxpy", backend="clarabel", nu=0.5, method="fast")
     with pytest.raises(ValueError, match="alpha0 is needed"):
@@ -236,3 +240,12 @@ def test_smo_step_cap_and_its_errors():
         with pytest.raises(SVMInputError, match="method 'smo' takes|max_iter must be"):
             solve("eps_svr_kernel_dual", X, y, layer="cvxpy", backend="clarabel", kernel=KERNEL, C=100.0,
                   epsilon=10.0, method="smo", options=bad)
+
+
+def test_a_weighted_solve_goes_to_the_layer_and_is_verified():
+    X, y = datasets.make_regression(n_samples=600, n_features=5, noise=10.0, random_state=0)  # 600: auto is SMO
+    weights = np.random.default_rng(0).uniform(0.2, 3.0, size=len(y))
+    sol = solve("eps_svr_kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=10.0, epsilon=5.0,
+                kernel=KERNEL, sample_weight=weights)
+    assert sol.extras["method"] == "full" and sol.extras.get("weighted") is True
+    assert sol.status == OPTIMAL
