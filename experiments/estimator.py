@@ -754,6 +754,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 f"SVM fit failed: {where} ended with status {sol.status!r} "
                 f"(solver said {sol.raw_status!r}){detail}.{hint}"
             )
+        if sol.status == OPTIMAL_INACCURATE and sol.extras.get("kkt_verified"):
+            return False  # a non-convex dual's checked KKT point: fit's IndefiniteKernelWarning says what it is
         if sol.status == OPTIMAL_INACCURATE:
             advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
             warnings.warn(

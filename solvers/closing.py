@@ -306,7 +306,9 @@ def close_lp(sol: Solution, checks, *, C: float | None) -> Solution:
 
 def mark_indefinite(sol: Solution) -> None:
     """A kernel dual solved with allow_indefinite=True on a non-PSD K says so, and on a K whose Mercer condition
-    was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex."""
+    was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex. Its point
+    is never `optimal`: where the checks passed it is `optimal_inaccurate` with extras["kkt_verified"] (a KKT
+    point, maybe local), as the family's (solvers.family.close)."""
     if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):
         return
     sol.extras["indefinite_kernel"] = True
@@ -319,6 +321,9 @@ def mark_indefinite(sol: Solution) -> None:
                 f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
                 f"certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
+    if sol.status == OPTIMAL:  # the checks hold at a KKT point of a non-convex dual: no proof of the optimum
+        sol.status = OPTIMAL_INACCURATE
+        sol.extras["kkt_verified"] = True
 
 
 def certificate_candidate(model, layer: str, formulation: str):
