@@ -147,8 +147,9 @@ def solve(
     checks' proof stop at it; the row is then `time_limit` and its message says where it stopped. The
     solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE_S past the limit if
     it is still in a step that does not stop by itself (a model's build, a backend's setup), which the
-    message then names. The solve server's start (once per process) is not counted
-    (extras["solve_server_start_s"]).
+    message then names. The solve server's start (once per process: imports, and numba's compile of the SMO
+    functions where its cache is empty) counts against the limit (extras["solve_server_start_s"]); a limit that
+    comes during it is a `time_limit` row that says so.
     """
     began = time.perf_counter()
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
