@@ -43,11 +43,10 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
 
 
 def _mercer_by_theorem(kernel) -> dict:
-    """Mercer's condition of a kernel that satisfies it by theorem: linear, rbf, and poly with gamma > 0
-    and coef0 >= 0 (formulations.kernels.Kernel refuses less). {} for sigmoid, which must be checked on
-    its Gram matrix. The eigenvalue check on K cannot fail for these (the kernels' own rounding is far
-    below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
-    return {} if kernel.name == "sigmoid" else {"psd": True, "mercer_method": f"by theorem ({kernel.name})"}
+    """Mercer's condition of a kernel that satisfies it by theorem (Kernel.mercer_by_theorem); {} for one whose
+    Gram matrix must be checked. The eigenvalue check on K cannot fail for these (the kernels' own rounding is
+    far below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
+    return {"psd": True, "mercer_method": f"by theorem ({kernel.name})"} if kernel.mercer_by_theorem else {}
 
 
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
