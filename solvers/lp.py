@@ -39,6 +39,7 @@ import pyomo.environ as pyo
 
 import formulations
 from formulations import recovery, scaling, separability, validation
+from formulations.data_matrix import column_max_abs
 from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
@@ -289,7 +290,10 @@ def _hull_checks(X, y, lam, mu, tol: float) -> tuple[LPChecks, dict]:
         return out, {}
     XA, XB, _, _ = separability.split_classes(X, y)
     gap = XA.T @ lam - XB.T @ mu
-    residual = float(max(np.abs(gap).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
+    # each coordinate of the gap in its own size (an all-zero column has a zero gap): on data in other units an
+    # absolute 1e-4 would let hulls 1e-6 apart meet
+    size = column_max_abs(X)
+    residual = float(max((np.abs(gap) / np.where(size > 0, size, 1.0)).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
                          max(0.0, -lam.min()), max(0.0, -mu.min())))
     out.primal_infeasibility = residual
     out.verified = residual <= tol
