@@ -489,3 +489,16 @@ def test_features_of_different_spreads_moved_alike_are_centered(layer, backend, 
     f_near, f_far = X @ near.w + near.b, (X + shift) @ far.w + far.b
     assert np.max(np.abs(f_far - f_near)) <= 1e-5 * np.max(np.abs(f_near))
     assert far.objective == pytest.approx(near.objective, rel=1e-6)
+
+
+def test_decision_values_that_cancel_to_rounding_are_no_error():
+    """rbf on data x 1e-6: K is 1 to 1e-12, every alpha_i = C (60 points a class) and f - b cancels to 6e-9 out of
+    terms of size 120; the point's and the proof's f differ by their rounding alone (1e-14), which the `high`
+    profile's 1e-6 of max |f| called a decision value error."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=120, centers=2, n_features=3, cluster_std=1.5, random_state=2)
+    sol = solve("kernel_dual", X * 1e-6, y, layer="cvxpy", backend="clarabel", C=1.0, kernel="rbf", profile="high",
+                method="full")
+    assert sol.status == OPTIMAL, sol.message
+    np.testing.assert_allclose(sol.alpha, 1.0, rtol=1e-6)
