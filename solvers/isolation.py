@@ -186,6 +186,7 @@ def call(frames: tuple[bytes, ...], kill_rule: Callable[[], Callable[[], float |
 
 
 def _kill_at_limit(deadline: Deadline) -> Callable[[], float | None]:
+    """The kill time of a solve whose server is ready now: kill_after(deadline) from now."""
     ends = time.monotonic() + kill_after(deadline)
     return lambda: ends
 
