@@ -540,10 +540,10 @@ def prepare_to_fork() -> None:
 def warm_compiled() -> None:
     """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
     it is empty): the SMO's (solvers.algorithms.smo.warm) and the kernel audit's in the closing checks."""
-    import numpy as np
+    import numpy as np  # here: the caller's process imports this module without the compiled functions
 
-    from solvers import kernel_audit
-    from solvers.algorithms import smo  # as blas: only a server loads every compiled function up front
+    from solvers import kernel_audit  # as numpy: only a server (and a test) loads the compiled functions up front
+    from solvers.algorithms import smo  # as kernel_audit
 
     smo.warm()
     kernel_audit.squared_distances(np.zeros((1, 1)), np.zeros((1, 1)))
