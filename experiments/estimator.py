@@ -590,7 +590,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Whether the pairs are solved by SMO first (_smo_first): a kernel dual of dense features with a kernel
         positive semidefinite by theorem and finite C."""
         return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
-                and smo_gram.by_theorem(self.kernel_) and C is not None and math.isfinite(C))
+                and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
     def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
         """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to

@@ -139,6 +139,13 @@ class Kernel:
             )
         object.__setattr__(self, "coef0", float(self.coef0))
 
+    @property
+    def mercer_by_theorem(self) -> bool:
+        """Whether the kernel satisfies Mercer's condition by theorem, whatever the data: linear, rbf, and poly
+        (gamma > 0 and coef0 >= 0, which __post_init__ demands). Not sigmoid (indefinite in general) nor
+        precomputed (no formula): their Gram matrix must be checked."""
+        return self.name in ("linear", "rbf", "poly")
+
     def resolved_gamma(self, n_features: int) -> float:
         """gamma itself, or 1/d when gamma is None (sklearn's "auto")."""
         return self.gamma if self.gamma is not None else 1.0 / n_features

@@ -158,7 +158,8 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
                       raw_status="", backend_version=backend_version, profile=profile, **fields)
     if isinstance(raw, Ended):
         sol.status = sol.solver_status = TIME_LIMIT if raw.killed else ERROR
-        sol.raw_status = "killed" if raw.killed else "server died" if raw.server_pid else raw.how
+        sol.raw_status = ("server starting" if raw.starting else "killed" if raw.killed else "server died"
+                          if raw.server_pid else raw.how)
         sol.message = _unanswered_words(raw, deadline)
     elif isinstance(raw, BaseException):
         sol.raw_status, sol.message = type(raw).__name__, str(raw)
@@ -174,6 +175,9 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
 def _unanswered_words(ended: Ended, deadline: Deadline) -> str:
     """What a solve whose process gave no answer says: killed past the time limit in a step that does not stop by
     itself, dead by itself (a backend that aborts its process), or ended with the solve server that died."""
+    if ended.starting:
+        return deadline.stopped(f"while the solve server was starting ({ended.starting}), before the solve: the "
+                                "server goes on starting, and a call once it has started is not delayed")
     where = f"in {ended.stage}" if ended.stage else "before any model was built"
     if ended.killed:
         return deadline.stopped(f"{where}, a step that does not stop by itself: the solve's process was killed")
