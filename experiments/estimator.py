@@ -669,6 +669,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
+            if sol.status != OPTIMAL:  # the row's status is the solver's point's; the model is not that point
+                kept = "the model holds the optimum proved from this point's active set, not the point"
+                sol.extras["model"] = kept
+                sol.message = f"{sol.message}; {kept}" if sol.message else kept
             if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
