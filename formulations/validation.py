@@ -58,6 +58,8 @@ def refuse_masked(A, name: str) -> None:
 def check_X(X, name: str = "X") -> np.ndarray | sp.csr_matrix:
     """Return X as a finite float64 (n, d) array, or raise naming the first bad entry.
 
+    Numbers written as text (a str or object array of "1.5", "-2e3") are read as those numbers, as
+    scikit-learn's SVC reads them (its float64 conversion); any other text is refused, named by row and column.
     A scipy.sparse X (matrix or array, any format) comes back as a float64 CSR matrix, never densified
     (check_sparse_X)."""
     if X is None:
@@ -163,10 +165,10 @@ def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     """y as a one-dimensional array of finite labels of one type (matching n rows), and its sorted classes."""
     refuse_masked(y, "y")
     arr = np.asarray(y)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = _column_as_1d(arr)
     if arr.ndim != 1:
-        raise SVMInputError(f"y must be one-dimensional, got shape {arr.shape}")
+        raise SVMInputError(f"y must be one-dimensional (shape (n,), or a column (n, 1)), got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
         raise SVMInputError(f"X has {n} rows but y has {arr.shape[0]} labels: they must match")
     if arr.shape[0] == 0:
@@ -190,6 +192,17 @@ def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
             f"y mixes label types ({', '.join(kinds)}); use one type for the classes"
         ) from None
     return arr, classes
+
+
+def _column_as_1d(arr: np.ndarray) -> np.ndarray:
+    """A column y (n, 1) as y.ravel(), with scikit-learn's warning (column_or_1d's, as the estimator gives)."""
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning  # lazy: scikit-learn only for this case
+
+    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+                  "(n_samples,), for example using ravel().", DataConversionWarning, stacklevel=4)
+    return arr.ravel()
 
 
 def _plain(value):
