@@ -327,3 +327,18 @@ def test_a_column_y_and_numbers_as_text_are_taken_as_scikit_learn_takes_them():
     for sol in (column, text):
         assert sol.status == "optimal"
         np.testing.assert_allclose(sol.w, plain.w, rtol=0, atol=1e-12 * np.linalg.norm(plain.w))
+
+
+@pytest.mark.parametrize("call, shown", [
+    (lambda: validation.check_C(np.float64(-1.0)), "got -1.0"),
+    (lambda: validation.check_labels(np.array([np.float32(2.0)] * 3, dtype=object)), "[2.0]"),
+    (lambda: formulations.kernels.Kernel("rbf", gamma=np.float64(-2.0)), "got -2.0"),
+    (lambda: __import__("experiments.estimator").estimator.SVMClassifier().fit(X_OK, np.ones(6)), "1 class (1.0)"),
+    (lambda: __import__("experiments.estimator").estimator.SVMClassifier(C=np.float64(-1.0)).fit(X_OK, Y_OK),
+     "got -1.0"),
+])
+def test_messages_show_numpy_scalars_as_plain_numbers(call, shown):
+    """numpy 2 writes repr(np.float64(1.0)) as 'np.float64(1.0)': a message shows 1.0."""
+    with pytest.raises(SVMInputError) as caught:
+        call()
+    assert shown in str(caught.value) and "np." not in str(caught.value), str(caught.value)
