@@ -110,3 +110,18 @@ def test_the_estimator_keeps_the_verified_w_zero_fit(twins):
     assert est.solutions_[0].status == "optimal", est.solutions_[0].message
     f = est.decision_function(X)
     assert np.ptp(f) <= 1e-9 and abs(f[0]) <= 1.0  # w = 0 to 1e-9 of the optimal f's size, 1
+
+
+@pytest.mark.parametrize("factor", [0.99, 0.0])
+def test_a_tiny_C_with_balanced_classes_keeps_its_strict_scale(factor):
+    """Balanced classes at C = 1e-6: every alpha_i = C, every b of ~[-1, 1] optimal, but w* = C X'y is not 0:
+    its errors stay measured against ||w*|| and max|f*|, so w 1% off (or w = 0) is refused, not passed against
+    the interval's size."""
+    X = np.random.default_rng(2).standard_normal((40, 5)) + 0.5 * np.repeat([[1.0], [-1.0]], 20, axis=0)
+    y = np.repeat([1.0, -1.0], 20)
+    sol = solve("soft_primal", X, y, C=1e-6, layer="cvxpy", backend="clarabel")
+    assert sol.status == "optimal", sol.message
+    assert sol.checks["b_upper"] - sol.checks["b_lower"] > 1.0  # b is far from unique
+    w = factor * sol.w
+    checks = compute_checks(replace(sol, w=w, decision=X @ w + sol.b), X, y, 1e-6, tol=1e-4)
+    assert not checks.verified, checks.verdict
