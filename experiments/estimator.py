@@ -74,7 +74,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
 from experiments.estimator_gram import SharedGram
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
@@ -176,7 +176,7 @@ def check_libsvm_parameters(est) -> None:
     """The parameters every LIBSVM estimator of scikit-learn shares (kernel, degree, coef0, tol, cache_size,
     max_iter, shrinking, verbose), each refused with a message naming it (scikit-learn's constraints)."""
     def refuse(name, what):
-        raise SVMInputError(f"{name} must be {what}, got {getattr(est, name)!r}")
+        raise SVMInputError(f"{name} must be {what}, got {plain(getattr(est, name))!r}")
 
     def is_real(v):
         return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
@@ -422,7 +422,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             return None
         C = self.C
         if isinstance(C, bool) or not isinstance(C, numbers.Real) or math.isnan(C) or C <= 0:
-            raise SVMInputError(f"C must be a number > 0, got {C!r}")
+            raise SVMInputError(f"C must be a number > 0, got {plain(C)!r}")
         if math.isinf(C) and formulation == "soft_primal":
             raise SVMInputError(
                 "C = inf is the hard margin: use formulation='hard_primal' or 'dual' "
@@ -442,7 +442,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             elif gamma == "auto":
                 gamma = 1.0 / X.shape[1]
             else:
-                raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {gamma!r}")
+                raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {plain(gamma)!r}")
         self._gamma = gamma
         return Kernel(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
 
@@ -525,7 +525,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
             raise SVMInputError(
-                f"y has 1 class ({self.classes_[0]!r}): an SVM needs samples of two classes"
+                f"y has 1 class ({plain(self.classes_[0])!r}): an SVM needs samples of two classes"
             )
         try:
             self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
@@ -572,7 +572,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block))
             if self.verbose:
                 sol = fits[-1].solution
-                print(f"[{type(self).__name__}] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
+                print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
                       f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                       f"{time.perf_counter() - began:.3g} s")
         return fits
@@ -669,6 +669,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
+            if sol.status != OPTIMAL:  # the row's status is the solver's point's; the model is not that point
+                kept = "the model holds the optimum proved from this point's active set, not the point"
+                sol.extras["model"] = kept
+                sol.message = f"{sol.message}; {kept}" if sol.message else kept
             if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0

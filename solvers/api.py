@@ -123,7 +123,9 @@ def solve(
     applied on top of the profile's.
 
     Every argument is checked before any model is built (formulations.validation);
-    a bad one raises SVMInputError naming it. Feature scales that differ by more
+    a bad one raises SVMInputError naming it. As scikit-learn's SVC (and experiments.estimator): numbers
+    written as text in X are read as the numbers they are (other text is refused, naming its entry), and a
+    column y of shape (n, 1) is taken as y.ravel() with a DataConversionWarning (shape (1, n) is refused). Feature scales that differ by more
     than scaling.SCALE_RATIO_WARN give a BadScalingWarning; `standardize=True`
     solves on standardized features and reports w*, b* in the original units.
     An O(n^2) Gram matrix is refused (MemoryBudgetError) if it would exceed
