@@ -655,8 +655,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                   block: FullGram | None = None) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
         fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
-        # fit's own one-thread limit holds already where the fit's samples are few (each context is a threadpoolctl
-        # call: a few percent of a small pair's time)
+        # the fit's one-thread limit holds already where its samples are few (fit); each context is a threadpoolctl
+        # call, a few percent of a small pair's time
         with contextlib.nullcontext() if self._one_blas_thread else _blas_threads_for(rows.size):
             sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
