@@ -74,7 +74,13 @@ class FullGram(Gram):
         """The Gram matrix of the points S alone."""
         return FullGram(self.K[np.ix_(S, S)], self.kernel, None if self.data is None else self.data[S])
 
-    # submatrix(I, J): solvers.reference.Gram's, K[np.ix_(I, J)]
+    def submatrix(self, I, J) -> np.ndarray:
+        """K[I][:, J], each entry read in place (compiled_gram.submatrix) where K goes to the compiled functions."""
+        if not compiled_ok(self.K):
+            return super().submatrix(I, J)
+        from solvers.algorithms.compiled_gram import submatrix  # numba, loaded where it is used
+
+        return submatrix(self.K, I, J)
 
     def diagonal(self) -> np.ndarray:
         return np.diag(self.K).copy()
