@@ -55,3 +55,34 @@ def test_bad_positions_are_refused(X, I, message):
     I = np.asarray(I)
     with pytest.raises(IndexError, match=message):
         submatrix(K if I.dtype == bool else np.eye(N), I, [0])
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_combinations_of_rows_on_several_threads_are_one_thread_s_to_the_bit(X, absolute):
+    K = rbf_gram(0.3, X)
+    rng = np.random.default_rng(2)
+    I = rng.choice(N, 403, replace=False)  # not a multiple of the four rows a pass takes
+    coef = rng.normal(size=I.size)
+    combine = compiled_gram.abs_combination if absolute else compiled_gram.combination
+    one = combine(K, I, coef, threads=1)
+    for threads in (2, 3):
+        assert np.array_equal(combine(K, I, coef, threads=threads), one)
+    want = np.abs(coef) @ np.abs(K[I]) if absolute else coef @ K[I]
+    size = np.abs(coef) @ np.abs(K[I])  # the terms' sizes: what the sums' rounding is relative to
+    assert np.max(np.abs(one - want) / size) <= 1e-14
+    with pytest.raises(ValueError, match="coefficients"):
+        combine(K, I, coef[:-1])
+
+
+def test_the_gram_matrix_s_products_read_rows_in_place(X):
+    """FullGram's K u (dense and sparse u), c' K[I] and sum_j |K_ij u_j| are the base Gram's, to rounding."""
+    K = rbf_gram(0.3, X)
+    rng = np.random.default_rng(3)
+    full, base = FullGram(K), Gram(None, K)
+    for u in (rng.normal(size=N), np.where(rng.random(N) < 0.05, rng.normal(size=N), 0.0)):
+        size = base.magnitudes(u)
+        assert np.max(np.abs(full.times(u) - base.times(u)) / size) <= 1e-14
+        assert np.max(np.abs(full.magnitudes(u) - size) / size) <= 1e-14
+    I = np.flatnonzero(rng.random(N) < 0.3)
+    c = rng.normal(size=I.size)
+    assert np.max(np.abs(full.combination(I, c) - c @ K[I]) / (np.abs(c) @ K[I])) <= 1e-14

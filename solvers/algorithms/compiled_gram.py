@@ -110,38 +110,67 @@ def _in_threads(work, items, threads: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _combination(K, I, coef, out):
-    """out += sum_k coef_k K[I_k] (K symmetric: rows, read in place)."""
-    for k in range(I.shape[0]):
-        c = coef[k]
+def _combination(K, I, coef, out, lo, hi, absolute):
+    """out[lo:hi] += sum_k coef_k K[I_k, lo:hi] (K symmetric: rows, read in place), four rows a pass over out;
+    absolute: |coef_k| |K[I_k, lo:hi]| instead. Each out[t] gets the same sums in the same order whatever lo, hi."""
+    m = I.shape[0]
+    whole = m - m % 4
+    for k in range(0, whole, 4):
+        c0, c1, c2, c3 = coef[k], coef[k + 1], coef[k + 2], coef[k + 3]
+        r0, r1, r2, r3 = K[I[k]], K[I[k + 1]], K[I[k + 2]], K[I[k + 3]]
+        if absolute:
+            c0, c1, c2, c3 = abs(c0), abs(c1), abs(c2), abs(c3)
+            for t in range(lo, hi):
+                out[t] += (c0 * abs(r0[t]) + c1 * abs(r1[t])) + (c2 * abs(r2[t]) + c3 * abs(r3[t]))
+        else:
+            for t in range(lo, hi):
+                out[t] += (c0 * r0[t] + c1 * r1[t]) + (c2 * r2[t] + c3 * r3[t])
+    for k in range(whole, m):
+        c = abs(coef[k]) if absolute else coef[k]
         row = K[I[k]]
-        for t in range(out.shape[0]):
-            out[t] += c * row[t]
+        if absolute:
+            for t in range(lo, hi):
+                out[t] += c * abs(row[t])
+        else:
+            for t in range(lo, hi):
+                out[t] += c * row[t]
 
 
-@njit(cache=True, nogil=True)
-def _abs_combination(K, I, coef, out):
-    """out += sum_k |coef_k| |K[I_k]| (rows, read in place)."""
-    for k in range(I.shape[0]):
-        c = abs(coef[k])
-        row = K[I[k]]
-        for t in range(out.shape[0]):
-            out[t] += c * abs(row[t])
+#: Entries of K read from which a combination of rows is split between threads (below, one thread is faster
+#: than starting them).
+THREADED_ENTRIES = 2**22
+#: Bands of columns per thread that a combination is split into (the threads take the next band as they finish
+#: one: a thread slowed by another process does less of the work).
+BANDS_PER_THREAD = 4
 
 
-def abs_combination(K: np.ndarray, I, coef) -> np.ndarray:
-    """|coef|' |K[I, :]| for a K in memory, without gathering the rows into a copy."""
-    out = np.zeros(K.shape[0])
-    _abs_combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) -> np.ndarray:
+    """combination's and abs_combination's sums, by bands of columns on gram_threads() threads where they are
+    large enough (the same numbers as on one thread: each column's sum is taken in one order)."""
+    I = _indices(I, K.shape[0])
+    coef = np.ascontiguousarray(coef, dtype=float).ravel()
+    if coef.shape != I.shape:
+        raise ValueError(f"{I.size} rows but {coef.size} coefficients")
+    n = K.shape[1]
+    out = np.zeros(n)
+    threads = (gram_threads() if I.size * n >= THREADED_ENTRIES else 1) if threads is None else int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    step = max(1, -(-n // (BANDS_PER_THREAD * threads))) if threads > 1 else max(n, 1)
+    _in_threads(lambda lo: _combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
+                threads)
     return out
 
 
-def combination(K: np.ndarray, I, coef) -> np.ndarray:
+def abs_combination(K: np.ndarray, I, coef, threads: int | None = None) -> np.ndarray:
+    """|coef|' |K[I, :]| for a K in memory, without gathering the rows into a copy (threads: _rows_combined)."""
+    return _rows_combined(K, I, coef, True, threads)
+
+
+def combination(K: np.ndarray, I, coef, threads: int | None = None) -> np.ndarray:
     """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's rows would be
-    copied whole before the product)."""
-    out = np.zeros(K.shape[0])
-    _combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
-    return out
+    copied whole before the product); threads: _rows_combined."""
+    return _rows_combined(K, I, coef, False, threads)
 
 
 @njit(cache=True, nogil=True)

@@ -86,12 +86,21 @@ class FullGram(Gram):
         return np.diag(self.K).copy()
 
     def combination(self, I, coef) -> np.ndarray:
-        """coef' K[I, :] (K symmetric: rows, not columns)."""
-        return coef @ self.K[I]
+        """coef' K[I, :] (K symmetric: rows, not columns), read in place where K goes to the compiled functions."""
+        if not compiled_ok(self.K):
+            return coef @ self.K[I]
+        from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
+
+        return combination(self.K, I, coef)
 
     def times(self, u: np.ndarray) -> np.ndarray:
-        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
+        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not), read in place on
+        every core where K goes to the compiled functions (compiled_gram.combination)."""
         nz = np.flatnonzero(u)
+        if compiled_ok(self.K):
+            from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
+
+            return combination(self.K, nz, u[nz])
         if 8 * nz.size > self.n:  # gathering many rows copies them, slower than the whole product
             return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
