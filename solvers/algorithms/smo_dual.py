@@ -22,8 +22,7 @@ import numpy as np
 
 from formulations import penalty
 from solvers import isolation
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, compiled_ok
-from solvers.algorithms.compiled_gram import combination
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
@@ -150,7 +149,6 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     if changed.size:
         Bc = B[changed]
         coef = y[Bc] * delta[changed]
-        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and compiled_ok(src.K)
-                  else src.combination(Bc, coef))
+        g += y * src.combination(Bc, coef)  # a Gram matrix's rows read in place (FullGram.combination)
         alpha[Bc] = new[changed]
     return True
