@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from formulations import penalty
 
@@ -122,32 +123,50 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     t = y - g
     if t.size == 0:
         return -math.inf, math.inf
-    c = np.ones_like(t) if weights is None else np.asarray(weights, dtype=float)
-    pos = y > 0
+    # every c_i given (the compiled walk reads them unchecked)
+    c = np.ones(t.size) if weights is None else np.broadcast_to(np.asarray(weights, dtype=float), t.shape)
     # one sort of every t: the kinks are its distinct values, and the weight of each class's kinks below a
-    # kink is a running sum over it (the other class's entries add 0)
+    # kink is a running sum over it (the other class's entries add 0); the walk over the kinks is compiled
+    # (a pass of numpy calls each cost more than the whole walk on a few hundred points)
     order = np.argsort(t, kind="stable")
-    ts, cs, ps = t[order], c[order], pos[order]
-    cum_p = np.zeros(t.size + 1)  # weight of the positive kinks before an index of ts
-    cum_n = np.zeros(t.size + 1)
-    np.cumsum(np.where(ps, cs, 0.0), out=cum_p[1:])
-    np.cumsum(np.where(ps, 0.0, cs), out=cum_n[1:])
-    total_p, total_n = cum_p[-1], cum_n[-1]
-    step = ts[1:] != ts[:-1]
-    first = np.flatnonzero(np.concatenate([[True], step]))  # each kink's first index in ts
-    after = np.flatnonzero(np.concatenate([step, [True]])) + 1  # ... and the index after its last
-    kinks = ts[first]
-    # the slope just above each kink ("right") and just below it ("left")
-    right = cum_n[after] - (total_p - cum_p[after])
-    left = cum_n[first] - (total_p - cum_p[first])
-    # a slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
-    # C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
-    # of exactly 1.0, where the unweighted fit took its midpoint)
-    flat = len(t) * np.finfo(float).eps * (total_p + total_n)
-    ok_lo = np.flatnonzero(right >= -flat)
-    ok_hi = np.flatnonzero(left <= flat)
-    lo = float(kinks[ok_lo[0]]) if ok_lo.size and total_p > 0 else -math.inf
-    hi = float(kinks[ok_hi[-1]]) if ok_hi.size and total_n > 0 else math.inf
+    return _hinge_interval(t, c, y > 0, order)
+
+
+@njit(cache=True, nogil=True)
+def _hinge_interval(t, c, pos, order):
+    """hinge_argmin's interval from the sorted t (order): the running sums in the order np.cumsum takes them.
+
+    A slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
+    C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
+    of exactly 1.0, where the unweighted fit took its midpoint), hence `flat`."""
+    n = t.size
+    cum_p = np.zeros(n + 1)  # weight of the positive kinks before an index of the sorted t
+    cum_n = np.zeros(n + 1)
+    for k in range(n):
+        i = order[k]
+        cum_p[k + 1] = cum_p[k] + (c[i] if pos[i] else 0.0)
+        cum_n[k + 1] = cum_n[k] + (0.0 if pos[i] else c[i])
+    total_p, total_n = cum_p[n], cum_n[n]
+    flat = n * np.finfo(np.float64).eps * (total_p + total_n)
+    lo, hi = -math.inf, math.inf
+    found_lo = False
+    first = 0
+    for k in range(1, n + 1):
+        if k < n and not t[order[k]] != t[order[k - 1]]:  # the same kink goes on
+            continue
+        kink = t[order[first]]
+        # the slope just above the kink (after its last index, k) and just below it (at its first)
+        right = cum_n[k] - (total_p - cum_p[k])
+        left = cum_n[first] - (total_p - cum_p[first])
+        if not found_lo and right >= -flat:
+            lo, found_lo = kink, True
+        if left <= flat:
+            hi = kink
+        first = k
+    if not total_p > 0:  # no positive weight (one class absent): unbounded below
+        lo = -math.inf
+    if not total_n > 0:
+        hi = math.inf
     return lo, hi
 
 

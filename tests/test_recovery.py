@@ -153,3 +153,51 @@ def test_interval_rule_same_for_equal_per_sample_C_and_permutations(n, seed, wei
         assert one.b == pytest.approx(0.5 * (one.lower + one.upper), abs=1e-12)
     p = rng.permutation(n)
     assert recover_bias(alpha[p], y[p], g[p], C=np.full(n, weight)).b == pytest.approx(each.b, abs=1e-12)
+
+
+def _hinge_sum(y, g, c, b):
+    return float(np.sum(c * np.maximum(0.0, 1.0 - y * (g + b))))
+
+
+def _numpy_interval(y, g, c):
+    """hinge_argmin's interval by whole-array numpy steps (the compiled walk's definition): the kinks' slopes from
+    running sums over the sorted t, the first kink whose right slope is >= 0 and the last whose left slope <= 0."""
+    t = y - g
+    order = np.argsort(t, kind="stable")
+    ts, cs, ps = t[order], c[order], (y > 0)[order]
+    cum_p, cum_n = np.concatenate([[0.0], np.cumsum(np.where(ps, cs, 0.0))]), np.concatenate(
+        [[0.0], np.cumsum(np.where(ps, 0.0, cs))])
+    step = ts[1:] != ts[:-1]
+    first = np.flatnonzero(np.concatenate([[True], step]))
+    after = np.flatnonzero(np.concatenate([step, [True]])) + 1
+    right = cum_n[after] - (cum_p[-1] - cum_p[after])
+    left = cum_n[first] - (cum_p[-1] - cum_p[first])
+    flat = len(t) * np.finfo(float).eps * (cum_p[-1] + cum_n[-1])
+    ok_lo, ok_hi = np.flatnonzero(right >= -flat), np.flatnonzero(left <= flat)
+    lo = float(ts[first][ok_lo[0]]) if ok_lo.size and cum_p[-1] > 0 else -math.inf
+    hi = float(ts[first][ok_hi[-1]]) if ok_hi.size and cum_n[-1] > 0 else math.inf
+    return lo, hi
+
+
+def test_hinge_argmin_is_the_numpy_walk_to_the_bit_and_minimises_the_hinge():
+    """The compiled walk over the kinks gives the numpy definition's interval exactly (ties, zero weights, one class,
+    a nan), and every end it gives minimises the weighted hinge sum: no b at any kink does better than 1e-12
+    of the sum's size."""
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        n = int(rng.integers(1, 40))
+        y = np.where(rng.random(n) < rng.random(), 1.0, -1.0)
+        g = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # rounded: tied kinks
+        c = rng.choice([0.0, 0.01, 0.1, 1.0], size=n) if rng.random() < 0.5 else np.ones(n)
+        if rng.random() < 0.05:
+            g[rng.integers(n)] = np.nan
+        lo, hi = hinge_argmin(y, g, c)
+        assert (lo, hi) == pytest.approx(_numpy_interval(y, g, c), rel=0, abs=0, nan_ok=True)
+        assert hinge_argmin(y, g, None if np.all(c == 1.0) else c) == pytest.approx((lo, hi), rel=0, abs=0,
+                                                                                   nan_ok=True)
+        if np.all(np.isfinite(g)) and math.isfinite(lo) and math.isfinite(hi):
+            kinks = y - g
+            best = min(_hinge_sum(y, g, c, b) for b in kinks)
+            size = float(np.sum(c * (1.0 + np.abs(g)))) + 1e-300
+            for end in (lo, hi, 0.5 * (lo + hi)):
+                assert _hinge_sum(y, g, c, end) <= best + 1e-12 * size
