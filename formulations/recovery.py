@@ -190,20 +190,154 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     alpha = np.asarray(alpha, dtype=float)
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     b0 = _middle(lo, hi)
-    codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
-    lower, upper = kkt_interval(y, g, codes)
-    free = codes == FREE
-    if free.any():
-        room = alpha[free] if penalty.is_hard(C) else np.minimum(alpha[free], penalty.at(C, free) - alpha[free])
-        room = np.maximum(room, 0.0)
-        values = y[free] - g[free]
-        b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
+    hard = penalty.is_hard(C)
+    bounds = np.asarray(C, dtype=float) if penalty.per_sample(C) else np.full(alpha.shape, float(C))
+    # classify at the provisional b, kkt_interval and the free points' weighted mean in one compiled pass (the
+    # same comparisons and sums, in numpy's order, as those functions' array steps): a few hundred points' steps
+    # cost more in numpy's calls than in arithmetic
+    n_free, lower, upper, b = _bias_parts(alpha, np.asarray(y, dtype=float), np.asarray(g, dtype=float),
+                                          0.0 if math.isnan(b0) else b0, bounds, hard)
+    if n_free:
         b = float(np.clip(b, min(lower, upper), max(lower, upper)))
-        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(free.sum()), lower=lower, upper=upper)
+        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(n_free), lower=lower, upper=upper)
     b = _middle(lower, upper)
     if math.isnan(b):
         return BiasEstimate(b=math.nan, rule=B_NONE, n_free=0, lower=lower, upper=upper)
     return BiasEstimate(b=b, rule=B_INTERVAL, n_free=0, lower=lower, upper=upper)
+
+
+@njit(cache=True, nogil=True)
+def _bias_parts(alpha, y, g, b0, C, hard):
+    """(free points, kkt_interval's lower and upper, the free points' b before its clip) for recover_bias: the
+    codes of classify(alpha, y, g + b0, C) (C: one bound per point; hard: none), then, over the free points,
+    np.average(y - g, weights=max(min(alpha, C - alpha), 0)) (alpha alone when hard), or the mean where the
+    weights sum to 0. Maxima, minima and comparisons propagate nan as numpy's do."""
+    n = alpha.size
+    top = -math.inf
+    for i in range(n):
+        if alpha[i] != alpha[i]:
+            top = alpha[i]
+            break
+        top = max(top, alpha[i])
+    lower, upper = -math.inf, math.inf
+    any_lower = any_upper = False
+    free = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        r = y[i] * (g[i] + b0) - 1.0
+        code = ZERO
+        if top > 0:
+            zero = alpha[i] / top <= _at_least(r, ROUNDING_FLOOR)
+            code = ZERO if zero else FREE
+            if not hard:
+                bound = (C[i] - alpha[i]) / C[i] <= _at_least(-r, ROUNDING_FLOOR)
+                if bound and (not zero or alpha[i] > 0.5 * C[i]):
+                    code = AT_BOUND
+        free[i] = code == FREE
+        t = y[i] - g[i]
+        pos = y[i] > 0
+        if (pos and code != AT_BOUND) or (not pos and code != ZERO):
+            lower = t if not any_lower else _nan_max(lower, t)
+            any_lower = True
+        if (pos and code != ZERO) or (not pos and code != AT_BOUND):
+            upper = t if not any_upper else _nan_min(upper, t)
+            any_upper = True
+    index = np.flatnonzero(free)
+    m = index.size
+    if m == 0:
+        return 0, lower, upper, math.nan
+    values, room, product = np.empty(m), np.empty(m), np.empty(m)
+    for k in range(m):
+        i = index[k]
+        values[k] = y[i] - g[i]
+        w = alpha[i] if hard else _nan_min(alpha[i], C[i] - alpha[i])
+        room[k] = _at_least(w, 0.0)
+        product[k] = values[k] * room[k]
+    total = _numpy_sum(room, 0, m)
+    b = _numpy_sum(product, 0, m) / total if total > 0 else _numpy_sum(values, 0, m) / m
+    return m, lower, upper, b
+
+
+@njit(cache=True, nogil=True)
+def _at_least(a, floor):
+    """np.maximum(a, floor) for one value, as numpy decides it (a where a >= floor or a is nan)."""
+    return a if a >= floor or a != a else floor
+
+
+@njit(cache=True, nogil=True)
+def _nan_max(a, b):
+    """The larger of two values, nan if either is (np.max's rule)."""
+    if a != a or b != b:
+        return math.nan
+    return a if a >= b else b
+
+
+@njit(cache=True, nogil=True)
+def _nan_min(a, b):
+    """The smaller of two values, nan if either is (np.min's and np.minimum's rule)."""
+    if a != a or b != b:
+        return math.nan
+    return a if a <= b else b
+
+
+@njit(cache=True, nogil=True)
+def _numpy_sum(a, lo, n):
+    """a[lo:lo + n].sum() as numpy takes it for a contiguous array (pairwise: blocks of at most 128 values, each
+    halved at a multiple of 8 above that; _block_sum), so that the mean comes out to the bit as before. The halves
+    by an explicit stack: numba's cache does not load a recursive function."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    starts, sizes = np.empty(64, dtype=np.int64), np.empty(64, dtype=np.int64)
+    stage, left = np.zeros(64, dtype=np.int64), np.empty(64)
+    starts[0], sizes[0], top = lo, n, 1
+    result = 0.0
+    while top > 0:
+        k = top - 1
+        m = sizes[k]
+        if m <= 128:
+            result = _block_sum(a, starts[k], m)
+            top -= 1
+            continue
+        half = m // 2 - (m // 2) % 8
+        if stage[k] == 0:  # the first half next
+            stage[k] = 1
+            starts[top], sizes[top], stage[top] = starts[k], half, 0
+            top += 1
+        elif stage[k] == 1:  # the first half's sum in result: the second half next
+            left[k], stage[k] = result, 2
+            starts[top], sizes[top], stage[top] = starts[k] + half, m - half, 0
+            top += 1
+        else:
+            result = left[k] + result
+            top -= 1
+    return result
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a, lo, n):
+    """numpy's sum of at most 128 values: one after another below 8, else eight running sums combined as a tree."""
+    if n < 8:
+        total = 0.0
+        for i in range(lo, lo + n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += a[lo + i]
+        i += 1
+    return total
 
 
 def _middle(lower: float, upper: float) -> float:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from experiments.datasets import overlapping
-from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, primal_objective,
+from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, kkt_interval, primal_objective,
                                    recover_bias, weights_from_alpha)
 from solvers.api import solve
 
@@ -201,3 +201,56 @@ def test_hinge_argmin_is_the_numpy_walk_to_the_bit_and_minimises_the_hinge():
             size = float(np.sum(c * (1.0 + np.abs(g)))) + 1e-300
             for end in (lo, hi, 0.5 * (lo + hi)):
                 assert _hinge_sum(y, g, c, end) <= best + 1e-12 * size
+
+
+def _bias_by_arrays(alpha, y, g, C):
+    """recover_bias by whole-array steps (the compiled pass's definition): classify at the hinge's midpoint,
+    kkt_interval, the free points' weighted mean clipped to the interval, else the interval's midpoint."""
+    lo, hi = hinge_argmin(y, g, C if isinstance(C, np.ndarray) else None)
+    b0 = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else lo if math.isfinite(lo) else hi
+    codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
+    lower, upper = kkt_interval(y, g, codes)
+    free = codes == FREE
+    if free.any():
+        room = alpha[free] if np.isscalar(C) and math.isinf(C) else np.minimum(
+            alpha[free], (C[free] if isinstance(C, np.ndarray) else C) - alpha[free])
+        room = np.maximum(room, 0.0)
+        values = y[free] - g[free]
+        b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
+        return B_FREE_SV, int(free.sum()), float(np.clip(b, min(lower, upper), max(lower, upper))), lower, upper
+    return None, 0, None, lower, upper
+
+
+def test_recover_bias_is_its_array_definition():
+    """The compiled pass gives the array steps' sets, interval and b: one C, the hard margin, a tiny C, per-sample
+    C; alphas at 0, at C, free and just off a bound; free points on their margins; a nan in g or alpha; up to 700
+    points (the free points' sums past numpy's blocks of 128). The interval and the number of free points
+    exactly, b within 4 eps of the largest |y - g| (the rounding of a weighted mean)."""
+    rng = np.random.default_rng(11)
+    with np.errstate(all="ignore"):
+        for _ in range(1500):
+            n = int(rng.integers(1, 700))
+            y = np.where(rng.random(n) < rng.random(), 1.0, -1.0)
+            C = [1.0, math.inf, 1e-3, None][int(rng.integers(4))]
+            if C is None:
+                C = rng.choice([0.5, 1.0, 2.0], size=n)
+            bound = np.broadcast_to(np.asarray(C, dtype=float), (n,)) if not np.isinf(C).all() else np.full(n, 10.0)
+            u = rng.random(n)
+            alpha = np.where(u < 0.4, 0.0, np.where(u < 0.7, bound, rng.random(n) * bound))
+            alpha += rng.normal(size=n) * 1e-10 * rng.integers(0, 2)
+            g = rng.normal(size=n)
+            if rng.random() < 0.5:  # the free points on their margins, to rounding
+                g = np.where((alpha > 0) & (alpha < bound), y - 0.3 + rng.normal(size=n) * 1e-9, g)
+            if rng.random() < 0.03:
+                g[rng.integers(n)] = np.nan
+            if rng.random() < 0.03:
+                alpha[rng.integers(n)] = np.nan
+            rule, n_free, b, lower, upper = _bias_by_arrays(alpha, y, g, C)
+            got = recover_bias(alpha, y, g, C)
+            assert (got.n_free, got.lower, got.upper) == pytest.approx((n_free, lower, upper), rel=0, abs=0, nan_ok=True)
+            if rule is not None:
+                assert got.rule == rule
+                size = float(np.nanmax(np.abs(y - g)))
+                assert got.b == pytest.approx(b, rel=0, abs=4 * np.finfo(float).eps * size, nan_ok=True)
+            else:
+                assert got.rule != B_FREE_SV
