@@ -64,21 +64,44 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
     formulations.penalty): alpha_i against its own C_i.
     """
     alpha = np.asarray(alpha, dtype=float)
-    codes = np.full(alpha.shape, FREE, dtype=np.int8)
     if alpha.size == 0:
-        return codes
-    r = y * decision - 1.0
-    top = float(np.max(alpha))
+        return np.full(alpha.shape, FREE, dtype=np.int8)
+    y, decision = np.broadcast_arrays(np.asarray(y, dtype=float), np.asarray(decision, dtype=float))
+    if y.shape != alpha.shape:
+        raise ValueError(f"{alpha.size} multipliers but {y.size} labels and decision values")
+    return _codes(alpha, y, decision, _bounds(C, alpha.shape), penalty.is_hard(C))
+
+
+def _bounds(C, shape) -> np.ndarray:
+    """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
+    return np.broadcast_to(np.asarray(C, dtype=float), shape)
+
+
+@njit(cache=True, nogil=True)
+def _codes(alpha, y, decision, C, hard):
+    """classify's codes, point by point, with the comparisons of its docstring (np.max's and np.maximum's rules
+    for nan); C: C_i for every point, hard: no upper bound."""
+    n = alpha.size
+    codes = np.empty(n, dtype=np.int8)
+    top = -math.inf
+    for i in range(n):
+        if math.isnan(alpha[i]):
+            top = alpha[i]
+            break
+        top = max(top, alpha[i])
     if not top > 0:
         codes[:] = ZERO
         return codes
-    zero = alpha / top <= np.maximum(r, ROUNDING_FLOOR)
-    codes[zero] = ZERO
-    if not penalty.is_hard(C):
-        room = (C - alpha) / C
-        bound = room <= np.maximum(-r, ROUNDING_FLOOR)
-        # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
-        codes[bound & (~zero | (alpha > 0.5 * C))] = AT_BOUND
+    for i in range(n):
+        r = y[i] * decision[i] - 1.0
+        zero = alpha[i] / top <= _at_least(r, ROUNDING_FLOOR)
+        code = ZERO if zero else FREE
+        if not hard:
+            bound = (C[i] - alpha[i]) / C[i] <= _at_least(-r, ROUNDING_FLOOR)
+            # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
+            if bound and (not zero or alpha[i] > 0.5 * C[i]):
+                code = AT_BOUND
+        codes[i] = code
     return codes
 
 
@@ -152,7 +175,7 @@ def _hinge_interval(t, c, pos, order):
     found_lo = False
     first = 0
     for k in range(1, n + 1):
-        if k < n and not t[order[k]] != t[order[k - 1]]:  # the same kink goes on
+        if k < n and t[order[k]] == t[order[k - 1]]:  # the same kink goes on (a nan is a kink of its own)
             continue
         kink = t[order[first]]
         # the slope just above the kink (after its last index, k) and just below it (at its first)
@@ -191,7 +214,7 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     b0 = _middle(lo, hi)
     hard = penalty.is_hard(C)
-    bounds = np.asarray(C, dtype=float) if penalty.per_sample(C) else np.full(alpha.shape, float(C))
+    bounds = _bounds(C, alpha.shape)
     # classify at the provisional b, kkt_interval and the free points' weighted mean in one compiled pass (the
     # same comparisons and sums, in numpy's order, as those functions' array steps): a few hundred points' steps
     # cost more in numpy's calls than in arithmetic
@@ -213,26 +236,12 @@ def _bias_parts(alpha, y, g, b0, C, hard):
     np.average(y - g, weights=max(min(alpha, C - alpha), 0)) (alpha alone when hard), or the mean where the
     weights sum to 0. Maxima, minima and comparisons propagate nan as numpy's do."""
     n = alpha.size
-    top = -math.inf
-    for i in range(n):
-        if alpha[i] != alpha[i]:
-            top = alpha[i]
-            break
-        top = max(top, alpha[i])
+    codes = _codes(alpha, y, g + b0, C, hard)
     lower, upper = -math.inf, math.inf
     any_lower = any_upper = False
-    free = np.zeros(n, dtype=np.bool_)
+    free = codes == FREE
     for i in range(n):
-        r = y[i] * (g[i] + b0) - 1.0
-        code = ZERO
-        if top > 0:
-            zero = alpha[i] / top <= _at_least(r, ROUNDING_FLOOR)
-            code = ZERO if zero else FREE
-            if not hard:
-                bound = (C[i] - alpha[i]) / C[i] <= _at_least(-r, ROUNDING_FLOOR)
-                if bound and (not zero or alpha[i] > 0.5 * C[i]):
-                    code = AT_BOUND
-        free[i] = code == FREE
+        code = codes[i]
         t = y[i] - g[i]
         pos = y[i] > 0
         if (pos and code != AT_BOUND) or (not pos and code != ZERO):
@@ -260,23 +269,23 @@ def _bias_parts(alpha, y, g, b0, C, hard):
 @njit(cache=True, nogil=True)
 def _at_least(a, floor):
     """np.maximum(a, floor) for one value, as numpy decides it (a where a >= floor or a is nan)."""
-    return a if a >= floor or a != a else floor
+    return a if a >= floor or math.isnan(a) else floor
 
 
 @njit(cache=True, nogil=True)
 def _nan_max(a, b):
     """The larger of two values, nan if either is (np.max's rule)."""
-    if a != a or b != b:
+    if math.isnan(a) or math.isnan(b):
         return math.nan
-    return a if a >= b else b
+    return max(a, b)
 
 
 @njit(cache=True, nogil=True)
 def _nan_min(a, b):
     """The smaller of two values, nan if either is (np.min's and np.minimum's rule)."""
-    if a != a or b != b:
+    if math.isnan(a) or math.isnan(b):
         return math.nan
-    return a if a <= b else b
+    return min(a, b)
 
 
 @njit(cache=True, nogil=True)

@@ -554,10 +554,10 @@ def _ruiz(M, rounds):
         for i in range(m):
             for j in range(k):
                 a = abs(A[i, j])
-                if a > row[i] or a != a:  # a nan is the row's (and the column's) maximum, as np.max takes it
-                    row[i] = a if row[i] == row[i] else row[i]
-                if a > col[j] or a != a:
-                    col[j] = a if col[j] == col[j] else col[j]
+                if a > row[i] or math.isnan(a):  # a nan is the row's (and the column's) maximum, as np.max takes it
+                    row[i] = row[i] if math.isnan(row[i]) else a
+                if a > col[j] or math.isnan(a):
+                    col[j] = col[j] if math.isnan(col[j]) else a
         for i in range(m):
             row[i] = 1.0 if row[i] == 0 else math.sqrt(row[i])
         for j in range(k):

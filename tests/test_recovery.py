@@ -10,8 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from experiments.datasets import overlapping
-from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, kkt_interval, primal_objective,
-                                   recover_bias, weights_from_alpha)
+from formulations.recovery import (
+    AT_BOUND,
+    B_FREE_SV,
+    B_INTERVAL,
+    FREE,
+    ZERO,
+    classify,
+    hinge_argmin,
+    kkt_interval,
+    primal_objective,
+    recover_bias,
+    weights_from_alpha,
+)
 from solvers.api import solve
 
 
@@ -247,10 +258,48 @@ def test_recover_bias_is_its_array_definition():
                 alpha[rng.integers(n)] = np.nan
             rule, n_free, b, lower, upper = _bias_by_arrays(alpha, y, g, C)
             got = recover_bias(alpha, y, g, C)
-            assert (got.n_free, got.lower, got.upper) == pytest.approx((n_free, lower, upper), rel=0, abs=0, nan_ok=True)
+            want = (n_free, lower, upper)
+            assert (got.n_free, got.lower, got.upper) == pytest.approx(want, rel=0, abs=0, nan_ok=True)
             if rule is not None:
                 assert got.rule == rule
                 size = float(np.nanmax(np.abs(y - g)))
                 assert got.b == pytest.approx(b, rel=0, abs=4 * np.finfo(float).eps * size, nan_ok=True)
             else:
                 assert got.rule != B_FREE_SV
+
+
+def _classify_by_arrays(alpha, y, decision, C):
+    """classify's rule as whole-array steps (its docstring), the compiled pass's definition."""
+    codes = np.full(alpha.shape, FREE, dtype=np.int8)
+    r = y * decision - 1.0
+    top = float(np.max(alpha))
+    if not top > 0:
+        codes[:] = ZERO
+        return codes
+    zero = alpha / top <= np.maximum(r, 1e-9)
+    codes[zero] = ZERO
+    if not (np.isscalar(C) and math.isinf(C)):
+        bound = (C - alpha) / C <= np.maximum(-r, 1e-9)
+        codes[bound & (~zero | (alpha > 0.5 * C))] = AT_BOUND
+    return codes
+
+
+def test_classify_is_its_array_definition():
+    """The compiled codes are the array steps' on alphas at 0, at C, free and 1e-10 off a bound, decision values on
+    and off the margins, one C, the hard margin, a tiny C, per-sample C, and a nan in alpha or f."""
+    rng = np.random.default_rng(12)
+    with np.errstate(all="ignore"):
+        for _ in range(2000):
+            n = int(rng.integers(1, 200))
+            y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+            C = [1.0, math.inf, 1e-6, None][int(rng.integers(4))]
+            if C is None:
+                C = rng.choice([0.5, 1.0, 2.0], size=n)
+            bound = np.full(n, 10.0) if np.isscalar(C) and math.isinf(C) else np.broadcast_to(C, (n,))
+            u = rng.random(n)
+            alpha = np.where(u < 0.3, 0.0, np.where(u < 0.6, bound, rng.random(n) * bound))
+            alpha = alpha + rng.normal(size=n) * 1e-10 * rng.integers(0, 2)
+            f = y * (1.0 + rng.normal(size=n) * 10.0 ** rng.integers(-12, 0))
+            if rng.random() < 0.05:
+                (alpha if rng.random() < 0.5 else f)[rng.integers(n)] = np.nan
+            assert np.array_equal(classify(alpha, y, f, C), _classify_by_arrays(alpha, y, f, C))
