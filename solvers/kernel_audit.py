@@ -137,3 +137,9 @@ def _rbf_excess(used, values, t, weights, slack, d):
             return total
         worst = max(worst, total)
     return worst
+
+
+def warm() -> None:
+    """The compiled functions loaded from numba's cache (or compiled), so that the checks do not wait for them."""
+    point = np.zeros((1, 1))
+    rbf_excess(1.0, point, point, np.ones((1, 1)), np.ones(1))

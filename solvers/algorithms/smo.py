@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram
+from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU).
@@ -501,7 +501,7 @@ def _checked(rows, y, upper, alpha0, grad0, tol):
     y = np.ascontiguousarray(y, dtype=float)
     if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
         raise ValueError(f"y must hold {n} labels, each +1 or -1")
-    upper = np.ascontiguousarray(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
+    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))  # writable: one compiled type for all
     if not np.all((upper > 0) & np.isfinite(upper)):
         raise ValueError("every upper bound C_i must be finite and > 0")
     if not (tol > 0 and math.isfinite(tol)):
@@ -570,6 +570,7 @@ def warm() -> None:
     rows = RowCache.from_data(_RBF, X)
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+    submatrix(K, np.array([0, 1]), np.array([1, 2]))
     abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
 
 
