@@ -56,6 +56,7 @@ The first three are linear SVMs and accept only ``kernel="linear"``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import numbers
@@ -548,6 +549,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
             row_C[kept] = C_samples
+        self._one_blas_thread = kept.size <= ONE_BLAS_THREAD_UP_TO  # _blas_threads_for's test, for the pairs
         with warnings.catch_warnings(), _blas_threads_for(kept.size):  # scaling: said once above, not per pair
             warnings.simplefilter("ignore", BadScalingWarning)
             fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
@@ -653,7 +655,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                   block: FullGram | None = None) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
         fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
-        with _blas_threads_for(rows.size):
+        # the fit's one-thread limit holds already where its samples are few (fit); each context is a threadpoolctl
+        # call, a few percent of a small pair's time
+        with contextlib.nullcontext() if self._one_blas_thread else _blas_threads_for(rows.size):
             sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (OPTIMAL_INACCURATE, ITERATION_LIMIT):
