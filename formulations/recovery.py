@@ -69,12 +69,18 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
     y, decision = np.broadcast_arrays(np.asarray(y, dtype=float), np.asarray(decision, dtype=float))
     if y.shape != alpha.shape:
         raise ValueError(f"{alpha.size} multipliers but {y.size} labels and decision values")
-    return _codes(alpha, y, decision, _bounds(C, alpha.shape), penalty.is_hard(C))
+    return _codes(_one_type(alpha), _one_type(y), _one_type(decision), _bounds(C, alpha.shape), penalty.is_hard(C))
 
 
 def _bounds(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
-    return np.broadcast_to(np.asarray(C, dtype=float), shape)
+    return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
+
+
+def _one_type(a, dtype=float) -> np.ndarray:
+    """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
+    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses."""
+    return np.require(a, dtype=dtype, requirements=["C", "W"])
 
 
 @njit(cache=True, nogil=True)
@@ -152,7 +158,7 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     # kink is a running sum over it (the other class's entries add 0); the walk over the kinks is compiled
     # (a pass of numpy calls each cost more than the whole walk on a few hundred points)
     order = np.argsort(t, kind="stable")
-    return _hinge_interval(t, c, y > 0, order)
+    return _hinge_interval(_one_type(t), _one_type(c), _one_type(y > 0, bool), _one_type(order, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -218,7 +224,7 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     # classify at the provisional b, kkt_interval and the free points' weighted mean in one compiled pass (the
     # same comparisons and sums, in numpy's order, as those functions' array steps): a few hundred points' steps
     # cost more in numpy's calls than in arithmetic
-    n_free, lower, upper, b = _bias_parts(alpha, np.asarray(y, dtype=float), np.asarray(g, dtype=float),
+    n_free, lower, upper, b = _bias_parts(_one_type(alpha), _one_type(y), _one_type(g),
                                           0.0 if math.isnan(b0) else b0, bounds, hard)
     if n_free:
         b = float(np.clip(b, min(lower, upper), max(lower, upper)))

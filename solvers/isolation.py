@@ -539,14 +539,20 @@ def prepare_to_fork() -> None:
 
 def warm_compiled() -> None:
     """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
-    it is empty): the SMO's (solvers.algorithms.smo.warm) and the kernel audit's in the closing checks."""
+    it is empty): the SMO's (solvers.algorithms.smo.warm), and the closing checks' (the kernel audit, b's
+    recovery, the proof's equilibration)."""
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
-    from solvers import kernel_audit  # as numpy: only a server (and a test) loads the compiled functions up front
-    from solvers.algorithms import smo  # as kernel_audit
+    from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
+    from solvers import kernel_audit, reference
+    from solvers.algorithms import smo
 
     smo.warm()
-    kernel_audit.squared_distances(np.zeros((1, 1)), np.zeros((1, 1)))
+    kernel_audit.warm()
+    y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
+    recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)
+    recovery.recover_bias(np.array([0.5, 0.5]), y, g, 1.0)
+    reference._equilibrated_solve(np.eye(2), np.ones(2))
 
 
 def _serve(control: socket.socket, preload: list[str]) -> None:

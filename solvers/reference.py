@@ -520,7 +520,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
     a singular M ends the proof (NotTried) instead of a least-squares solve (an SVD, far slower than the
     loop's own steps at thousands of free points)."""
-    A, r, c = _ruiz(np.asarray(M, dtype=float), 5)
+    A, r, c = _ruiz(np.require(M, dtype=float, requirements=["C", "W"]), 5)  # one compiled type (warm_compiled)
     if not singular:
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
         # checks, which cost more than the solve of a small problem's free points

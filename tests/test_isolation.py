@@ -6,8 +6,10 @@ KILL_GRACE_S after the limit)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from functools import partial
@@ -463,7 +465,6 @@ time.sleep(600)
 def test_a_killed_caller_leaves_neither_its_server_nor_its_child(tmp_path):
     """A caller killed during a call (a sweep or a script killed with SIGKILL): its server ends (its control socket
     closes) and the child with it, instead of running to the end of its work."""
-    import subprocess
     import time
 
     import psutil
@@ -481,27 +482,38 @@ def test_a_killed_caller_leaves_neither_its_server_nor_its_child(tmp_path):
     assert _ended(server) and _ended(child), [psutil.Process(p).status() for p in (server, child) if psutil.pid_exists(p)]
 
 
-def _compiled_types() -> dict[str, set[str]]:
-    import numba
+_WARM_CHECK = r"""
+import json, sys
+import numpy as np
+import numba
+from solvers import api, isolation
 
-    from solvers import kernel_audit
-    from solvers.algorithms import compiled_gram, smo
+def compiled_types():
+    return {f"{name}.{attr}": set(map(str, value.signatures)) for name, module in list(sys.modules.items())
+            if name.split(".")[0] in ("solvers", "formulations", "experiments")
+            for attr, value in list(vars(module).items()) if isinstance(value, numba.core.registry.CPUDispatcher)}
 
-    return {f"{module.__name__}.{name}": set(map(str, value.signatures)) for module in (smo, compiled_gram, kernel_audit)
-            for name, value in vars(module).items() if isinstance(value, numba.core.registry.CPUDispatcher)}
+isolation.warm_compiled()
+warmed = compiled_types()
+X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [0.5, 2.0], [1.5, 1.5], [3.0, 0.5], [2.5, 2.5], [0.2, 0.3],
+              [1.2, 2.2], [2.2, 0.1]])
+y = np.array([1, -1, 1, 1, -1, -1, 1, -1, 1, -1])
+C = json.loads(sys.argv[1])
+sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=np.array(C), kernel="rbf",
+                method="working_set")
+print(json.dumps({"status": sol.status, "new": {name: sorted(types - warmed.get(name, set()))
+                                                 for name, types in compiled_types().items()
+                                                 if types - warmed.get(name, set())}}))
+"""
 
 
 @pytest.mark.parametrize("C", [1.0, [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]])
 def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses(C):
     """A child compiles nothing the server did not load (warm_compiled): else on an empty numba cache every child
-    compiles anew within its user's limit. Checked here in this process, with no limit (no child)."""
-    isolation.warm_compiled()
-    warmed = _compiled_types()
-    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [0.5, 2.0], [1.5, 1.5], [3.0, 0.5], [2.5, 2.5], [0.2, 0.3],
-                  [1.2, 2.2], [2.2, 0.1]])
-    y = np.array([1, -1, 1, 1, -1, -1, 1, -1, 1, -1])
-    sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=np.array(C), kernel="rbf",
-                    method="working_set")
-    assert sol.status == OPTIMAL
-    used = _compiled_types()
-    assert {name: types - warmed.get(name, set()) for name, types in used.items() if types - warmed.get(name, set())} == {}
+    compiles anew within its user's limit. Checked in a fresh process (this one's tests have loaded other types),
+    over every compiled function of the project's modules, with no limit (no child)."""
+    out = subprocess.run([sys.executable, "-c", _WARM_CHECK, json.dumps(C)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["status"] == OPTIMAL
+    assert result["new"] == {}
