@@ -45,8 +45,8 @@ def rel(a, b) -> float:
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-300))
 
 
-def assert_same_solution(sparse_sol, dense_sol, rtol=RTOL, w=True):
-    assert sparse_sol.status == dense_sol.status == "optimal", (sparse_sol.message, dense_sol.message)
+def assert_same_solution(sparse_sol, dense_sol, rtol=RTOL, w=True, status="optimal"):
+    assert sparse_sol.status == dense_sol.status == status, (sparse_sol.message, dense_sol.message)
     if w:
         assert rel(sparse_sol.w, dense_sol.w) <= rtol
     assert rel(sparse_sol.b, dense_sol.b) <= rtol
@@ -85,8 +85,9 @@ def test_kernel_dual_of_sparse_X(kernel, method):
     X, y = sparse_problem(n=60, d=15, density=0.3, seed=1)
     kw = dict(layer="cvxpy", backend="piqp", method=method, C=1.0, kernel=kernel, allow_indefinite=True,
               profile="high")
+    # the sigmoid's K is indefinite here: its checked KKT point is never `optimal` (solvers.closing.mark_indefinite)
     assert_same_solution(solve("kernel_dual", X, y, **kw), solve("kernel_dual", X.toarray(), y, **kw),
-                         rtol=RTOL, w=False)
+                         rtol=RTOL, w=False, status="optimal_inaccurate" if kernel == "sigmoid" else "optimal")
 
 
 def test_kernel_rows_on_demand_of_sparse_X():
