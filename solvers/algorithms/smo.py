@@ -621,16 +621,17 @@ class SMOResult:
 def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     """The arguments of smo as arrays, or a ValueError naming the bad one."""
     n = rows.n
-    y = np.ascontiguousarray(y, dtype=float)
+    # copies: a read-only y or C_i array would be another type to numba, compiled apart from the one warm() loads
+    y = np.array(y, dtype=float)
     if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
         raise ValueError(f"y must hold {n} labels, each +1 or -1")
     if p is not None:
-        p = np.ascontiguousarray(p, dtype=float)
+        p = np.array(p, dtype=float)
         if p.shape != (n,) or not np.all(np.isfinite(p)):
             raise ValueError(f"p must hold {n} finite numbers")
     if not math.isfinite(balance):
         raise ValueError(f"balance must be finite, got {balance!r}")
-    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))  # writable: one compiled type for all
+    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
     if not np.all((upper > 0) & np.isfinite(upper)):
         raise ValueError("every upper bound C_i must be finite and > 0")
     if not (tol > 0 and math.isfinite(tol)):
