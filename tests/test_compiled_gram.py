@@ -86,3 +86,16 @@ def test_the_gram_matrix_s_products_read_rows_in_place(X):
     I = np.flatnonzero(rng.random(N) < 0.3)
     c = rng.normal(size=I.size)
     assert np.max(np.abs(full.combination(I, c) - c @ K[I]) / (np.abs(c) @ K[I])) <= 1e-14
+
+
+def test_the_threads_follow_the_environment(monkeypatch):
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "1")
+    assert compiled_gram.gram_threads() == 1
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "3")
+    assert compiled_gram.gram_threads() == 3
+    for bad in ("0", "two", "-1", "1.5"):
+        monkeypatch.setenv(compiled_gram.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match="SVM_THREADS"):
+            compiled_gram.gram_threads()
+    monkeypatch.delenv(compiled_gram.THREADS_ENV)
+    assert compiled_gram.gram_threads() >= 1

@@ -53,8 +53,19 @@ GRAM_ROWS = 256
 MIRROR_TILE = 64
 
 
+#: The environment variable that sets gram_threads() (a machine shared with other jobs may want 1).
+THREADS_ENV = "SVM_THREADS"
+
+
 def gram_threads() -> int:
-    """Threads that form a Gram matrix: one per core this process may run on."""
+    """Threads that form a Gram matrix and combine its rows: $SVM_THREADS, else one per core this process may run
+    on."""
+    setting = os.environ.get(THREADS_ENV)
+    if setting:
+        threads = int(setting) if setting.strip().isdigit() else 0
+        if threads < 1:
+            raise ValueError(f"${THREADS_ENV} must be a whole number of threads >= 1, got {setting!r}")
+        return threads
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # platforms without affinity masks

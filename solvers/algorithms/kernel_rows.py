@@ -94,15 +94,16 @@ class FullGram(Gram):
         return combination(self.K, I, coef)
 
     def times(self, u: np.ndarray) -> np.ndarray:
-        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not), read in place on
-        every core where K goes to the compiled functions (compiled_gram.combination)."""
+        """K u: the whole product where u is mostly nonzero, else from the rows where u != 0 (K symmetric: rows
+        are contiguous, columns are not), read in place where K goes to the compiled functions
+        (compiled_gram.combination) and gathered otherwise."""
         nz = np.flatnonzero(u)
+        if 8 * nz.size > self.n:  # K u itself: a user's K is symmetric only to validation's tolerance
+            return self.K @ u
         if compiled_ok(self.K):
             from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
 
             return combination(self.K, nz, u[nz])
-        if 8 * nz.size > self.n:  # gathering many rows copies them, slower than the whole product
-            return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
