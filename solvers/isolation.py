@@ -544,8 +544,8 @@ def warm_compiled() -> None:
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
     from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
-    from solvers import kernel_audit, reference
-    from solvers.algorithms import smo
+    from solvers import kernel_audit, reference  # as recovery
+    from solvers.algorithms import smo  # as recovery
 
     smo.warm()
     kernel_audit.warm()
