@@ -245,7 +245,7 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
     else:
         module = family.module(member)
         cond = module.conditions(values, data, params, kind)
-        reference = _reference(module, cond, values, data, params, kind)
+        reference = _reference(module, cond, values, data, params, kind, tol)
         if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
             cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
         _fill(sol, cond, values)
@@ -296,7 +296,7 @@ def _fill(sol: Solution, cond, values: dict) -> None:
 PROOF_MAX_SIZE = 6_000
 
 
-def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str, tol: float) -> dict:
     """How far the point is from the optimum: proved from its active set (solvers.family_proof.prove), the
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
@@ -309,9 +309,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     x = prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
-        reach = math.sqrt(data.max_diagonal())
-        bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
-        return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
+        return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, data)}
     n = len(values["alpha"])
     point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
     best = module.conditions(point, data, params, KERNEL_DUAL)
@@ -320,6 +318,10 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     if floor:
         data = replace(data, floor=floor)
         best = module.conditions(point, data, params, KERNEL_DUAL)
+    unmet = unconfirmed(best, tol)
+    if unmet:
+        return {"reference": f"gap bound (the active set's solution fails its own conditions: {unmet})",
+                "decision values (bound)": _gap_bound(cond, data)}
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
     kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
@@ -330,6 +332,22 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     if floor:
         out["degenerate"], out["floor"] = note, floor
     return out
+
+
+def _gap_bound(cond, data: FamilyData) -> float:
+    """sqrt(2 |P - D| max_i K_ii) in the margin's or tube's units: how far f - b can be from the optimum's."""
+    reach = math.sqrt(data.max_diagonal())
+    return math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
+
+
+def unconfirmed(best, tol: float) -> str:
+    """Why the active set's solution is no optimum ("" when it is one): its own gap and residuals, recomputed in
+    the user's units, must pass the row's bar. The proof's rounding allowance is relative to the size of K's
+    entries, which data far from the origin inflate far beyond the margin's differences: there a wrong active set
+    passes the proof."""
+    scaled = {"relative duality gap": best.gap, **best.residuals}
+    failed = {name: value for name, value in scaled.items() if not value <= tol}
+    return "; ".join(f"{name} {value:.2e} > {tol:.0e}" for name, value in failed.items())
 
 
 #: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
