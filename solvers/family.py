@@ -35,7 +35,7 @@ from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
 from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
-from solvers import isolation
+from solvers import family_units, isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
@@ -133,16 +133,23 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
             extras["kernel"] = kernel.label
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
         data = FamilyData(y, X if linear else None, K)
-        model = family.builder(formulation, layer)(K, y, params)
+        units = family_units.plan(member, kind, X, y, kernel, K)
+        problem = (K, y, params) if units is None else family_units.kernel_problem(units, K, X, kernel, y, params)
     else:
         data = FamilyData(y, X)
         isolation.stage(f"the {layer} model's build")
-        model = family.builder(formulation, layer)(X, y, params)
+        units = family_units.plan(member, kind, X, y, None, None)
+        problem = (X, y, params) if units is None else family_units.linear_problem(units, X, y, params)
+    model = family.builder(formulation, layer)(*problem)
     raw, given = _call(adapter, model, native_options(backend, prof, options), deadline, layer, backend)
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=prof.name,
                    deadline=deadline, given=given, backend_version=adapter.version(), extras=extras)
     isolation.stage("the closing checks")
     values = read_model(model, layer, kind) if _has_point(raw) else None
+    if units is not None:  # solved in well-conditioned units: the point judged in the user's
+        sol.extras["solved_in_units"] = units.describe()
+        sol.objective = family_units.objective_to_user(units, sol.objective)
+        values = family_units.to_user(units, values) if values else values
     return close(sol, values, data, params, kind, member, prof.check_tol)
 
 
@@ -245,7 +252,8 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
     else:
         module = family.module(member)
         cond = module.conditions(values, data, params, kind)
-        reference = _reference(module, cond, values, data, params, kind, tol)
+        free_b = member.name in family_units.TRANSLATION_INVARIANT
+        reference = _reference(module, cond, values, data, params, kind, tol, free_b)
         if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
             cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
         _fill(sol, cond, values)
@@ -296,7 +304,8 @@ def _fill(sol: Solution, cond, values: dict) -> None:
 PROOF_MAX_SIZE = 6_000
 
 
-def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str, tol: float) -> dict:
+def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str, tol: float,
+               free_b: bool = False) -> dict:
     """How far the point is from the optimum: proved from its active set (solvers.family_proof.prove), the
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
@@ -324,7 +333,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
                 "decision values (bound)": _gap_bound(cond, data)}
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
-    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    kernel_part = family_units.kernel_part_error((cond.decision - cond.b) - (best.decision - best.b), free_b)
     proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
               "dual_objective": best.dual_objective, **best.meaning, **point}
     out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
