@@ -78,7 +78,7 @@ from formulations.errors import SVMInputError
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import check_choice, refuse_masked
+from formulations.validation import check_choice, label_text, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
@@ -525,7 +525,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
             raise SVMInputError(
-                f"y has 1 class ({self.classes_[0]!r}): an SVM needs samples of two classes"
+                f"y has 1 class ({label_text(self.classes_[0])}): an SVM needs samples of two classes"
             )
         try:
             self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)

@@ -42,7 +42,7 @@ from formulations.family.common import AT_BOUND
 from formulations.family.names import EPS_SVR, NU_SVC, NU_SVR, ONE_CLASS
 from formulations.kernels import gram
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import refuse_masked
+from formulations.validation import label_text, refuse_masked
 from solvers.family import solve as family_solve
 
 __all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
@@ -166,11 +166,10 @@ class NuSVMClassifier(SVMClassifier):
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
         for i, j in _class_pairs(self.classes_.size):  # every pair's nu checked before any solve
             pair = y_index[kept][np.isin(y_index[kept], (i, j))]
-            try:
-                family_validation.check_nu_balance(C, np.where(pair == j, 1.0, -1.0))
-            except SVMInputError as exc:
-                raise SVMInputError(f"specified nu is infeasible for classes {self.classes_[i]!r} and "
-                                    f"{self.classes_[j]!r}: {exc}") from None
+            why = family_validation.nu_balance_problem(C, np.where(pair == j, 1.0, -1.0))
+            if why:
+                raise SVMInputError(f"specified nu is infeasible for classes {label_text(self.classes_[i])} and "
+                                    f"{label_text(self.classes_[j])} (nu = {C:g}): {why}")
         return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
 
     def _smo_first(self) -> bool:
@@ -187,16 +186,30 @@ class NuSVMClassifier(SVMClassifier):
         point = _point(sol)
         rho = float(point["rho"])
         if not rho > 0:
-            # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight
-            # in its hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
-            limit = 2.0 * min(np.sum(signs > 0), np.sum(signs < 0)) / signs.size
-            raise SVMFitError(f"nu-SVC's rho is {rho:g} for classes of this pair at nu = {nu:g}: the classes' reduced "
-                              "convex hulls meet, so no margin exists and the decision function f / rho, LIBSVM's, "
-                              f"is not defined; try a larger nu (a small nu lets the hulls grow; nu <= 2 min(n+, "
-                              f"n-)/n = {limit:.6g} here) or a kernel that separates the classes")
+            raise SVMFitError(_no_margin(rho, nu, signs, sol))
         alpha = np.asarray(point["alpha"], dtype=float)
         return _PairFit(rows, alpha * signs / rho, _support(point, 1.0 / rows.size, proved), float(point["b"]) / rho,
                         sol, stopped_early)
+
+
+#: |rho| at most this fraction of the size of the terms f is made of is rho = 0 to rounding
+RHO_ROUNDING = 1e-9
+
+
+def _no_margin(rho: float, nu: float, signs: np.ndarray, sol) -> str:
+    """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
+    # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
+    # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
+    limit = 2.0 * min(np.sum(signs > 0), np.sum(signs < 0)) / signs.size
+    terms = float(sol.checks.get("degenerate_floor") or 0.0)
+    if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
+        what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")
+    else:
+        what = f"rho is {rho:.6g}"
+    return (f"nu-SVC for classes of this pair at nu = {nu:g}: {what}, so there is no margin: the classes overlap "
+            "completely at this nu (their reduced convex hulls meet) and LIBSVM's decision function f / rho is not "
+            f"defined; try a larger nu (a small nu lets the hulls grow; nu <= 2 min(n+, n-)/n = {limit:.6g} here) or "
+            "a kernel that separates the classes")
 
 
 # --------------------------------------------------------------------------- one model: SVR, NuSVR, OneClassSVM

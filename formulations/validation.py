@@ -433,3 +433,11 @@ def check_memory(n: int, what: str, *, layer: str = "cvxpy", kernel_form: str = 
             f"budget (${MEMORY_BUDGET_ENV} in bytes)"
         )
     return need
+
+
+def label_text(label) -> str:
+    """A class label as a message shows it: 1 for 1.0 or np.float64(1.0), 'cat' for a string (no numpy repr)."""
+    value = label.item() if isinstance(label, np.generic) else label
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)

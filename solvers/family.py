@@ -145,6 +145,8 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=prof.name,
                    deadline=deadline, given=given, backend_version=adapter.version(), extras=extras)
     isolation.stage("the closing checks")
+    if sol.status == ERROR:
+        sol.message = failure_advice(sol, member, params)
     values = read_model(model, layer, kind) if _has_point(raw) else None
     if units is not None:  # solved in well-conditioned units: the point judged in the user's
         sol.extras["solved_in_units"] = units.describe()
@@ -164,6 +166,15 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
         return adapter.solve(model, opts, given), given
     except (BackendError, UnsupportedModelError) as exc:
         return exc, given
+
+
+def failure_advice(sol: Solution, member, params: dict) -> str:
+    """A backend's own failure (cvxpy's "Solver 'CLARABEL' failed...") said with the member and backend it hit,
+    and what may help: the same checked problem goes through every other backend."""
+    others = ", ".join(name for name in ("clarabel", "piqp", "proxqp") if name != sol.backend)
+    large_C = " or a smaller C" if params.get("C", 0.0) >= 1e8 else ""
+    return (f"{sol.formulation} ({member.name}) via {sol.layer}/{sol.backend} failed: {sol.message or sol.raw_status}"
+            f" -- the problem is feasible and bounded, so try another backend ({others}), another profile{large_C}")
 
 
 def _has_point(raw) -> bool:

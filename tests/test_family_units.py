@@ -105,3 +105,47 @@ def test_the_nu_members_are_verified_in_any_units(unit_references, exponent, for
     row = solve(formulation, X * s, y, layer="pyomo", backend="piqp", nu=0.2, kernel="linear")
     assert row.status == "optimal", row.checks.get("verdict")
     assert np.max(np.abs(row.decision / s ** 2 - f_ref)) <= 1e-5 * np.max(np.abs(f_ref))
+
+
+def test_an_infeasible_nu_names_the_classes_as_given_and_says_infeasible_once():
+    from experiments.family_estimators import NuSVMClassifier
+    from formulations.errors import SVMInputError
+
+    X = np.arange(40.0).reshape(20, 2)
+    y = np.r_[np.full(3, -1.0), np.ones(17)]
+    with pytest.raises(SVMInputError) as caught:
+        NuSVMClassifier(nu=0.99, kernel="linear").fit(X, y)
+    text = str(caught.value)
+    assert "classes -1 and 1" in text and "np." not in text and text.count("infeasible") == 1
+    assert "2 * 3 / 20 = 0.3" in text
+
+
+def test_rho_zero_to_rounding_is_said_as_zero_with_what_it_means():
+    """make_classification's two classes overlap at nu = 0.2: rho* = 0, computed as -3.4e-17 (x 1) or -4.8e-9
+    (x 1e4, where the terms of f are 6e7): both are said as 0 to rounding, with what that means."""
+    from experiments.family_estimators import NuSVMClassifier, SVMFitError
+
+    X, y = datasets.make_classification(n_samples=120, n_features=4, n_informative=2, n_redundant=0,
+                                        random_state=1)
+    for scale in (1.0, 1e4):
+        with pytest.raises(SVMFitError) as caught:
+            NuSVMClassifier(nu=0.2, kernel="linear").fit(X * scale, y)
+        text = str(caught.value)
+        assert "rho is 0 to rounding" in text and "overlap completely at this nu" in text
+        assert "rho is -" not in text
+
+
+def test_a_backends_own_failure_names_the_member_and_backend_and_what_helps(monkeypatch, blobs):
+    from solvers.errors import BackendError
+    from solvers.registry import get_backend
+
+    def fails(*args, **kwargs):
+        raise BackendError("Solver 'CLARABEL' failed. Try another solver, or solve with verbose=True for more "
+                           "information.")
+
+    monkeypatch.setattr(get_backend("cvxpy", "clarabel"), "solve", fails)
+    X, y = blobs
+    row = solve("nu_svc_kernel_dual", X, y, layer="cvxpy", backend="clarabel", nu=0.2, kernel="linear")
+    assert row.status == "error"
+    assert row.message.startswith("nu_svc_kernel_dual (nu_svc) via cvxpy/clarabel failed: Solver 'CLARABEL' failed")
+    assert "try another backend (piqp, proxqp)" in row.message

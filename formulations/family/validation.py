@@ -91,12 +91,20 @@ def check_parameters(member: Member, given: dict) -> dict:
 def check_nu_balance(nu: float, y: np.ndarray) -> None:
     """nu-SVC's dual (sum alpha_i = nu, sum alpha_i y_i = 0, alpha_i <= 1/l) has a point only when each class
     can carry nu/2: nu <= 2 min(l_+, l_-)/l."""
+    why = nu_balance_problem(nu, y)
+    if why:
+        raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: {why}")
+
+
+def nu_balance_problem(nu: float, y: np.ndarray) -> str:
+    """"" where nu-SVC's dual has a point for labels y (-1/+1), else what nu must be (check_nu_balance)."""
     n = len(y)
     smaller = int(min(np.sum(y > 0), np.sum(y < 0)))
     limit = 2.0 * smaller / n
-    if nu > limit:
-        raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: nu-SVC needs nu <= 2 min(n+, n-)/n = "
-                            f"2 * {smaller} / {n} = {limit:.6g}")
+    if nu <= limit:
+        return ""
+    return f"nu-SVC needs nu <= 2 min(n+, n-)/n = 2 * {smaller} / {n} = {limit:.6g}"
+
 
 
 def check_targets(y, n: int) -> np.ndarray:
