@@ -149,3 +149,34 @@ def test_a_backends_own_failure_names_the_member_and_backend_and_what_helps(monk
     assert row.status == "error"
     assert row.message.startswith("nu_svc_kernel_dual (nu_svc) via cvxpy/clarabel failed: Solver 'CLARABEL' failed")
     assert "try another backend (piqp, proxqp)" in row.message
+
+
+@pytest.fixture(scope="module")
+def regression_references(blobs):
+    X, _ = blobs
+    y = _regression(X)
+    params = {"eps_svr_kernel_dual": {"C": 10.0, "epsilon": 0.1}, "nu_svr_kernel_dual": {"C": 1200.0, "nu": 0.5}}
+    out = {}
+    for formulation, p in params.items():
+        ref = solve(formulation, X, y, layer="cvxpy", backend="clarabel", kernel="linear", profile="high", **p)
+        assert ref.status == "optimal"
+        out[formulation] = (X, y, p, ref.extras["proved"]["decision"])
+    return out
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(exponent=hs.one_of(hs.floats(-5.0, -3.5), hs.floats(3.5, 5.0)), moved=hs.booleans(),
+       formulation=hs.sampled_from(["eps_svr_kernel_dual", "nu_svr_kernel_dual"]))
+def test_the_regressions_are_verified_with_targets_and_features_in_any_units(regression_references, exponent,
+                                                                             moved, formulation):
+    """Targets times a (C and epsilon times a; |log10 a| >= 3.5, beyond the units kept as the user's) and moved by
+    1e6 a, X moved by 1e4 or not: the same problem, f times a plus the move, verified and equal to the f in the
+    data's units to 1e-5 of the targets' spread."""
+    X, y, params, f_ref = regression_references[formulation]
+    a = 10.0 ** exponent
+    move = 1e6 * a if moved else 0.0
+    scaled = {name: value * a if name in ("C", "epsilon") else value for name, value in params.items()}
+    row = solve(formulation, X + (MOVE if moved else 0.0), y * a + move, layer="pyomo", backend="piqp",
+                kernel="linear", **scaled)
+    assert row.status == "optimal", row.checks.get("verdict")
+    assert np.max(np.abs((row.decision - move) / a - f_ref)) <= 1e-5 * np.ptp(y)
