@@ -325,11 +325,12 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     if own_reference is not None:
         return own_reference(cond, data, params, kind)
     a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
-    proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
+    centered = family_units.proof_data(data) if free_b else data  # the same optimum, a well-conditioned K
+    proved = module.box_qp(centered, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
-        return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, data)}
+        return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, centered)}
     n = len(values["alpha"])
     point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
     best = module.conditions(point, data, params, KERNEL_DUAL)
@@ -341,7 +342,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     unmet = unconfirmed(best, tol)
     if unmet:
         return {"reference": f"gap bound (the active set's solution fails its own conditions: {unmet})",
-                "decision values (bound)": _gap_bound(cond, data)}
+                "decision values (bound)": _gap_bound(cond, centered)}
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
     kernel_part = family_units.kernel_part_error((cond.decision - cond.b) - (best.decision - best.b), free_b)

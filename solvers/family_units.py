@@ -23,7 +23,7 @@ The point read back is mapped to the user's units (`to_user`) and the member's c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -173,3 +173,19 @@ def kernel_part_error(difference: np.ndarray, free_b: bool) -> float:
     if not d.size:
         return 0.0
     return 0.5 * float(d.max() - d.min()) if free_b else float(np.max(np.abs(d)))
+
+
+def proof_data(data):
+    """The data a member with a free b proves its optimum on: X and the targets centered where they sit far from
+    the origin (the same alpha is optimal: module docstring). In the user's units K's entries there are 1e8 at a
+    move of 1e4, and the proof's rounding allowance, relative to them, lets a wrong active set pass or a right one
+    fail. A kernel's K (data.X None) is as given. The gap bound measured on it bounds f - b up to a constant."""
+    X, y = data.X, data.y
+    if X is not None and scaling.far_from_origin(X):
+        X = X - np.asarray(X.mean(axis=0), dtype=float).ravel()
+    labels = y is None or np.all(np.isin(y, (-1.0, 1.0)))
+    if not labels and abs(float(y.mean())) > scaling.FAR_FROM_ORIGIN * float(y.std()):
+        y = y - float(y.mean())
+    if X is data.X and y is data.y:
+        return data
+    return replace(data, X=X, y=y, K=data.K if X is data.X else None)  # a linear K: X X', formed from X again

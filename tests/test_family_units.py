@@ -180,3 +180,18 @@ def test_the_regressions_are_verified_with_targets_and_features_in_any_units(reg
                 kernel="linear", **scaled)
     assert row.status == "optimal", row.checks.get("verdict")
     assert np.max(np.abs((row.decision - move) / a - f_ref)) <= 1e-5 * np.ptp(y)
+
+
+def test_a_right_point_far_from_the_origin_is_proved_on_the_centered_data():
+    """Unbalanced classes moved by 1e4: PIQP's point is 4e-7 from the optimum, but the proof on K in the user's
+    units (1e8 entries) found an active set whose solution failed the conditions, and the row was
+    optimal_inaccurate; proved on the centered data (the same optimum) it is verified, equal to the unmoved f."""
+    X, y = datasets.make_classification(n_samples=120, n_features=4, n_informative=2, n_redundant=0,
+                                        n_clusters_per_class=1, weights=[0.85], random_state=1)
+    y = np.where(y > 0, 1.0, -1.0)
+    ref = solve("nu_svc_kernel_dual", X, y, layer="cvxpy", backend="clarabel", kernel="linear", nu=0.2,
+                profile="high")
+    row = solve("nu_svc_kernel_dual", X + MOVE, y, layer="pyomo", backend="piqp", kernel="linear", nu=0.2)
+    assert row.status == "optimal", row.checks["verdict"]
+    f_ref = ref.extras["proved"]["decision"]
+    assert np.max(np.abs(row.extras["proved"]["decision"] - f_ref)) <= 1e-6 * np.max(np.abs(f_ref))
