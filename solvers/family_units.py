@@ -30,17 +30,17 @@ import numpy as np
 from formulations import kernels, scaling
 from formulations.data_matrix import column_moments
 from formulations.family import REGRESSION
-from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, NU_SVR
+from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, NU_SVR, ONE_CLASS
 
 #: the members whose b is free (the one-class SVM's origin is part of its problem: module docstring)
 TRANSLATION_INVARIANT = (NU_SVC, EPS_SVR, NU_SVR)
 #: the members this module rescales (the LIBLINEAR members keep their own units)
-RESCALED = (*TRANSLATION_INVARIANT, "one_class")
-#: features whose largest spread is within this factor of 1 (kernels and targets: its square) are left in the
-#: user's units: a standardized set's are 1, and a solve in other units changes which solver tolerances bite
+RESCALED = (*TRANSLATION_INVARIANT, ONE_CLASS)
+#: features whose largest spread is within this factor of 1 are left in the user's units: a standardized set's is
+#: 1, and a solve in other units only changes which of the solvers' absolute tolerances bite
 WELL_CONDITIONED = 8.0
-#: targets whose spread is within this factor of 1 keep their units: diabetes' (spread 200) solved at 1/256 left
-#: Clarabel's nu-SVR point 2.5e-6 of the tube from the optimum at profile high, 1e-7 in the user's units
+#: targets whose spread is within this factor of 1 keep their units: moderate target units suit the solvers as they
+#: are, and rescaling them moves C by the same factor (docs/family.md)
 TARGETS_WELL_CONDITIONED = 1024.0
 
 
@@ -109,8 +109,8 @@ def plan(member, kind: str, X, y, kernel, K) -> Units | None:
         spread = var if member.name in TRANSLATION_INVARIANT else var + np.asarray(mean) ** 2
         s = 1.0 / _power(float(np.sqrt(np.max(spread, initial=0.0))), 2.0)
         c = 1.0 if _near(s, WELL_CONDITIONED) else 1.0 / s ** 2
-    else:  # another kernel's values keep their units: their spread is the kernel's own (poly: 1e-6 to 4e6 on
-        # sklearn's blobs), and scaled to a largest k(x, x) of 1 the small ones fell below PIQP's tolerances
+    else:  # another kernel's values keep their units: they span the kernel's own range, and scaled to a largest
+        # k(x, x) of 1 the small ones can fall below the solvers' absolute tolerances (docs/family.md)
         c = 1.0
     t, y0 = 1.0, 0.0
     if member.task == REGRESSION:
