@@ -63,7 +63,7 @@ from typing import Literal
 
 import numpy as np
 
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, plain
 from formulations.kernels import exact_number
 
 __all__ = [
@@ -131,7 +131,7 @@ class Dataset:
         bad = np.flatnonzero((y != 1.0) & (y != -1.0))
         if bad.size:
             raise SVMInputError(
-                f"dataset {self.name!r}: labels must be -1 or +1; row {bad[0]} has {y[bad[0]]!r}"
+                f"dataset {self.name!r}: labels must be -1 or +1; row {bad[0]} has {plain(y[bad[0]])!r}"
             )
         X.setflags(write=False)
         y.setflags(write=False)
@@ -437,7 +437,7 @@ def perceptron_slides(order: Literal["slides", "notebook"] = "slides") -> Datase
 def _check_int(name: str, value: object, minimum: int) -> int:
     """Accept Python or NumPy integers (not bools) no smaller than ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise SVMInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise SVMInputError(f"{name} must be an integer >= {minimum}, got {plain(value)!r}")
     return int(value)
 
 
@@ -446,10 +446,10 @@ def _check_nonneg(name: str, value: object, strict: bool = False) -> float:
     try:
         v = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise SVMInputError(f"{name} must be a number, got {value!r}") from None
+        raise SVMInputError(f"{name} must be a number, got {plain(value)!r}") from None
     if not np.isfinite(v) or v < 0 or (strict and v == 0):
         bound = "> 0" if strict else ">= 0"
-        raise SVMInputError(f"{name} must be finite and {bound}, got {value!r}")
+        raise SVMInputError(f"{name} must be finite and {bound}, got {plain(value)!r}")
     return v
 
 

@@ -56,6 +56,7 @@ The first three are linear SVMs and accept only ``kernel="linear"``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import numbers
@@ -74,11 +75,11 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
 from experiments.estimator_gram import SharedGram
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, label_text, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import check_choice, label_text, refuse_masked
+from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
@@ -176,7 +177,7 @@ def check_libsvm_parameters(est) -> None:
     """The parameters every LIBSVM estimator of scikit-learn shares (kernel, degree, coef0, tol, cache_size,
     max_iter, shrinking, verbose), each refused with a message naming it (scikit-learn's constraints)."""
     def refuse(name, what):
-        raise SVMInputError(f"{name} must be {what}, got {getattr(est, name)!r}")
+        raise SVMInputError(f"{name} must be {what}, got {plain(getattr(est, name))!r}")
 
     def is_real(v):
         return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
@@ -422,7 +423,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             return None
         C = self.C
         if isinstance(C, bool) or not isinstance(C, numbers.Real) or math.isnan(C) or C <= 0:
-            raise SVMInputError(f"C must be a number > 0, got {C!r}")
+            raise SVMInputError(f"C must be a number > 0, got {plain(C)!r}")
         if math.isinf(C) and formulation == "soft_primal":
             raise SVMInputError(
                 "C = inf is the hard margin: use formulation='hard_primal' or 'dual' "
@@ -442,7 +443,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             elif gamma == "auto":
                 gamma = 1.0 / X.shape[1]
             else:
-                raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {gamma!r}")
+                raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {plain(gamma)!r}")
         self._gamma = gamma
         return Kernel(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
 
@@ -548,6 +549,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
             row_C[kept] = C_samples
+        self._one_blas_thread = kept.size <= ONE_BLAS_THREAD_UP_TO  # _blas_threads_for's test, for the pairs
         with warnings.catch_warnings(), _blas_threads_for(kept.size):  # scaling: said once above, not per pair
             warnings.simplefilter("ignore", BadScalingWarning)
             fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
@@ -572,7 +574,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block))
             if self.verbose:
                 sol = fits[-1].solution
-                print(f"[{type(self).__name__}] classes ({self.classes_[i]!r}, {self.classes_[j]!r}): {sol.status} "
+                print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
                       f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                       f"{time.perf_counter() - began:.3g} s")
         return fits
@@ -590,7 +592,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Whether the pairs are solved by SMO first (_smo_first): a kernel dual of dense features with a kernel
         positive semidefinite by theorem and finite C."""
         return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
-                and smo_gram.by_theorem(self.kernel_) and C is not None and math.isfinite(C))
+                and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
     def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
         """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
@@ -653,7 +655,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                   block: FullGram | None = None) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
         fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
-        with _blas_threads_for(rows.size):
+        # the fit's one-thread limit holds already where its samples are few (fit); each context is a threadpoolctl
+        # call, a few percent of a small pair's time
+        with contextlib.nullcontext() if self._one_blas_thread else _blas_threads_for(rows.size):
             sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (OPTIMAL_INACCURATE, ITERATION_LIMIT):
@@ -669,6 +673,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
+            if sol.status != OPTIMAL:  # the row's status is the solver's point's; the model is not that point
+                kept = "the model holds the optimum proved from this point's active set, not the point"
+                sol.extras["model"] = kept
+                sol.message = f"{sol.message}; {kept}" if sol.message else kept
             if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
@@ -754,6 +762,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 f"SVM fit failed: {where} ended with status {sol.status!r} "
                 f"(solver said {sol.raw_status!r}){detail}.{hint}"
             )
+        if sol.status == OPTIMAL_INACCURATE and sol.extras.get("kkt_verified"):
+            return False  # a non-convex dual's checked KKT point: fit's IndefiniteKernelWarning says what it is
         if sol.status == OPTIMAL_INACCURATE:
             advice = "another backend" if self.profile == "high" else "profile='high' or another backend"
             warnings.warn(

@@ -55,6 +55,7 @@ class SharedGram:
             block[:m, m:] = self.K[a, b]
             block[m:, :m] = self.K[b, a]
             block[m:, m:] = self.K[b, b]
-        at = np.r_[a, b]  # the pair's positions in `order`, i's first
-        signs = np.concatenate([-np.ones(m), np.ones(size - m)])
+        at = np.concatenate([np.arange(a.start, a.stop), np.arange(b.start, b.stop)])  # i's positions first
+        signs = np.ones(size)
+        signs[:m] = -1.0
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])

@@ -7,17 +7,20 @@ duals (formulations.family) through solvers.family.solve, every fit verified as 
     NuSVMRegressor       NuSVR's drop-in: the nu-SVR dual
     OneClassSVMDetector  OneClassSVM's drop-in: the one-class dual
 
-A fit keeps the optimum the family's checks proved from the solver's point (extras["proved"]); a point they could
+Each dual is solved by the compiled SMO first (LIBSVM's methods: solvers.family_smo), by the estimator's layer and
+backend where SMO's point is neither verified nor proved (_smo_fit says when else). A fit keeps the optimum the
+family's checks proved from the solver's point (extras["proved"]); a point they could
 not prove is kept with a ConvergenceWarning, a fit with no usable point raises SVMFitError (SVMClassifier._accept).
 The fitted attributes are scikit-learn's, in LIBSVM's scale (docs/family.md), from the formulations' with l points:
 
     NuSVC        dual_coef_ = y alpha / rho, intercept_ = b / rho: decision_function = f / rho
-    OneClassSVM  dual_coef_ = nu l alpha, offset_ = nu l rho = -intercept_: decision_function = nu l f
+    OneClassSVM  dual_coef_ = nu W alpha, offset_ = nu W rho = -intercept_: decision_function = nu W f
     SVR          dual_coef_ = alpha - alpha*, intercept_ = b: predict = f
-    NuSVR(C=c)   the formulation's C is c l (LIBSVM's C is C/l); then as SVR
+    NuSVR(C=c)   the formulation's C is c W (LIBSVM's C is C/W); then as SVR
 
-Weights: a sample of weight <= 0 is left out, as LIBSVM; the formulations have one bound for every point, so the
-remaining weights must be equal (SVR: C times that weight) or 1 (the nu members); other weights are refused.
+Weights, as LIBSVM's: a sample of weight <= 0 is left out, and the others scale their points' bounds in the dual
+(formulations.family: SVR's C_i = C w_i; the nu members' bounds w_i / sum w, so that nu bounds the weighted
+shares). NuSVC ignores class_weight, as scikit-learn's (LIBSVM weighs classes in C-SVC's C only), with a warning.
 """
 
 from __future__ import annotations
@@ -33,17 +36,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator import (_EARLY_STOP, PIPELINE_ADVICE, _blas_threads_for, SVMClassifier, SVMFitError, _class_pairs, _num_rows, _numeric,
+from experiments.estimator import (_EARLY_STOP, NONCONVEX_BACKEND, PIPELINE_ADVICE, IndefiniteKernelWarning,
+                                   SVMClassifier, SVMFitError, _blas_threads_for, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, label_text
 from formulations.family import MEMBERS
 from formulations.family import validation as family_validation
 from formulations.family.common import AT_BOUND
 from formulations.family.names import EPS_SVR, NU_SVC, NU_SVR, ONE_CLASS
 from formulations.kernels import gram
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import label_text, refuse_masked
+from formulations.validation import refuse_masked
 from solvers.family import solve as family_solve
+from solvers.solution import OPTIMAL
 
 __all__ = ["NuSVMClassifier", "NuSVMRegressor", "OneClassSVMDetector", "SVMFitError", "SVMRegressor"]
 
@@ -54,13 +59,23 @@ _ALL_NON_POSITIVE = "Invalid input - all samples have zero or negative weights."
 
 def _solve_member(est, member: str, X, K, y, params: dict):
     """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
-    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter)."""
+    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). The compiled SMO first
+    (_smo_fit), then the estimator's layer and backend. The sigmoid kernel is solved where its Gram matrix is
+    indefinite, as SVC's: a convex QP solver that finds no KKT point of that non-convex dual hands it to Ipopt
+    (through Pyomo), a method for non-convex programs."""
     formulation = f"{member}_kernel_dual"
+    fitted = _smo_fit(est, member, X, K, y, params)
+    if fitted is not None:
+        return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
+    if sol.extras.get("indefinite_kernel") and "kkt_point" not in sol.extras and est.backend != NONCONVEX_BACKEND:
+        second = _solve_with(est, formulation, X, K, y, params, NONCONVEX_BACKEND, layer="pyomo")
+        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
+        sol = second
     try:
-        return sol, est._accept(sol, formulation)
+        return sol, _accept(est, sol, formulation)
     except SVMFitError:
-        if est.max_iter != -1 or est.backend == SECOND_BACKEND:
+        if est.max_iter != -1 or est.backend == SECOND_BACKEND or sol.extras.get("indefinite_kernel"):
             raise
         # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
         # is not the problem's fault: another method's point, judged by the same checks, before giving up
@@ -73,25 +88,68 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
 
 
+def _accept(est, sol, formulation: str) -> bool:
+    """SVMClassifier's acceptance, and a non-convex dual's KKT point (extras["kkt_point"], found and checked from
+    the solver's point as a convex dual's optimum is proved) kept without a ConvergenceWarning: fit's
+    IndefiniteKernelWarning says it is not certified as the global optimum."""
+    if "kkt_point" in sol.extras:
+        return False
+    return est._accept(sol, formulation)
+
+
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
 #: whose iteration cap is its own, not the user's max_iter).
 SECOND_BACKEND = "clarabel"
 
 
-def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str):
-    """The member's kernel dual through `backend` in the estimator's layer and profile."""
-    kwargs = {"layer": est.layer, "backend": backend, "profile": est.profile,
-              **iteration_options(backend, est.max_iter)}
+def _smo_fit(est, member: str, X, K, y, params: dict):
+    """(Solution, False) from the compiled SMO (solvers.family method "smo", LIBSVM's methods) where the checks
+    verified its point or proved the optimum from it; None otherwise, where max_iter caps a backend's iterations,
+    and for the sigmoid kernel, weighted points or C = inf (the estimator's layer and backend then fit)."""
+    weighted = params.get("sample_weight") is not None
+    hard = not math.isfinite(float(params.get("C") or 0.0))
+    if est.max_iter != -1 or (K is None and est.kernel_.name == "sigmoid") or weighted or hard:
+        return None  # solvers.family.choose_method: SMO's form has one finite bound for every point
+    formulation = f"{member}_kernel_dual"
+    n = K.shape[0] if K is not None else X.shape[0]
+    variables = n * (2 if member in (EPS_SVR, NU_SVR) else 1)  # alpha and alpha* per point
+    steps = max(SMO_MIN_STEPS, SMO_STEPS_PER_VARIABLE * variables)
+    sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo", options={"max_iter": steps})
+    if sol.status == OPTIMAL or sol.proved_alpha is not None:
+        try:
+            return sol, est._accept(sol, formulation)
+        except SVMFitError:
+            return None
+    return None
+
+
+#: SMO's steps in a fit before the layer and backend take over: a few hundred per variable is far more than any
+#: well-scaled problem takes, while SMO's worst case (a huge effective C: targets in units 1e-6) runs to LIBSVM's
+#: 10^7 steps, where the interior-point QP is verified in seconds (docs/family.md)
+SMO_STEPS_PER_VARIABLE = 500
+SMO_MIN_STEPS = 100_000
+
+
+def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, layer: str | None = None,
+                method: str = "full", options: dict | None = None):
+    """The member's kernel dual through `backend` in the estimator's layer (or `layer`) and profile (method
+    "full"), or by the compiled SMO (method "smo", with its options); the sigmoid kernel's Gram matrix allowed to
+    be indefinite (as SVC's), a precomputed or callable one not (as SVMClassifier's: there the project cannot tell
+    an indefinite matrix was meant)."""
+    kwargs = {"layer": layer or est.layer, "backend": backend, "profile": est.profile, "method": method,
+              **(iteration_options(backend, est.max_iter) if options is None else {"options": options})}
     n = K.shape[0] if K is not None else X.shape[0]
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
         if K is not None:
             return family_solve(formulation, None, y, K=K, **params, **kwargs)
-        return family_solve(formulation, X, y, kernel=est.kernel_, **params, **kwargs)
+        return family_solve(formulation, X, y, kernel=est.kernel_, allow_indefinite=est.kernel_.name == "sigmoid",
+                            **params, **kwargs)
 
 
 def _point(sol) -> dict:
-    """The model's values: the proved optimum where the checks proved one, else the row's own point."""
-    proved = sol.extras.get("proved")
+    """The model's values: the proved optimum where the checks proved one (a non-convex dual's KKT point), else
+    the row's own point."""
+    proved = sol.extras.get("proved", sol.extras.get("kkt_point"))
     if proved is not None:
         return proved
     b = sol.b if math.isfinite(sol.b) else sol.extras.get("unverified", {}).get("b", math.nan)
@@ -151,22 +209,32 @@ class NuSVMClassifier(SVMClassifier):
         return family_validation.check_nu(self.nu)  # nu takes C's place in SVMClassifier's fit
 
     def _sample_C(self, nu: float, y_index: np.ndarray, sample_weight):
-        try:
-            keep, weights = super()._sample_C(1.0, y_index, sample_weight)
-        except SVMInputError as exc:
-            if "same class" not in str(exc):
-                raise
-            raise SVMInputError(f"specified nu is infeasible: {exc} (nu-SVC needs nu <= 2 min(n+, n-)/n = 0 here)") \
-                from None
-        if isinstance(weights, np.ndarray) and not np.all(weights == 1.0):
-            raise SVMInputError("NuSVMClassifier takes sample_weight and class_weight of 0 (leave a sample out) or 1 "
-                                "only: the nu-SVC dual has one bound 1/l for every point")
+        """(rows kept, nu): rows of weight <= 0 left out, as LIBSVM; the kept rows' weights (self._row_weights, by
+        row of X, None without sample_weight) scale their bounds in each pair's dual. class_weight is ignored,
+        as NuSVC's."""
+        if self.class_weight is not None:
+            warnings.warn("class_weight is ignored by NuSVMClassifier, as by scikit-learn's NuSVC (LIBSVM weighs the "
+                          "classes in C-SVC's C only, and nu-SVC has no C): weigh the samples with sample_weight",
+                          UserWarning, stacklevel=3)
+        keep, weights = _kept(sample_weight, y_index.size)
+        if np.unique(y_index[keep]).size < 2:
+            raise SVMInputError("specified nu is infeasible: all samples with positive weights belong to the same "
+                                "class (nu-SVC needs nu <= 2 min(n+, n-)/n = 0 here)")
+        self._row_weights = None
+        if weights is not None:
+            self._row_weights = np.full(y_index.size, np.nan)
+            self._row_weights[keep] = weights
         return keep, nu
+
+    def _pair_weights_of(self, rows: np.ndarray) -> np.ndarray | None:
+        """The weights of a pair's rows (None: unweighted)."""
+        return None if self._row_weights is None else self._row_weights[rows]
 
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
         for i, j in _class_pairs(self.classes_.size):  # every pair's nu checked before any solve
-            pair = y_index[kept][np.isin(y_index[kept], (i, j))]
-            why = family_validation.nu_balance_problem(C, np.where(pair == j, 1.0, -1.0))
+            rows = kept[np.isin(y_index[kept], (i, j))]
+            why = family_validation.nu_balance_problem(C, np.where(y_index[rows] == j, 1.0, -1.0),
+                                                       self._pair_weights_of(rows))
             if why:
                 raise SVMInputError(f"specified nu is infeasible for classes {label_text(self.classes_[i])} and "
                                     f"{label_text(self.classes_[j])} (nu = {C:g}): {why}")
@@ -180,15 +248,18 @@ class NuSVMClassifier(SVMClassifier):
         """The pair's nu-SVC, in LIBSVM's scale (coef = y alpha / rho, b / rho: f / rho, module docstring). `*_`:
         what SVMClassifier's SMO path hands a pair (its first solve), which nu-SVC has not."""
         K_pair = K[np.ix_(rows, rows)] if K is not None else None
-        sol, stopped_early = _solve_member(self, NU_SVC, None if K is not None else X[rows], K_pair, signs,
-                                           {"nu": nu})
-        proved = "proved" in sol.extras
+        params = {"nu": nu, "sample_weight": self._pair_weights_of(rows)}
+        sol, stopped_early = _solve_member(self, NU_SVC, None if K is not None else X[rows], K_pair, signs, params)
+        proved = "proved" in sol.extras or "kkt_point" in sol.extras
         point = _point(sol)
         rho = float(point["rho"])
-        if not rho > 0:
-            raise SVMFitError(_no_margin(rho, nu, signs, sol))
+        # a non-convex dual's KKT point may have rho < 0: LIBSVM divides by it all the same (f / rho)
+        if not rho > 0 and not (sol.extras.get("indefinite_kernel") and rho != 0):
+            raise SVMFitError(_no_margin(rho, nu, signs, params["sample_weight"], sol))
         alpha = np.asarray(point["alpha"], dtype=float)
-        return _PairFit(rows, alpha * signs / rho, _support(point, 1.0 / rows.size, proved), float(point["b"]) / rho,
+        weights = params["sample_weight"]
+        bound = 1.0 / rows.size if weights is None else float(np.max(weights) / weights.sum())  # the box's largest
+        return _PairFit(rows, alpha * signs / rho, _support(point, bound, proved), float(point["b"]) / rho,
                         sol, stopped_early)
 
 
@@ -196,11 +267,12 @@ class NuSVMClassifier(SVMClassifier):
 RHO_ROUNDING = 1e-9
 
 
-def _no_margin(rho: float, nu: float, signs: np.ndarray, sol) -> str:
+def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
     """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
     # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
     # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
-    limit = 2.0 * min(np.sum(signs > 0), np.sum(signs < 0)) / signs.size
+    w = np.ones(signs.size) if weights is None else weights
+    limit = 2.0 * min(w[signs > 0].sum(), w[signs < 0].sum()) / w.sum()
     terms = float(sol.checks.get("degenerate_floor") or 0.0)
     if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
         what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")
@@ -233,12 +305,13 @@ class _FamilyModel(BaseEstimator):
         tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags
 
-    def _parameters(self, n: int) -> dict:
-        """The member's parameters in the formulation's scale (n: the number of samples kept)."""
+    def _parameters(self, total: float) -> dict:
+        """The member's parameters in the formulation's scale (total: the kept samples' weights' sum, their
+        number without weights)."""
         raise NotImplementedError
 
-    def _scale(self, n: int) -> float:
-        """LIBSVM's scale of the dual coefficients and intercept against the formulation's."""
+    def _scale(self, total: float) -> float:
+        """LIBSVM's scale of the dual coefficients and intercept against the formulation's (total: _parameters')."""
         return 1.0
 
     def _fit(self, X, y, sample_weight):
@@ -260,15 +333,11 @@ class _FamilyModel(BaseEstimator):
             refuse_masked(y, "y")
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, **self._sparse_options())
         self._sparse = sparse.issparse(X) and not callable(self.kernel)
-        keep, weight = _kept(sample_weight, _num_rows(X))
+        keep, weights = _kept(sample_weight, _num_rows(X))
         if y is None and keep.size < 2:  # before the kernel: one point is its own region, nothing to learn
             raise SVMInputError(f"{type(self).__name__} needs at least 2 samples, got n_samples = {keep.size}")
-        params = self._parameters(keep.size)
-        if weight != 1.0:
-            if "C" not in params or "nu" in params:
-                raise SVMInputError(f"{type(self).__name__} takes sample_weight of 0 (leave a sample out) or 1 only: "
-                                    "its dual has one bound for every point")
-            params["C"] *= weight  # LIBSVM's C_i = C w_i, one w for all
+        self._total_weight = float(keep.size if weights is None else weights.sum())
+        params = {**self._parameters(self._total_weight), "sample_weight": weights}
         self.kernel_ = self._resolved_kernel(None if self._raw_X else X)
         K = self._training_gram(X)
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
@@ -284,12 +353,17 @@ class _FamilyModel(BaseEstimator):
             print(f"[{type(self).__name__}] {sol.status} via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                   f"{time.perf_counter() - began:.3g} s")
         self._store(X, keep, sol, stopped_early)
+        if sol.extras.get("indefinite_kernel"):
+            warnings.warn(f"the kernel matrix is not positive semidefinite ({sol.extras.get('kernel')}, min eigenvalue "
+                          f"{sol.extras.get('min_eigenvalue', math.nan):.3g}): the dual is non-convex, and the point "
+                          f"kept meets its KKT conditions but is not proved to be the global optimum (LIBSVM returns "
+                          f"such a point too)", IndefiniteKernelWarning, stacklevel=3)
         return self
 
     def _store(self, X, keep: np.ndarray, sol, stopped_early: bool) -> None:
-        proved = "proved" in sol.extras
+        proved = "proved" in sol.extras or "kkt_point" in sol.extras
         point = _point(sol)
-        scale = self._scale(keep.size)
+        scale = self._scale(self._total_weight)
         bound = max(np.max(np.abs(point["coef"])), np.finfo(float).tiny)
         inside = _support(point, bound, proved)
         self.support_ = keep[inside].astype(np.int32)
@@ -351,10 +425,11 @@ class _FamilyModel(BaseEstimator):
         return f, 16 * np.finfo(float).eps * terms
 
 
-def _kept(sample_weight, n: int) -> tuple[np.ndarray, float]:
-    """(the rows of weight > 0, their one weight); LIBSVM leaves samples of weight <= 0 out."""
+def _kept(sample_weight, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the rows of weight > 0, their weights: None without sample_weight); LIBSVM leaves samples of weight <= 0
+    out."""
     if sample_weight is None:
-        return np.arange(n), 1.0
+        return np.arange(n), None
     weights = np.asarray(sample_weight, dtype=np.float64)
     if weights.ndim == 0:
         weights = np.full(n, float(weights))
@@ -365,10 +440,7 @@ def _kept(sample_weight, n: int) -> tuple[np.ndarray, float]:
     keep = np.flatnonzero(weights > 0)
     if keep.size == 0:
         raise SVMInputError(_ALL_NON_POSITIVE)
-    if not np.all(weights[keep] == weights[keep[0]]):
-        raise SVMInputError("sample_weight must be equal on the samples it keeps (weight > 0): the family's duals "
-                            "have one bound for every point")
-    return keep, float(weights[keep[0]])
+    return keep, weights[keep]
 
 
 class _Regressor(RegressorMixin, _FamilyModel):
@@ -400,7 +472,7 @@ class SVMRegressor(_Regressor):
         self.verbose, self.max_iter = verbose, max_iter
         self.layer, self.backend, self.profile = layer, backend, profile
 
-    def _parameters(self, n: int) -> dict:
+    def _parameters(self, total: float) -> dict:
         return {"C": float(self.C), "epsilon": float(self.epsilon)}
 
 
@@ -420,8 +492,8 @@ class NuSVMRegressor(_Regressor):
         self.verbose, self.max_iter = verbose, max_iter
         self.layer, self.backend, self.profile = layer, backend, profile
 
-    def _parameters(self, n: int) -> dict:
-        return {"C": float(self.C) * n, "nu": float(self.nu)}
+    def _parameters(self, total: float) -> dict:
+        return {"C": float(self.C) * total, "nu": float(self.nu)}  # LIBSVM's box c w_i is C w_i / W
 
 
 class OneClassSVMDetector(OutlierMixin, _FamilyModel):
@@ -440,11 +512,11 @@ class OneClassSVMDetector(OutlierMixin, _FamilyModel):
         self.shrinking, self.cache_size, self.verbose, self.max_iter = shrinking, cache_size, verbose, max_iter
         self.layer, self.backend, self.profile = layer, backend, profile
 
-    def _parameters(self, n: int) -> dict:
+    def _parameters(self, total: float) -> dict:
         return {"nu": float(self.nu)}
 
-    def _scale(self, n: int) -> float:
-        return float(self.nu) * n
+    def _scale(self, total: float) -> float:
+        return float(self.nu) * total  # LIBSVM's alpha: nu W times the formulation's
 
     def fit(self, X, y=None, sample_weight=None):
         """Solve the one-class kernel dual on X (y is ignored, as scikit-learn's) and keep the verified optimum."""

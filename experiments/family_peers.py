@@ -117,7 +117,7 @@ def compare(case: Case, n: int | None = None, layer: str = "cvxpy", backend: str
     if case.member == "nu_svr":
         params["C"] = case.params["C"] * len(X)  # LIBSVM's C is the formulation's C / l
     sol = solve(f"{case.member}_kernel_dual", X, None if case.member == "one_class" else y, layer=layer,
-                backend=backend, kernel=kernel, profile="high", **params)
+                backend=backend, kernel=kernel, profile="high", method="full", **params)  # the named backend's row
     theirs = normalised(case, peer(case, X, y, gamma), X, y, len(X), gram(kernel, X))
     ours = sol.extras.get("proved", {})
     spread = np.max(np.abs(y - y.mean())) if case.member.endswith("svr") else np.max(np.abs(theirs["decision"]))

@@ -4,6 +4,8 @@ Every message names the problem in words a student understands (which row, which
 parameter, which value), so callers can show it as it is.
 """
 
+import numpy as np
+
 
 class SVMInputError(ValueError):
     """The data or a parameter cannot define an SVM problem."""
@@ -15,3 +17,18 @@ class IndefiniteKernelError(SVMInputError):
 
 class MemoryBudgetError(SVMInputError):
     """An O(n^2) object would not fit in the memory budget."""
+
+
+def plain(value):
+    """A value as a message shows it: a numpy scalar as its Python value (1.0, not np.float64(1.0), numpy 2's
+    repr); labels from object arrays and Python numbers already are."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def label_text(label) -> str:
+    """A class label as a message shows it: 1 for 1.0 or np.float64(1.0), 'cat' for a string (plain, then a whole
+    float as the integer it is)."""
+    value = plain(label)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
-from formulations.errors import IndefiniteKernelError, SVMInputError
+from formulations.errors import IndefiniteKernelError, SVMInputError, plain
 
 __all__ = [
     "KERNEL_NAMES",
@@ -116,28 +116,35 @@ class Kernel:
             if not _is_real(self.gamma) or not math.isfinite(self.gamma) or self.gamma <= 0:
                 raise SVMInputError(
                     f"kernel {name}: gamma must be > 0 and finite (or None for 1/d), "
-                    f"got {self.gamma!r}"
+                    f"got {plain(self.gamma)!r}"
                 )
             object.__setattr__(self, "gamma", float(self.gamma))
 
         if not isinstance(self.degree, numbers.Integral) or isinstance(self.degree, bool) \
                 or self.degree < 1:
             raise SVMInputError(
-                f"kernel {name}: degree must be a positive integer, got {self.degree!r}"
+                f"kernel {name}: degree must be a positive integer, got {plain(self.degree)!r}"
             )
         object.__setattr__(self, "degree", int(self.degree))
 
         if not _is_real(self.coef0) or not math.isfinite(self.coef0):
             raise SVMInputError(
-                f"kernel {name}: coef0 must be a finite number, got {self.coef0!r}"
+                f"kernel {name}: coef0 must be a finite number, got {plain(self.coef0)!r}"
             )
         if name == "poly" and self.coef0 < 0:
             # (zeta + gamma x^T x')^Q with zeta < 0 is not a Mercer kernel in general.
             raise SVMInputError(
                 f"kernel poly: coef0 (zeta in (zeta + gamma x^T x')^Q) must be >= 0, "
-                f"got {self.coef0!r}"
+                f"got {plain(self.coef0)!r}"
             )
         object.__setattr__(self, "coef0", float(self.coef0))
+
+    @property
+    def mercer_by_theorem(self) -> bool:
+        """Whether the kernel satisfies Mercer's condition by theorem, whatever the data: linear, rbf, and poly
+        (gamma > 0 and coef0 >= 0, which __post_init__ demands). Not sigmoid (indefinite in general) nor
+        precomputed (no formula): their Gram matrix must be checked."""
+        return self.name in ("linear", "rbf", "poly")
 
     def resolved_gamma(self, n_features: int) -> float:
         """gamma itself, or 1/d when gamma is None (sklearn's "auto")."""
@@ -746,7 +753,7 @@ def decision_function(kernel: Kernel, X_sv, coef, b: float, X_new) -> np.ndarray
     if coef.ndim != 1:
         raise SVMInputError(f"coef must be a 1-D array (alpha_i y_i), got shape {coef.shape}")
     if np.ndim(b) != 0 or not np.isfinite(b):
-        raise SVMInputError(f"b must be a finite real number, got {b!r}")
+        raise SVMInputError(f"b must be a finite real number, got {plain(b)!r}")
 
     if kernel.name == "precomputed":
         G = _as_data(X_new, "X_new (kernel values k(x_new, x_sv))")

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from formulations import penalty
 
@@ -63,21 +64,50 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
     formulations.penalty): alpha_i against its own C_i.
     """
     alpha = np.asarray(alpha, dtype=float)
-    codes = np.full(alpha.shape, FREE, dtype=np.int8)
     if alpha.size == 0:
-        return codes
-    r = y * decision - 1.0
-    top = float(np.max(alpha))
+        return np.full(alpha.shape, FREE, dtype=np.int8)
+    y, decision = np.broadcast_arrays(np.asarray(y, dtype=float), np.asarray(decision, dtype=float))
+    if y.shape != alpha.shape:
+        raise ValueError(f"{alpha.size} multipliers but {y.size} labels and decision values")
+    return _codes(_one_type(alpha), _one_type(y), _one_type(decision), _bounds(C, alpha.shape), penalty.is_hard(C))
+
+
+def _bounds(C, shape) -> np.ndarray:
+    """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
+    return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
+
+
+def _one_type(a, dtype=float) -> np.ndarray:
+    """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
+    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses."""
+    return np.require(a, dtype=dtype, requirements=["C", "W"])
+
+
+@njit(cache=True, nogil=True)
+def _codes(alpha, y, decision, C, hard):
+    """classify's codes, point by point, with the comparisons of its docstring (np.max's and np.maximum's rules
+    for nan); C: C_i for every point, hard: no upper bound."""
+    n = alpha.size
+    codes = np.empty(n, dtype=np.int8)
+    top = -math.inf
+    for i in range(n):
+        if math.isnan(alpha[i]):
+            top = alpha[i]
+            break
+        top = max(top, alpha[i])
     if not top > 0:
         codes[:] = ZERO
         return codes
-    zero = alpha / top <= np.maximum(r, ROUNDING_FLOOR)
-    codes[zero] = ZERO
-    if not penalty.is_hard(C):
-        room = (C - alpha) / C
-        bound = room <= np.maximum(-r, ROUNDING_FLOOR)
-        # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
-        codes[bound & (~zero | (alpha > 0.5 * C))] = AT_BOUND
+    for i in range(n):
+        r = y[i] * decision[i] - 1.0
+        zero = alpha[i] / top <= _at_least(r, ROUNDING_FLOOR)
+        code = ZERO if zero else FREE
+        if not hard:
+            bound = (C[i] - alpha[i]) / C[i] <= _at_least(-r, ROUNDING_FLOOR)
+            # both sides small (alpha ~ 0 and ~ C only when C is tiny): the nearer bound
+            if bound and (not zero or alpha[i] > 0.5 * C[i]):
+                code = AT_BOUND
+        codes[i] = code
     return codes
 
 
@@ -122,32 +152,50 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     t = y - g
     if t.size == 0:
         return -math.inf, math.inf
-    c = np.ones_like(t) if weights is None else np.asarray(weights, dtype=float)
-    pos = y > 0
+    # every c_i given (the compiled walk reads them unchecked)
+    c = np.ones(t.size) if weights is None else np.broadcast_to(np.asarray(weights, dtype=float), t.shape)
     # one sort of every t: the kinks are its distinct values, and the weight of each class's kinks below a
-    # kink is a running sum over it (the other class's entries add 0)
+    # kink is a running sum over it (the other class's entries add 0); the walk over the kinks is compiled
+    # (a pass of numpy calls each cost more than the whole walk on a few hundred points)
     order = np.argsort(t, kind="stable")
-    ts, cs, ps = t[order], c[order], pos[order]
-    cum_p = np.zeros(t.size + 1)  # weight of the positive kinks before an index of ts
-    cum_n = np.zeros(t.size + 1)
-    np.cumsum(np.where(ps, cs, 0.0), out=cum_p[1:])
-    np.cumsum(np.where(ps, 0.0, cs), out=cum_n[1:])
-    total_p, total_n = cum_p[-1], cum_n[-1]
-    step = ts[1:] != ts[:-1]
-    first = np.flatnonzero(np.concatenate([[True], step]))  # each kink's first index in ts
-    after = np.flatnonzero(np.concatenate([step, [True]])) + 1  # ... and the index after its last
-    kinks = ts[first]
-    # the slope just above each kink ("right") and just below it ("left")
-    right = cum_n[after] - (total_p - cum_p[after])
-    left = cum_n[first] - (total_p - cum_p[first])
-    # a slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
-    # C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
-    # of exactly 1.0, where the unweighted fit took its midpoint)
-    flat = len(t) * np.finfo(float).eps * (total_p + total_n)
-    ok_lo = np.flatnonzero(right >= -flat)
-    ok_hi = np.flatnonzero(left <= flat)
-    lo = float(kinks[ok_lo[0]]) if ok_lo.size and total_p > 0 else -math.inf
-    hi = float(kinks[ok_hi[-1]]) if ok_hi.size and total_n > 0 else math.inf
+    return _hinge_interval(_one_type(t), _one_type(c), _one_type(y > 0, bool), _one_type(order, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _hinge_interval(t, c, pos, order):
+    """hinge_argmin's interval from the sorted t (order): the running sums in the order np.cumsum takes them.
+
+    A slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
+    C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
+    of exactly 1.0, where the unweighted fit took its midpoint), hence `flat`."""
+    n = t.size
+    cum_p = np.zeros(n + 1)  # weight of the positive kinks before an index of the sorted t
+    cum_n = np.zeros(n + 1)
+    for k in range(n):
+        i = order[k]
+        cum_p[k + 1] = cum_p[k] + (c[i] if pos[i] else 0.0)
+        cum_n[k + 1] = cum_n[k] + (0.0 if pos[i] else c[i])
+    total_p, total_n = cum_p[n], cum_n[n]
+    flat = n * np.finfo(np.float64).eps * (total_p + total_n)
+    lo, hi = -math.inf, math.inf
+    found_lo = False
+    first = 0
+    for k in range(1, n + 1):
+        if k < n and t[order[k]] == t[order[k - 1]]:  # the same kink goes on (a nan is a kink of its own)
+            continue
+        kink = t[order[first]]
+        # the slope just above the kink (after its last index, k) and just below it (at its first)
+        right = cum_n[k] - (total_p - cum_p[k])
+        left = cum_n[first] - (total_p - cum_p[first])
+        if not found_lo and right >= -flat:
+            lo, found_lo = kink, True
+        if left <= flat:
+            hi = kink
+        first = k
+    if not total_p > 0:  # no positive weight (one class absent): unbounded below
+        lo = -math.inf
+    if not total_n > 0:
+        hi = math.inf
     return lo, hi
 
 
@@ -171,20 +219,140 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     alpha = np.asarray(alpha, dtype=float)
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     b0 = _middle(lo, hi)
-    codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
-    lower, upper = kkt_interval(y, g, codes)
-    free = codes == FREE
-    if free.any():
-        room = alpha[free] if penalty.is_hard(C) else np.minimum(alpha[free], penalty.at(C, free) - alpha[free])
-        room = np.maximum(room, 0.0)
-        values = y[free] - g[free]
-        b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
+    hard = penalty.is_hard(C)
+    bounds = _bounds(C, alpha.shape)
+    # classify at the provisional b, kkt_interval and the free points' weighted mean in one compiled pass (the
+    # same comparisons and sums, in numpy's order, as those functions' array steps): a few hundred points' steps
+    # cost more in numpy's calls than in arithmetic
+    n_free, lower, upper, b = _bias_parts(_one_type(alpha), _one_type(y), _one_type(g),
+                                          0.0 if math.isnan(b0) else b0, bounds, hard)
+    if n_free:
         b = float(np.clip(b, min(lower, upper), max(lower, upper)))
-        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(free.sum()), lower=lower, upper=upper)
+        return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(n_free), lower=lower, upper=upper)
     b = _middle(lower, upper)
     if math.isnan(b):
         return BiasEstimate(b=math.nan, rule=B_NONE, n_free=0, lower=lower, upper=upper)
     return BiasEstimate(b=b, rule=B_INTERVAL, n_free=0, lower=lower, upper=upper)
+
+
+@njit(cache=True, nogil=True)
+def _bias_parts(alpha, y, g, b0, C, hard):
+    """(free points, kkt_interval's lower and upper, the free points' b before its clip) for recover_bias: the
+    codes of classify(alpha, y, g + b0, C) (C: one bound per point; hard: none), then, over the free points,
+    np.average(y - g, weights=max(min(alpha, C - alpha), 0)) (alpha alone when hard), or the mean where the
+    weights sum to 0. Maxima, minima and comparisons propagate nan as numpy's do."""
+    n = alpha.size
+    codes = _codes(alpha, y, g + b0, C, hard)
+    lower, upper = -math.inf, math.inf
+    any_lower = any_upper = False
+    free = codes == FREE
+    for i in range(n):
+        code = codes[i]
+        t = y[i] - g[i]
+        pos = y[i] > 0
+        if (pos and code != AT_BOUND) or (not pos and code != ZERO):
+            lower = t if not any_lower else _nan_max(lower, t)
+            any_lower = True
+        if (pos and code != ZERO) or (not pos and code != AT_BOUND):
+            upper = t if not any_upper else _nan_min(upper, t)
+            any_upper = True
+    index = np.flatnonzero(free)
+    m = index.size
+    if m == 0:
+        return 0, lower, upper, math.nan
+    values, room, product = np.empty(m), np.empty(m), np.empty(m)
+    for k in range(m):
+        i = index[k]
+        values[k] = y[i] - g[i]
+        w = alpha[i] if hard else _nan_min(alpha[i], C[i] - alpha[i])
+        room[k] = _at_least(w, 0.0)
+        product[k] = values[k] * room[k]
+    total = _numpy_sum(room, 0, m)
+    b = _numpy_sum(product, 0, m) / total if total > 0 else _numpy_sum(values, 0, m) / m
+    return m, lower, upper, b
+
+
+@njit(cache=True, nogil=True)
+def _at_least(a, floor):
+    """np.maximum(a, floor) for one value, as numpy decides it (a where a >= floor or a is nan)."""
+    return a if a >= floor or math.isnan(a) else floor
+
+
+@njit(cache=True, nogil=True)
+def _nan_max(a, b):
+    """The larger of two values, nan if either is (np.max's rule)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)
+
+
+@njit(cache=True, nogil=True)
+def _nan_min(a, b):
+    """The smaller of two values, nan if either is (np.min's and np.minimum's rule)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return min(a, b)
+
+
+@njit(cache=True, nogil=True)
+def _numpy_sum(a, lo, n):
+    """a[lo:lo + n].sum() as numpy takes it for a contiguous array (pairwise: blocks of at most 128 values, each
+    halved at a multiple of 8 above that; _block_sum), so that the mean comes out to the bit as before. The halves
+    by an explicit stack: numba's cache does not load a recursive function."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    starts, sizes = np.empty(64, dtype=np.int64), np.empty(64, dtype=np.int64)
+    stage, left = np.zeros(64, dtype=np.int64), np.empty(64)
+    starts[0], sizes[0], top = lo, n, 1
+    result = 0.0
+    while top > 0:
+        k = top - 1
+        m = sizes[k]
+        if m <= 128:
+            result = _block_sum(a, starts[k], m)
+            top -= 1
+            continue
+        half = m // 2 - (m // 2) % 8
+        if stage[k] == 0:  # the first half next
+            stage[k] = 1
+            starts[top], sizes[top], stage[top] = starts[k], half, 0
+            top += 1
+        elif stage[k] == 1:  # the first half's sum in result: the second half next
+            left[k], stage[k] = result, 2
+            starts[top], sizes[top], stage[top] = starts[k] + half, m - half, 0
+            top += 1
+        else:
+            result = left[k] + result
+            top -= 1
+    return result
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a, lo, n):
+    """numpy's sum of at most 128 values: one after another below 8, else eight running sums combined as a tree."""
+    if n < 8:
+        total = 0.0
+        for i in range(lo, lo + n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += a[lo + i]
+        i += 1
+    return total
 
 
 def _middle(lower: float, upper: float) -> float:

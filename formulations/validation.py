@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from formulations.errors import MemoryBudgetError, SVMInputError
+from formulations.errors import MemoryBudgetError, SVMInputError, plain
 from formulations.kernels import Kernel
 
 #: Default memory budget for O(n^2) objects, as a fraction of the memory available now.
@@ -58,6 +58,8 @@ def refuse_masked(A, name: str) -> None:
 def check_X(X, name: str = "X") -> np.ndarray | sp.csr_matrix:
     """Return X as a finite float64 (n, d) array, or raise naming the first bad entry.
 
+    Numbers written as text (a str or object array of "1.5", "-2e3") are read as those numbers, as
+    scikit-learn's SVC reads them (its float64 conversion); any other text is refused, named by row and column.
     A scipy.sparse X (matrix or array, any format) comes back as a float64 CSR matrix, never densified
     (check_sparse_X)."""
     if X is None:
@@ -129,10 +131,10 @@ def check_labels(y, n: int | None = None) -> tuple[np.ndarray, LabelMap]:
     if classes.size != 2:
         raise SVMInputError(
             f"y must contain exactly two classes, found {classes.size} class"
-            f"{'es' if classes.size != 1 else ''}: {[_plain(c) for c in classes[:5]]}"
+            f"{'es' if classes.size != 1 else ''}: {[plain(c) for c in classes[:5]]}"
             f"{' ...' if classes.size > 5 else ''}"
         )
-    labels = LabelMap(negative=_plain(classes[0]), positive=_plain(classes[1]))
+    labels = LabelMap(negative=plain(classes[0]), positive=plain(classes[1]))
     signs = np.where(arr == classes[1], 1.0, -1.0)
     return signs, labels
 
@@ -155,18 +157,18 @@ def check_classes(y, n: int | None = None) -> tuple[np.ndarray, ClassMap]:
     arr, classes = _label_classes(y, n)
     if classes.size < 2:
         raise SVMInputError(f"y must contain at least two classes for a multiclass SVM, found {classes.size}: "
-                            f"{[_plain(c) for c in classes]}")
-    return np.searchsorted(classes, arr).astype(np.intp), ClassMap(tuple(_plain(c) for c in classes))
+                            f"{[plain(c) for c in classes]}")
+    return np.searchsorted(classes, arr).astype(np.intp), ClassMap(tuple(plain(c) for c in classes))
 
 
 def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     """y as a one-dimensional array of finite labels of one type (matching n rows), and its sorted classes."""
     refuse_masked(y, "y")
     arr = np.asarray(y)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = _column_as_1d(arr)
     if arr.ndim != 1:
-        raise SVMInputError(f"y must be one-dimensional, got shape {arr.shape}")
+        raise SVMInputError(f"y must be one-dimensional (shape (n,), or a column (n, 1)), got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
         raise SVMInputError(f"X has {n} rows but y has {arr.shape[0]} labels: they must match")
     if arr.shape[0] == 0:
@@ -181,7 +183,7 @@ def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     elif arr.dtype == object:
         for row, value in enumerate(arr):
             if value is None or (isinstance(value, numbers.Real) and not math.isfinite(float(value))):
-                raise SVMInputError(f"y has a missing or non-finite label ({value!r}) at row {row}")
+                raise SVMInputError(f"y has a missing or non-finite label ({plain(value)!r}) at row {row}")
     try:
         classes = np.unique(arr)
     except TypeError:  # labels of mixed types (e.g. 1 and "a") cannot be ordered
@@ -192,9 +194,15 @@ def _label_classes(y, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     return arr, classes
 
 
-def _plain(value):
-    """A numpy scalar as its Python value; labels from object arrays already are."""
-    return value.item() if isinstance(value, np.generic) else value
+def _column_as_1d(arr: np.ndarray) -> np.ndarray:
+    """A column y (n, 1) as y.ravel(), with scikit-learn's warning (column_or_1d's, as the estimator gives)."""
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning  # lazy: scikit-learn only for this case
+
+    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y to "
+                  "(n_samples,), for example using ravel().", DataConversionWarning, stacklevel=4)
+    return arr.ravel()
 
 
 _INFINITY_WORDS = ("inf", "infinity")
@@ -218,13 +226,13 @@ def check_C(C, allow_infinite: bool = False) -> float:
     """C > 0 and finite (math.inf only where the hard-margin dual is meant)."""
     if not isinstance(C, numbers.Real) or isinstance(C, bool):
         if not (isinstance(C, np.ndarray) and C.ndim == 0 and np.issubdtype(C.dtype, np.number)):
-            raise SVMInputError(f"C must be a number, got {C!r} ({type(C).__name__})")
+            raise SVMInputError(f"C must be a number, got {plain(C)!r} ({type(C).__name__})")
     try:
         value = float(C)
     except (TypeError, ValueError):
-        raise SVMInputError(f"C must be a number, got {C!r}") from None
+        raise SVMInputError(f"C must be a number, got {plain(C)!r}") from None
     if math.isnan(value) or value <= 0:
-        raise SVMInputError(f"C must be > 0, got {C!r}")
+        raise SVMInputError(f"C must be > 0, got {plain(C)!r}")
     if math.isinf(value) and not allow_infinite:
         raise SVMInputError(
             "C must be finite; for the hard margin use the 'hard_primal' formulation "
@@ -339,7 +347,7 @@ def check_time_limit(time_limit) -> float | None:
         return None
     if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) \
             or not math.isfinite(float(time_limit)) or time_limit <= 0:
-        raise SVMInputError(f"time_limit must be a positive number of seconds (or None), got {time_limit!r}")
+        raise SVMInputError(f"time_limit must be a positive number of seconds (or None), got {plain(time_limit)!r}")
     return float(time_limit)
 
 
@@ -433,11 +441,3 @@ def check_memory(n: int, what: str, *, layer: str = "cvxpy", kernel_form: str = 
             f"budget (${MEMORY_BUDGET_ENV} in bytes)"
         )
     return need
-
-
-def label_text(label) -> str:
-    """A class label as a message shows it: 1 for 1.0 or np.float64(1.0), 'cat' for a string (no numpy repr)."""
-    value = label.item() if isinstance(label, np.generic) else label
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)

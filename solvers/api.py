@@ -43,11 +43,10 @@ def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
 
 
 def _mercer_by_theorem(kernel) -> dict:
-    """Mercer's condition of a kernel that satisfies it by theorem: linear, rbf, and poly with gamma > 0
-    and coef0 >= 0 (formulations.kernels.Kernel refuses less). {} for sigmoid, which must be checked on
-    its Gram matrix. The eigenvalue check on K cannot fail for these (the kernels' own rounding is far
-    below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
-    return {} if kernel.name == "sigmoid" else {"psd": True, "mercer_method": f"by theorem ({kernel.name})"}
+    """Mercer's condition of a kernel that satisfies it by theorem (Kernel.mercer_by_theorem); {} for one whose
+    Gram matrix must be checked. The eigenvalue check on K cannot fail for these (the kernels' own rounding is
+    far below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
+    return {"psd": True, "mercer_method": f"by theorem ({kernel.name})"} if kernel.mercer_by_theorem else {}
 
 
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
@@ -124,7 +123,9 @@ def solve(
     applied on top of the profile's.
 
     Every argument is checked before any model is built (formulations.validation);
-    a bad one raises SVMInputError naming it. Feature scales that differ by more
+    a bad one raises SVMInputError naming it. As scikit-learn's SVC (and experiments.estimator): numbers
+    written as text in X are read as the numbers they are (other text is refused, naming its entry), and a
+    column y of shape (n, 1) is taken as y.ravel() with a DataConversionWarning (shape (1, n) is refused). Feature scales that differ by more
     than scaling.SCALE_RATIO_WARN give a BadScalingWarning; `standardize=True`
     solves on standardized features and reports w*, b* in the original units.
     An O(n^2) Gram matrix is refused (MemoryBudgetError) if it would exceed
@@ -147,8 +148,9 @@ def solve(
     checks' proof stop at it; the row is then `time_limit` and its message says where it stopped. The
     solve runs in a process of the solve server (solvers.isolation), killed KILL_GRACE_S past the limit if
     it is still in a step that does not stop by itself (a model's build, a backend's setup), which the
-    message then names. The solve server's start (once per process) is not counted
-    (extras["solve_server_start_s"]).
+    message then names. The solve server's start (once per process: imports, and numba's compile of the SMO
+    functions where its cache is empty) counts against the limit (extras["solve_server_start_s"]); a limit that
+    comes during it is a `time_limit` row that says so.
     """
     began = time.perf_counter()
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(

@@ -27,7 +27,8 @@ for X in metres or in millimetres, for C = 1e-5 or 1e10, for n = 10 or 10^6:
                        at C = 1e6: 5.7e-6 of P; the dual formulations verify there).
   the point itself     the objective relative to P*, w relative to ||w*||, every decision value
                        f(x_i) and b (inside the interval of optimal b's, seed 000's rule) relative
-                       to max_i |f*(x_i)| (at a tiny C every |f*| is far below the margin's 1),
+                       to max_i |f*(x_i)| (at a tiny C every |f*| is far below the margin's 1; where
+                       f* is b alone, any b of an interval, the interval's largest |b|: b_only_scale),
                        against the optimum the project computes and proves from the point's
                        active set (solvers.reference.polish); where no proof is found, a rigorous
                        bound from the gap of feasible points must be within tol instead.
@@ -55,13 +56,13 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, classify
+from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.deadline import NEVER, Deadline
 from solvers.kernel_audit import kernel_error
-from solvers.reference import BVLS_MAX_ENTRIES, Gram, gap_bound, polish
+from solvers.reference import BVLS_MAX_ENTRIES, MARGIN_ROUNDING, Gram, gap_bound, polish
 from formulations.kernels import factorize
 
 _TINY = np.finfo(float).tiny
@@ -210,6 +211,9 @@ def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None =
         # per-sample C 1:10, ||w|| = 1e-11 made an error of 1e-11 in w a stationarity of 0.88: refused)
         stationarity = (float(np.linalg.norm(sol.w - w_alpha)) / w_scale(sol.w, X, decision_scale(f))
                         if w_alpha is not None else math.nan)
+        if stationarity > tol and not hard:  # only then: the interval of b's costs a sort
+            stationarity = float(np.linalg.norm(sol.w - w_alpha)) / w_scale(
+                sol.w, X, max(decision_scale(f), _point_b_scale(gram, y, C, alpha, f, sol.b)))
 
     out.primal_objective = 0.5 * ww + (0.0 if hard else penalty.weighted_sum(C, hinge))
     out.kkt_primal_feasibility = float(hinge.max()) if hard else 0.0
@@ -335,6 +339,27 @@ def decision_scale(f: np.ndarray) -> float:
     return max(float(np.max(np.abs(f))), _TINY)
 
 
+def b_only_scale(gram: Gram, u: np.ndarray, g: np.ndarray, b_lower: float, b_upper: float) -> float:
+    """The size of the decision values where b alone makes them: every b of [b_lower, b_upper] is optimal and
+    g = f - b = K u is 0 to the rounding of its terms sum_j |u_j K_ij| (w* = 0: each point twice with opposite
+    labels). There max|f| at one b of the interval (its midpoint, 0) is no size at all: the optimal points' f
+    reach max(|b_lower|, |b_upper|), which is. 0 where b is unique or g is not 0 (decision_scale alone)."""
+    if not (math.isfinite(b_lower) and math.isfinite(b_upper) and b_upper > b_lower):
+        return 0.0
+    if np.any(np.abs(g) > MARGIN_ROUNDING * gram.magnitudes(u)):
+        return 0.0
+    return max(abs(b_lower), abs(b_upper))
+
+
+def _point_b_scale(gram: Gram, y: np.ndarray, C, alpha: np.ndarray, f: np.ndarray, b: float) -> float:
+    """b_only_scale at a returned point: its own interval of optimal b's for its w (hinge_argmin)."""
+    if not math.isfinite(b):
+        return 0.0
+    g = f - b
+    lower, upper = hinge_argmin(y, g, penalty.hinge_weights(C))
+    return b_only_scale(gram, y * alpha, g, lower, upper)
+
+
 def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     """What an error in w is measured against: ||w*||, or, when w* is (nearly) 0, the size of a w that
     moves the decision values by f_scale (f_scale / max_i ||x_i||): w* = 0 happens at a tiny C with
@@ -369,9 +394,12 @@ def _errors(out: Checks, sol: Solution, gram: Gram, alpha, y, f, C, ww, primal: 
     else:
         own, best = out.dual_objective, ref.dual_objective
     out.err_objective = abs(own - best) / max(ref.objective, _TINY)
-    f_scale = decision_scale(ref.g + ref.b)
+    f_scale = max(decision_scale(ref.g + ref.b),
+                  b_only_scale(gram, y * ref.alpha, ref.g, ref.b_lower, ref.b_upper))
     out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
-    out.err_decision = float(np.max(np.abs(g - ref.g))) / f_scale + out.err_b
+    # the point's g and the proof's add terms of these sizes: a difference within their rounding is no error
+    rounding = MARGIN_ROUNDING * decision_terms(gram, np.maximum(np.abs(alpha), np.abs(ref.alpha)), math.nan, sol.w)
+    out.err_decision = float(np.max(np.maximum(np.abs(g - ref.g) - rounding, 0.0))) / f_scale + out.err_b
     errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
               "decision value error": out.err_decision}
     if sol.w is not None and gram.X is not None:

@@ -158,7 +158,8 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
                       raw_status="", backend_version=backend_version, profile=profile, **fields)
     if isinstance(raw, Ended):
         sol.status = sol.solver_status = TIME_LIMIT if raw.killed else ERROR
-        sol.raw_status = "killed" if raw.killed else "server died" if raw.server_pid else raw.how
+        sol.raw_status = ("server starting" if raw.starting else "killed" if raw.killed else "server died"
+                          if raw.server_pid else raw.how)
         sol.message = _unanswered_words(raw, deadline)
     elif isinstance(raw, BaseException):
         sol.raw_status, sol.message = type(raw).__name__, str(raw)
@@ -174,6 +175,9 @@ def answered(raw, *, formulation: str, layer: str, backend: str, profile: str, d
 def _unanswered_words(ended: Ended, deadline: Deadline) -> str:
     """What a solve whose process gave no answer says: killed past the time limit in a step that does not stop by
     itself, dead by itself (a backend that aborts its process), or ended with the solve server that died."""
+    if ended.starting:
+        return deadline.stopped(f"while the solve server was starting ({ended.starting}), before the solve: the "
+                                "server goes on starting, and a call once it has started is not delayed")
     where = f"in {ended.stage}" if ended.stage else "before any model was built"
     if ended.killed:
         return deadline.stopped(f"{where}, a step that does not stop by itself: the solve's process was killed")
@@ -306,7 +310,9 @@ def close_lp(sol: Solution, checks, *, C: float | None) -> Solution:
 
 def mark_indefinite(sol: Solution) -> None:
     """A kernel dual solved with allow_indefinite=True on a non-PSD K says so, and on a K whose Mercer condition
-    was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex."""
+    was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex. Its point
+    is never `optimal`: where the checks passed it is `optimal_inaccurate` with extras["kkt_verified"] (a KKT
+    point, maybe local), as the family's (solvers.family.close)."""
     if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):
         return
     sol.extras["indefinite_kernel"] = True
@@ -319,6 +325,9 @@ def mark_indefinite(sol: Solution) -> None:
                 f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
                 f"certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
+    if sol.status == OPTIMAL:  # the checks hold at a KKT point of a non-convex dual: no proof of the optimum
+        sol.status = OPTIMAL_INACCURATE
+        sol.extras["kkt_verified"] = True
 
 
 def certificate_candidate(model, layer: str, formulation: str):

@@ -29,7 +29,7 @@ class Deadline:
                  began: float | None = None):
         self.limit, self.clock = limit, clock
         self.began = clock() if began is None else began
-        self.left_out = 0.0
+        self.server_start_s = 0.0  # of the time so far, the wait for the solve server's start (solvers.isolation)
 
     @classmethod
     def of(cls, time_limit: Deadline | float | None) -> Deadline:
@@ -37,11 +37,7 @@ class Deadline:
         return time_limit if isinstance(time_limit, Deadline) else cls(time_limit)
 
     def elapsed(self) -> float:
-        return self.clock() - self.began - self.left_out
-
-    def leave_out(self, seconds: float) -> None:
-        """Do not count `seconds` that passed (the solve server's one-time start: solvers.isolation)."""
-        self.left_out += seconds
+        return self.clock() - self.began
 
     def remaining(self) -> float | None:
         """Seconds left (0 once passed), None without a limit."""

@@ -18,6 +18,9 @@ answer (solvers.closing.answered). Every row then goes through `close`, whatever
                 inputs make every member feasible and bounded) is an `error` row; no point is reported as a
                 result without a verified or claimed optimum (solvers.checks.withhold_unverified)
 
+The kernel duals of the one-class SVM, epsilon-SVR, nu-SVC and nu-SVR can also be solved by the compiled SMO
+(method "smo", and "auto" from AUTO_SMO_MIN_N points: solvers.family_smo); its point is closed the same way.
+
 The member-specific values go in `Solution.extras` (rho, epsilon, the fractions, alpha_star, coef: f(x) =
 sum_i coef_i k(x_i, x) + b); `Solution.alpha` is alpha (alpha_star is in extras for the regressions).
 """
@@ -29,12 +32,13 @@ import time
 from dataclasses import replace
 from functools import partial
 
+import numba
 import numpy as np
 
 from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
-from formulations.family.names import KERNEL_DUAL, NU_SVC, PRIMAL
+from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, PRIMAL
 from solvers import family_units, isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
@@ -42,7 +46,8 @@ from solvers.solution import (
 from solvers.checks import withhold_unverified
 from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
-from solvers.family_proof import prove
+from solvers.family_proof import hard_tube_width, prove, second_order
+from solvers.family_smo import SMO_MEMBERS, solve_dual
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
@@ -53,53 +58,117 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 PRIMAL_ROWS = {"margin": "alpha", "upper": "alpha", "lower": "alpha_star"}
 DUAL_ROWS = ("balance", "total")
 VARIABLES = ("w", "b", "rho", "eps", "alpha", "alpha_star")
+#: solve(method=...): the whole QP as one model through the layer's backend ("full"), the compiled SMO for the
+#: kernel duals of solvers.family_smo.SMO_MEMBERS ("smo": LIBSVM's methods, the row's layer "direct" and backend
+#: "smo"), or "auto": SMO for those from AUTO_SMO_MIN_N points on, where the whole QP through a layer is the
+#: slower (docs/family.md); below it the layer and backend asked for, the showcase's own models.
+METHODS = ("full", "smo", "auto")
+AUTO_SMO_MIN_N = 500
+#: the (layer, backend) an SMO row names: the solver alone, no modelling layer
+SMO_ROW = ("direct", "smo")
 
 
 def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=None, epsilon=None, kernel=None,
           K=None, profile: str = "default", time_limit: float | None = None, options: dict | None = None,
           memory_budget: float | None = None, intercept: str | None = None,
-          intercept_scaling: float | None = None) -> Solution:
+          intercept_scaling: float | None = None, sample_weight=None, allow_indefinite: bool = False,
+          method: str = "auto") -> Solution:
     """Solve one family formulation (formulations.family.formulations()) with one (layer, backend).
 
     X: n x d (dense or scipy.sparse); y: two labels (nu-SVC, squared hinge), two or more (Crammer-Singer), real
     targets (the regressions), None (one-class). C, nu, epsilon, intercept, intercept_scaling: the member's
     parameters (formulations.family.MEMBERS[...].parameters; the bias's conventions in formulations.family
-    .liblinear), checked first, and one it does not take is refused. kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the
-    kernel duals only; the primals and nu-SVC's linear dual are linear. Every input is checked before the Gram
-    matrix or any model is made (an SVMInputError naming the bad one). The row is `optimal` only when verified
-    (module docstring); extras hold the member's values.
+    .liblinear), checked first, and one it does not take is refused. sample_weight: one weight > 0 per point for
+    the LIBSVM members (LIBSVM's W_i: each point's bound in the dual scaled, formulations.family.<member>).
+    kernel (a formulations.kernels.Kernel or a name) or a precomputed K: the kernel duals only; the primals and
+    nu-SVC's linear dual are linear. method: METHODS (extras["method"] says the one used). Every input is checked
+    before the Gram matrix or any model is made (an SVMInputError naming the bad one). A kernel not positive semidefinite by
+    theorem (sigmoid, a precomputed K) is tested on its Gram matrix and refused where indefinite
+    (IndefiniteKernelError), unless allow_indefinite: then the dual is non-convex, and its row is never `optimal`
+    (`close`). The row is `optimal` only when verified (module docstring); extras hold the member's values.
     """
     began = time.perf_counter()
     member, kind = family.member_of(formulation)
     validation.check_choice("layer", layer, LAYERS)
     validation.check_choice("backend", backend, BACKEND_NAMES)
     validation.check_choice("profile", profile, PROFILES)
+    validation.check_choice("method", method, METHODS)
     time_limit = validation.check_time_limit(time_limit)
     options = validation.check_options(options)
     params = family_validation.check_parameters(member, {"C": C, "nu": nu, "epsilon": epsilon, "intercept": intercept,
                                                          "intercept_scaling": intercept_scaling})
     X, y, labels = _checked_data(member, kind, X, y, kernel, K)
+    weights = family_validation.check_sample_weight(member, sample_weight, X.shape[0])
     if member.name == NU_SVC:
-        family_validation.check_nu_balance(params["nu"], y)
+        family_validation.check_nu_balance(params["nu"], y, weights)
     if kind == KERNEL_DUAL:
-        size = X.shape[0] * (2 if member.task == family.REGRESSION else 1)  # alpha and alpha*: a 2n x 2n form
-        validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget)
         kernel = None if K is not None else validation.check_kernel(kernel)
-    if not isolation.ISOLATE:
+    method = choose_method(formulation, X.shape[0], method, kernel,
+                           bounded=weights is None and math.isfinite(float(params.get("C") or 0.0)))
+    if method == "smo":
+        options = _smo_options(options)
+    if kind == KERNEL_DUAL:  # the layer's model of alpha and alpha* is a 2n x 2n form; SMO keeps K and its rows
+        size = X.shape[0] * (2 if member.task == family.REGRESSION and method == "full" else 1)
+        validation.check_memory(size, f"{formulation}'s Gram matrix", layer=layer, budget=memory_budget,
+                                kernel_form="dense" if method == "full" else "rows")
+    if not isolation.ISOLATE and method == "full":
         check_time_limit(layer, backend, time_limit)
     get_backend(layer, backend)  # an unavailable backend names the available ones, before any work
     deadline = Deadline(time_limit, began=began)
-    extras = {"member": member.name, "kind": kind, "parameters": params, "method": "full"}
+    extras = {"member": member.name, "kind": kind, "parameters": params, "method": method}
     if labels is not None:
         extras["labels"] = labels.as_dict()
+    if weights is not None:  # the models and checks read them with the parameters; the row says they were given
+        extras["weighted"] = True
+        params = {**params, "sample_weight": weights}
     work = partial(_solve_model, formulation, X, y, params, kernel, K, layer=layer, backend=backend, profile=profile,
-                   deadline=deadline, options=options, extras=extras)
-    sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=layer,
-                                                      backend=backend, profile=profile, deadline=deadline,
+                   deadline=deadline, options=options, extras=extras, method=method,
+                   allow_indefinite=allow_indefinite)
+    row_layer, row_backend = SMO_ROW if method == "smo" else (layer, backend)  # the row names what ran
+    sol = isolation.run_solve(deadline, work, partial(_unanswered, formulation=formulation, layer=row_layer,
+                                                      backend=row_backend, profile=profile, deadline=deadline,
                                                       extras=extras))
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol
+
+
+def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, bounded: bool = True) -> str:
+    """The method a solve of `formulation` on n points with `kernel` (a checked Kernel; None: a precomputed K)
+    uses (METHODS): `method` itself unless "auto"; "smo" where the formulation has none, for the sigmoid
+    kernel, or where the dual is not in SMO's form (bounded False: weighted points or C = inf), is an
+    SVMInputError saying why."""
+    validation.check_choice("method", method, METHODS)
+    member, kind = family.member_of(formulation)
+    has_smo = kind == KERNEL_DUAL and member.name in SMO_MEMBERS
+    if method == "smo" and not has_smo:
+        raise validation.SVMInputError(f"method 'smo' is for the kernel duals of {', '.join(SMO_MEMBERS)}; "
+                                       f"{formulation} has none: use method 'full'")
+    # an indefinite K makes the dual nonconvex: SMO stops at a point whose KKT conditions hold locally only
+    sigmoid = kernel is not None and kernel.name == "sigmoid"
+    if method == "smo" and sigmoid:
+        raise validation.SVMInputError("method 'smo' needs a positive semidefinite kernel: the sigmoid kernel's K is "
+                                       "indefinite in general, and SMO's point would be a local optimum the checks "
+                                       "cannot tell from the optimum; use method 'full'")
+    # solvers.family_smo sets up one bound for every point, and a finite one
+    if method == "smo" and not bounded:
+        raise validation.SVMInputError("method 'smo' takes neither sample weights nor C = inf (the hard tube): "
+                                       "use method 'full'")
+    has_smo = has_smo and not sigmoid and bounded
+    if method == "auto":
+        return "smo" if has_smo and n >= AUTO_SMO_MIN_N else "full"
+    return method
+
+
+def _smo_options(options: dict) -> dict:
+    """SMO's options: {"max_iter": steps at most} or none (LIBSVM's cap: solvers.family_smo); another is refused."""
+    unknown = sorted(set(options) - {"max_iter"})
+    if unknown:
+        raise validation.SVMInputError(f"method 'smo' takes the option max_iter only, not {', '.join(unknown)}")
+    steps = options.get("max_iter")
+    if steps is not None and not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 1):
+        raise validation.SVMInputError(f"options max_iter must be an integer >= 1 (SMO's steps), got {steps!r}")
+    return options
 
 
 def _checked_data(member, kind: str, X, y, kernel, K):
@@ -118,8 +187,9 @@ def _checked_data(member, kind: str, X, y, kernel, K):
     return X, y, labels
 
 
-def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras):
-    """The model built, solved by the backend in the time left, and closed."""
+def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profile, deadline, options, extras,
+                 method="full", allow_indefinite=False):
+    """The model built, solved by the backend in the time left (or the kernel dual by SMO), and closed."""
     member, kind = family.member_of(formulation)
     prof = get_profile(profile)
     adapter = get_backend(layer, backend)
@@ -132,9 +202,14 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
             K = kernels.gram(kernel, X)
             extras["kernel"] = kernel.label
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
-        data = FamilyData(y, X if linear else None, K)
+        convex = _mercer(K, kernel, extras, allow_indefinite)
+        data = FamilyData(y, X if linear else None, K, convex=convex)
         units = family_units.plan(member, kind, X, y, kernel, K)
         problem = (K, y, params) if units is None else family_units.kernel_problem(units, K, X, kernel, y, params)
+        if method == "smo" and convex:
+            return _solve_smo(formulation, member, problem, data, params, prof, deadline, extras,
+                              options.get("max_iter"), units)
+        extras["method"] = "full"  # a K found indefinite (allowed) is the layer's: SMO would stop at a local point
     else:
         data = FamilyData(y, X)
         isolation.stage(f"the {layer} model's build")
@@ -149,10 +224,46 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
         sol.message = failure_advice(sol, member, params)
     values = read_model(model, layer, kind) if _has_point(raw) else None
     if units is not None:  # solved in well-conditioned units: the point judged in the user's
-        sol.extras["solved_in_units"] = units.describe()
-        sol.objective = family_units.objective_to_user(units, sol.objective)
-        values = family_units.to_user(units, values) if values else values
+        sol, values = _in_user_units(sol, values, units)
     return close(sol, values, data, params, kind, member, prof.check_tol)
+
+
+def _solve_smo(formulation, member, problem: tuple, data: FamilyData, params, prof, deadline: Deadline, extras,
+               max_steps: int | None = None, units=None) -> Solution:
+    """The kernel dual (K, y, parameters in the solve's units: `problem`) by the compiled SMO (solvers.family_smo,
+    at most max_steps steps), its point mapped to the user's units and closed there as any backend's."""
+    isolation.stage("the SMO steps")
+    K, y, solve_params = problem
+    variables = K.shape[0] * (2 if member.task == family.REGRESSION else 1)
+    values, raw = solve_dual(member.name, K, y, solve_params, prof.check_tol, deadline,
+                             proved=variables <= PROOF_MAX_SIZE, max_steps=max_steps)
+    sol = answered(raw, formulation=formulation, layer=SMO_ROW[0], backend=SMO_ROW[1], profile=prof.name,
+                   deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
+                   extras=extras)
+    isolation.stage("the closing checks")
+    values = values if _has_point(raw) else None
+    if units is not None:
+        sol, values = _in_user_units(sol, values, units)
+    return close(sol, values, data, params, KERNEL_DUAL, member, prof.check_tol)
+
+
+def _in_user_units(sol: Solution, values: dict | None, units) -> tuple[Solution, dict | None]:
+    """A row solved in well-conditioned units (solvers.family_units): its objective and point in the user's."""
+    sol.extras["solved_in_units"] = units.describe()
+    sol.objective = family_units.objective_to_user(units, sol.objective)
+    return sol, (family_units.to_user(units, values) if values else values)
+
+
+def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
+    """Whether K is positive semidefinite: by theorem for the linear, rbf and poly kernels, else tested on K
+    (formulations.kernels.mercer_check, as the C-SVM's: an indefinite K refused unless allowed); extras say how."""
+    if kernel is not None and kernel.name != "sigmoid":
+        extras.update(psd=True, mercer_method=f"by theorem ({kernel.name})")
+        return True
+    report = kernels.mercer_check(K, kernel_label=extras["kernel"], allow_indefinite=allow_indefinite)
+    extras.update(psd=report.is_psd, min_eigenvalue=report.min_eigenvalue, max_eigenvalue=report.max_eigenvalue,
+                  mercer_tolerance=report.tolerance, mercer_method=report.method)
+    return report.is_psd
 
 
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
@@ -270,11 +381,15 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         _fill(sol, cond, values)
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
+    if not data.convex:
+        _mark_indefinite(sol)
     if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
         sol.status = OPTIMAL if sol.checks.get("verified") else OPTIMAL_INACCURATE
         if sol.status != OPTIMAL:
             note = f"not verified: {sol.checks['verdict']}"
             sol.message = f"{sol.message}; {note}" if sol.message else note
+    elif claimed in IMPOSSIBLE and member.name == EPS_SVR and math.isinf(params["C"]):
+        _judge_hard_tube(sol, claimed, data, params)
     elif claimed in IMPOSSIBLE:
         sol.status = ERROR
         note = (f"backend failure: it reported {claimed}, but {member.name} with checked parameters is feasible and "
@@ -283,6 +398,35 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         sol.message = f"{note}; {sol.message}" if sol.message else note
     withhold_unverified(sol)
     return sol
+
+
+def _judge_hard_tube(sol: Solution, claimed: str, data: FamilyData, params: dict) -> None:
+    """The hard tube (epsilon-SVR, C = inf) has a point only where some f passes within epsilon of every target: a
+    claim that it has none (primal infeasible, dual unbounded) is kept where an independent LP finds the narrowest
+    such tube wider than epsilon (solvers.family_proof.hard_tube_width), and is a backend failure where it does not."""
+    eps = float(params["epsilon"])
+    width = hard_tube_width(data, data.y)
+    sol.extras["hard_tube_epsilon"] = width
+    spread = float(np.max(np.abs(data.y - data.y.mean())))
+    if width > eps + 1e-7 * max(spread, eps, _TINY):
+        sol.status = claimed
+        note = (f"no f of this kernel passes within epsilon = {eps:g} of every target (the hard tube, C = inf): the "
+                f"narrowest such tube has epsilon = {width:.6g} (an LP); give a larger epsilon or a finite C")
+    else:
+        sol.status = ERROR
+        note = (f"backend failure: it reported {claimed}, but the hard tube (C = inf) has a point: an LP finds f "
+                f"within {width:.6g} <= epsilon = {eps:g} of every target")
+        sol.extras["false_status"] = note
+    sol.message = f"{note}; {sol.message}" if sol.message else note
+
+
+def _mark_indefinite(sol: Solution) -> None:
+    """An indefinite kernel allowed by the caller says so, as the C-SVM's rows do (solvers.closing.mark_indefinite)."""
+    sol.extras["indefinite_kernel"] = True
+    note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
+            f"{sol.extras.get('min_eigenvalue', math.nan):.6g}, so the dual QP is not convex and this point is not "
+            "certified as a global optimum")
+    sol.message = f"{note}; {sol.message}" if sol.message else note
 
 
 def _missing(values: dict | None, kind: str, member) -> str:
@@ -324,15 +468,17 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     own_reference = getattr(module, "reference", None)  # a member whose dual is not a box QP proves its own
     if own_reference is not None:
         return own_reference(cond, data, params, kind)
-    a = np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
+    start = getattr(module, "proof_start", None)  # a member may move the point to an equivalent one first
+    a = start(values) if start else np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
     centered = family_units.proof_data(data) if free_b else data  # the same optimum, a well-conditioned K
     proved = module.box_qp(centered, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
+    if not data.convex:  # a non-convex dual: no strong convexity, no gap bound, a KKT point at best
+        return _kkt_reference(module, cond, x, proved, values, data, params, kind)
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
         return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, centered)}
-    n = len(values["alpha"])
-    point = {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+    point = _split(x, len(values["alpha"]))
     best = module.conditions(point, data, params, KERNEL_DUAL)
     note = getattr(module, "DEGENERATE", None)
     floor = degenerate_floor(best.coef, data) if note else 0.0
@@ -343,13 +489,9 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     if unmet:
         return {"reference": f"gap bound (the active set's solution fails its own conditions: {unmet})",
                 "decision values (bound)": _gap_bound(cond, centered)}
-    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
-                   else (cond.dual_objective, best.dual_objective))
-    kernel_part = family_units.kernel_part_error((cond.decision - cond.b) - (best.decision - best.b), free_b)
-    proved = {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
-              "dual_objective": best.dual_objective, **best.meaning, **point}
-    out = {"reference": "proved optimum", "objective error": abs(own - target) / max(best.scale, _TINY),
-           "decision value error": float(kernel_part) / max(best.size, _TINY), "proved": proved}
+    out = {"reference": "proved optimum", **_distance(cond, best, kind, free_b),
+           "multipliers outside the optimal interval": _outside_intervals(cond, best, free_b),
+           "proved": _optimum(best, point)}
     if floor:
         out["degenerate"], out["floor"] = note, floor
     return out
@@ -369,6 +511,58 @@ def unconfirmed(best, tol: float) -> str:
     scaled = {"relative duality gap": best.gap, **best.residuals}
     failed = {name: value for name, value in scaled.items() if not value <= tol}
     return "; ".join(f"{name} {value:.2e} > {tol:.0e}" for name, value in failed.items())
+
+
+def _split(x: np.ndarray, n: int) -> dict:
+    """The proof's a as the member's alpha (and alpha*)."""
+    return {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
+
+
+def _distance(cond, best, kind: str, free_b: bool = False) -> dict:
+    """The row's objective and decision values' kernel part f - b against the reference point's, each relative to
+    the reference's own scale (the objectives' terms, the margin's or tube's size); with a free b, f - b up to the
+    constant b takes back (family_units.kernel_part_error)."""
+    own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
+                   else (cond.dual_objective, best.dual_objective))
+    kernel_part = family_units.kernel_part_error((cond.decision - cond.b) - (best.decision - best.b), free_b)
+    return {"objective error": abs(own - target) / max(best.scale, _TINY),
+            "decision value error": float(kernel_part) / max(best.size, _TINY)}
+
+
+def _optimum(best, point: dict) -> dict:
+    """The reference point as a row reports it (extras["proved"], extras["kkt_point"])."""
+    return {"decision": best.decision, "coef": best.coef, "b": best.b, "primal_objective": best.primal_objective,
+            "dual_objective": best.dual_objective, **best.meaning, **point}
+
+
+def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+    """A non-convex dual's point against the KKT point prove() finds from its active set (the same first-order
+    conditions, which here certify a stationary point, not the optimum; whether its reduced Hessian is positive
+    semidefinite on its face, a local minimum's necessary condition, is said beside it). Never verified: the
+    `nonconvex` note fails the verdict whatever the numbers."""
+    note = ("the dual is non-convex (K is indefinite): a point meeting the KKT conditions is not certified as the "
+            "global optimum")
+    if x is None:
+        return {"reference": "none (non-convex dual: no gap bound, and no KKT point from the point's active set)",
+                "nonconvex": note}
+    point = _split(x, len(values["alpha"]))
+    best = module.conditions(point, data, params, KERNEL_DUAL)
+    kkt = {**_optimum(best, point), "second_order": second_order(qp, x)}
+    return {"reference": "KKT point (non-convex dual)", **_distance(cond, best, kind), "kkt_point": kkt,
+            "nonconvex": note}
+
+
+def _outside_intervals(cond, best, free_b: bool = False) -> float:
+    """How far the row's equality multipliers (b, rho, eps as the member groups them) are outside the intervals the
+    proved optimum allows them (a free multiplier pins one value; without one every value of the interval is
+    optimal, and different backends report different points of it), in the margin's or tube's units. With a free
+    b, b moved by the constant its kernel part f - b is off by (family_units.b_compensated)."""
+    intervals = best.meaning.get("multiplier_intervals", {})
+    own = cond.meaning.get("multipliers", {})
+    if free_b:
+        own = family_units.b_compensated(own, (cond.decision - cond.b) - (best.decision - best.b))
+    gaps = [max(lo - own[name], own[name] - hi, 0.0) for name, (lo, hi) in intervals.items() if name in own]
+    return max(gaps, default=0.0) / max(best.size, _TINY)
 
 
 #: ||w*||^2 at most this fraction of (sum_i |coef_i|)^2 max_i K_ii, the size of its terms, is w* = 0 to rounding
@@ -393,6 +587,12 @@ def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
     if proved is not None:  # the optimum itself, for comparisons at its accuracy (extras["proved"])
         sol.proved_alpha, sol.proved_b = proved["alpha"], proved["b"]
         sol.extras["proved"] = proved
+        for name in ("b", "rho", "epsilon"):  # the optimal intervals, as the C-SVM's b_lower, b_upper
+            if f"{name}_interval" in proved:
+                sol.extras[f"{name}_lower"], sol.extras[f"{name}_upper"] = proved[f"{name}_interval"]
+    if "kkt_point" in reference:  # a non-convex dual's stationary point: not a proved optimum
+        sol.extras["kkt_point"] = reference.pop("kkt_point")
+    nonconvex = reference.pop("nonconvex", "")
     how = reference.pop("reference")
     degenerate = reference.pop("degenerate", "")
     floor = reference.pop("floor", 0.0)
@@ -407,9 +607,13 @@ def _judge(sol: Solution, cond, kind: str, tol: float, reference: dict) -> None:
         "objective_scale": cond.scale,
         **{f"kkt_{name.replace(' ', '_')}": value for name, value in cond.residuals.items()},
         "reference": how, **{name.replace(" ", "_"): value for name, value in reference.items()},
-        "objective_claim": claim, "verified": not failed, "degenerate": bool(degenerate), "degenerate_floor": floor,
+        "objective_claim": claim, "verified": not (failed or nonconvex), "degenerate": bool(degenerate),
+        "degenerate_floor": floor,
         "verdict": "verified" if not failed else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()),
     }
+    if nonconvex:
+        sol.checks["kkt_conditions"] = "hold" if not failed else "fail"
+        sol.checks["verdict"] = nonconvex if not failed else f"{nonconvex}; {sol.checks['verdict']}"
     if degenerate:  # what the numbers above are measured against, and what the optimum means
         sol.extras["degenerate"] = f"{degenerate} (the checks measure f against the size of its terms, {floor:.3g})"
     if degenerate and failed:

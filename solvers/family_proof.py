@@ -10,11 +10,12 @@ BVLS_MAX_ENTRIES) picks one inside the box.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import linprog
 
-from formulations.family.common import AT_BOUND, BoxQP, top
+from formulations.family.common import AT_BOUND, BoxQP, top, zero_level
 from solvers.reference import BVLS_MAX_ENTRIES, NotTried, bounded_fit
 
 _TINY = np.finfo(float).tiny
@@ -44,22 +45,36 @@ def prove(qp: BoxQP, a: np.ndarray) -> np.ndarray | None:
     point's alpha can leave most coordinates strictly inside the box; the last guesses read the active set from
     its reduced gradient instead (`_gradient_guess`)."""
     a = np.asarray(a, dtype=float)
-    reach = qp.U if math.isfinite(qp.U) else max(top(a), _TINY)  # what near 0 is measured against (U = inf: max a)
-    state = np.where(a <= AT_BOUND * reach, -1, np.where(a >= (1.0 - AT_BOUND) * qp.U, 1, 0))
-    x = _rounds(qp, state, reach, careful=False)
+    qp = replace(qp, U=np.broadcast_to(np.asarray(qp.U, dtype=float), a.shape))  # one bound per coordinate
+    # near 0: against the box's size, or the largest a where smaller (zero_level); near U_i: its own bound
+    state = np.where(a <= zero_level(a, qp.U), -1, np.where(a >= (1.0 - AT_BOUND) * qp.U, 1, 0))
+    x = _rounds(qp, state, careful=False)
     if qp.Q.size > BVLS_MAX_ENTRIES:  # the careful rounds' one move per solve is for small duals only
         return x
     if x is None:
-        x = _rounds(qp, state, reach, careful=True)
+        x = _rounds(qp, state, careful=True)
+    for band in ROUNDING_BANDS:  # an interior point a little inside its bounds: rounded to them
+        if x is not None:
+            break
+        x = _rounds(qp, _rounded_guess(qp, a, band), careful=True)
     for band in GRADIENT_BANDS:
         if x is not None:
             break
-        x = _rounds(qp, _gradient_guess(qp, a, state, band), reach, careful=True)
+        x = _rounds(qp, _gradient_guess(qp, a, state, band), careful=True)
     return x
 
 
 #: the reduced gradient's bands (relative to the size of its terms) within which a point is guessed free
 GRADIENT_BANDS = (1e-6, 1e-4, 1e-2)
+#: the bands (relative to each bound) within which a coordinate is guessed at that bound
+ROUNDING_BANDS = (1e-4, 1e-2)
+
+
+def _rounded_guess(qp: BoxQP, a: np.ndarray, band: float) -> np.ndarray:
+    """The active set with every coordinate within `band` of a bound put on it (of 0: band times zero_level's
+    reach), free between."""
+    low = band / AT_BOUND * zero_level(a, qp.U)
+    return np.where(a <= low, -1, np.where(a >= (1.0 - band) * qp.U, 1, 0))
 
 
 def _gradient_guess(qp: BoxQP, a: np.ndarray, state: np.ndarray, band: float) -> np.ndarray:
@@ -70,12 +85,19 @@ def _gradient_guess(qp: BoxQP, a: np.ndarray, state: np.ndarray, band: float) ->
     G = r + qp.A.T @ mu
     size = band * max(float(np.max(np.abs(qp.Q) @ np.abs(a) + np.abs(qp.p) + np.abs(qp.A.T) @ np.abs(mu))), _TINY)
     guess = np.where(G > size, -1, np.where(G < -size, 1, 0))
-    if not math.isfinite(qp.U):
-        guess[guess == 1] = 0  # no upper bound to sit on
+    guess[(guess == 1) & ~np.isfinite(qp.U)] = 0  # no upper bound to sit on
     return guess
 
 
-def _rounds(qp: BoxQP, state: np.ndarray, reach: float, careful: bool) -> np.ndarray | None:
+def _outside(x: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(below 0, above U_i) beyond rounding: below against the size of x's entries (capped by the box's size: a
+    large C leaves the multipliers far below U, where 1e-9 U is no rounding), above against each one's bound."""
+    finite = U[np.isfinite(U)]
+    level = max(top(x), _TINY) if finite.size == 0 else min(float(np.max(finite)), max(top(x), _TINY))
+    return x < -PROOF_RTOL * level, x > U * (1.0 + PROOF_RTOL)
+
+
+def _rounds(qp: BoxQP, state: np.ndarray, careful: bool) -> np.ndarray | None:
     """prove's rounds from the active set `state` (-1 at 0, 1 at U, 0 free; careful: one coordinate at a time
     joins its bound)."""
     U = qp.U
@@ -97,7 +119,8 @@ def _rounds(qp: BoxQP, state: np.ndarray, reach: float, careful: bool) -> np.nda
         slack = PROOF_RTOL * max(float(size.max()), _TINY)
         G = r + qp.A.T @ mu
         free = state == 0
-        low, high = free & (x < -PROOF_RTOL * reach), free & (x > U + PROOF_RTOL * reach)
+        below, above = _outside(x, U)
+        low, high = free & below, free & above
         wrong = ((state == -1) & (G < -slack)) | ((state == 1) & (G > slack)) | (free & (np.abs(G) > slack))
         if not (low.any() or high.any() or wrong.any()):
             return np.clip(x, 0.0, U)
@@ -129,7 +152,8 @@ def _multipliers(A: np.ndarray, r: np.ndarray, state: np.ndarray) -> np.ndarray:
 
 
 def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
-    """(a, whether the bounded fit gave it): a with the bound coordinates at their bounds and the free ones from
+    """(a, whether the bounded fit gave it): a with the bound coordinates at their bounds (qp.U: one per
+    coordinate, prove's) and the free ones from
     the KKT system: least squares (Q_FF is singular for a linear kernel with fewer features than free points),
     and where its minimum-norm solution leaves [0, U], the bounded fit inside the box when it solves the system
     exactly (else the rounds move the coordinates that crossed a bound)."""
@@ -145,11 +169,10 @@ def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
         return None, False
     bounded = False
     solved = np.linalg.lstsq(M, rhs, rcond=None)[0]
-    reach = qp.U if math.isfinite(qp.U) else max(top(solved[:len(F)]), _TINY)
-    if F.size and (solved[:len(F)].min() < -PROOF_RTOL * reach or solved[:len(F)].max() > qp.U + PROOF_RTOL * reach):
+    UF = qp.U[F]
+    if F.size and any(part.any() for part in _outside(solved[:len(F)], UF)):
         try:
-            fit = bounded_fit(M, rhs, np.r_[np.zeros(len(F)), np.full(k, -np.inf)],
-                              np.r_[np.full(len(F), qp.U), np.full(k, np.inf)])
+            fit = bounded_fit(M, rhs, np.r_[np.zeros(len(F)), np.full(k, -np.inf)], np.r_[UF, np.full(k, np.inf)])
         except NotTried:
             fit = None
         # only an exact fit solves the system: an inexact one leaves the rounds to move what crossed a bound
@@ -157,3 +180,38 @@ def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
             solved, bounded = fit, True
     x[F] = solved[:len(F)]
     return x, bounded
+
+
+def hard_tube_width(data, y: np.ndarray) -> float:
+    """The narrowest hard tube the data allow: min over f of max_i |y_i - f(x_i)|, f = w'x + b (data.X, no K) or
+    sum_j c_j K_ij + b, a small LP (HiGHS) independent of the solve it judges. epsilon-SVR with C = inf has a
+    point exactly when its epsilon is at least this."""
+    M = np.asarray(data.K if data.K is not None else data.X, dtype=float)
+    n, m = M.shape
+    unit = max(float(np.max(np.abs(y - np.mean(y)))), _TINY)  # in the targets' units: HiGHS's tolerances are absolute
+    ones = np.ones((n, 1))
+    # variables (c, b, t): y_i - f_i <= t and f_i - y_i <= t
+    A = np.vstack([np.hstack([-M, -ones, -ones]), np.hstack([M, ones, -ones])])
+    rhs = np.concatenate([-y, y]) / unit
+    result = linprog(np.r_[np.zeros(m + 1), 1.0], A_ub=A, b_ub=rhs, bounds=[(None, None)] * (m + 1) + [(0, None)],
+                     method="highs")
+    return unit * float(result.x[-1]) if result.status == 0 else math.nan
+
+
+def second_order(qp: BoxQP, x: np.ndarray) -> str:
+    """Whether the KKT point x of a (non-convex) box QP has a reduced Hessian Z'Q_FF Z positive semidefinite on its
+    face (F: the coordinates strictly inside the box; Z: the null space of the equalities' rows there), to the
+    rounding of Q: a local minimum's necessary condition. "holds" or "fails (a saddle point)"."""
+    U = np.broadcast_to(np.asarray(qp.U, dtype=float), x.shape)
+    F = np.flatnonzero((x > zero_level(x, U)) & (x < (1.0 - AT_BOUND) * U))
+    if F.size == 0:
+        return "holds (a vertex of the box: no free coordinate)"
+    A = qp.A[:, F]
+    _, singular, vt = np.linalg.svd(A, full_matrices=True) if A.size else (None, np.zeros(0), np.eye(F.size))
+    rank = int(np.sum(singular > 1e-12 * max(float(singular.max()) if singular.size else 0.0, _TINY)))
+    Z = vt[rank:].T
+    if Z.shape[1] == 0:
+        return "holds (the equalities fix the free coordinates)"
+    lowest = float(np.linalg.eigvalsh(Z.T @ qp.Q[np.ix_(F, F)] @ Z).min())
+    size = max(float(np.max(np.abs(qp.Q[np.ix_(F, F)]))), _TINY)
+    return "holds" if lowest >= -1e-9 * size * F.size else f"fails (a saddle point: curvature {lowest:.3g} on its face)"

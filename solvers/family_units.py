@@ -189,3 +189,19 @@ def proof_data(data):
     if X is data.X and y is data.y:
         return data
     return replace(data, X=X, y=y, K=data.K if X is data.X else None)  # a linear K: X X', formed from X again
+
+
+def b_compensated(multipliers: dict, difference: np.ndarray) -> dict:
+    """The recovered multipliers ("b", "rho - b", "b + eps", ...) with b moved by the constant the kernel parts
+    differ by (the middle of `difference`'s range, kernel_part_error's): that constant and b's error are one."""
+    d = np.asarray(difference, dtype=float)
+    shift = 0.5 * float(d.max() + d.min()) if d.size else 0.0
+    return {name: value + _b_sign(name) * shift for name, value in multipliers.items()}
+
+
+def _b_sign(name: str) -> float:
+    """b's coefficient in a multiplier named as the members name them ("rho - b": -1, "b + eps": +1, "b": +1)."""
+    terms = name.replace(" ", "")
+    if terms.startswith("b") or "+b" in terms:
+        return 1.0
+    return -1.0 if "-b" in terms else 0.0

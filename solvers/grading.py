@@ -23,7 +23,7 @@ import numpy as np
 
 import formulations
 from formulations import kernels, penalty, recovery, validation
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, plain
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS, SOFT_PRIMAL
 from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution
 from solvers.api import solve
@@ -103,7 +103,7 @@ def check_point(formulation: str, X, y, *, C=None, kernel=None, w=None, b=None, 
     n, d = X.shape
     given = _given_fields(formulation, n, d, w=w, b=b, xi=xi, alpha=alpha)
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and 0 < tol < 1):
-        raise SVMInputError(f"tol must be a number in (0, 1), got {tol!r}")
+        raise SVMInputError(f"tol must be a number in (0, 1), got {plain(tol)!r}")
     values, derived = _claimed_values(formulation, X, y, C, given, tol)
     sol = Solution(formulation=formulation, layer="claimed", backend="answer", status=OPTIMAL,
                       solver_status=OPTIMAL, raw_status="handed in")

@@ -11,8 +11,11 @@ One kill policy: the caller kills the child at kill_after(limit), the limit plus
 of it (the child's own stop, its closing checks and the answer's pickling come after the limit). The caller gets
 the answer, the work's exception raised here, or an `Ended`: killed (`stage`: the step it was in, said with
 stage()), dead by itself (HiGHS can abort its process: `how`), or ended with the server that died during the call
-(`server_pid`). The child dies with the server (PR_SET_PDEATHSIG), the caller sees a server's death at once (a
-pidfd), the next call starts a new server, and a server ends when its caller does (its control socket closes).
+(`server_pid`), or, for a solve entry point, the limit that came while the server was still starting (`starting`:
+its imports, or numba's compile of the SMO on a first use; the start is part of the user's time limit, and the
+server goes on starting for the next call). The child dies with the server (PR_SET_PDEATHSIG), the caller sees
+a server's death at once (a pidfd), the next call starts a new server, and a server ends when its caller does (its
+control socket closes).
 The backends registered in the caller (solvers.registry.register) are registered in the child before the work;
 the child's warnings are warned in the caller, through the caller's filters (unless the caller logs them).
 
@@ -46,6 +49,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 from solvers import registry
@@ -83,16 +87,25 @@ EXIT_WAIT_S = 5.0
 
 _HEADER = struct.Struct("<Q")
 
+#: The steps of a server's start, as the server says them on its control socket before b"r" (ready).
+_STARTING = {
+    b"i": "importing the layers and the solvers",
+    b"c": "loading the compiled SMO functions, which numba compiles on their first use when its cache is empty: "
+          "once per installation, tens of seconds",
+}
+
 
 @dataclass(frozen=True)
 class Ended:
-    """A call that gave no answer: killed at the limit plus the grace, dead by itself (`how`), or ended with the
-    server, which died during it (`server_pid`: the server's; `how`: how the server died)."""
+    """A call that gave no answer: killed at the limit plus the grace, dead by itself (`how`), ended with the
+    server, which died during it (`server_pid`: the server's; `how`: how the server died), or not sent: the limit
+    came while the server was still starting (`starting`, with killed True: the limit ended it)."""
 
     killed: bool
     stage: str  # the child's last stage() ("" if it set none)
     how: str = ""  # how it died: a signal's name or "exit N"
     server_pid: int = 0  # the server that died during the call (0: the server lived)
+    starting: str = ""  # the limit came with the server still starting: what it was doing (no child ran)
 
 
 #: Where a solve with a limit ran in this process although a server could take it (extras["isolation"]).
@@ -116,46 +129,66 @@ def kill_after(deadline: Deadline) -> float | None:
 
 def run(deadline: Deadline, work: Callable[[], Any]) -> Any:
     """work() in a server's child, killed at kill_after(deadline): its result, or its exception raised here, or an
-    `Ended` when it gave no answer. In this process where the docstring says. The server's start on a first call
-    is left out of `deadline` (Deadline.leave_out), which `work` must hold."""
+    `Ended` when it gave no answer. In this process where the docstring says. A server's start is part of the
+    call's time: a limit that comes while the server still starts is an `Ended` saying so (`starting`)."""
     return run_where(deadline, work)[0]
 
 
 def run_solve(deadline: Deadline, work: Callable[[], Any], unanswered: Callable[[Ended], Any]) -> Any:
     """A solve entry point's run: run(deadline, work), whose `Ended` becomes unanswered(ended)'s row; the row says
-    where the solve ran if not in a server (extras["isolation"]) and the server's start left out of its clock."""
+    where the solve ran if not in a server (extras["isolation"]) and how long it waited for the server's start."""
     sol, why = run_where(deadline, work)
     if isinstance(sol, Ended):
         sol = unanswered(sol)
     if why:
         sol.extras["isolation"] = why
-    if deadline.left_out:
-        sol.extras["solve_server_start_s"] = deadline.left_out
+    if deadline.server_start_s:
+        sol.extras["solve_server_start_s"] = deadline.server_start_s
     return sol
 
 
 def run_where(deadline: Deadline, work: Callable[[], Any]) -> tuple[Any, str]:
     """run(deadline, work), and why it ran in this process where a server could have taken it (IN_CALLER's
-    words; "" when it ran in a server, or here because there is no limit or a parent kills this process)."""
+    words; "" when it ran in a server, or here because there is no limit or a parent kills this process).
+    The wait for the server's start counts against the limit (deadline.server_start_s says how much of it)."""
     if deadline.limit is None or not ISOLATE:
         return work(), ""
-    why = ""
-    for _ in range(2):  # a server found dead before it took the work: once more with a new one
-        server, start_s = Server.running()
-        if server is None:
-            why = f"the solve server did not start in {SERVER_START_LIMIT_S:g} s"
-            break
-        if start_s:
-            deadline.leave_out(start_s)  # before the work is pickled: the child's copy leaves it out too
-        frames, why = request(work)
-        if frames is None:
-            break
-        ends = time.monotonic() + kill_after(deadline)
-        answer = server.call(frames, lambda ends=ends: ends)
+    frames, why = request(work)
+    if frames is not None:
+        until = time.monotonic() + deadline.remaining()
+        answer, why, waited = call(frames, partial(_kill_at_limit, deadline), preload=PRELOAD, until=until)
+        deadline.server_start_s += waited
         if answer is not NOT_TAKEN:
             return answer, ""
-        why = "the solve server died before it took the solve, twice"
     return work(), IN_CALLER.format(why=why)
+
+
+def call(frames: tuple[bytes, ...], kill_rule: Callable[[], Callable[[], float | None]], *,
+         preload: tuple[str, ...] = PRELOAD, variables: dict[str, str] | None = None,
+         until: float | None = None) -> tuple[Any, str, float]:
+    """`frames` (request()) sent to a child of the server of (preload, variables), started if need be; once more
+    with a new server when the first was dead before it took them. kill_rule() is called once a server is ready
+    and returns the call's kill_at (Server.call). Returns (answer, why, waited): Server.call's answer, or
+    NOT_TAKEN and why no server took the work, or an `Ended` (`starting`) when `until` (a time.monotonic())
+    came while the server was still starting; `waited`: the seconds spent waiting for a server's start."""
+    waited = 0.0
+    for _ in range(2):
+        server, start_s = Server.running(preload, variables, until=until)
+        waited += start_s
+        if server is None:
+            return NOT_TAKEN, f"the solve server did not start in {SERVER_START_LIMIT_S:g} s", waited
+        if not server.ready:
+            return Ended(killed=True, stage="", starting=server.doing()), "", waited
+        answer = server.call(frames, kill_rule())
+        if answer is not NOT_TAKEN:
+            return answer, "", waited
+    return NOT_TAKEN, "the solve server died before it took the solve, twice", waited
+
+
+def _kill_at_limit(deadline: Deadline) -> Callable[[], float | None]:
+    """The kill time of a solve whose server is ready now: kill_after(deadline) from now."""
+    ends = time.monotonic() + kill_after(deadline)
+    return lambda: ends
 
 
 def request(work: Callable[[], Any], forward_warnings: bool = True) -> tuple[tuple[bytes, ...] | None, str]:
@@ -204,6 +237,7 @@ class Server:
         self.owner = os.getpid()  # a process forked from this one starts its own: the socket is this one's
         self.watch = _pidfd(self.process.pid)  # readable once the server has exited (None: poll it instead)
         self.ready = self.closed = False
+        self.began, self.step = time.monotonic(), b"i"  # its start, and its step in it (_STARTING)
         self._send_lock = threading.Lock()
 
     @classmethod
@@ -216,10 +250,11 @@ class Server:
                 atexit.register(cls._running[key].close)  # else Python warns at exit that it still runs
 
     @classmethod
-    def running(cls, preload: tuple[str, ...] = PRELOAD,
-                variables: dict[str, str] | None = None) -> tuple[Server | None, float]:
+    def running(cls, preload: tuple[str, ...] = PRELOAD, variables: dict[str, str] | None = None,
+                until: float | None = None) -> tuple[Server | None, float]:
         """The server of (preload, variables), started if need be, and the seconds this call waited for its start
-        (0 if it was ready); None if it did not start."""
+        (0 if it was ready); None if it did not start in SERVER_START_LIMIT_S. `until`: a time.monotonic() at
+        which the wait ends with the server still starting (not ready; it goes on starting for the next call)."""
         key = (tuple(preload), tuple(sorted((variables or {}).items())))
         cls.start(preload, variables)
         with cls._start_lock:
@@ -227,12 +262,32 @@ class Server:
             if server is None or server.ready:
                 return server, 0.0
             began = time.perf_counter()
-            ready = select.select([server.control], [], [], SERVER_START_LIMIT_S)[0]
-            if not ready or server.control.recv(1) != b"r":
+            gives_up = server.began + SERVER_START_LIMIT_S
+            server._wait_ready(gives_up if until is None else min(until, gives_up))
+            waited = time.perf_counter() - began
+            if not server.ready and (server.closed or time.monotonic() >= gives_up):
                 server.close()
-                return None, 0.0
-            server.ready = True
-            return server, time.perf_counter() - began
+                return None, waited
+            return server, waited
+
+    def _wait_ready(self, by: float) -> None:
+        """Read the server's words on its start until it is ready, dead (closed here), or time.monotonic() is
+        `by`."""
+        while not self.ready and (left := by - time.monotonic()) > 0:
+            if not select.select([self.control], [], [], left)[0]:
+                return
+            word = self.control.recv(1)
+            if word == b"r":
+                self.ready = True
+            elif word in _STARTING:
+                self.step = word
+            else:  # the server died during its start
+                self.close()
+                return
+
+    def doing(self) -> str:
+        """What the server is doing while it starts, in words."""
+        return _STARTING[self.step]
 
     @classmethod
     def _alive(cls, server: Server | None) -> bool:
@@ -468,19 +523,36 @@ def prepare_to_fork() -> None:
     - The threadpoolctl controller that solvers.blas keeps for the working sets' one-thread sections is made
       here, so that no child scans the loaded libraries again; a child shares the server's libraries, so the
       controller made here limits the same ones.
-    - The compiled SMO's functions are loaded from numba's cache (solvers.algorithms.smo.warm), once here instead
-      of in every child that solves a kernel dual.
+    - The compiled functions are loaded (warm_compiled), once here instead of in every child that solves a
+      kernel dual.
     - The objects the imports made are moved out of the garbage collector's reach (gc.freeze, the standard
       library's advice for a server that forks): a full collection in a child would walk them all and, by its
       writes, copy the server's memory pages. Nothing imported is collected later in any case.
     """
     from solvers import blas  # here, in a server: a caller's process needs no threadpoolctl for this module
-    from solvers.algorithms import smo  # as blas: only a server loads every compiled function up front
 
     blas.controller()
-    smo.warm()
+    warm_compiled()
     gc.collect()  # the imports' garbage first: what is frozen is never freed
     gc.freeze()
+
+
+def warm_compiled() -> None:
+    """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
+    it is empty): the SMO's (solvers.algorithms.smo.warm), and the closing checks' (the kernel audit, b's
+    recovery, the proof's equilibration)."""
+    import numpy as np  # here: the caller's process imports this module without the compiled functions
+
+    from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
+    from solvers import kernel_audit, reference
+    from solvers.algorithms import smo
+
+    smo.warm()
+    kernel_audit.warm()
+    y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
+    recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)
+    recovery.recover_bias(np.array([0.5, 0.5]), y, g, 1.0)
+    reference._equilibrated_solve(np.eye(2), np.ones(2))
 
 
 def _serve(control: socket.socket, preload: list[str]) -> None:
@@ -488,6 +560,7 @@ def _serve(control: socket.socket, preload: list[str]) -> None:
     its child ended, until the caller closes the control socket (it exited)."""
     for module in preload:
         importlib.import_module(module)
+    control.sendall(b"c")
     prepare_to_fork()
     wake_read, wake_write = os.pipe()  # a SIGCHLD wakes the select below
     os.set_blocking(wake_read, False)

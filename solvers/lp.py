@@ -38,7 +38,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 import formulations
-from formulations import recovery, separability, validation
+from formulations import recovery, scaling, separability, validation
+from formulations.data_matrix import column_max_abs
 from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
@@ -289,7 +290,10 @@ def _hull_checks(X, y, lam, mu, tol: float) -> tuple[LPChecks, dict]:
         return out, {}
     XA, XB, _, _ = separability.split_classes(X, y)
     gap = XA.T @ lam - XB.T @ mu
-    residual = float(max(np.abs(gap).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
+    # each coordinate of the gap in its own size (an all-zero column has a zero gap): on data in other units an
+    # absolute 1e-4 would let hulls 1e-6 apart meet
+    size = column_max_abs(X)
+    residual = float(max((np.abs(gap) / np.where(size > 0, size, 1.0)).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
                          max(0.0, -lam.min()), max(0.0, -mu.min())))
     out.primal_infeasibility = residual
     out.verified = residual <= tol
@@ -354,6 +358,9 @@ def solve_lp(
         extras["abs_form"] = abs_form
     if formulation == L1_DUAL:
         extras["corr_form"] = corr_form
+    if scaling.far_from_origin(X):  # every LP here is translation invariant: solved centered, mapped back (_uncentered)
+        mean = X.mean(axis=0)
+        X, extras["centered"] = X - mean, mean.tolist()
     row = dict(formulation=formulation, layer=layer, backend=backend, profile=prof.name, deadline=deadline)
     work = partial(_solve_lp, X, y, C, row=row, extras=extras, opts=opts, abs_form=abs_form, corr_form=corr_form,
                    tol=prof.check_tol, nz_rel_tol=nz_rel_tol)
@@ -389,7 +396,18 @@ def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, co
         return close_lp(sol, None, C=C if l1 else None)
     isolation.stage("the closing checks")
     checks = _read_and_check(sol, model, formulation, layer, X, y, C, tol, raw.has_duals, nz_rel_tol)
+    if "centered" in extras:
+        _uncentered(sol, np.asarray(extras["centered"]))
     return close_lp(sol, checks, C=C if l1 else None)
+
+
+def _uncentered(sol: Solution, mean: np.ndarray) -> None:
+    """A point checked on X - mean in the data's units: b absorbs w'mean (w, alpha, xi and the decision values
+    stay), the hulls' common point moves by mean (lam and mu stay)."""
+    if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
+        sol.b = float(sol.b - sol.w @ mean)
+    if "point" in sol.extras:
+        sol.extras["point"] = sol.extras["point"] + mean
 
 
 def _read_and_check(sol: Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 
@@ -519,18 +520,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
     a singular M ends the proof (NotTried) instead of a least-squares solve (an SVD, far slower than the
     loop's own steps at thousands of free points)."""
-    r = np.ones(M.shape[0])
-    c = np.ones(M.shape[1])
-    A = M.copy()
-    for _ in range(5):
-        row = np.sqrt(np.max(np.abs(A), axis=1))
-        col = np.sqrt(np.max(np.abs(A), axis=0))
-        row[row == 0] = 1.0
-        col[col == 0] = 1.0
-        A /= row[:, None]
-        A /= col[None, :]
-        r /= row
-        c /= col
+    A, r, c = _ruiz(np.require(M, dtype=float, requirements=["C", "W"]), 5)  # one compiled type (warm_compiled)
     if not singular:
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
         # checks, which cost more than the solve of a small problem's free points
@@ -547,6 +537,38 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
         raise NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
     return x, True
+
+
+@njit(cache=True, nogil=True)
+def _ruiz(M, rounds):
+    """(A, r, c): A = diag(r) M diag(c) after `rounds` rounds of dividing each row and then each column by the square
+    root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps
+    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU."""
+    m, k = M.shape
+    A = M.copy()
+    r, c = np.ones(m), np.ones(k)
+    row, col = np.empty(m), np.empty(k)
+    for _ in range(rounds):
+        row[:] = 0.0
+        col[:] = 0.0
+        for i in range(m):
+            for j in range(k):
+                a = abs(A[i, j])
+                if a > row[i] or math.isnan(a):  # a nan is the row's (and the column's) maximum, as np.max takes it
+                    row[i] = row[i] if math.isnan(row[i]) else a
+                if a > col[j] or math.isnan(a):
+                    col[j] = col[j] if math.isnan(col[j]) else a
+        for i in range(m):
+            row[i] = 1.0 if row[i] == 0 else math.sqrt(row[i])
+        for j in range(k):
+            col[j] = 1.0 if col[j] == 0 else math.sqrt(col[j])
+        for i in range(m):
+            for j in range(k):
+                A[i, j] = A[i, j] / row[i] / col[j]
+            r[i] /= row[i]
+        for j in range(k):
+            c[j] /= col[j]
+    return A, r, c
 
 
 def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:

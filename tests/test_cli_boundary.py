@@ -110,6 +110,9 @@ def test_the_memory_budget_decides_and_a_fitting_dataset_is_generated(capsys, tm
     (b"", ["the file is empty"]),
     (b"x1,x2,label\n1,2,A\n3,4,B,5\n5,6,A\n", ["not a well-formed CSV", "line 3"]),
     ("x1,x2,label\n1,2,Ä\n3,4,B\n".encode("latin-1"), ["not UTF-8", "0xc4", "UTF-8"]),
+    # pandas would rename the second a to a.1 and run on it
+    (b"a,a,label\n1,2,A\n3,4,B\n5,6,A\n", ["column name 'a' appears 2 times", "columns 1, 2"]),
+    (b"x1,label,label\n1,A,A\n3,B,B\n", ["column name 'label' appears 2 times", "columns 2, 3"]),
 ])
 def test_bad_csv_files(capsys, tmp_path, content, words):
     path = tmp_path / "data.csv"

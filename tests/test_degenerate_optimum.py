@@ -51,3 +51,77 @@ def test_a_point_next_to_the_degenerate_optimum_is_refused(degenerate, shift):
     wrong = replace(sol, w=w, decision=X @ w + sol.b)
     checks = compute_checks(wrong, X, y, C, tol=1e-4)
     assert not checks.verified, checks.verdict
+
+
+# ---------------------------------------------------------------- w* = 0 and every b of [-1, 1] optimal
+
+
+@pytest.fixture(scope="module")
+def twins():
+    """Each point twice with opposite labels: w* = 0, f* = b for any b in [-1, 1], every alpha_i = C."""
+    X = np.random.default_rng(5).standard_normal((40, 6))
+    y = np.where(np.arange(40) % 3 == 0, 1.0, -1.0)
+    return np.vstack([X, X]), np.concatenate([y, -y])
+
+
+@pytest.mark.parametrize("units", [1e-3, 1.0, 1e3])
+@pytest.mark.parametrize("formulation,layer,backend", [("soft_primal", "pyomo", "clarabel"),
+                                                       ("soft_primal", "cvxpy", "clarabel"),
+                                                       ("dual", "cvxpy", "clarabel")])
+def test_w_zero_with_b_not_unique_is_proved(twins, units, formulation, layer, backend):
+    """Before, its errors were measured against max|f*| at the interval's midpoint, 0 here: a right point
+    (|f| ~ 1e-13) was refused with a decision value error of 3.6 (or a stationarity of 0.15)."""
+    X, y = twins
+    sol = solve(formulation, units * X, y, C=C, layer=layer, backend=backend)
+    assert sol.status == "optimal", sol.message
+    assert sol.objective == pytest.approx(2.0 * C * X.shape[0] / 2, rel=1e-6)  # each pair pays 2
+    # the interval of optimal b's is reported
+    assert sol.checks["b_lower"] == pytest.approx(-1.0, abs=1e-6)
+    assert sol.checks["b_upper"] == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("units", [1e-3, 1e3])
+def test_a_point_moved_from_w_zero_is_refused(twins, units):
+    """f moved by 1e-3 (of the optimal f's size, 1) through w, or b moved 1e-3 past its interval: refused."""
+    X, y = twins
+    X = units * X
+    sol = solve("soft_primal", X, y, C=C, layer="cvxpy", backend="clarabel")
+    direction = np.random.default_rng(1).standard_normal(X.shape[1])
+    w = sol.w + 1e-3 * direction / np.max(np.abs(X @ direction))
+    for wrong in (replace(sol, w=w, decision=X @ w + sol.b),
+                  replace(sol, b=1.001, decision=X @ sol.w + 1.001)):
+        checks = compute_checks(wrong, X, y, C, tol=1e-4)
+        assert not checks.verified, checks.verdict
+
+
+def test_the_estimator_keeps_the_verified_w_zero_fit(twins):
+    """SVMClassifier (linear: the soft primal through Pyomo and PIQP) on the twins: its pair is verified, so
+    no ConvergenceWarning, and the model is f = b, b inside [-1, 1]."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from experiments.estimator import SVMClassifier
+
+    X, y = twins
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = SVMClassifier(C=C, kernel="linear").fit(X, y)
+    assert est.solutions_[0].status == "optimal", est.solutions_[0].message
+    f = est.decision_function(X)
+    assert np.ptp(f) <= 1e-9 and abs(f[0]) <= 1.0  # w = 0 to 1e-9 of the optimal f's size, 1
+
+
+@pytest.mark.parametrize("factor", [0.99, 0.0])
+def test_a_tiny_C_with_balanced_classes_keeps_its_strict_scale(factor):
+    """Balanced classes at C = 1e-6: every alpha_i = C, every b of ~[-1, 1] optimal, but w* = C X'y is not 0:
+    its errors stay measured against ||w*|| and max|f*|, so w 1% off (or w = 0) is refused, not passed against
+    the interval's size."""
+    X = np.random.default_rng(2).standard_normal((40, 5)) + 0.5 * np.repeat([[1.0], [-1.0]], 20, axis=0)
+    y = np.repeat([1.0, -1.0], 20)
+    sol = solve("soft_primal", X, y, C=1e-6, layer="cvxpy", backend="clarabel")
+    assert sol.status == "optimal", sol.message
+    assert sol.checks["b_upper"] - sol.checks["b_lower"] > 1.0  # b is far from unique
+    w = factor * sol.w
+    checks = compute_checks(replace(sol, w=w, decision=X @ w + sol.b), X, y, 1e-6, tol=1e-4)
+    assert not checks.verified, checks.verdict

@@ -309,6 +309,8 @@ def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
         est = SVMClassifier(kernel="rbf", gamma=1.0, layer="pyomo").fit(ds.X, ds.y)
     np.testing.assert_array_equal(est.decision_function(ds.X), reference.decision_function(ds.X))
     assert est.fit_status_ == 0
+    # the row keeps the solver's status, and says that the model is not its point
+    assert est.solution_.status == status and "optimum proved from this point's active set" in est.solution_.message
 
 
 @pytest.mark.parametrize(

@@ -140,6 +140,23 @@ def test_predictions_do_not_depend_on_the_blas_thread_count(monkeypatch):
     np.testing.assert_array_equal(limited.predict(X), free.predict(X))
 
 
+def test_one_blas_limit_per_fit_where_the_fit_is_small_and_one_per_pair_above(monkeypatch):
+    """A fit of few samples limits BLAS once for all its pairs (a threadpoolctl context is not free); a fit above
+    ONE_BLAS_THREAD_UP_TO still puts each small pair on one thread."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    limits = []
+    real = blas.one_thread
+    monkeypatch.setattr(blas, "one_thread", lambda: limits.append(1) or real())
+    SVMClassifier().fit(X, y)  # 3 pairs
+    assert len(limits) == 1
+    limits.clear()
+    monkeypatch.setattr(estimator_module, "ONE_BLAS_THREAD_UP_TO", 120)  # the fit (150) above, each pair (100) below
+    SVMClassifier().fit(X, y)
+    assert len(limits) == 3
+
+
 # ----------------------------------------------------------------------------- the benchmark
 
 

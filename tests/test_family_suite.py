@@ -15,9 +15,18 @@ def test_the_family_suite_is_registered_in_the_runner():
     assert SUITES["family"].section is not None
 
 
-def test_the_family_section_shows_duality_and_the_nu_property(tmp_path):
-    section = svm_family(tmp_path, layer="cvxpy", backend="clarabel")
+def test_the_family_section_shows_duality_and_the_nu_property(tmp_path, capsys):
+    section = svm_family(tmp_path, layer="cvxpy", backend="clarabel", progress=True)
     assert section.passed
+    # progress as the runner's other long suites show it: in a log (no terminal here), a line per solve
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    total = 9 + len(section.table)
+    assert len(lines) == total and lines[0].startswith(f"[1/{total}] nu_svc_primal cvxpy/clarabel: optimal")
+    # and a closing line with the pass counts, as the seeds suite's
+    nu = section.table
+    assert section.summary == (f"9 of 9 primal and dual rows verified optimal (P* = D*); nu's bounds hold at "
+                               f"{len(nu)} of {len(nu)} proved optima of the nu sweep (nu_svc "
+                               f"{(nu.member == 'nu_svc').sum()} of {(nu.member == 'nu_svc').sum()}, one_class 10 of 10)")
     table = section.tables["family_duality"]
     import pandas as pd
 

@@ -6,12 +6,15 @@ KILL_GRACE_S after the limit)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from functools import partial
 
+import numpy as np
 import pytest
 
 from experiments.datasets import example_5_1
@@ -129,6 +132,40 @@ def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch)
     sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf", time_limit=2.0)
     assert sol.status == TIME_LIMIT and "in the split start, a step that does not stop by itself" in sol.message
     assert sol.extras["method"] == "working_set" and sol.backend_version
+
+
+def _server_in_step(preload: tuple[str, ...], step: bytes) -> isolation.Server:
+    """The server of `preload`, once it says it is in `step` of its start (isolation._STARTING)."""
+    import time
+
+    gives_up = time.monotonic() + isolation.SERVER_START_LIMIT_S
+    while time.monotonic() < gives_up:
+        server, _ = isolation.Server.running(preload, until=time.monotonic() + 0.1)
+        if server is not None and server.step == step:
+            return server
+    pytest.fail(f"the server never reached its step {step!r}")
+
+
+@pytest.mark.parametrize("module, words", [
+    ("tests.stalled_import", "importing the layers and the solvers"),
+    ("tests.stalled_compile", "loading the compiled SMO functions, which numba compiles on their first use"),
+])
+def test_a_limit_that_comes_while_the_server_starts_is_a_time_limit_row_naming_the_step(monkeypatch, module, words):
+    """The server's start (its imports; numba's compile on an empty cache) is part of the user's limit: a call
+    whose limit comes during it returns then, as a time_limit row naming the step, not once the server is up."""
+    preload = isolation.PRELOAD + (module,)
+    monkeypatch.setattr(isolation, "PRELOAD", preload)
+    server = _server_in_step(preload, b"c" if module.endswith("compile") else b"i")
+    try:
+        ds = example_5_1()
+        sol = api.solve("kernel_dual", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, kernel="rbf",
+                        time_limit=0.5)
+        assert sol.status == sol.solver_status == TIME_LIMIT and sol.raw_status == "server starting"
+        assert sol.message.startswith(f"stopped at the time limit (0.5 s) while the solve server was starting ({words}")
+        assert sol.w is None and sol.alpha is None and sol.extras["solve_server_start_s"] > 0
+        assert not server.ready and not server.closed  # it goes on starting for the next call
+    finally:
+        server.close()
 
 
 def _warn_then(value):
@@ -428,7 +465,6 @@ time.sleep(600)
 def test_a_killed_caller_leaves_neither_its_server_nor_its_child(tmp_path):
     """A caller killed during a call (a sweep or a script killed with SIGKILL): its server ends (its control socket
     closes) and the child with it, instead of running to the end of its work."""
-    import subprocess
     import time
 
     import psutil
@@ -444,3 +480,40 @@ def test_a_killed_caller_leaves_neither_its_server_nor_its_child(tmp_path):
     while time.monotonic() < ends and not (_ended(server) and _ended(child)):
         time.sleep(0.05)
     assert _ended(server) and _ended(child), [psutil.Process(p).status() for p in (server, child) if psutil.pid_exists(p)]
+
+
+_WARM_CHECK = r"""
+import json, sys
+import numpy as np
+import numba
+from solvers import api, isolation
+
+def compiled_types():
+    return {f"{name}.{attr}": set(map(str, value.signatures)) for name, module in list(sys.modules.items())
+            if name.split(".")[0] in ("solvers", "formulations", "experiments")
+            for attr, value in list(vars(module).items()) if isinstance(value, numba.core.registry.CPUDispatcher)}
+
+isolation.warm_compiled()
+warmed = compiled_types()
+X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [0.5, 2.0], [1.5, 1.5], [3.0, 0.5], [2.5, 2.5], [0.2, 0.3],
+              [1.2, 2.2], [2.2, 0.1]])
+y = np.array([1, -1, 1, 1, -1, -1, 1, -1, 1, -1])
+C = json.loads(sys.argv[1])
+sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=np.array(C), kernel="rbf",
+                method="working_set")
+print(json.dumps({"status": sol.status, "new": {name: sorted(types - warmed.get(name, set()))
+                                                 for name, types in compiled_types().items()
+                                                 if types - warmed.get(name, set())}}))
+"""
+
+
+@pytest.mark.parametrize("C", [1.0, [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]])
+def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses(C):
+    """A child compiles nothing the server did not load (warm_compiled): else on an empty numba cache every child
+    compiles anew within its user's limit. Checked in a fresh process (this one's tests have loaded other types),
+    over every compiled function of the project's modules, with no limit (no child)."""
+    out = subprocess.run([sys.executable, "-c", _WARM_CHECK, json.dumps(C)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["status"] == OPTIMAL
+    assert result["new"] == {}

@@ -497,3 +497,15 @@ def test_duplicates_far_from_the_origin_have_kernel_value_one():
         assert np.array_equal(K[copies], np.ones(8)) and np.array_equal(rows[np.arange(8), where[:8]], np.ones(8))
         exact = exact_rbf(X, X, 1e3)
         assert np.all(np.abs(K - exact) <= rbf_rounding(X, X, 1e3) * exact), (seed, scale, shift)
+
+
+@pytest.mark.parametrize("name, by_theorem", [("linear", True), ("rbf", True), ("poly", True), ("sigmoid", False),
+                                              ("precomputed", False)])
+def test_mercer_by_theorem_is_one_rule_for_the_api_and_the_estimator(name, by_theorem):
+    """A precomputed K has no formula and no theorem: its matrix is checked, as a sigmoid's (the API's extras and
+    the estimator's SMO pairs both read Kernel.mercer_by_theorem)."""
+    from solvers import api
+
+    kernel = Kernel(name)
+    assert kernel.mercer_by_theorem is by_theorem
+    assert api._mercer_by_theorem(kernel) == ({"psd": True, "mercer_method": f"by theorem ({name})"} if by_theorem else {})

@@ -272,3 +272,24 @@ def test_bad_input_is_refused():
     with pytest.raises(SVMInputError, match="not seen in training"):
         compare_l1_l2(X, y, 1.0, X_test=X, y_test=np.full(len(y), 7.0))
     assert not math.isnan(reference_optimum(X, y, 10.0))
+
+
+def test_the_lps_on_data_far_from_the_origin_are_solved_centered():
+    """Every LP formulation is translation invariant: breast cancer moved by 1e4 was an `error` row (Clarabel:
+    separability and the hull intersection; HiGHS: the hull intersection); solved centered, its answers are the
+    unmoved data's, with b (and the hulls' common point) in the data's units."""
+    from sklearn.datasets import load_breast_cancer
+
+    from solvers.lp import solve_lp
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for formulation, status in (("separability", "optimal"), ("hull_intersection", "infeasible"),
+                                ("l1_primal", "optimal")):
+        near = solve_lp(formulation, X, y, layer="cvxpy", backend="clarabel", C=1.0)
+        far = solve_lp(formulation, X + 1e4, y, layer="cvxpy", backend="clarabel", C=1.0)
+        assert near.status == far.status == status, (formulation, far.message)
+        assert "centered" in far.extras and "centered" not in near.extras
+        if formulation == "l1_primal":
+            assert far.objective == pytest.approx(near.objective, rel=1e-7)
+            f_near, f_far = X @ near.w + near.b, (X + 1e4) @ far.w + far.b
+            assert np.max(np.abs(f_far - f_near)) <= 1e-6 * np.max(np.abs(f_near))

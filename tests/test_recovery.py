@@ -10,8 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from experiments.datasets import overlapping
-from formulations.recovery import (B_FREE_SV, B_INTERVAL, FREE, ZERO, classify, hinge_argmin, primal_objective,
-                                   recover_bias, weights_from_alpha)
+from formulations.recovery import (
+    AT_BOUND,
+    B_FREE_SV,
+    B_INTERVAL,
+    FREE,
+    ZERO,
+    classify,
+    hinge_argmin,
+    kkt_interval,
+    primal_objective,
+    recover_bias,
+    weights_from_alpha,
+)
 from solvers.api import solve
 
 
@@ -153,3 +164,142 @@ def test_interval_rule_same_for_equal_per_sample_C_and_permutations(n, seed, wei
         assert one.b == pytest.approx(0.5 * (one.lower + one.upper), abs=1e-12)
     p = rng.permutation(n)
     assert recover_bias(alpha[p], y[p], g[p], C=np.full(n, weight)).b == pytest.approx(each.b, abs=1e-12)
+
+
+def _hinge_sum(y, g, c, b):
+    return float(np.sum(c * np.maximum(0.0, 1.0 - y * (g + b))))
+
+
+def _numpy_interval(y, g, c):
+    """hinge_argmin's interval by whole-array numpy steps (the compiled walk's definition): the kinks' slopes from
+    running sums over the sorted t, the first kink whose right slope is >= 0 and the last whose left slope <= 0."""
+    t = y - g
+    order = np.argsort(t, kind="stable")
+    ts, cs, ps = t[order], c[order], (y > 0)[order]
+    cum_p, cum_n = np.concatenate([[0.0], np.cumsum(np.where(ps, cs, 0.0))]), np.concatenate(
+        [[0.0], np.cumsum(np.where(ps, 0.0, cs))])
+    step = ts[1:] != ts[:-1]
+    first = np.flatnonzero(np.concatenate([[True], step]))
+    after = np.flatnonzero(np.concatenate([step, [True]])) + 1
+    right = cum_n[after] - (cum_p[-1] - cum_p[after])
+    left = cum_n[first] - (cum_p[-1] - cum_p[first])
+    flat = len(t) * np.finfo(float).eps * (cum_p[-1] + cum_n[-1])
+    ok_lo, ok_hi = np.flatnonzero(right >= -flat), np.flatnonzero(left <= flat)
+    lo = float(ts[first][ok_lo[0]]) if ok_lo.size and cum_p[-1] > 0 else -math.inf
+    hi = float(ts[first][ok_hi[-1]]) if ok_hi.size and cum_n[-1] > 0 else math.inf
+    return lo, hi
+
+
+def test_hinge_argmin_is_the_numpy_walk_to_the_bit_and_minimises_the_hinge():
+    """The compiled walk over the kinks gives the numpy definition's interval exactly (ties, zero weights, one class,
+    a nan), and every end it gives minimises the weighted hinge sum: no b at any kink does better than 1e-12
+    of the sum's size."""
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        n = int(rng.integers(1, 40))
+        y = np.where(rng.random(n) < rng.random(), 1.0, -1.0)
+        g = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # rounded: tied kinks
+        c = rng.choice([0.0, 0.01, 0.1, 1.0], size=n) if rng.random() < 0.5 else np.ones(n)
+        if rng.random() < 0.05:
+            g[rng.integers(n)] = np.nan
+        lo, hi = hinge_argmin(y, g, c)
+        assert (lo, hi) == pytest.approx(_numpy_interval(y, g, c), rel=0, abs=0, nan_ok=True)
+        assert hinge_argmin(y, g, None if np.all(c == 1.0) else c) == pytest.approx((lo, hi), rel=0, abs=0,
+                                                                                   nan_ok=True)
+        if np.all(np.isfinite(g)) and math.isfinite(lo) and math.isfinite(hi):
+            kinks = y - g
+            best = min(_hinge_sum(y, g, c, b) for b in kinks)
+            size = float(np.sum(c * (1.0 + np.abs(g)))) + 1e-300
+            for end in (lo, hi, 0.5 * (lo + hi)):
+                assert _hinge_sum(y, g, c, end) <= best + 1e-12 * size
+
+
+def _bias_by_arrays(alpha, y, g, C):
+    """recover_bias by whole-array steps (the compiled pass's definition): classify at the hinge's midpoint,
+    kkt_interval, the free points' weighted mean clipped to the interval, else the interval's midpoint."""
+    lo, hi = hinge_argmin(y, g, C if isinstance(C, np.ndarray) else None)
+    b0 = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else lo if math.isfinite(lo) else hi
+    codes = classify(alpha, y, g + (0.0 if math.isnan(b0) else b0), C)
+    lower, upper = kkt_interval(y, g, codes)
+    free = codes == FREE
+    if free.any():
+        room = alpha[free] if np.isscalar(C) and math.isinf(C) else np.minimum(
+            alpha[free], (C[free] if isinstance(C, np.ndarray) else C) - alpha[free])
+        room = np.maximum(room, 0.0)
+        values = y[free] - g[free]
+        b = float(np.average(values, weights=room)) if room.sum() > 0 else float(values.mean())
+        return B_FREE_SV, int(free.sum()), float(np.clip(b, min(lower, upper), max(lower, upper))), lower, upper
+    return None, 0, None, lower, upper
+
+
+def test_recover_bias_is_its_array_definition():
+    """The compiled pass gives the array steps' sets, interval and b: one C, the hard margin, a tiny C, per-sample
+    C; alphas at 0, at C, free and just off a bound; free points on their margins; a nan in g or alpha; up to 700
+    points (the free points' sums past numpy's blocks of 128). The interval and the number of free points
+    exactly, b within 4 eps of the largest |y - g| (the rounding of a weighted mean)."""
+    rng = np.random.default_rng(11)
+    with np.errstate(all="ignore"):
+        for _ in range(1500):
+            n = int(rng.integers(1, 700))
+            y = np.where(rng.random(n) < rng.random(), 1.0, -1.0)
+            C = [1.0, math.inf, 1e-3, None][int(rng.integers(4))]
+            if C is None:
+                C = rng.choice([0.5, 1.0, 2.0], size=n)
+            bound = np.broadcast_to(np.asarray(C, dtype=float), (n,)) if not np.isinf(C).all() else np.full(n, 10.0)
+            u = rng.random(n)
+            alpha = np.where(u < 0.4, 0.0, np.where(u < 0.7, bound, rng.random(n) * bound))
+            alpha += rng.normal(size=n) * 1e-10 * rng.integers(0, 2)
+            g = rng.normal(size=n)
+            if rng.random() < 0.5:  # the free points on their margins, to rounding
+                g = np.where((alpha > 0) & (alpha < bound), y - 0.3 + rng.normal(size=n) * 1e-9, g)
+            if rng.random() < 0.03:
+                g[rng.integers(n)] = np.nan
+            if rng.random() < 0.03:
+                alpha[rng.integers(n)] = np.nan
+            rule, n_free, b, lower, upper = _bias_by_arrays(alpha, y, g, C)
+            got = recover_bias(alpha, y, g, C)
+            want = (n_free, lower, upper)
+            assert (got.n_free, got.lower, got.upper) == pytest.approx(want, rel=0, abs=0, nan_ok=True)
+            if rule is not None:
+                assert got.rule == rule
+                size = float(np.nanmax(np.abs(y - g)))
+                assert got.b == pytest.approx(b, rel=0, abs=4 * np.finfo(float).eps * size, nan_ok=True)
+            else:
+                assert got.rule != B_FREE_SV
+
+
+def _classify_by_arrays(alpha, y, decision, C):
+    """classify's rule as whole-array steps (its docstring), the compiled pass's definition."""
+    codes = np.full(alpha.shape, FREE, dtype=np.int8)
+    r = y * decision - 1.0
+    top = float(np.max(alpha))
+    if not top > 0:
+        codes[:] = ZERO
+        return codes
+    zero = alpha / top <= np.maximum(r, 1e-9)
+    codes[zero] = ZERO
+    if not (np.isscalar(C) and math.isinf(C)):
+        bound = (C - alpha) / C <= np.maximum(-r, 1e-9)
+        codes[bound & (~zero | (alpha > 0.5 * C))] = AT_BOUND
+    return codes
+
+
+def test_classify_is_its_array_definition():
+    """The compiled codes are the array steps' on alphas at 0, at C, free and 1e-10 off a bound, decision values on
+    and off the margins, one C, the hard margin, a tiny C, per-sample C, and a nan in alpha or f."""
+    rng = np.random.default_rng(12)
+    with np.errstate(all="ignore"):
+        for _ in range(2000):
+            n = int(rng.integers(1, 200))
+            y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+            C = [1.0, math.inf, 1e-6, None][int(rng.integers(4))]
+            if C is None:
+                C = rng.choice([0.5, 1.0, 2.0], size=n)
+            bound = np.full(n, 10.0) if np.isscalar(C) and math.isinf(C) else np.broadcast_to(C, (n,))
+            u = rng.random(n)
+            alpha = np.where(u < 0.3, 0.0, np.where(u < 0.6, bound, rng.random(n) * bound))
+            alpha = alpha + rng.normal(size=n) * 1e-10 * rng.integers(0, 2)
+            f = y * (1.0 + rng.normal(size=n) * 10.0 ** rng.integers(-12, 0))
+            if rng.random() < 0.05:
+                (alpha if rng.random() < 0.5 else f)[rng.integers(n)] = np.nan
+            assert np.array_equal(classify(alpha, y, f, C), _classify_by_arrays(alpha, y, f, C))

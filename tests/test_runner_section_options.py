@@ -50,10 +50,14 @@ def test_family_takes_layers_backends_and_profile(monkeypatch, tmp_path):
     seen = _spy(monkeypatch, "family", coursework_cli.svm_family)
     assert main(["--suite", "family", "--out", str(tmp_path / "a"), "--layers", "pyomo", "--backends", "highs",
                  "--profile", "default"]) == 0
-    assert seen == {"layer": "pyomo", "backend": "highs", "profile": "default"}
+    assert seen == {"layer": "pyomo", "backend": "highs", "profile": "default", "progress": True}
     seen.clear()  # both layers: the suite's own default (every layer)
     assert main(["--suite", "family", "--out", str(tmp_path / "b"), "--layers", "cvxpy,pyomo"]) == 0
-    assert seen == {"layer": None}
+    assert seen == {"layer": None, "progress": True}
+    for flag in ("--no-progress", "--quiet"):  # its progress follows the runner's switches, as the sweep's
+        seen.clear()
+        assert main(["--suite", "family", "--out", str(tmp_path / flag.strip("-")), flag]) == 0
+        assert seen == {"progress": False}
 
 
 def test_seeds_crosses_layers_and_backends(monkeypatch, tmp_path):

@@ -222,3 +222,20 @@ def test_hull_outline_is_the_hull_and_collinear_points_are_their_own_outline():
     y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
     fig = plot_certificate(X, y, is_separable(X, y))
     assert fig.axes[0].get_xlabel() == "x1"
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e6])
+def test_the_hull_check_judges_a_gap_in_the_datas_own_units(scale):
+    """Two separated clusters' means are not a common point of their hulls at any scale: an absolute tolerance
+    verified them on data x 1e-6 (the gap, 6e-6, under 1e-4), and cvxpy/OSQP's point there was `optimal`."""
+    from sklearn.datasets import make_blobs
+
+    from solvers.lp import _hull_checks
+
+    X, y = make_blobs(n_samples=80, centers=[[0, 0], [6, 6]], cluster_std=1.0, random_state=4)
+    y = np.where(y == 1, 1, -1)
+    lam = np.full(np.sum(y == 1), 1.0 / np.sum(y == 1))
+    mu = np.full(np.sum(y == -1), 1.0 / np.sum(y == -1))
+    checks, _ = _hull_checks(X * scale, y, lam, mu, 1e-4)
+    assert not checks.verified
+    assert checks.primal_infeasibility == pytest.approx(_hull_checks(X, y, lam, mu, 1e-4)[0].primal_infeasibility, rel=1e-9)

@@ -11,12 +11,9 @@ Left out, each with its reason:
     the private libsvm layer), and the cases of a parametrized test whose parameter is another sklearn.svm class;
   * xfail, "probability": tests that call predict_proba (deprecated by scikit-learn 1.9; none here);
   * xfail, "regex names the class": tests whose expected message names scikit-learn's class;
-  * xfail, "weights": tests that weigh samples or classes unequally (the family's duals have one bound for every
-    point: such weights are refused at fit, with a message saying so);
-  * xfail, "exact ties", and the cases of test_sparse_oneclasssvm whose sigmoid kernel is indefinite on its data
-    (CASE_XFAIL);
-  * xfail, "C = inf" (SVR's hard tube: the family's epsilon-SVR takes a finite C) and "a callable kernel of the
-    wrong shape" (refused at fit, where the test expects predict to refuse it).
+  * xfail, "exact ties", and test_n_iter_libsvm's 4-class NuSVC, whose pair (0, 2) has the degenerate optimum
+    rho* = 0 (CASE_XFAIL);
+  * xfail, "a callable kernel of the wrong shape" (refused at fit, where the test expects predict to refuse it).
 
 Everything here carries the ``sklearn_suite`` marker (``-m "not sklearn_suite"`` leaves it out).
 """
@@ -36,24 +33,19 @@ REPLACED = {"NuSVC": "NuSVMClassifier", "SVR": "SVMRegressor", "NuSVR": "NuSVMRe
 OTHER_CLASSES = ("SVC", "LinearSVC", "LinearSVR")
 PROBABILITY = "probability: scikit-learn 1.9 deprecates probability=True; use CalibratedClassifierCV"
 REGEX_NAMES_CLASS = "regex names the class: the expected message names scikit-learn's class"
-WEIGHTS = ("weights: unequal sample_weight or class_weight; the family's duals have one bound for every point, "
-           "and fit refuses such weights")
 #: tests whose expected message is a regex naming scikit-learn's class
 REGEX_TESTS = {"test_svm": ("test_unfitted",)}
-#: tests that weigh samples or classes unequally
-WEIGHT_TESTS = {"test_svm": ("test_svm_classifier_sided_sample_weight", "test_svm_regressor_sided_sample_weight")}
-#: SVR(C=inf): the family's epsilon-SVR takes a finite C (the bound of its dual's box)
-INFINITE_C = "C = inf: the family's epsilon-SVR takes a finite C (its dual's box), and fit refuses inf"
 BAD_KERNEL_AT_FIT = ("a callable kernel of the wrong shape: the test has fit accept it and predict refuse it; "
                      "fit refuses it (one clear error where the bad input enters)")
 EXACT_TIE = ("exact ties: the test needs an intercept of exactly 0 where the classes balance (LIBSVM's); the proved "
              "optimum's is 5e-16, the rounding of b = (t_- - t_+) / 2")
-OTHER_XFAIL = {"test_svm": {"test_svm_with_infinite_C": INFINITE_C, "test_svr_errors": BAD_KERNEL_AT_FIT,
+OTHER_XFAIL = {"test_svm": {"test_svr_errors": BAD_KERNEL_AT_FIT,
                             "test_svc_ovr_tie_breaking": EXACT_TIE}}
-INDEFINITE = ("sigmoid kernel, indefinite on these data: the family's duals are solved as convex QPs (PIQP stops at its "
-              "iteration cap; fit raises SVMFitError); SVMClassifier's non-convex fallback is not in solvers.family")
+DEGENERATE_PAIR = ("a degenerate pair: at nu = 0.5 the reduced convex hulls of classes 0 and 2 meet, so the proved "
+                   "optimum has rho* = 0 (to 1e-16) and LIBSVM's f / rho is undefined; fit raises SVMFitError saying so "
+                   "(it passed only where rho*'s rounding came out positive)")
 #: the parametrized cases that fail for a named reason: (test, substring of the case's id) -> reason
-CASE_XFAIL = {("test_sparse__sparse_oneclasssvm", "sigmoid-X_train2"): INDEFINITE}
+CASE_XFAIL = {("test_svm__n_iter_libsvm", "4-NuSVMClassifier"): DEGENERATE_PAIR}
 
 pytestmark = pytest.mark.sklearn_suite
 
@@ -66,8 +58,6 @@ def _marks(stem: str, name: str, names: set[str]) -> list:
         return [pytest.mark.xfail(reason=PROBABILITY)]
     if name in REGEX_TESTS.get(stem, ()):
         return [pytest.mark.xfail(reason=REGEX_NAMES_CLASS)]
-    if name in WEIGHT_TESTS.get(stem, ()):
-        return [pytest.mark.xfail(reason=WEIGHTS)]
     if name in OTHER_XFAIL.get(stem, {}):
         return [pytest.mark.xfail(reason=OTHER_XFAIL[stem][name])]
     return []

@@ -5,6 +5,10 @@ Small data (a few hundred points): seconds, no timings."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -114,3 +118,25 @@ def test_the_time_limit_stops_the_smo_steps_and_the_block(data, monkeypatch):
     res = ws.decompose(K, y, 100.0, backend="piqp", q=60, time_limit=Deadline(5.0, clock=lambda: clock[0]))
     assert res.timed_out and not res.converged
     assert res.stopped_in == "before the block of round 1 (" + res.stopped_in.split("(")[1]
+
+
+def test_a_solve_after_warm_loads_no_other_compiled_smo():
+    """smo.warm() (a server's preload) compiles the SMO for the argument types every kernel dual solve passes: the
+    bounds as an array (smo_dual) and as one number (warm) are the same type inside, so no solve loads numba's
+    cache again (tens of milliseconds a function). In a fresh process: a process keeps what it loaded."""
+    script = """
+import numpy as np
+from experiments.datasets import hard
+from solvers.algorithms import smo, working_set
+from solvers.algorithms.kernel_rows import row_source
+from formulations.kernels import Kernel
+ds = hard(300, d=10, seed=5, clusters=2, flip=0.1)
+smo.warm()
+compiled = [len(getattr(smo, name).signatures) for name in ("_load", "_run", "_sync")]
+sol = working_set.solve(row_source(Kernel("rbf", gamma=0.1), ds.X), ds.y.astype(float), 1.0, backend="piqp",
+                        validate=False)
+print(sol.status, compiled == [len(getattr(smo, name).signatures) for name in ("_load", "_run", "_sync")])
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == [OPTIMAL, "True"]

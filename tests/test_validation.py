@@ -90,6 +90,7 @@ BAD_INPUTS = [
     Bad("one class", {"y": np.ones(6)}, words=("class", "found 1")),
     Bad("three classes", {"y": np.array([0, 1, 2, 0, 1, 2])}, words=("class", "found 3")),
     Bad("y 2-D", {"y": np.ones((6, 2))}, words=("one-dimensional",)),
+    Bad("y a row", {"y": Y_OK[None, :]}, words=("one-dimensional", "(1, 6)")),  # as SVC: only a column is taken
     Bad("y empty", {"X": X_OK, "y": np.array([])}, words=("6 rows", "0 labels")),
     # C
     Bad("C zero", {"C": 0.0}, words=("C must be > 0",)),
@@ -312,3 +313,32 @@ def test_masked_X_and_y_are_refused_by_the_estimator():
     fitted = SVMClassifier(kernel="rbf").fit(X.filled(0.0), y)
     with pytest.raises(SVMInputError, match="X is a masked array with 3 masked entries"):
         fitted.predict(X)
+
+
+def test_a_column_y_and_numbers_as_text_are_taken_as_scikit_learn_takes_them():
+    """As SVC and experiments.estimator: a column y (n, 1) is y.ravel() with a DataConversionWarning (before, no
+    word), and X's numbers written as text are those numbers; the solve is the same as on the plain input."""
+    from sklearn.exceptions import DataConversionWarning
+
+    plain = api.solve("soft_primal", X_OK, Y_OK, C=1.0, layer="cvxpy", backend="clarabel")
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        column = api.solve("soft_primal", X_OK, Y_OK[:, None], C=1.0, layer="cvxpy", backend="clarabel")
+    text = api.solve("soft_primal", X_OK.astype(str), Y_OK, C=1.0, layer="cvxpy", backend="clarabel")
+    for sol in (column, text):
+        assert sol.status == "optimal"
+        np.testing.assert_allclose(sol.w, plain.w, rtol=0, atol=1e-12 * np.linalg.norm(plain.w))
+
+
+@pytest.mark.parametrize("call, shown", [
+    (lambda: validation.check_C(np.float64(-1.0)), "got -1.0"),
+    (lambda: validation.check_labels(np.array([np.float32(2.0)] * 3, dtype=object)), "[2.0]"),
+    (lambda: formulations.kernels.Kernel("rbf", gamma=np.float64(-2.0)), "got -2.0"),
+    (lambda: __import__("experiments.estimator").estimator.SVMClassifier().fit(X_OK, np.ones(6)), "1 class (1.0)"),
+    (lambda: __import__("experiments.estimator").estimator.SVMClassifier(C=np.float64(-1.0)).fit(X_OK, Y_OK),
+     "got -1.0"),
+])
+def test_messages_show_numpy_scalars_as_plain_numbers(call, shown):
+    """numpy 2 writes repr(np.float64(1.0)) as 'np.float64(1.0)': a message shows 1.0."""
+    with pytest.raises(SVMInputError) as caught:
+        call()
+    assert shown in str(caught.value) and "np." not in str(caught.value), str(caught.value)

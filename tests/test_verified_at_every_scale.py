@@ -470,3 +470,35 @@ def test_data_far_from_the_origin_give_the_same_classifier(formulation, layer, s
     # every b the checks report is in the data's units too (b's optimal interval was left in the centered ones)
     slack = 1e-9 * max(abs(far.b), 1e-300)
     assert far.checks["b_lower"] - slack <= far.b <= far.checks["b_upper"] + slack
+
+
+@pytest.mark.parametrize("shift", [1e3, 1e6])
+@pytest.mark.parametrize("layer, backend", [("pyomo", "clarabel"), ("cvxpy", "piqp")])
+def test_features_of_different_spreads_moved_alike_are_centered(layer, backend, shift):
+    """Features whose spreads differ by 1e5 (as breast cancer's), all moved by `shift`: the widest spread hid the
+    narrow features' distance from the origin (no centering: optimal_inaccurate or a backend's error at + 1e4).
+    Each feature is judged by its own spread; the row is the unmoved data's classifier, verified."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=200, n_features=6, n_informative=4, flip_y=0.05, random_state=7)
+    X = X * np.logspace(-2, 3, 6)
+    near = solve("soft_primal", X, y, layer=layer, backend=backend, C=10.0, profile="high")
+    far = solve("soft_primal", X + shift, y, layer=layer, backend=backend, C=10.0, profile="high")
+    assert near.status == far.status == OPTIMAL, far.message
+    assert "centered" in far.extras and "centered" not in near.extras
+    f_near, f_far = X @ near.w + near.b, (X + shift) @ far.w + far.b
+    assert np.max(np.abs(f_far - f_near)) <= 1e-5 * np.max(np.abs(f_near))
+    assert far.objective == pytest.approx(near.objective, rel=1e-6)
+
+
+def test_decision_values_that_cancel_to_rounding_are_no_error():
+    """rbf on data x 1e-6: K is 1 to 1e-12, every alpha_i = C (60 points a class) and f - b cancels to 6e-9 out of
+    terms of size 120; the point's and the proof's f differ by their rounding alone (1e-14), which the `high`
+    profile's 1e-6 of max |f| called a decision value error."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=120, centers=2, n_features=3, cluster_std=1.5, random_state=2)
+    sol = solve("kernel_dual", X * 1e-6, y, layer="cvxpy", backend="clarabel", C=1.0, kernel="rbf", profile="high",
+                method="full")
+    assert sol.status == OPTIMAL, sol.message
+    np.testing.assert_allclose(sol.alpha, 1.0, rtol=1e-6)

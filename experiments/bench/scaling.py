@@ -792,7 +792,11 @@ def main(argv=None) -> int:
     parser.add_argument("--lp", action="store_true", help="instead: the 1-norm SVM's LPs (l1_primal, l1_dual) "
                         "through HiGHS simplex and ipm in both layers at n = 1e3, 1e4, 1e5 (quick: 1e3): "
                         "<out>/lp.csv and <out>/lp.md")
-    parser.add_argument("--rounds", type=int, default=1, help="measure each (path, n) this many times, the "
+    parser.add_argument("--members", action="store_true", help="instead: the SVM family's members with a fast "
+                        "method (one-class, epsilon-SVR, nu-SVR, nu-SVC), the estimators by SMO against scikit-learn "
+                        "and the interior-point path on the bundled sets, --rounds interleaved rounds (default 5, "
+                        "quick 3): <out>/members.csv and <out>/members.md")
+    parser.add_argument("--rounds", type=int, default=None, help="measure each (path, n) this many times, the "
                         "paths' order turned by one each round, and keep the fastest finished round (default 1)")
     parser.add_argument("--family", default="blobs", help=f"comma list of data families, of {', '.join(FAMILIES)} "
                         "(default blobs: the generators above; hard: experiments.datasets.hard over several seeds; "
@@ -802,8 +806,15 @@ def main(argv=None) -> int:
     families = tuple(f.strip() for f in args.family.split(",") if f.strip())
     if not families or set(families) - set(FAMILIES):
         parser.error(f"--family: choose from {', '.join(FAMILIES)} (got {args.family!r})")
-    if args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    if args.members:
+        # deferred: the estimators' solver stack loads only for this mode
+        from experiments.bench.members import run_members
+
+        return run_members(args.quick, args.out or Path("results/bench_quick" if args.quick else "results/bench"),
+                           args.rounds or (3 if args.quick else 5), progress=not args.no_progress)
+    args.rounds = args.rounds or 1
     if args.lp:
         return run_lp(args.quick, args.budget if args.budget is not None else 120.0,
                       args.out or Path("results/bench_quick" if args.quick else "results/bench"),

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from experiments.coursework.fitting import DEFAULT_BACKEND
 from experiments.coursework.section import Section, figure_section, md_table, output_dir
 from experiments.family_peers import load
+from experiments.progress import Progress
 from formulations import family
 from formulations.kernels import Kernel
 from solvers.family import solve
@@ -48,9 +49,10 @@ def _data(demo: Demo, task: str):
     return X + demo.shift, (None if task == family.NOVELTY else y)
 
 
-def duality_rows(layer_backends, profile: str) -> pd.DataFrame:
+def duality_rows(layer_backends, profile: str, bar: Progress | None = None) -> pd.DataFrame:
     """Every formulation of every member with a demo, through each (layer, backend): its status, P* and D*
-    recomputed from its point, the gap, and its multipliers' meaning (linear kernel: the primal is its dual's)."""
+    recomputed from its point, the gap, and its multipliers' meaning (linear kernel: the primal is its dual's).
+    `bar`: told of every solve."""
     rows = []
     for name, demo in DEMOS.items():
         member = family.MEMBERS[name]
@@ -65,9 +67,27 @@ def duality_rows(layer_backends, profile: str) -> pd.DataFrame:
                 rows.append({"member": name, "formulation": formulation, "layer": layer, "backend": backend,
                              "status": sol.status, "P": c.get("primal_objective"), "D": c.get("dual_objective"),
                              "rel_gap": c.get("rel_duality_gap"), "b": sol.b, "rho": e.get("rho"),
-                             "epsilon": e.get("epsilon"), "above": e.get(above), "below": e.get(below),
+                             "epsilon": e.get("epsilon"), **{f"{key}_optimal": _interval(e, key)
+                                                              for key in ("b", "rho", "epsilon")},
+                             "above": e.get(above), "below": e.get(below),
                              "alpha_alpha_star": e.get("alpha_alpha_star"), "verdict": c.get("verdict")})
+                if bar is not None:
+                    bar.done(f"{formulation} {layer}/{backend}: {sol.status} (P - D {_gap(c)})")
     return pd.DataFrame(rows)
+
+
+def _interval(extras: dict, key: str) -> str:
+    """The optimal interval of b, rho or eps (the proved optimum's, solvers.family) where it is not one value: a
+    row's own value is then one point of it, and rows of other backends may report others."""
+    lo, hi = extras.get(f"{key}_lower"), extras.get(f"{key}_upper")
+    if lo is None or hi - lo <= 1e-9 * max(abs(lo), abs(hi), 1e-300):
+        return ""
+    return f"[{lo:.6g}, {hi:.6g}]"
+
+
+def _gap(checks: dict) -> str:
+    gap = checks.get("rel_duality_gap")
+    return "n/a" if gap is None else f"{gap:.1e}"
 
 
 #: the nu the suite sweeps (nu-SVC: those up to its bound 2 min(n+, n-)/n; docs/family.md names them)
@@ -79,33 +99,48 @@ def nu_svc_limit(y) -> float:
     return 2 * min(np.sum(y == 0), np.sum(y == 1)) / len(y)
 
 
-def nu_rows(layer: str, backend: str, profile: str, nus=NU_GRID) -> pd.DataFrame:
-    """nu-SVC (rbf, breast cancer, 100 points: nu up to 2 min(n+, n-)/n) and the one-class SVM (rbf, wine) over
-    a range of nu: the fractions nu bounds at the optimum proved from each row's point (extras["proved"]; the
-    row's own where none is proved), and the row's status."""
-    rows = []
+def _nu_cases(nus=NU_GRID) -> list[tuple[str, float, np.ndarray, np.ndarray | None]]:
+    """(member, nu, X, y) of the nu sweep: nu-SVC (breast cancer, 100 points) at the nu up to its bound
+    2 min(n+, n-)/n, the one-class SVM (wine, 100 points) at every nu."""
     X, y = load("breast_cancer", 100)
     limit = nu_svc_limit(y)
-    for member, (data, target) in {"nu_svc": (X, y), "one_class": (load("wine", 100)[0], None)}.items():
-        for nu in nus:
-            if member == "nu_svc" and nu > limit:
-                continue
-            sol = solve(f"{member}_kernel_dual", data, target, layer=layer, backend=backend, nu=float(nu),
-                        kernel=Kernel("rbf", gamma=1.0 / data.shape[1]), profile=profile)
-            above, below = FRACTIONS[member]
-            point = sol.extras.get("proved", sol.extras)
-            rows.append({"member": member, "nu": float(nu), "status": sol.status, "proved": "proved" in sol.extras,
-                         "above": point.get(above), "below": point.get(below), "holds": point.get("nu_bounds_hold")})
+    wine = load("wine", 100)[0]
+    return ([("nu_svc", float(nu), X, y) for nu in nus if nu <= limit]
+            + [("one_class", float(nu), wine, None) for nu in nus])
+
+
+def nu_rows(layer: str, backend: str, profile: str, nus=NU_GRID, bar: Progress | None = None) -> pd.DataFrame:
+    """nu-SVC (rbf, breast cancer, 100 points: nu up to 2 min(n+, n-)/n) and the one-class SVM (rbf, wine) over
+    a range of nu: the fractions nu bounds at the optimum proved from each row's point (extras["proved"]; the
+    row's own where none is proved), and the row's status. `bar`: told of every solve."""
+    rows = []
+    for member, nu, data, target in _nu_cases(nus):
+        sol = solve(f"{member}_kernel_dual", data, target, layer=layer, backend=backend, nu=float(nu),
+                    kernel=Kernel("rbf", gamma=1.0 / data.shape[1]), profile=profile)
+        above, below = FRACTIONS[member]
+        point = sol.extras.get("proved", sol.extras)
+        rows.append({"member": member, "nu": float(nu), "status": sol.status, "proved": "proved" in sol.extras,
+                     "above": point.get(above), "below": point.get(below), "holds": point.get("nu_bounds_hold")})
+        if bar is not None:
+            bar.done(f"{member} nu={nu:.2f} {layer}/{backend}: {sol.status}, nu bounds "
+                     f"{'hold' if point.get('nu_bounds_hold') else 'FAIL'}")
     return pd.DataFrame(rows)
 
 
-def svm_family(out_dir, *, layer: str | None = None, backend: str = DEFAULT_BACKEND, profile: str = "high") -> Section:
+def svm_family(out_dir, *, layer: str | None = None, backend: str = DEFAULT_BACKEND, profile: str = "high",
+               progress: bool = True) -> Section:
     """The family's section: the duality table (every member's formulations in both layers, or in `layer`), and
-    the nu-property figure and table."""
+    the nu-property figure and table. `progress`: a bar on a terminal, a line per solve in a log
+    (experiments.progress), as the runner's other long suites show it."""
     out = output_dir(out_dir)
     layers = LAYERS if layer is None else (layer,)
-    table = duality_rows([(lay, backend) for lay in layers], profile)
-    nu = nu_rows(layers[-1], backend, profile)
+    n_duality = sum(len(m.formulations) for name, m in family.MEMBERS.items() if name in DEMOS) * len(layers)
+    bar = Progress(n_duality + len(_nu_cases()), enabled=progress, unit="solve", desc="family")
+    try:
+        table = duality_rows([(lay, backend) for lay in layers], profile, bar)
+        nu = nu_rows(layers[-1], backend, profile, bar=bar)
+    finally:
+        bar.close()
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     for ax, (member, part) in zip(fig.subplots(1, 2), nu.groupby("member", sort=False)):
         above, below = (name.replace("fraction_", "").replace("_", " ") for name in FRACTIONS[member])
@@ -120,7 +155,18 @@ def svm_family(out_dir, *, layer: str | None = None, backend: str = DEFAULT_BACK
     section.tables["family_duality"] = out / "family_duality.csv"
     # checked: every duality row verified, and nu's bounds at every proved optimum
     section.passed = bool(table.status.eq("optimal").all() and nu.proved.all() and nu.holds.all())
+    section.summary = _summary(table, nu)
     return section
+
+
+def _summary(table: pd.DataFrame, nu: pd.DataFrame) -> str:
+    """The section's verdict in one line (the console's last, as the seeds suite's): how many checks pass."""
+    verified = int(table.status.eq("optimal").sum())
+    held = int((nu.proved & nu.holds.fillna(False).astype(bool)).sum())
+    counts = ", ".join(f"{member} {int(part.holds.fillna(False).astype(bool).sum())} of {len(part)}"
+                       for member, part in nu.groupby("member", sort=False))
+    return (f"{verified} of {len(table)} primal and dual rows verified optimal (P* = D*); nu's bounds hold at {held} "
+            f"of {len(nu)} proved optima of the nu sweep ({counts})")
 
 
 def _span(nu: pd.DataFrame, member: str) -> str:
@@ -129,8 +175,8 @@ def _span(nu: pd.DataFrame, member: str) -> str:
 
 
 def _markdown(table: pd.DataFrame, nu: pd.DataFrame, backend: str, profile: str) -> str:
-    shown = table[["member", "formulation", "layer", "status", "P", "D", "rel_gap", "b", "rho", "epsilon", "above",
-                   "below", "alpha_alpha_star"]]
+    shown = table[["member", "formulation", "layer", "status", "P", "D", "rel_gap", "b", "rho", "epsilon",
+                   "b_optimal", "rho_optimal", "epsilon_optimal", "above", "below", "alpha_alpha_star"]]
     return "\n".join([
         "## The SVM family in primal and dual",
         "",
@@ -138,9 +184,11 @@ def _markdown(table: pd.DataFrame, nu: pd.DataFrame, backend: str, profile: str)
         "linear kernel so that the primal is its duals' own: P* and D* recomputed from each point (P* = D* at the "
         "optimum), b, rho and eps recovered as multipliers, and the fractions nu bounds (`above`: margin errors, "
         "outliers or points outside the tube; `below`: support vectors). `alpha_alpha_star` is max min(alpha_i, "
-        "alpha*_i) over the bound: 0, as the regressions' multipliers pair (docs/family.md). Where nu l (nu-SVC: "
-        "nu l / 2) is an integer, every multiplier can sit at a bound and rho, b, eps are intervals: nu is kept off "
-        "those values here, so the formulations agree on them. Data: "
+        "alpha*_i) over the bound: 0, as the regressions' multipliers pair (docs/family.md). Where no multiplier of "
+        "a group is free (likely where nu l, nu-SVC's nu l / 2, is an integer) rho, b or eps is an interval of "
+        "optimal values, and each backend may report another point of it: `*_optimal` gives the interval the "
+        "proved optimum allows where it is not one value (blank: unique), and every row is checked against it. "
+        "Data: "
         + "; ".join(f"{m}: {d.data} ({d.n} points, " + ", ".join(f"{k}={v:g}" for k, v in d.params.items()) + ")"
                     for m, d in DEMOS.items()) + ".",
         "",

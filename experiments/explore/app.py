@@ -68,9 +68,28 @@ def _allowed_host(text: str) -> tuple[str, int | None]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _cannot_listen(args: argparse.Namespace, exc: OSError) -> int:
+    """Address in use, unknown host: one line, no traceback, exit code 2."""
+    print(f"explore: cannot listen on {args.address}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+    return 2
+
+
+def _try_listen(address: str, port: int) -> None:
+    """Bind the port and let it go again, with Tornado's bind_sockets as Bokeh's server binds it: a port in use
+    is refused before Panel, Bokeh and the solvers are imported (seconds on a busy machine). OSError if not."""
+    from tornado.netutil import bind_sockets
+
+    for sock in bind_sockets(port, address or None):
+        sock.close()
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    # Panel and the solvers are imported only now, so --help and bad options answer at once:
+    try:
+        _try_listen(args.address, args.port)
+    except OSError as exc:
+        return _cannot_listen(args, exc)
+    # Panel and the solvers are imported only now, so --help, bad options and a port in use answer at once:
     import panel as pn
 
     from experiments.explore.page import ExplorerPage  # lazy: Panel, Bokeh and the solvers
@@ -82,9 +101,8 @@ def main(argv=None) -> int:
                           title="SVM duality explorer", verbose=False,
                           location=False)  # the page keeps no state in its URL; Panel's reader of it splits an
                                            # IPv6 Host ([::1]:5006) at every colon and fails the request
-    except OSError as exc:  # address in use, unknown host: one line, no traceback
-        print(f"explore: cannot listen on {args.address}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:  # taken since _try_listen let it go
+        return _cannot_listen(args, exc)
     refuse_foreign_hosts(server, door)
     url = f"http://{args.address}:{server.port}/"
     print(f"SVM duality explorer at {url} (Ctrl+C stops it); it answers to {', '.join(sorted(door.names))}",

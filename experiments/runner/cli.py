@@ -185,6 +185,7 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
                          f"save the CSV as UTF-8") from None
     if len(frame) == 0:
         raise UsageError(f"{p.name} is empty: it has a header but no data rows")
+    _refuse_repeated_names(p)
     if label_column not in frame.columns:
         raise UsageError(f"--label-column {label_column!r} is not a column of {p.name}; "
                          f"columns: {', '.join(map(str, frame.columns))}")
@@ -214,6 +215,22 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
                              f"labels {mapping}",
                  source=str(p.resolve()), feature_names=tuple(map(str, features.columns)))
     return ds, mapping
+
+
+def _refuse_repeated_names(p: Path) -> None:
+    """A column name twice in the header is refused: pandas renames the second (a -> a.1), so it would be used as
+    a feature under a name the file does not have, or a --label-column would pick one of the two."""
+    import csv
+    from collections import Counter
+
+    with p.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f), [])
+    repeated = [name for name, count in Counter(header).items() if count > 1]
+    if repeated:
+        name = repeated[0]
+        where = ", ".join(str(i + 1) for i, h in enumerate(header) if h == name)
+        raise UsageError(f"--data {p}: column name {name!r} appears {header.count(name)} times in the header "
+                         f"(columns {where}); give each column its own name")
 
 
 # ------------------------------------------------------------------ run pieces

@@ -88,4 +88,6 @@ def section_options(suite: str, run: Callable, args) -> dict:
         opts["seed"] = args.seed
     if args.no_figures:
         opts["figures"] = False
+    if "progress" in params:  # a suite that shows its progress follows --no-progress and --quiet, as the sweep does
+        opts["progress"] = not (args.no_progress or args.quiet)
     return opts

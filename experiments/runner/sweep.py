@@ -595,6 +595,11 @@ class _StopRule:
         self.hard = None if timeout is None else timeout + isolation.grace(timeout)
         self.why = "" if self.hard is None else f"killed after {self.hard:.1f} s (--timeout {timeout:g} s)"
 
+    def start(self):
+        """The clock started now (a server's start is not the task's time); the kill time to wait by."""
+        self.began = time.monotonic()
+        return self.kill_at
+
     def kill_at(self) -> float | None:
         stop = self.slow.limit(self.task) if self.slow is not None else None
         if stop is not None and (self.hard is None or stop[0] < self.hard):
@@ -610,17 +615,10 @@ def run_isolated(task: SolveTask, log_dir: str | None = None, slow: SlowStop | N
     start = time.perf_counter()
     log_path = _log_path(task, log_dir)
     frames, why = isolation.request(partial(_solve_in_child, task, log_path), forward_warnings=False)
-    answer = isolation.NOT_TAKEN
-    for _ in range(2 if frames is not None and isolation.SERVES else 0):  # a server dead before it took the task
-        server, _ = isolation.Server.running(isolation.PRELOAD + TASK_MODULES, _SERVER_VARIABLES)
-        if server is None:
-            why = f"the solve server did not start in {isolation.SERVER_START_LIMIT_S:g} s"
-            break
-        stop = _StopRule(task, slow)  # from here: the server's start is not the solve's time
-        answer = server.call(frames, stop.kill_at)
-        if answer is not isolation.NOT_TAKEN:
-            break
-        why = "the solve server died before it took the solve, twice"
+    answer, stop = isolation.NOT_TAKEN, _StopRule(task, slow)
+    if frames is not None and isolation.SERVES:
+        answer, why, _ = isolation.call(frames, stop.start, preload=isolation.PRELOAD + TASK_MODULES,
+                                        variables=_SERVER_VARIABLES)
     if answer is isolation.NOT_TAKEN:
         row = execute_task(task)
         why = why or "this system cannot fork a solve process"

@@ -19,6 +19,9 @@ What a member's module provides (what solvers.family reads; a new member is its 
     box_qp(data, params) -> common.BoxQP
                     its dual as min 1/2 a'Qa + p'a, A a = c, 0 <= a <= U, for the proof of the optimum
     DEGENERATE      (optional) what a proved optimum with w* = 0 means, said in its row
+    proof_start(values) -> a
+                    (optional) the multipliers the proof starts from, where the point has an equivalent one
+                    nearer the optimum's active set (epsilon-SVR: alpha_i alpha*_i = 0)
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Member:
     kinds: tuple[str, ...]  # PRIMAL, LINEAR_DUAL, KERNEL_DUAL: the formulations it has
     peer: str  # scikit-learn's class of the same problem
     source: str  # where the formulation is from
+    weighted: bool = False  # takes one weight per point (LIBSVM's W_i: each point's bound in the dual scaled)
 
     @property
     def primal(self) -> str:
@@ -58,13 +62,13 @@ class Member:
 
 MEMBERS: dict[str, Member] = {
     NU_SVC: Member(NU_SVC, "nu_svc", CLASSIFICATION, ("nu",), (PRIMAL, LINEAR_DUAL, KERNEL_DUAL), "NuSVC",
-                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2001"),
+                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2001", weighted=True),
     ONE_CLASS: Member(ONE_CLASS, "one_class", NOVELTY, ("nu",), (PRIMAL, KERNEL_DUAL), "OneClassSVM",
-                      "Scholkopf, Platt, Shawe-Taylor, Smola, Williamson 2001"),
+                      "Scholkopf, Platt, Shawe-Taylor, Smola, Williamson 2001", weighted=True),
     EPS_SVR: Member(EPS_SVR, "eps_svr", REGRESSION, ("C", "epsilon"), (PRIMAL, KERNEL_DUAL), "SVR",
-                    "Vapnik 1995; Smola and Scholkopf 2004"),
+                    "Vapnik 1995; Smola and Scholkopf 2004", weighted=True),
     NU_SVR: Member(NU_SVR, "nu_svr", REGRESSION, ("C", "nu"), (PRIMAL, KERNEL_DUAL), "NuSVR",
-                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2002"),
+                   "Scholkopf, Smola, Williamson, Bartlett 2000; Chang and Lin 2002", weighted=True),
     SQUARED_HINGE: Member(SQUARED_HINGE, "squared_hinge", CLASSIFICATION, ("C", "intercept", "intercept_scaling"),
                           (PRIMAL, LINEAR_DUAL), "LinearSVC(loss='squared_hinge')",
                           "Mangasarian and Musicant 2001; Hsieh, Chang, Lin, Keerthi and Sundararajan 2008"),

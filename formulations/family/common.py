@@ -74,10 +74,17 @@ class FamilyData:
     #: the least size errors in f are measured against: 0, or where the optimum is w* = 0 (and the margin with it)
     #: the size of the terms f is made of at that optimum (solvers.family), which does not vanish with w*
     floor: float = 0.0
+    #: K is positive semidefinite (False: an indefinite kernel allowed by the caller, whose dual is non-convex)
+    convex: bool = True
 
     def times(self, v: np.ndarray) -> np.ndarray:
         """K v, with K = X X' where no K is given (never formed)."""
         return self.K @ v if self.K is not None else self.X @ (self.X.T @ v)
+
+    def quadratic(self, v: np.ndarray, Kv: np.ndarray) -> float:
+        """v'K v from K v: >= 0 up to rounding for a positive semidefinite K (clipped there), any sign otherwise."""
+        value = float(v @ Kv)
+        return value if not self.convex else max(0.0, value)
 
     def weights(self, coef: np.ndarray) -> np.ndarray | None:
         """w = sum_i coef_i x_i where the features are the data's own (None for a kernel)."""
@@ -122,45 +129,81 @@ class Conditions:
         return abs(self.primal_objective - self.dual_objective) / max(self.scale, _TINY)
 
 
-def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U: float) -> tuple[float, float, float]:
+def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U) -> tuple[float, float, float]:
     """The multiplier t of one group that best satisfies its coordinates' conditions, and the interval [lo, hi]
     of such t: (t, lo, hi).
 
-    t minimises sum_i c_i(t), c_i = (a_i/U) max(0, G_i) + (1 - a_i/U) max(0, -G_i), G_i = s_i (h_i - t): each
-    coordinate's violation weighted by how far it is from the bound that would excuse it. The sum is convex and
-    piecewise linear in t, and its slope rises by exactly 1 at each h_i, so the minimiser is a weighted median of
-    the h_i: a free a_i pins t = h_i, and with none at bounds t is the middle of the optimal interval (LIBSVM's
-    rule). Weights within AT_BOUND of a bound are rounded to it.
+    t minimises sum_i c_i(t), c_i = U_i [(a_i/U_i) max(0, G_i) + (1 - a_i/U_i) max(0, -G_i)], G_i = s_i (h_i - t):
+    each coordinate's violation weighted by how far it is from the bound that would excuse it, and priced by its
+    bound as the primal prices its slack. The sum is convex and piecewise linear in t, and its slope rises by U_i
+    at each h_i, so the minimiser is a median of the h_i weighted by U_i: a free a_i pins t = h_i, and with none
+    free t is the middle of the optimal interval (LIBSVM's rule; with the U_i, a point of weight k counts as k
+    repeated points). Weights within AT_BOUND of a bound are rounded to it (of 0: zero_level). U: one bound, one
+    per coordinate, or inf (no upper bound: every a_i > 0 is free, so a_i is measured against twice the largest a
+    and never reaches U).
     """
-    frac = np.clip(np.asarray(a, dtype=float) / U, 0.0, 1.0)
-    frac[frac < AT_BOUND] = 0.0
+    a = np.asarray(a, dtype=float)
+    zero = zero_level(a, U)
+    finite = bool(np.all(np.isfinite(U)))
+    price = np.broadcast_to(np.asarray(U, dtype=float) / float(np.max(U)) if finite else 1.0, a.shape)
+    if not finite:
+        U = 2.0 * max(top(a), _TINY)
+    frac = np.clip(a / U, 0.0, 1.0)
+    frac[a <= zero] = 0.0
     frac[frac > 1.0 - AT_BOUND] = 1.0
-    below = np.where(s > 0, frac, 1.0 - frac)  # the slope's fall below h_i (it rises by 1 across h_i)
+    below = price * np.where(s > 0, frac, 1.0 - frac)  # the slope's fall below h_i (it rises by price_i there)
     order = np.argsort(h, kind="stable")
     hs = np.asarray(h, dtype=float)[order]
+    rise = np.cumsum(price[order])  # the slope at t, above the first j + 1 of the h's, plus `total`
     total = float(below.sum())
-    k = int(round(total))
-    if abs(total - k) <= 1e-9 * max(1.0, len(hs)):  # slope 0 on [h_(k), h_(k+1)]: every t there is optimal
-        lo = hs[k - 1] if k >= 1 else -math.inf
-        hi = hs[k] if k < len(hs) else math.inf
-        t = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else (lo if math.isfinite(lo) else hi)
-        return float(t), float(lo), float(hi)
-    t = float(hs[min(len(hs) - 1, max(0, math.ceil(total) - 1))])
-    return t, t, t
+    slack = 1e-9 * max(1.0, float(rise[-1]))
+    j = int(np.searchsorted(rise, total - slack))
+    if total <= slack:  # slope 0 below the smallest h: every t up to it is optimal
+        lo, hi = -math.inf, hs[0]
+    elif j < len(hs) and abs(rise[j] - total) <= slack:  # slope 0 on [h_(j), h_(j+1)]
+        lo, hi = hs[j], (hs[j + 1] if j + 1 < len(hs) else math.inf)
+    else:
+        t = float(hs[min(len(hs) - 1, j)])
+        return t, t, t
+    t = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else (lo if math.isfinite(lo) else hi)
+    return float(t), float(lo), float(hi)
 
 
-def box_residuals(a: np.ndarray, U: float, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per coordinate: dual feasibility max(0, -a_i, a_i - U) / U, and complementarity
-    (a_i/U) max(0, G_i)/scale + (1 - a_i/U) max(0, -G_i)/scale (a_i > 0 only on or inside the margin, a_i < U
-    only on or outside it); `scale` is the size of what G compares (the margin, the tube). U = inf (no upper
-    bound, a squared hinge's dual): the a_i are measured against max a, and G_i >= 0 is asked of every point."""
-    finite = math.isfinite(U)
-    reach = U if finite else max(top(a), _TINY)
-    frac = np.clip(a / reach, 0.0, 1.0)
+def multipliers_meaning(values: dict, intervals: dict | None) -> dict:
+    """The rows' multipliers of the dual's equality groups (the t of recover_multiplier: nu-SVC's rho - b and rho + b,
+    the one-class rho, epsilon-SVR's b, nu-SVR's b + eps and b - eps) at the point, and where they were recovered
+    from alpha the interval each may take with that alpha: meaning["multipliers"], meaning["multiplier_intervals"].
+    Where no multiplier of a group is free its t is not unique; solvers.family holds a row's t against the proved
+    optimum's interval, not against one point of it."""
+    out = {"multipliers": {name: float(v) for name, v in values.items()}}
+    if intervals is not None:
+        out["multiplier_intervals"] = {name: (float(lo), float(hi)) for name, (lo, hi) in intervals.items()}
+    return out
+
+
+def box_residuals(a: np.ndarray, U, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per coordinate: dual feasibility max(0, -a_i, a_i - U_i) / max U, and complementarity
+    (a_i/U_i) max(0, G_i)/scale + (1 - a_i/U_i) max(0, -G_i)/scale (a_i > 0 only on or inside the margin,
+    a_i < U_i only on or outside it); `scale` is the size of what G compares (the margin, the tube). U: one bound
+    or one per coordinate (weighted points); the bounds are measured against the largest, the box's size, which
+    a point with a small weight does not shrink. U = inf (no upper bound, a squared hinge's dual, a hard tube):
+    the a_i are measured against max a, and G_i >= 0 is asked of every point."""
+    finite = bool(np.all(np.isfinite(U)))
+    reach = float(np.max(U)) if finite else max(top(a), _TINY)
+    frac = np.clip(a / (U if finite else reach), 0.0, 1.0)
     feasibility = np.maximum(0.0, np.maximum(-a, a - U)) / reach
     below = (1.0 - frac) if finite else 1.0
     comp = (frac * np.maximum(0.0, G) + below * np.maximum(0.0, -G)) / max(scale, _TINY)
     return feasibility, comp
+
+
+def zero_level(a: np.ndarray, U) -> float:
+    """The size below which a multiplier counts as 0: AT_BOUND of the largest bound, or of the largest multiplier
+    where that is smaller (a large C leaves every multiplier far below its bound: 1e-6 C would call them all 0)."""
+    finite = np.asarray(U, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    reach = top(a) if finite.size == 0 else min(float(np.max(finite)), top(a))
+    return AT_BOUND * reach
 
 
 def top(values) -> float:
@@ -169,8 +212,30 @@ def top(values) -> float:
     return float(np.max(np.abs(values))) if values.size else 0.0
 
 
-def fraction(mask) -> float:
-    return float(np.mean(mask)) if np.size(mask) else math.nan
+def fraction(mask, weights=None) -> float:
+    """The share of the points in `mask`, each counted by its weight where weights are given (the nu-property
+    of a weighted problem bounds the weighted shares)."""
+    if not np.size(mask):
+        return math.nan
+    if weights is None:
+        return float(np.mean(mask))
+    weights = np.broadcast_to(np.asarray(weights, dtype=float), np.shape(mask))
+    return float(weights[np.asarray(mask, dtype=bool)].sum() / weights.sum())
+
+
+def sample_weights(params: dict):
+    """omega_i, the points' weights (params["sample_weight"], LIBSVM's W_i), or None where none are given."""
+    weights = params.get("sample_weight")
+    return None if weights is None else np.asarray(weights, dtype=float)
+
+
+def point_bounds(params: dict, n: int, total: float):
+    r"""The dual's bound on each point where the slacks are priced by their average: total / l, or, with weights
+    omega_i, total omega_i / sum_j omega_j (a weight scales its point's slack in the primal and its multiplier's
+    bound in the dual, LIBSVM's C_i = C W_i, normalised so that unit weights give the unweighted problem).
+    One number without weights (the models stay as they were), an array with them."""
+    weights = sample_weights(params)
+    return total / n if weights is None else total * weights / weights.sum()
 
 
 def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray, floor: float = 0.0) -> float:
@@ -189,10 +254,11 @@ def stationarity(w: np.ndarray, w_alpha: np.ndarray, X, f: np.ndarray, floor: fl
 @dataclass
 class BoxQP:
     """A member's dual as min 1/2 a'Qa + p'a s.t. A a = c, 0 <= a <= U (a: alpha, or alpha then alpha*); A may
-    have no rows (a dual without a bias) and U may be inf (no upper bound: a squared hinge)."""
+    have no rows (a dual without a bias), U is one bound or one per coordinate (weighted points), and may be inf
+    (no upper bound: a squared hinge, a hard tube)."""
 
     Q: np.ndarray
     p: np.ndarray
     A: np.ndarray
     c: np.ndarray
-    U: float
+    U: float | np.ndarray

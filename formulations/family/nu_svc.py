@@ -22,6 +22,12 @@ wherever the dual is feasible, nu <= 2 min(l_+, l_-)/l.) The linear dual lifts w
 The nu-property: at the optimum alpha_i = 1/l on every margin error (y_i f_i < rho) and sum alpha_i = nu, so
     fraction of margin errors <= nu <= fraction of support vectors.
 
+Weighted points (weights omega_i > 0, W = sum_i omega_i; LIBSVM's W_i): the slacks' average becomes their
+weighted average, 1/W sum_i omega_i xi_i, and the dual's box 0 <= alpha_i <= omega_i / W (unit weights: 1/l).
+The nu-property then bounds the weighted shares (sum of omega_i over the margin errors, over the support vectors,
+divided by W), and the dual is feasible for nu <= 2 min(W_+, W_-)/W. LIBSVM's box is 0 <= a_i <= W_i with
+sum a_i = nu W: these alpha times W.
+
 LIBSVM solves the same dual scaled by l (0 <= alpha_i <= 1, sum alpha_i = nu l) and divides its decision
 function by rho: scikit-learn's NuSVC.decision_function is f(x)/rho (docs/family.md).
 """
@@ -35,9 +41,9 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-from formulations.family.common import (AT_BOUND, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
-                                        BoxQP, fraction, pyomo_quadratic, recover_multiplier, squared_norm,
-                                        stationarity, top)
+from formulations.family.common import (AT_BOUND, BoxQP, Conditions, FamilyData, box_residuals, cvxpy_quadratic,
+                                        fraction, multipliers_meaning, point_bounds, pyomo_quadratic,
+                                        recover_multiplier, sample_weights, squared_norm, stationarity, top, zero_level)
 from formulations.family.names import NU_SVC_KERNEL_DUAL, NU_SVC_LINEAR_DUAL, NU_SVC_PRIMAL, PRIMAL
 from formulations.model import (CvxpyModel, alpha_bounds, lifted_rows, linear_sum, matrix_rows, new_pyomo_model,
                                 pyomo_alpha_bounds, signed)
@@ -60,13 +66,14 @@ def _margin_rows(X, y) -> sp.csr_matrix:
 def build_primal_pyomo(X, y, params) -> pyo.ConcreteModel:
     n, d = X.shape
     nu = float(params["nu"])
+    U = point_bounds(params, n, 1.0)  # each slack's price: 1/l, or omega_i / W
     m = new_pyomo_model(NU_SVC_PRIMAL, n, d)
     m.w = pyo.Var(m.J)
     m.b = pyo.Var()
     m.rho = pyo.Var()
     m.xi = pyo.Var(m.I, domain=pyo.NonNegativeReals)
     m.margin = matrix_rows(_margin_rows(X, y), [*m.w.values(), m.b, m.rho, *m.xi.values()], lower=0.0)
-    m.obj = pyo.Objective(expr=0.5 * squared_norm(m.w) - nu * m.rho + linear_sum(1.0 / n, m.xi), sense=pyo.minimize)
+    m.obj = pyo.Objective(expr=0.5 * squared_norm(m.w) - nu * m.rho + linear_sum(U, m.xi), sense=pyo.minimize)
     return m
 
 
@@ -76,14 +83,15 @@ def build_primal_cvxpy(X, y, params) -> CvxpyModel:
     w, b, rho = cp.Variable(d, name="w"), cp.Variable(name="b"), cp.Variable(name="rho")
     xi = cp.Variable(n, name="xi", bounds=[0.0, None])
     margin = signed(y, X) @ w + y * b - rho + xi >= 0  # y_i (w'x_i + b) >= rho - xi_i
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) - nu * rho + cp.sum(xi) / n), [margin])
+    slacks = cp.sum(cp.multiply(point_bounds(params, n, 1.0), xi))  # 1/l sum xi_i, or 1/W sum omega_i xi_i
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) - nu * rho + slacks), [margin])
     return CvxpyModel(NU_SVC_PRIMAL, problem, {"w": w, "b": b, "rho": rho, "xi": xi}, {"margin": margin})
 
 
 def build_linear_dual_pyomo(X, y, params) -> pyo.ConcreteModel:
     n, d = X.shape
     m = new_pyomo_model(NU_SVC_LINEAR_DUAL, n, d)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(1.0 / n))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(point_bounds(params, n, 1.0)))
     m.w = pyo.Var(m.J)
     alpha = list(m.alpha.values())
     m.lift = matrix_rows(lifted_rows(y, X), [*alpha, *m.w.values()], lower=0.0, upper=0.0)  # w = X'(y * alpha)
@@ -95,7 +103,7 @@ def build_linear_dual_pyomo(X, y, params) -> pyo.ConcreteModel:
 
 def build_linear_dual_cvxpy(X, y, params) -> CvxpyModel:
     n, d = X.shape
-    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(1.0 / n))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(point_bounds(params, n, 1.0)))
     w = cp.Variable(d, name="w")
     lift = w == signed(y, X).T @ alpha
     balance = y @ alpha == 0
@@ -108,7 +116,7 @@ def build_linear_dual_cvxpy(X, y, params) -> CvxpyModel:
 def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
     n = len(y)
     m = new_pyomo_model(NU_SVC_KERNEL_DUAL, n)
-    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(1.0 / n))
+    m.alpha = pyo.Var(m.I, bounds=pyomo_alpha_bounds(point_bounds(params, n, 1.0)))
     m.balance = matrix_rows(y[None, :], m.alpha, lower=0.0, upper=0.0)
     m.total = matrix_rows(np.ones((1, n)), m.alpha, lower=float(params["nu"]), upper=float(params["nu"]))
     m.quad = pyomo_quadratic(dual_matrix(K, y), m.alpha)  # alpha' Y K Y alpha
@@ -118,7 +126,7 @@ def build_kernel_dual_pyomo(K, y, params) -> pyo.ConcreteModel:
 
 def build_kernel_dual_cvxpy(K, y, params) -> CvxpyModel:
     n = len(y)
-    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(1.0 / n))
+    alpha = cp.Variable(n, name="alpha", bounds=alpha_bounds(point_bounds(params, n, 1.0)))
     balance = y @ alpha == 0
     total = cp.sum(alpha) == float(params["nu"])
     problem = cp.Problem(cp.Maximize(-0.5 * cvxpy_quadratic(alpha, dual_matrix(K, y))), [balance, total])
@@ -132,10 +140,11 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
     rho from the two classes' multipliers t_+ = rho - b, t_- = rho + b)."""
     y, nu = data.y, float(params["nu"])
     n = len(y)
-    U = 1.0 / n
+    U = point_bounds(params, n, 1.0)
+    weights = sample_weights(params)
     alpha = values["alpha"]
     u = y * alpha
-    extra = {}
+    extra, intervals = {}, None
     if kind == PRIMAL:
         w, b, rho = values["w"], values["b"], values["rho"]
         f = np.asarray(data.X @ w, dtype=float).ravel() + b
@@ -145,19 +154,21 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         extra["stationarity"] = stationarity(w, w_alpha, data.X, f, data.floor)
     else:
         g = data.times(u)
-        ww = max(0.0, float(u @ g))
+        ww = data.quadratic(u, g)
         pos, neg = y > 0, y < 0
-        t_pos, lo_pos, hi_pos = recover_multiplier(g[pos], np.ones(pos.sum()), alpha[pos], U)
-        t_neg, lo_neg, hi_neg = recover_multiplier(-g[neg], np.ones(neg.sum()), alpha[neg], U)
+        t_pos, lo_pos, hi_pos = recover_multiplier(g[pos], np.ones(pos.sum()), alpha[pos], _part(U, pos))
+        t_neg, lo_neg, hi_neg = recover_multiplier(-g[neg], np.ones(neg.sum()), alpha[neg], _part(U, neg))
         rho, b = 0.5 * (t_pos + t_neg), 0.5 * (t_neg - t_pos)
+        intervals = {"rho - b": (lo_pos, hi_pos), "rho + b": (lo_neg, hi_neg)}
         f = g + b
         w = data.weights(u)
         dual = -0.5 * ww
     margin = y * f - rho  # G_i: y_i f_i - rho, in the margin's units
     xi = np.maximum(0.0, -margin)
-    primal = 0.5 * ww - nu * rho + float(xi.sum()) / n
+    slacks = float(np.sum(U * xi))  # 1/l sum xi_i, or 1/W sum omega_i xi_i
+    primal = 0.5 * ww - nu * rho + slacks
     size = max(abs(rho), top(f), data.floor)
-    scale = max(0.5 * ww + nu * abs(rho) + float(xi.sum()) / n, nu * data.floor)  # nu rho's size where rho ~ f
+    scale = max(0.5 * abs(ww) + nu * abs(rho) + slacks, nu * data.floor)  # nu rho's size where rho ~ f
     feasibility, comp = box_residuals(alpha, U, margin, size)
     residuals = {
         "dual feasibility": float(feasibility.max()),
@@ -167,18 +178,28 @@ def conditions(values: dict, data: FamilyData, params: dict, kind: str) -> Condi
         **extra,
     }
     errors = margin < -AT_BOUND * size
-    support = alpha > AT_BOUND * U
-    meaning = {"rho": float(rho), "fraction_margin_errors": fraction(errors), "fraction_sv": fraction(support),
+    support = alpha > zero_level(alpha, U)
+    shares = fraction(errors, weights), fraction(support, weights)
+    meaning = {"rho": float(rho), "fraction_margin_errors": shares[0], "fraction_sv": shares[1],
                "n_sv": int(support.sum()), "n_margin_errors": int(errors.sum()),
-               "nu_bounds_hold": bool(fraction(errors) <= nu <= fraction(support)),
-               "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf}
+               "nu_bounds_hold": bool(shares[0] <= nu <= shares[1]),
+               "margin": 2.0 * rho / math.sqrt(ww) if ww > 0 else math.inf,
+               **multipliers_meaning({"rho - b": rho - b, "rho + b": rho + b}, intervals)}
+    if intervals is not None:  # the rectangle of (rho - b, rho + b) projected
+        meaning["rho_interval"] = (0.5 * (lo_pos + lo_neg), 0.5 * (hi_pos + hi_neg))
+        meaning["b_interval"] = (0.5 * (lo_neg - hi_pos), 0.5 * (hi_neg - lo_pos))
     return Conditions(primal, dual, scale, residuals, f, u, b=float(b), w=w, meaning=meaning,
                       size=size)
 
 
 def box_qp(data: FamilyData, params: dict) -> BoxQP:
-    """The dual as min 1/2 alpha' Y K Y alpha s.t. y'alpha = 0, e'alpha = nu, 0 <= alpha <= 1/l."""
+    """The dual as min 1/2 alpha' Y K Y alpha s.t. y'alpha = 0, e'alpha = nu, 0 <= alpha <= 1/l (omega_i / W)."""
     y = data.y
     n = len(y)
     return BoxQP(dual_matrix(data.gram(), y), np.zeros(n), np.vstack([y, np.ones(n)]),
-                 np.array([0.0, float(params["nu"])]), 1.0 / n)
+                 np.array([0.0, float(params["nu"])]), point_bounds(params, n, 1.0))
+
+
+def _part(U, mask: np.ndarray):
+    """The bounds of the points in `mask`: U itself where it is one number."""
+    return U[mask] if np.ndim(U) else U

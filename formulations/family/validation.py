@@ -1,8 +1,9 @@
 """The family's input checks: one clear error naming the problem, before any Gram matrix or model is made.
 
-    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite, epsilon >= 0 finite; the LIBLINEAR
-                members' bias, check_intercept), nothing it does not take; check_nu_balance: nu-SVC's dual is
-                feasible only for nu <= 2 min(l_+, l_-)/l
+    parameters  check_parameters: each member's own (nu in (0, 1], C > 0 finite or epsilon-SVR's inf, epsilon >= 0
+                finite; the LIBLINEAR members' bias, check_intercept), nothing it does not take; check_nu_balance:
+                nu-SVC's dual is feasible only for nu <= 2 min(l_+, l_-)/l; check_sample_weight: one weight > 0
+                per point, for the LIBSVM members
     data        check_targets (regression: real, finite, one per row), check_novelty_set (one-class: two points
                 at least); the labels (two, or two or more for Crammer-Singer) and X through formulations.validation
 """
@@ -16,8 +17,8 @@ import numpy as np
 
 from formulations import validation
 from formulations.errors import SVMInputError
-from formulations.family import CLASSIFICATION, MULTICLASS, NOVELTY, REGRESSION, Member
-from formulations.family.names import SQUARED_HINGE
+from formulations.family import CLASSIFICATION, MEMBERS, MULTICLASS, NOVELTY, REGRESSION, Member
+from formulations.family.names import EPS_SVR, NU_SVR, SQUARED_HINGE
 
 
 def _number(value, name: str) -> float:
@@ -50,6 +51,8 @@ def check_epsilon(epsilon) -> float:
 
 
 CHECKS = {"nu": check_nu, "epsilon": check_epsilon, "C": lambda C: validation.check_C(C)}
+#: the members whose C may be inf: epsilon-SVR's hard tube (every target within epsilon; scikit-learn's SVR(C=inf))
+INFINITE_C = (EPS_SVR,)
 
 #: The bias of the LIBLINEAR members, the first the default (docs/family.md): "free" (unregularized, the notes'
 #: C-SVM's), "none" (LIBLINEAR without -B), "regularized" (LIBLINEAR's -B, scikit-learn's fit_intercept: a constant
@@ -82,28 +85,71 @@ def check_parameters(member: Member, given: dict) -> dict:
     extra = sorted(name for name, value in given.items() if value is not None and name not in member.parameters)
     if extra:
         raise SVMInputError(f"{member.name} takes {', '.join(member.parameters)}, not {', '.join(extra)}")
-    checked = {name: CHECKS[name](given.get(name)) for name in member.parameters if name in CHECKS}
+    checks = {**CHECKS, "C": _check_C_of(member)}
+    checked = {name: checks[name](given.get(name)) for name in member.parameters if name in checks}
     if "intercept" in member.parameters:
         checked.update(check_intercept(member, given.get("intercept"), given.get("intercept_scaling")))
     return checked
 
 
-def check_nu_balance(nu: float, y: np.ndarray) -> None:
-    """nu-SVC's dual (sum alpha_i = nu, sum alpha_i y_i = 0, alpha_i <= 1/l) has a point only when each class
-    can carry nu/2: nu <= 2 min(l_+, l_-)/l."""
-    why = nu_balance_problem(nu, y)
+def _check_C_of(member: Member):
+    """C's check for `member`: finite, or inf where it has a meaning (INFINITE_C)."""
+    if member.name in INFINITE_C:
+        return lambda C: validation.check_C(C, allow_infinite=True)
+    if member.name == NU_SVR:
+        return lambda C: _finite_nu_svr_C(C)
+    return lambda C: validation.check_C(C)
+
+
+def _finite_nu_svr_C(C) -> float:
+    C = validation.check_C(C, allow_infinite=True)
+    if math.isinf(C):
+        raise SVMInputError("C = inf has no meaning for nu-SVR: its dual's multipliers sum to C nu (give a finite C; "
+                            "for every target within a tube, epsilon-SVR with C = inf is the hard tube)")
+    return C
+
+
+def check_nu_balance(nu: float, y: np.ndarray, weights: np.ndarray | None = None) -> None:
+    """nu-SVC's dual (sum alpha_i = nu, sum alpha_i y_i = 0, alpha_i <= 1/l, or omega_i / W with weights) has a
+    point only when each class can carry nu/2: nu <= 2 min(l_+, l_-)/l (2 min(W_+, W_-)/W, LIBSVM's check)."""
+    why = nu_balance_problem(nu, y, weights)
     if why:
         raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: {why}")
 
 
-def nu_balance_problem(nu: float, y: np.ndarray) -> str:
-    """"" where nu-SVC's dual has a point for labels y (-1/+1), else what nu must be (check_nu_balance)."""
+def nu_balance_problem(nu: float, y: np.ndarray, weights: np.ndarray | None = None) -> str:
+    """"" where nu-SVC's dual has a point for labels y (-1/+1) and weights, else the bound nu must keep."""
+    if weights is not None:
+        total, smaller = float(weights.sum()), float(min(weights[y > 0].sum(), weights[y < 0].sum()))
+        limit = 2.0 * smaller / total
+        if nu <= limit:
+            return ""
+        return (f"weighted nu-SVC needs nu <= 2 min(W+, W-)/W = 2 * {smaller:.6g} / {total:.6g} = {limit:.6g} (W: the "
+                "sums of the weights)")
     n = len(y)
     smaller = int(min(np.sum(y > 0), np.sum(y < 0)))
     limit = 2.0 * smaller / n
     if nu <= limit:
         return ""
     return f"nu-SVC needs nu <= 2 min(n+, n-)/n = 2 * {smaller} / {n} = {limit:.6g}"
+
+
+def check_sample_weight(member: Member, weights, n: int) -> np.ndarray | None:
+    """One weight omega_i > 0 per point (LIBSVM's W_i), for the members that take them; None stays None."""
+    if weights is None:
+        return None
+    if not member.weighted:
+        raise SVMInputError(f"{member.name} takes no sample_weight (the LIBSVM members do: "
+                            f"{', '.join(name for name, m in MEMBERS.items() if m.weighted)})")
+    arr = validation.check_array_numeric(weights, "sample_weight")
+    if arr.shape != (n,):
+        raise SVMInputError(f"sample_weight must have shape ({n},) (one weight per point), got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SVMInputError(f"sample_weight must be finite and > 0 (leave a point of weight 0 out, as LIBSVM does); "
+                            f"sample_weight[{i}] = {arr[i]:g}")
+    return arr
 
 
 

@@ -1,10 +1,12 @@
 """The dense Gram matrix and products with its rows, compiled (numba): the rbf's K formed from the points'
-differences on one core, and combinations of K's rows read in place. Shared by the compiled SMO, the kernel rows
+differences on every core, and combinations of K's rows read in place. Shared by the compiled SMO, the kernel rows
 and the estimator's one Gram matrix per fit."""
 
 from __future__ import annotations
 
 import mmap
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -30,81 +32,194 @@ def _rbf_exponents(XT, gamma, lo, hi, K):
 
 
 @njit(cache=True, nogil=True)
-def _mirror(K):
-    """The lower triangle copied onto the upper one, a tile at a time; 1 on the diagonal."""
+def _mirror(K, lo, hi):
+    """The lower triangle copied onto the upper one in the rows lo..hi-1, a tile at a time; 1 on the diagonal."""
     n = K.shape[0]
-    tile = 64
-    for lo in range(0, n, tile):
-        for hi in range(lo, n, tile):
-            for i in range(lo, min(n, lo + tile)):
-                for j in range(max(hi, i + 1), min(n, hi + tile)):
+    tile = MIRROR_TILE
+    for top in range(lo, hi, tile):
+        end = min(hi, top + tile)
+        for left in range(top, n, tile):
+            for i in range(top, end):
+                for j in range(max(left, i + 1), min(n, left + tile)):
                     K[i, j] = K[j, i]
-        for i in range(lo, min(n, lo + tile)):
+        for i in range(top, end):
             K[i, i] = 1.0
 
 
 #: Rows of the Gram matrix whose exponents are made before one call of numpy's exp (its vectorized loop, several
-#: times faster than a scalar exp a value).
+#: times faster than a scalar exp a value); also the unit of work a thread takes.
 GRAM_ROWS = 256
+#: Rows and columns of the mirror's tiles (two 64 x 64 tiles of doubles stay in the first-level cache).
+MIRROR_TILE = 64
 
 
-def rbf_gram(gamma: float, X: np.ndarray) -> np.ndarray:
+def gram_threads() -> int:
+    """Threads that form a Gram matrix: one per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
+def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
     """The rbf's Gram matrix of dense X, its exponents from the differences (right to rounding at any translation
-    of the data), the lower triangle only, then mirrored: exactly symmetric with 1 on the diagonal. On one core
-    (formulations.kernels.gram's product spun its threads against the other processes of a shared machine)."""
+    of the data), the lower triangle only, then mirrored: exactly symmetric with 1 on the diagonal.
+
+    threads (default: gram_threads()): the row blocks go to that many threads, the largest first, each block's
+    exponents (compiled, without the interpreter's lock) then numpy's exp on it (which releases it too); then
+    the mirror, by bands of rows. Every entry is made by the same operations whatever the number of threads, so
+    the matrix is the same to the bit. Not BLAS's product (formulations.kernels.gram): its threads spun against
+    the other processes of a shared machine, and its expansion loses digits far from the origin."""
     X = compiled_array(X)
     n = X.shape[0]
     XT = np.ascontiguousarray(X.T)
-    K = _fresh_matrix(n)
-    for lo in range(0, n, GRAM_ROWS):
+    threads = gram_threads() if threads is None else int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    threads = min(threads, max(1, -(-n // GRAM_ROWS)))
+    # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
+    K = _fresh_matrix(n, populate=threads == 1)
+    gamma = float(gamma)
+
+    def exponents_and_exp(lo):
         hi = min(n, lo + GRAM_ROWS)
-        _rbf_exponents(XT, float(gamma), lo, hi, K)
+        _rbf_exponents(XT, gamma, lo, hi, K)
         block = K[lo:hi, :hi]  # the rows' lower triangles, and a few entries above it that the mirror overwrites
         np.exp(block, out=block)
-    _mirror(K)
+
+    def mirror(lo):
+        _mirror(K, lo, min(n, lo + GRAM_ROWS))
+
+    blocks = range(0, n, GRAM_ROWS)
+    _in_threads(exponents_and_exp, reversed(blocks), threads)  # the longest rows (the last) first
+    _in_threads(mirror, blocks, threads)  # the first rows have the most entries above the diagonal
     return K
 
 
-@njit(cache=True, nogil=True)
-def _combination(K, I, coef, out):
-    """out += sum_k coef_k K[I_k] (K symmetric: rows, read in place)."""
-    for k in range(I.shape[0]):
-        c = coef[k]
-        row = K[I[k]]
-        for t in range(out.shape[0]):
-            out[t] += c * row[t]
+def _in_threads(work, items, threads: int) -> None:
+    """work(item) for each item, on `threads` threads taking the next item as they finish one (in this thread
+    where threads == 1); an exception in one is raised here."""
+    items = list(items)
+    if threads == 1:
+        for item in items:
+            work(item)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for done in [pool.submit(work, item) for item in items]:
+            done.result()
+
+
+#: Rows summed into a partial sum before it is added to the result: the rounding of a combination of m rows then
+#: grows like m / SUM_BLOCK + SUM_BLOCK / 4 additions, not m / 4 (the sums of solvers.reference's KKT tests allow a
+#: few eps of their terms: MARGIN_ROUNDING).
+SUM_BLOCK = 64
 
 
 @njit(cache=True, nogil=True)
-def _abs_combination(K, I, coef, out):
-    """out += sum_k |coef_k| |K[I_k]| (rows, read in place)."""
-    for k in range(I.shape[0]):
-        c = abs(coef[k])
-        row = K[I[k]]
-        for t in range(out.shape[0]):
-            out[t] += c * abs(row[t])
+def _combination(K, I, coef, out, lo, hi, absolute):
+    """out[lo:hi] += sum_k coef_k K[I_k, lo:hi] (K symmetric: rows, read in place), four rows a pass over a partial
+    sum of SUM_BLOCK rows; absolute: |coef_k| |K[I_k, lo:hi]| instead. Each out[t] gets the same sums in the same
+    order whatever lo, hi."""
+    m = I.shape[0]
+    part = np.empty(hi - lo)
+    for first in range(0, m, SUM_BLOCK):
+        last = min(m, first + SUM_BLOCK)
+        part[:] = 0.0
+        whole = last - (last - first) % 4
+        for k in range(first, whole, 4):
+            c0, c1, c2, c3 = coef[k], coef[k + 1], coef[k + 2], coef[k + 3]
+            r0, r1, r2, r3 = K[I[k]], K[I[k + 1]], K[I[k + 2]], K[I[k + 3]]
+            if absolute:
+                c0, c1, c2, c3 = abs(c0), abs(c1), abs(c2), abs(c3)
+                for t in range(lo, hi):
+                    part[t - lo] += (c0 * abs(r0[t]) + c1 * abs(r1[t])) + (c2 * abs(r2[t]) + c3 * abs(r3[t]))
+            else:
+                for t in range(lo, hi):
+                    part[t - lo] += (c0 * r0[t] + c1 * r1[t]) + (c2 * r2[t] + c3 * r3[t])
+        for k in range(whole, last):
+            c = abs(coef[k]) if absolute else coef[k]
+            row = K[I[k]]
+            if absolute:
+                for t in range(lo, hi):
+                    part[t - lo] += c * abs(row[t])
+            else:
+                for t in range(lo, hi):
+                    part[t - lo] += c * row[t]
+        for t in range(lo, hi):
+            out[t] += part[t - lo]
 
 
-def abs_combination(K: np.ndarray, I, coef) -> np.ndarray:
-    """|coef|' |K[I, :]| for a K in memory, without gathering the rows into a copy."""
-    out = np.zeros(K.shape[0])
-    _abs_combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+#: Entries of K read from which a combination of rows is split between threads (below, one thread is faster
+#: than starting them).
+THREADED_ENTRIES = 2**22
+#: Bands of columns per thread that a combination is split into (the threads take the next band as they finish
+#: one: a thread slowed by another process does less of the work).
+BANDS_PER_THREAD = 4
+
+
+def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) -> np.ndarray:
+    """combination's and abs_combination's sums, by bands of columns on gram_threads() threads where they are
+    large enough (the same numbers as on one thread: each column's sum is taken in one order)."""
+    I = _indices(I, K.shape[0])
+    coef = np.ascontiguousarray(coef, dtype=float).ravel()
+    if coef.shape != I.shape:
+        raise ValueError(f"{I.size} rows but {coef.size} coefficients")
+    n = K.shape[1]
+    out = np.zeros(n)
+    threads = (gram_threads() if I.size * n >= THREADED_ENTRIES else 1) if threads is None else int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    step = max(1, -(-n // (BANDS_PER_THREAD * threads))) if threads > 1 else max(n, 1)
+    _in_threads(lambda lo: _combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
+                threads)
     return out
 
 
-def combination(K: np.ndarray, I, coef) -> np.ndarray:
+def abs_combination(K: np.ndarray, I, coef, threads: int | None = None) -> np.ndarray:
+    """|coef|' |K[I, :]| for a K in memory, without gathering the rows into a copy (threads: _rows_combined)."""
+    return _rows_combined(K, I, coef, True, threads)
+
+
+def combination(K: np.ndarray, I, coef, threads: int | None = None) -> np.ndarray:
     """coef' K[I, :] for a symmetric K in memory, without gathering the rows into a copy (a block's rows would be
-    copied whole before the product)."""
-    out = np.zeros(K.shape[0])
-    _combination(K, np.ascontiguousarray(I, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), out)
+    copied whole before the product); threads: _rows_combined."""
+    return _rows_combined(K, I, coef, False, threads)
+
+
+@njit(cache=True, nogil=True)
+def _submatrix(K, I, J, out):
+    """out[a, b] = K[I_a, J_b], row by row."""
+    for a in range(I.shape[0]):
+        row = K[I[a]]
+        for b in range(J.shape[0]):
+            out[a, b] = row[J[b]]
+
+
+def submatrix(K: np.ndarray, I, J) -> np.ndarray:
+    """K[I][:, J] for a K in memory, each entry read where it is: numpy's two takes copy the whole rows of I (or
+    columns of J) first, several times the entries kept."""
+    I, J = _indices(I, K.shape[0]), _indices(J, K.shape[1])
+    out = np.empty((I.size, J.size))
+    _submatrix(K, I, J, out)
     return out
 
 
-def _fresh_matrix(n: int) -> np.ndarray:
-    """An n x n float64 array in fresh memory mapped in whole (MAP_POPULATE where the platform has it). numpy asks
-    large arrays for transparent huge pages, whose first use in a process waited for the kernel to compact
-    memory: the first write of a large matrix then took several times longer (docs/kernel_smo.md)."""
-    populate = getattr(mmap, "MAP_POPULATE", 0)
+def _indices(I, size: int) -> np.ndarray:
+    """I as int64 positions in 0..size-1, or an IndexError (the compiled loops do not check their bounds)."""
+    I = np.asarray(I)
+    if I.size and I.dtype.kind not in "iu":
+        raise IndexError(f"positions must be integers, got {I.dtype}")
+    if I.size and not (0 <= I.min() and I.max() < size):
+        raise IndexError(f"positions out of range 0..{size - 1}")
+    return np.ascontiguousarray(I, dtype=np.int64).ravel()
+
+
+def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
+    """An n x n float64 array in fresh memory, mapped in whole where `populate` (MAP_POPULATE where the platform
+    has it). numpy asks large arrays for transparent huge pages, whose first use in a process waited for the
+    kernel to compact memory: the first write of a large matrix then took several times longer
+    (docs/kernel_smo.md)."""
+    populate = getattr(mmap, "MAP_POPULATE", 0) if populate else 0
     if n == 0 or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty((n, n))
     buffer = mmap.mmap(-1, 8 * n * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)

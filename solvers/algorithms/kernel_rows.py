@@ -74,18 +74,33 @@ class FullGram(Gram):
         """The Gram matrix of the points S alone."""
         return FullGram(self.K[np.ix_(S, S)], self.kernel, None if self.data is None else self.data[S])
 
-    # submatrix(I, J): solvers.reference.Gram's, K[np.ix_(I, J)]
+    def submatrix(self, I, J) -> np.ndarray:
+        """K[I][:, J], each entry read in place (compiled_gram.submatrix) where K goes to the compiled functions."""
+        if not compiled_ok(self.K):
+            return super().submatrix(I, J)
+        from solvers.algorithms.compiled_gram import submatrix  # numba, loaded where it is used
+
+        return submatrix(self.K, I, J)
 
     def diagonal(self) -> np.ndarray:
         return np.diag(self.K).copy()
 
     def combination(self, I, coef) -> np.ndarray:
-        """coef' K[I, :] (K symmetric: rows, not columns)."""
-        return coef @ self.K[I]
+        """coef' K[I, :] (K symmetric: rows, not columns), read in place where K goes to the compiled functions."""
+        if not compiled_ok(self.K):
+            return coef @ self.K[I]
+        from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
+
+        return combination(self.K, I, coef)
 
     def times(self, u: np.ndarray) -> np.ndarray:
-        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not)."""
+        """K u from the rows where u != 0 (K symmetric: rows are contiguous, columns are not), read in place on
+        every core where K goes to the compiled functions (compiled_gram.combination)."""
         nz = np.flatnonzero(u)
+        if compiled_ok(self.K):
+            from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
+
+            return combination(self.K, nz, u[nz])
         if 8 * nz.size > self.n:  # gathering many rows copies them, slower than the whole product
             return self.K @ u
         return u[nz] @ self.K[nz] if nz.size else np.zeros(self.n)

@@ -23,6 +23,12 @@ is brought up to date from the alphas that moved since (G_t += sum_j Q_tj (alpha
 last update), LIBSVM's reconstruct_gradient in another form); at tol every point comes back and the
 search goes on unless it holds for all.
 
+LIBSVM's general form is solved by the same loop (smo(p=..., balance=..., nu=...)): a linear term p in place of
+-1 (G = Q alpha + p), y'alpha = balance kept from a feasible start, and Solver_NU's selection (both points of a
+pair within one sign, the violation the larger of the two signs', shrinking per sign) where a second equality
+holds each sign's sum. Variables may share points through an index (LIBSVM's SVR_Q: epsilon-SVR's alpha_i and
+alpha*_i on point i): K's rows are read through it, never forming the 2l x 2l matrix.
+
 K is given either whole (an n x n array: `RowCache.full`) or as rows computed from the data when
 asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float64: LIBSVM keeps
 float32 rows, whose rounding its answers carry). Rows of the points in play are kept in a
@@ -40,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram
+from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU).
@@ -85,10 +91,16 @@ def _fill_row(p, width, XT, kind, gamma, coef0, degree, out):
 
 
 @njit(cache=True, nogil=True)
-def _source_row(i, K, XT, kind, gamma, coef0, degree, out):
-    """Row i of the whole K into out (length n)."""
+def _source_row(i, K, XT, kind, gamma, coef0, degree, index, out):
+    """Row i of the whole K into out (one entry per variable); index: each variable's row of a given K (empty:
+    the variables are K's rows themselves)."""
     if kind == GIVEN:
-        out[:] = K[i]
+        if index.shape[0] == 0:
+            out[:] = K[i]
+        else:
+            Ki = K[index[i]]
+            for t in range(out.shape[0]):
+                out[t] = Ki[index[t]]
     else:
         _fill_row(i, out.shape[0], XT, kind, gamma, coef0, degree, out)
 
@@ -97,7 +109,7 @@ def _source_row(i, K, XT, kind, gamma, coef0, degree, out):
 def _row(p, w, work, cache):
     """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
     used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
-    S, K, XT, XST, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree, index = work
     buf, slot_of, owner, last, meta = cache
     if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
         return K[p]
@@ -119,10 +131,14 @@ def _row(p, w, work, cache):
         owner[s] = p
         slot_of[p] = s
         out = buf[s * w:(s + 1) * w]
-        if kind == GIVEN:
+        if kind == GIVEN and index.shape[0] == 0:
             Ki = K[S[p]]
             for q in range(w):
                 out[q] = Ki[S[q]]
+        elif kind == GIVEN:  # K's rows and columns through each variable's point
+            Ki = K[index[S[p]]]
+            for q in range(w):
+                out[q] = Ki[index[S[q]]]
         else:
             _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
             meta[2] += 1
@@ -150,12 +166,43 @@ def _extremes(w, yS, uS, aS, GS):
 
 
 @njit(cache=True, nogil=True)
-def _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
-    """Whether the point at position p sits at a bound where no violating pair can use it (LIBSVM's be_shrunk)."""
+def _extremes_nu(w, yS, uS, aS, GS):
+    """Solver_NU's four extremes over the points in play, the violation of each sign's pairs being g1 + g2
+    (y = +1) and g3 + g4 (y = -1): g1 = max -G over y = +1 below its bound, g2 = max G over y = +1 above 0,
+    g3 = max G over y = -1 above 0, g4 = max -G over y = -1 below its bound."""
+    g1 = g2 = g3 = g4 = -np.inf
+    for p in range(w):
+        if aS[p] < uS[p]:
+            if yS[p] > 0:
+                g1 = max(g1, -GS[p])
+            else:
+                g4 = max(g4, -GS[p])
+        if aS[p] > 0.0:
+            if yS[p] > 0:
+                g2 = max(g2, GS[p])
+            else:
+                g3 = max(g3, GS[p])
+    return g1, g2, g3, g4
+
+
+@njit(cache=True, nogil=True)
+def _four_extremes(w, yS, uS, aS, GS, nu):
+    """(g1, g2, g3, g4) as _extremes_nu's; the plain solver's pairs mix the signs, so there g1 = g3 = m and
+    g2 = g4 = -M (then max(g1 + g2, g3 + g4) = m - M and _shrinkable is LIBSVM's plain be_shrunk)."""
+    if nu:
+        return _extremes_nu(w, yS, uS, aS, GS)
+    gmax1, gmax2 = _extremes(w, yS, uS, aS, GS)
+    return gmax1, gmax2, gmax1, gmax2
+
+
+@njit(cache=True, nogil=True)
+def _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
+    """Whether the point at position p sits at a bound where no violating pair can use it (LIBSVM's be_shrunk;
+    the g's: _four_extremes)."""
     if aS[p] >= uS[p]:
-        return -GS[p] > gmax1 if yS[p] > 0 else -GS[p] > gmax2
+        return -GS[p] > g1 if yS[p] > 0 else -GS[p] > g4
     if aS[p] <= 0.0:
-        return GS[p] > gmax2 if yS[p] > 0 else GS[p] > gmax1
+        return GS[p] > g2 if yS[p] > 0 else GS[p] > g3
     return False
 
 
@@ -203,6 +250,54 @@ def _select(w, comp, work, cache):
     if gmax2 == -np.inf:  # I_low is empty
         return i, -1, 0.0
     return i, j, gmax + gmax2
+
+
+@njit(cache=True, nogil=True)
+def _select_nu(w, comp, work, cache):
+    """Solver_NU's WSS2 over the points in play (nu-SVC, nu-SVR: a second equality, e'alpha or the signs' sums,
+    keeps every pair within one sign): i the most violating point of each sign's I_up, j the point of the same
+    sign's I_low with the best second-order gain; (p, q, the larger of the two signs' m - M), q = -1 where no
+    pair violates."""
+    yS, uS, aS, GS, dS = comp
+    gp, gn = -np.inf, -np.inf
+    ip, jn = -1, -1
+    for t in range(w):
+        if yS[t] > 0:
+            if aS[t] < uS[t] and -GS[t] >= gp:
+                gp, ip = -GS[t], t
+        elif aS[t] > 0.0 and GS[t] >= gn:
+            gn, jn = GS[t], t
+    if ip < 0 and jn < 0:
+        return -1, -1, 0.0
+    Kp = _row(ip if ip >= 0 else jn, w, work, cache)  # a row is read only where its sign has an i
+    Kn = _row(jn if jn >= 0 else ip, w, work, cache)
+    gp2, gn2 = -np.inf, -np.inf
+    j = -1
+    best = np.inf
+    for t in range(w):
+        if yS[t] > 0:
+            if aS[t] <= 0.0:
+                continue
+            grad_diff = gp + GS[t]
+            gp2 = max(gp2, GS[t])
+            quad = dS[ip] + dS[t] - 2.0 * Kp[t] if grad_diff > 0.0 else 1.0
+        else:
+            if aS[t] >= uS[t]:
+                continue
+            grad_diff = gn - GS[t]
+            gn2 = max(gn2, -GS[t])
+            quad = dS[jn] + dS[t] - 2.0 * Kn[t] if grad_diff > 0.0 else 1.0
+        if grad_diff > 0.0:
+            if quad <= 0.0:
+                quad = TAU
+            gain = -(grad_diff * grad_diff) / quad
+            if gain <= best:
+                best = gain
+                j = t
+    violation = max(gp + gp2, gn + gn2)
+    if j < 0:
+        return -1, -1, violation
+    return (ip if yS[j] > 0 else jn), j, violation
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -268,7 +363,7 @@ def _sync(w, full, comp, work):
     that moved since the last sync (snap: alpha then)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, XT, XST, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree, index = work
     n = y.shape[0]
     for p in range(w):
         alpha[S[p]] = aS[p]
@@ -285,7 +380,7 @@ def _sync(w, full, comp, work):
             if moved == 0.0:
                 continue
             c = y[j] * moved
-            _source_row(j, K, XT, kind, gamma, coef0, degree, row)
+            _source_row(j, K, XT, kind, gamma, coef0, degree, index, row)
             for t in T:
                 G[t] += y[t] * c * row[t]
     for p in range(w):
@@ -297,7 +392,7 @@ def _load(w, full, comp, work, cache, flush=True):
     """The points S[:w] copied into the arrays of the points in play; the row cache emptied (flush)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, XT, XST, kind, gamma, coef0, degree = work
+    S, K, XT, XST, kind, gamma, coef0, degree, index = work
     buf, slot_of, owner, last, meta = cache
     for p in range(w):
         i = S[p]
@@ -307,7 +402,7 @@ def _load(w, full, comp, work, cache, flush=True):
     if flush:
         slot_of[:] = -1
         meta[1] = 0
-    meta[3] = 1 if kind == GIVEN and w == y.shape[0] else 0
+    meta[3] = 1 if kind == GIVEN and w == y.shape[0] and index.shape[0] == 0 else 0
 
 
 @njit(cache=True, nogil=True)
@@ -345,16 +440,16 @@ def _all_in_play(w, full, comp, work, cache):
 
 
 @njit(cache=True, nogil=True)
-def _shrink(w, full, comp, work, cache, share):
+def _shrink(w, full, comp, work, cache, share, nu):
     """Leave out the points no violating pair can use, if they are SHRINK_SHARE of those in play or more
     (after a sync); the new count in play. The first time the violation is within 10 tol, every point comes
     back first (LIBSVM's unshrink)."""
     yS, uS, aS, GS, dS = comp
     S = work[0]
-    gmax1, gmax2 = _extremes(w, yS, uS, aS, GS)
+    g1, g2, g3, g4 = _four_extremes(w, yS, uS, aS, GS, nu)
     kept = 0
     for p in range(w):
-        if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
+        if not _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
             kept += 1
     if kept > (1.0 - share) * w or kept < 2:
         return w
@@ -363,7 +458,7 @@ def _shrink(w, full, comp, work, cache, share):
     old_pos = np.empty(w, dtype=np.int64)
     kept = 0
     for p in range(w):  # positions kept in order: S stays sorted
-        if not _shrinkable(p, yS, uS, aS, GS, gmax1, gmax2):
+        if not _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
             S[kept] = S[p]
             new_pos[p], old_pos[kept] = kept, p
             kept += 1
@@ -373,9 +468,10 @@ def _shrink(w, full, comp, work, cache, share):
 
 
 @njit(cache=True, nogil=True)
-def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
-    """Up to max_steps SMO steps. state: [points in play, unshrunk once, steps to the next shrinking,
-    converged, steps taken in all]; returns the violation m - M over the points in play at the last selection."""
+def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu):
+    """Up to max_steps SMO steps (nu: Solver_NU's selection). state: [points in play, unshrunk once, steps to
+    the next shrinking, converged, steps taken in all]; returns the violation m - M over the points in play at
+    the last selection."""
     n = full[0].shape[0]
     yS, uS, aS, GS, dS = comp
     violation = np.inf
@@ -386,13 +482,16 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
             if state[2] <= 0:
                 state[2] = shrink_every
                 if state[1] == 0:
-                    gmax1, gmax2 = _extremes(w, yS, uS, aS, GS)
-                    if gmax1 + gmax2 <= 10.0 * tol:  # near the end: every point once more
+                    g1, g2, g3, g4 = _four_extremes(w, yS, uS, aS, GS, nu)
+                    if max(g1 + g2, g3 + g4) <= 10.0 * tol:  # near the end: every point once more
                         state[1] = 1
                         w = _all_in_play(w, full, comp, work, cache)
-                w = _shrink(w, full, comp, work, cache, share)
+                w = _shrink(w, full, comp, work, cache, share, nu)
                 state[0] = w
-        i, j, violation = _select(w, comp, work, cache)
+        if nu:
+            i, j, violation = _select_nu(w, comp, work, cache)
+        else:
+            i, j, violation = _select(w, comp, work, cache)
         if j < 0 or violation <= tol:
             if w < n:  # the points left out come back; the search goes on unless they hold too
                 state[0] = _all_in_play(w, full, comp, work, cache)
@@ -406,14 +505,14 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share):
 
 
 @njit(cache=True, nogil=True)
-def _gradient(K, XT, kind, gamma, coef0, degree, y, alpha, G, row):
-    """G = Q alpha - 1 from the rows of K where alpha != 0 (row: scratch of length n)."""
+def _gradient(K, XT, kind, gamma, coef0, degree, index, y, p, alpha, G, row):
+    """G = Q alpha + p from the rows of K where alpha != 0 (row: scratch of length n)."""
     n = y.shape[0]
     for k in range(n):
-        G[k] = -1.0
+        G[k] = p[k]
     for i in range(n):
         if alpha[i] != 0.0:
-            _source_row(i, K, XT, kind, gamma, coef0, degree, row)
+            _source_row(i, K, XT, kind, gamma, coef0, degree, index, row)
             c = y[i] * alpha[i]
             for k in range(n):
                 G[k] += y[k] * c * row[k]
@@ -421,11 +520,16 @@ def _gradient(K, XT, kind, gamma, coef0, degree, y, alpha, G, row):
 
 class RowCache:
     """Rows of K for the compiled SMO: the whole matrix (`full`), or computed from the data (`from_data`), and a
-    buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once."""
+    buffer of cache_bytes for the rows of the points in play. Not to be shared by two solves at once.
 
-    def __init__(self, K, XT, kind, gamma, coef0, degree, diag, cache_doubles):
-        self.K, self.XT, self.kind = K, XT, kind  # XT: the points as columns (d x n), for rows computed
+    With `index` (one point per variable, e.g. epsilon-SVR's alpha_i and alpha*_i both on point i: LIBSVM's
+    SVR_Q) the variables' K is K[index][:, index], never formed: a given K is read through the index, data's
+    columns are repeated per variable. Without it the variables are the points."""
+
+    def __init__(self, K, XT, kind, gamma, coef0, degree, diag, cache_doubles, index=None):
+        self.K, self.XT, self.kind = K, XT, kind  # XT: the variables' points as columns (d x n), for rows computed
         self.gamma, self.coef0, self.degree = float(gamma), float(coef0), int(degree)
+        self.index = np.zeros(0, dtype=np.int64) if index is None else index  # empty: K's rows are the variables'
         self.n = len(diag)
         self.diag = np.ascontiguousarray(diag, dtype=float)
         self.buffer = np.empty(max(2 * self.n, int(cache_doubles)))  # untouched pages cost no memory
@@ -433,23 +537,33 @@ class RowCache:
         self.meta = np.zeros(4, dtype=np.int64)  # clock, slots used, rows computed, whole rows used as they are
 
     @classmethod
-    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
+    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None) -> "RowCache":
         """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
-        shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use)."""
+        shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use).
+        index: each variable's row of K (class docstring)."""
         K = compiled_array(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
-        n = K.shape[0]
-        in_play = (1.0 - SHRINK_SHARE) * n  # the most points in play once some are left out
-        return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, np.diag(K), min(cache_bytes / 8, in_play * in_play))
+        diag = np.diag(K)
+        if index is None:
+            n = K.shape[0]
+            in_play = (1.0 - SHRINK_SHARE) * n  # the most points in play once some are left out
+        else:  # every row is copied out (K's own rows are not the variables'), so room for all of them
+            index = _checked_index(index, K.shape[0])
+            diag, n = diag[index], len(index)
+            in_play = n
+        return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, diag, min(cache_bytes / 8, in_play * in_play), index)
 
     @classmethod
-    def from_data(cls, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES) -> "RowCache":
+    def from_data(cls, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None) -> "RowCache":
         """Rows k(x_i, .) computed from dense X for a formulations.kernels.Kernel (rbf, linear, poly, sigmoid),
-        at most cache_bytes of them kept (never fewer than 2 rows)."""
+        at most cache_bytes of them kept (never fewer than 2 rows). index: each variable's point (class
+        docstring)."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
         X = compiled_array(X)
+        if index is not None:
+            X = np.ascontiguousarray(X[_checked_index(index, X.shape[0])])
         n, d = X.shape
         kind = KERNEL_CODES[kernel.name]
         gamma = kernel.resolved_gamma(d)
@@ -466,7 +580,7 @@ class RowCache:
         return int(self.meta[2])
 
     def _source(self):
-        return self.K, self.XT, self.kind, self.gamma, self.coef0, self.degree
+        return self.K, self.XT, self.kind, self.gamma, self.coef0, self.degree, self.index
 
     def row(self, i: int) -> np.ndarray:
         """Row i of K (a copy)."""
@@ -476,18 +590,27 @@ class RowCache:
         _source_row(np.int64(i), *self._source(), out)
         return out
 
-    def gradient(self, y: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-        """Q alpha - 1 (Q = Y K Y), from the rows where alpha != 0."""
+    def gradient(self, y: np.ndarray, alpha: np.ndarray, p=None) -> np.ndarray:
+        """Q alpha + p (Q = Y K Y; p = -1 by default, the C-SVM's), from the rows where alpha != 0."""
         G = np.empty(self.n)
-        _gradient(*self._source(), np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(alpha, dtype=float),
+        p = -np.ones(self.n) if p is None else np.ascontiguousarray(p, dtype=float)
+        _gradient(*self._source(), np.ascontiguousarray(y, dtype=float), p, np.ascontiguousarray(alpha, dtype=float),
                   G, np.empty(self.n))
         return G
+
+
+def _checked_index(index, points: int) -> np.ndarray:
+    """index as int64 variables -> points, or a ValueError."""
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.ndim != 1 or index.size == 0 or index.min() < 0 or index.max() >= points:
+        raise ValueError(f"index must map each variable to one of the {points} points")
+    return index
 
 
 @dataclass
 class SMOResult:
     alpha: np.ndarray
-    grad: np.ndarray  # Q alpha - 1 at alpha, for every point
+    grad: np.ndarray  # Q alpha + p at alpha, for every variable
     iterations: int  # two-point steps taken
     converged: bool  # m - M <= tol over every point
     violation: float  # m - M at the last selection (over the points in play; over all of them when converged)
@@ -495,49 +618,66 @@ class SMOResult:
     rows_computed: int = 0  # kernel rows computed from the data by this call (0 for a whole K)
 
 
-def _checked(rows, y, upper, alpha0, grad0, tol):
+def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     """The arguments of smo as arrays, or a ValueError naming the bad one."""
     n = rows.n
-    y = np.ascontiguousarray(y, dtype=float)
+    # copies: a read-only y or C_i array would be another type to numba, compiled apart from the one warm() loads
+    y = np.array(y, dtype=float)
     if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
         raise ValueError(f"y must hold {n} labels, each +1 or -1")
-    upper = np.ascontiguousarray(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
+    if p is not None:
+        p = np.array(p, dtype=float)
+        if p.shape != (n,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"p must hold {n} finite numbers")
+    if not math.isfinite(balance):
+        raise ValueError(f"balance must be finite, got {balance!r}")
+    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
     if not np.all((upper > 0) & np.isfinite(upper)):
         raise ValueError("every upper bound C_i must be finite and > 0")
     if not (tol > 0 and math.isfinite(tol)):
         raise ValueError(f"tol must be finite and > 0, got {tol!r}")
+    if alpha0 is None and balance != 0:
+        raise ValueError(f"alpha0 is needed: alpha = 0 does not meet y'alpha = {balance:g}")
     alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
     if alpha.shape != (n,) or not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > upper):
         raise ValueError(f"alpha0 must be {n} numbers with 0 <= alpha0_i <= C_i")
-    if abs(float(y @ alpha)) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
-        raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not 0")
+    if abs(float(y @ alpha) - balance) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
+        raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not {balance:g}")
     if grad0 is not None:
         G = np.array(grad0, dtype=float)
         if G.shape != (n,) or not np.all(np.isfinite(G)):
             raise ValueError(f"grad0 must hold {n} finite numbers, got shape {G.shape}")
+    elif alpha.any():
+        G = rows.gradient(y, alpha, p)
     else:
-        G = rows.gradient(y, alpha) if alpha.any() else -np.ones(n)
+        G = -np.ones(n) if p is None else p.copy()
     return y, upper, alpha, G
 
 
 def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int = 10**9,
-        deadline: Deadline | None = None, shrinking: bool = True) -> SMOResult:
-    """The kernel dual min 1/2 a'Qa - 1'a, y'a = 0, 0 <= a <= upper (Q = Y K Y) by compiled SMO (module docstring).
+        deadline: Deadline | None = None, shrinking: bool = True, p=None, balance: float = 0.0,
+        nu: bool = False) -> SMOResult:
+    """The kernel dual min 1/2 a'Qa - 1'a, y'a = 0, 0 <= a <= upper (Q = Y K Y) by compiled SMO (module docstring),
+    or LIBSVM's general form min 1/2 a'Qa + p'a, y'a = balance (p given: one-class, epsilon-SVR).
 
-    K: an n x n Gram matrix, or a RowCache. y: labels +1/-1. upper: C, or one C_i > 0 per point. alpha0: a
-    feasible start (default 0); grad0: Q alpha0 - 1 where known (else computed from the rows of alpha0's
-    nonzeros). tol: the violation m - M at which it stops. deadline: looked at between chunks of steps.
-    alpha0 and grad0 are not changed. A bad argument is a ValueError naming it.
+    K: an n x n Gram matrix, or a RowCache (one with an index for variables that share points). y: labels
+    (the variables' signs) +1/-1. upper: C, or one C_i > 0 per variable. alpha0: a feasible start (default 0,
+    which needs balance = 0); grad0: Q alpha0 + p where known (else computed from the rows of alpha0's nonzeros).
+    tol: the violation m - M at which it stops. deadline: looked at between chunks of steps. nu: LIBSVM's
+    Solver_NU (a second equality, the sum of each sign's alpha, kept by taking both points of a pair in one
+    sign: nu-SVC, nu-SVR; alpha0 must meet it). alpha0 and grad0 are not changed. A bad argument is a
+    ValueError naming it.
     """
     rows = K if isinstance(K, RowCache) else RowCache.full(K)
-    y, upper, alpha, G = _checked(rows, y, upper, alpha0, grad0, tol)
+    y, upper, alpha, G = _checked(rows, y, upper, alpha0, grad0, tol, p, balance)
     n = rows.n
     deadline = NEVER if deadline is None else deadline
     computed = rows.rows_computed
     full = (y, upper, alpha, G, alpha.copy(), rows.diag)
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
     XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
-    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree)
+    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree,
+            rows.index)
     cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
              rows.meta)
     _load(n, full, comp, work, cache)
@@ -550,7 +690,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             break
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
-                         shrink_every, SHRINK_SHARE)
+                         shrink_every, SHRINK_SHARE, nu)
         spent = time.perf_counter() - began
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
@@ -570,6 +710,7 @@ def warm() -> None:
     rows = RowCache.from_data(_RBF, X)
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+    submatrix(K, np.array([0, 1]), np.array([1, 2]))
     abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
 
 

@@ -16,14 +16,14 @@ tolerance and the proof from the active set makes the point exact.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Callable
 
 import numpy as np
 
 from formulations import penalty
-from solvers import isolation
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows, compiled_ok
-from solvers.algorithms.compiled_gram import combination
+from solvers import isolation, kernel_audit
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
@@ -73,6 +73,8 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         loop.alpha = check_alpha0(alpha0, y, C)
         loop.g = rows.gradient(y, loop.alpha)
     subsolve = subproblems.SUBSOLVERS[layer]
+    # the closing checks' compiled audit loaded on another core while the SMO holds none of the interpreter's lock
+    threading.Thread(target=kernel_audit.warm, name="load the kernel audit", daemon=True).start()
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     for loop.it in range(1, ROUNDS + 1):
         isolation.stage(f"the SMO steps of round {loop.it}")
@@ -150,7 +152,6 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     if changed.size:
         Bc = B[changed]
         coef = y[Bc] * delta[changed]
-        g += y * (combination(src.K, Bc, coef) if isinstance(src, FullGram) and compiled_ok(src.K)
-                  else src.combination(Bc, coef))
+        g += y * src.combination(Bc, coef)  # a Gram matrix's rows read in place (FullGram.combination)
         alpha[Bc] = new[changed]
     return True

@@ -72,10 +72,3 @@ def _closed(res, source: FullGram, y, C, prof, steps: int, tol: float, seconds: 
                               "psd": True, "mercer_method": f"by theorem ({source.kernel.name})"})
     return close(sol, {"alpha": res.alpha}, X=np.zeros((len(y), 0)), y=y, C=penalty.as_float(C), K=source, profile=prof,
                  deadline=deadline)
-
-
-def by_theorem(kernel) -> bool:
-    """Whether `kernel` satisfies Mercer's condition by theorem (rbf, linear, poly with gamma > 0 and coef0 >= 0,
-    which formulations.kernels.Kernel demands of poly): its dual is convex, SMO's KKT point is its optimum."""
-    return kernel.name in ("rbf", "linear", "poly")
-

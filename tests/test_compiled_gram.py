@@ -1,0 +1,88 @@
+"""The compiled Gram matrix on several threads and reads of a Gram matrix in memory (solvers.algorithms.compiled_gram,
+FullGram): the same numbers to the bit as one thread and as numpy's indexing, and bad positions refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments.datasets import hard
+from formulations.kernels import Kernel, gram
+from solvers.algorithms import compiled_gram
+from solvers.algorithms.compiled_gram import rbf_gram, submatrix
+from solvers.algorithms.kernel_rows import FullGram
+from solvers.reference import Gram
+
+#: Points: more than a few of compiled_gram.GRAM_ROWS' row blocks, and a last block cut short.
+N = 3 * compiled_gram.GRAM_ROWS + 37
+
+
+@pytest.fixture(scope="module")
+def X():
+    return hard(N, d=8, seed=3, clusters=3, flip=0.08).X + 50.0  # off the origin: the differences matter
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_the_gram_matrix_on_several_threads_is_one_thread_s_to_the_bit(X, threads):
+    one = rbf_gram(0.3, X, threads=1)
+    assert np.array_equal(rbf_gram(0.3, X, threads=threads), one)
+    assert np.array_equal(one, one.T) and np.all(np.diag(one) == 1.0)
+    # and it is the rbf's: formulations.kernels.gram's values, right to rounding (both from centered points)
+    assert np.max(np.abs(one - gram(Kernel("rbf", gamma=0.3), X))) <= 1e-13
+
+
+def test_more_threads_than_row_blocks_and_tiny_inputs():
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    assert np.array_equal(rbf_gram(1.0, X, threads=16), rbf_gram(1.0, X, threads=1))
+    assert rbf_gram(1.0, X[:0], threads=2).shape == (0, 0)
+    with pytest.raises(ValueError, match="threads"):
+        rbf_gram(1.0, X, threads=0)
+
+
+def test_the_submatrix_is_numpy_s_take(X):
+    K = rbf_gram(0.3, X)
+    rng = np.random.default_rng(1)
+    I, J = rng.choice(N, 300, replace=False), np.sort(rng.choice(N, 500, replace=False))
+    assert np.array_equal(submatrix(K, I, J), K[np.ix_(I, J)])
+    assert np.array_equal(FullGram(K).submatrix(J, J), Gram(None, K).submatrix(J, J))
+    assert submatrix(K, [], J).shape == (0, J.size)
+
+
+@pytest.mark.parametrize("I, message", [([0, N], "out of range"), ([-1], "out of range"),
+                                        (np.ones(N, dtype=bool), "integers")])
+def test_bad_positions_are_refused(X, I, message):
+    K = rbf_gram(0.3, X[:50])
+    I = np.asarray(I)
+    with pytest.raises(IndexError, match=message):
+        submatrix(K if I.dtype == bool else np.eye(N), I, [0])
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_combinations_of_rows_on_several_threads_are_one_thread_s_to_the_bit(X, absolute):
+    K = rbf_gram(0.3, X)
+    rng = np.random.default_rng(2)
+    I = rng.choice(N, 403, replace=False)  # not a multiple of the four rows a pass takes
+    coef = rng.normal(size=I.size)
+    combine = compiled_gram.abs_combination if absolute else compiled_gram.combination
+    one = combine(K, I, coef, threads=1)
+    for threads in (2, 3):
+        assert np.array_equal(combine(K, I, coef, threads=threads), one)
+    want = np.abs(coef) @ np.abs(K[I]) if absolute else coef @ K[I]
+    size = np.abs(coef) @ np.abs(K[I])  # the terms' sizes: what the sums' rounding is relative to
+    assert np.max(np.abs(one - want) / size) <= 1e-14
+    with pytest.raises(ValueError, match="coefficients"):
+        combine(K, I, coef[:-1])
+
+
+def test_the_gram_matrix_s_products_read_rows_in_place(X):
+    """FullGram's K u (dense and sparse u), c' K[I] and sum_j |K_ij u_j| are the base Gram's, to rounding."""
+    K = rbf_gram(0.3, X)
+    rng = np.random.default_rng(3)
+    full, base = FullGram(K), Gram(None, K)
+    for u in (rng.normal(size=N), np.where(rng.random(N) < 0.05, rng.normal(size=N), 0.0)):
+        size = base.magnitudes(u)
+        assert np.max(np.abs(full.times(u) - base.times(u)) / size) <= 1e-14
+        assert np.max(np.abs(full.magnitudes(u) - size) / size) <= 1e-14
+    I = np.flatnonzero(rng.random(N) < 0.3)
+    c = rng.normal(size=I.size)
+    assert np.max(np.abs(full.combination(I, c) - c @ K[I]) / (np.abs(c) @ K[I])) <= 1e-14
