@@ -75,7 +75,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
 from experiments.estimator_gram import SharedGram
-from formulations.errors import SVMInputError, label_text, plain
+from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
@@ -526,7 +526,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
             raise SVMInputError(
-                f"y has 1 class ({label_text(self.classes_[0])}): an SVM needs samples of two classes"
+                f"y has 1 class ({plain(self.classes_[0])!r}): an SVM needs samples of two classes"
             )
         try:
             self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 from experiments.estimator import (_EARLY_STOP, NONCONVEX_BACKEND, PIPELINE_ADVICE, IndefiniteKernelWarning,
                                    SVMClassifier, SVMFitError, _blas_threads_for, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
-from formulations.errors import SVMInputError, label_text
+from formulations.errors import SVMInputError, plain
 from formulations.family import MEMBERS
 from formulations.family import validation as family_validation
 from formulations.family.common import AT_BOUND
@@ -236,8 +236,8 @@ class NuSVMClassifier(SVMClassifier):
             why = family_validation.nu_balance_problem(C, np.where(y_index[rows] == j, 1.0, -1.0),
                                                        self._pair_weights_of(rows))
             if why:
-                raise SVMInputError(f"specified nu is infeasible for classes {label_text(self.classes_[i])} and "
-                                    f"{label_text(self.classes_[j])} (nu = {C:g}): {why}")
+                raise SVMInputError(f"specified nu is infeasible for classes {plain(self.classes_[i])!r} and "
+                                    f"{plain(self.classes_[j])!r} (nu = {C:g}): {why}")
         return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
 
     def _smo_first(self) -> bool:

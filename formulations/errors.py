@@ -23,12 +23,3 @@ def plain(value):
     """A value as a message shows it: a numpy scalar as its Python value (1.0, not np.float64(1.0), numpy 2's
     repr); labels from object arrays and Python numbers already are."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def label_text(label) -> str:
-    """A class label as a message shows it: 1 for 1.0 or np.float64(1.0), 'cat' for a string (plain, then a whole
-    float as the integer it is)."""
-    value = plain(label)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)

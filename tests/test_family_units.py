@@ -116,7 +116,7 @@ def test_an_infeasible_nu_names_the_classes_as_given_and_says_infeasible_once():
     with pytest.raises(SVMInputError) as caught:
         NuSVMClassifier(nu=0.99, kernel="linear").fit(X, y)
     text = str(caught.value)
-    assert "classes -1 and 1" in text and "np." not in text and text.count("infeasible") == 1
+    assert "classes -1.0 and 1.0" in text and "np." not in text and text.count("infeasible") == 1
     assert "2 * 3 / 20 = 0.3" in text
 
 
