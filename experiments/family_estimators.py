@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 from experiments.estimator import (_EARLY_STOP, NONCONVEX_BACKEND, PIPELINE_ADVICE, IndefiniteKernelWarning,
                                    SVMClassifier, SVMFitError, _blas_threads_for, _class_pairs, _num_rows, _numeric,
                                    _PairFit, check_libsvm_parameters, iteration_options)
-from formulations.errors import SVMInputError
+from formulations.errors import SVMInputError, plain
 from formulations.family import MEMBERS
 from formulations.family import validation as family_validation
 from formulations.family.common import AT_BOUND
@@ -233,12 +233,11 @@ class NuSVMClassifier(SVMClassifier):
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
         for i, j in _class_pairs(self.classes_.size):  # every pair's nu checked before any solve
             rows = kept[np.isin(y_index[kept], (i, j))]
-            try:
-                family_validation.check_nu_balance(C, np.where(y_index[rows] == j, 1.0, -1.0),
-                                                   self._pair_weights_of(rows))
-            except SVMInputError as exc:
-                raise SVMInputError(f"specified nu is infeasible for classes {self.classes_[i]!r} and "
-                                    f"{self.classes_[j]!r}: {exc}") from None
+            why = family_validation.nu_balance_problem(C, np.where(y_index[rows] == j, 1.0, -1.0),
+                                                       self._pair_weights_of(rows))
+            if why:
+                raise SVMInputError(f"specified nu is infeasible for classes {plain(self.classes_[i])!r} and "
+                                    f"{plain(self.classes_[j])!r} (nu = {C:g}): {why}")
         return super()._fit_pairs(formulation, X, K, C, kept, y_index, row_C)
 
     def _smo_first(self) -> bool:
@@ -256,19 +255,33 @@ class NuSVMClassifier(SVMClassifier):
         rho = float(point["rho"])
         # a non-convex dual's KKT point may have rho < 0: LIBSVM divides by it all the same (f / rho)
         if not rho > 0 and not (sol.extras.get("indefinite_kernel") and rho != 0):
-            # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight
-            # in its hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
-            w = np.ones(rows.size) if params["sample_weight"] is None else params["sample_weight"]
-            limit = 2.0 * min(w[signs > 0].sum(), w[signs < 0].sum()) / w.sum()
-            raise SVMFitError(f"nu-SVC's rho is {rho:g} for classes of this pair at nu = {nu:g}: the classes' reduced "
-                              "convex hulls meet, so no margin exists and the decision function f / rho, LIBSVM's, "
-                              f"is not defined; try a larger nu (a small nu lets the hulls grow; nu <= 2 min(n+, "
-                              f"n-)/n = {limit:.6g} here) or a kernel that separates the classes")
+            raise SVMFitError(_no_margin(rho, nu, signs, params["sample_weight"], sol))
         alpha = np.asarray(point["alpha"], dtype=float)
         weights = params["sample_weight"]
         bound = 1.0 / rows.size if weights is None else float(np.max(weights) / weights.sum())  # the box's largest
         return _PairFit(rows, alpha * signs / rho, _support(point, bound, proved), float(point["b"]) / rho,
                         sol, stopped_early)
+
+
+#: |rho| at most this fraction of the size of the terms f is made of is rho = 0 to rounding
+RHO_ROUNDING = 1e-9
+
+
+def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
+    """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
+    # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
+    # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
+    w = np.ones(signs.size) if weights is None else weights
+    limit = 2.0 * min(w[signs > 0].sum(), w[signs < 0].sum()) / w.sum()
+    terms = float(sol.checks.get("degenerate_floor") or 0.0)
+    if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
+        what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")
+    else:
+        what = f"rho is {rho:.6g}"
+    return (f"nu-SVC for classes of this pair at nu = {nu:g}: {what}, so there is no margin: the classes overlap "
+            "completely at this nu (their reduced convex hulls meet) and LIBSVM's decision function f / rho is not "
+            f"defined; try a larger nu (a small nu lets the hulls grow; nu <= 2 min(n+, n-)/n = {limit:.6g} here) or "
+            "a kernel that separates the classes")
 
 
 # --------------------------------------------------------------------------- one model: SVR, NuSVR, OneClassSVM

@@ -39,7 +39,7 @@ from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
 from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, PRIMAL
-from solvers import isolation
+from solvers import family_units, isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
@@ -204,35 +204,54 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
         linear = kernel is not None and kernel.name == "linear"  # w = sum_i coef_i x_i is then reported too
         convex = _mercer(K, kernel, extras, allow_indefinite)
         data = FamilyData(y, X if linear else None, K, convex=convex)
+        units = family_units.plan(member, kind, X, y, kernel, K)
+        problem = (K, y, params) if units is None else family_units.kernel_problem(units, K, X, kernel, y, params)
         if method == "smo" and convex:
-            return _solve_smo(formulation, member, K, data, params, prof, deadline, extras, options.get("max_iter"))
+            return _solve_smo(formulation, member, problem, data, params, prof, deadline, extras,
+                              options.get("max_iter"), units)
         extras["method"] = "full"  # a K found indefinite (allowed) is the layer's: SMO would stop at a local point
-        model = family.builder(formulation, layer)(K, y, params)
     else:
         data = FamilyData(y, X)
         isolation.stage(f"the {layer} model's build")
-        model = family.builder(formulation, layer)(X, y, params)
+        units = family_units.plan(member, kind, X, y, None, None)
+        problem = (X, y, params) if units is None else family_units.linear_problem(units, X, y, params)
+    model = family.builder(formulation, layer)(*problem)
     raw, given = _call(adapter, model, native_options(backend, prof, options), deadline, layer, backend)
     sol = answered(raw, formulation=formulation, layer=layer, backend=backend, profile=prof.name,
                    deadline=deadline, given=given, backend_version=adapter.version(), extras=extras)
     isolation.stage("the closing checks")
+    if sol.status == ERROR:
+        sol.message = failure_advice(sol, member, params)
     values = read_model(model, layer, kind) if _has_point(raw) else None
+    if units is not None:  # solved in well-conditioned units: the point judged in the user's
+        sol, values = _in_user_units(sol, values, units)
     return close(sol, values, data, params, kind, member, prof.check_tol)
 
 
-def _solve_smo(formulation, member, K, data: FamilyData, params, prof, deadline: Deadline, extras,
-               max_steps: int | None = None) -> Solution:
-    """The kernel dual by the compiled SMO (solvers.family_smo, at most max_steps steps), its point closed as any
-    backend's."""
+def _solve_smo(formulation, member, problem: tuple, data: FamilyData, params, prof, deadline: Deadline, extras,
+               max_steps: int | None = None, units=None) -> Solution:
+    """The kernel dual (K, y, parameters in the solve's units: `problem`) by the compiled SMO (solvers.family_smo,
+    at most max_steps steps), its point mapped to the user's units and closed there as any backend's."""
     isolation.stage("the SMO steps")
+    K, y, solve_params = problem
     variables = K.shape[0] * (2 if member.task == family.REGRESSION else 1)
-    values, raw = solve_dual(member.name, K, data.y, params, prof.check_tol, deadline,
+    values, raw = solve_dual(member.name, K, y, solve_params, prof.check_tol, deadline,
                              proved=variables <= PROOF_MAX_SIZE, max_steps=max_steps)
     sol = answered(raw, formulation=formulation, layer=SMO_ROW[0], backend=SMO_ROW[1], profile=prof.name,
                    deadline=deadline, backend_version=f"solvers.algorithms.smo (numba {numba.__version__})",
                    extras=extras)
     isolation.stage("the closing checks")
-    return close(sol, values if _has_point(raw) else None, data, params, KERNEL_DUAL, member, prof.check_tol)
+    values = values if _has_point(raw) else None
+    if units is not None:
+        sol, values = _in_user_units(sol, values, units)
+    return close(sol, values, data, params, KERNEL_DUAL, member, prof.check_tol)
+
+
+def _in_user_units(sol: Solution, values: dict | None, units) -> tuple[Solution, dict | None]:
+    """A row solved in well-conditioned units (solvers.family_units): its objective and point in the user's."""
+    sol.extras["solved_in_units"] = units.describe()
+    sol.objective = family_units.objective_to_user(units, sol.objective)
+    return sol, (family_units.to_user(units, values) if values else values)
 
 
 def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
@@ -258,6 +277,15 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
         return adapter.solve(model, opts, given), given
     except (BackendError, UnsupportedModelError) as exc:
         return exc, given
+
+
+def failure_advice(sol: Solution, member, params: dict) -> str:
+    """A backend's own failure (cvxpy's "Solver 'CLARABEL' failed...") said with the member and backend it hit,
+    and what may help: the same checked problem goes through every other backend."""
+    others = ", ".join(name for name in ("clarabel", "piqp", "proxqp") if name != sol.backend)
+    large_C = " or a smaller C" if params.get("C", 0.0) >= 1e8 else ""
+    return (f"{sol.formulation} ({member.name}) via {sol.layer}/{sol.backend} failed: {sol.message or sol.raw_status}"
+            f" -- the problem is feasible and bounded, so try another backend ({others}), another profile{large_C}")
 
 
 def _has_point(raw) -> bool:
@@ -346,7 +374,8 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
     else:
         module = family.module(member)
         cond = module.conditions(values, data, params, kind)
-        reference = _reference(module, cond, values, data, params, kind)
+        free_b = member.name in family_units.TRANSLATION_INVARIANT
+        reference = _reference(module, cond, values, data, params, kind, tol, free_b)
         if reference.get("floor"):  # a degenerate optimum: the point judged again on the floor's scale
             cond = module.conditions(values, replace(data, floor=reference["floor"]), params, kind)
         _fill(sol, cond, values)
@@ -430,7 +459,8 @@ def _fill(sol: Solution, cond, values: dict) -> None:
 PROOF_MAX_SIZE = 6_000
 
 
-def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind: str, tol: float,
+               free_b: bool = False) -> dict:
     """How far the point is from the optimum: proved from its active set (solvers.family_proof.prove), the
     objective and the decision values' kernel part f - b compared with the proved optimum's; where no optimum is
     proved, a bound from the gap: the objectives are 1-strongly convex in w, so ||w - w*||^2 <= 2 |P - D| and
@@ -440,15 +470,14 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
         return own_reference(cond, data, params, kind)
     start = getattr(module, "proof_start", None)  # a member may move the point to an equivalent one first
     a = start(values) if start else np.concatenate([values["alpha"], values.get("alpha_star", np.zeros(0))])
-    proved = module.box_qp(data, params) if len(a) <= PROOF_MAX_SIZE else None
+    centered = family_units.proof_data(data) if free_b else data  # the same optimum, a well-conditioned K
+    proved = module.box_qp(centered, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
     if not data.convex:  # a non-convex dual: no strong convexity, no gap bound, a KKT point at best
         return _kkt_reference(module, cond, x, proved, values, data, params, kind)
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
-        reach = math.sqrt(data.max_diagonal())
-        bound = math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
-        return {"reference": f"gap bound ({why})", "decision values (bound)": bound}
+        return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, centered)}
     point = _split(x, len(values["alpha"]))
     best = module.conditions(point, data, params, KERNEL_DUAL)
     note = getattr(module, "DEGENERATE", None)
@@ -456,12 +485,32 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     if floor:
         data = replace(data, floor=floor)
         best = module.conditions(point, data, params, KERNEL_DUAL)
-    out = {"reference": "proved optimum", **_distance(cond, best, kind),
-           "multipliers outside the optimal interval": _outside_intervals(cond, best),
+    unmet = unconfirmed(best, tol)
+    if unmet:
+        return {"reference": f"gap bound (the active set's solution fails its own conditions: {unmet})",
+                "decision values (bound)": _gap_bound(cond, centered)}
+    out = {"reference": "proved optimum", **_distance(cond, best, kind, free_b),
+           "multipliers outside the optimal interval": _outside_intervals(cond, best, free_b),
            "proved": _optimum(best, point)}
     if floor:
         out["degenerate"], out["floor"] = note, floor
     return out
+
+
+def _gap_bound(cond, data: FamilyData) -> float:
+    """sqrt(2 |P - D| max_i K_ii) in the margin's or tube's units: how far f - b can be from the optimum's."""
+    reach = math.sqrt(data.max_diagonal())
+    return math.sqrt(2.0 * abs(cond.primal_objective - cond.dual_objective)) * reach / max(cond.size, _TINY)
+
+
+def unconfirmed(best, tol: float) -> str:
+    """Why the active set's solution is no optimum ("" when it is one): its own gap and residuals, recomputed in
+    the user's units, must pass the row's bar. The proof's rounding allowance is relative to the size of K's
+    entries, which data far from the origin inflate far beyond the margin's differences: there a wrong active set
+    passes the proof."""
+    scaled = {"relative duality gap": best.gap, **best.residuals}
+    failed = {name: value for name, value in scaled.items() if not value <= tol}
+    return "; ".join(f"{name} {value:.2e} > {tol:.0e}" for name, value in failed.items())
 
 
 def _split(x: np.ndarray, n: int) -> dict:
@@ -469,12 +518,13 @@ def _split(x: np.ndarray, n: int) -> dict:
     return {"alpha": x[:n], **({"alpha_star": x[n:]} if len(x) > n else {})}
 
 
-def _distance(cond, best, kind: str) -> dict:
+def _distance(cond, best, kind: str, free_b: bool = False) -> dict:
     """The row's objective and decision values' kernel part f - b against the reference point's, each relative to
-    the reference's own scale (the objectives' terms, the margin's or tube's size)."""
+    the reference's own scale (the objectives' terms, the margin's or tube's size); with a free b, f - b up to the
+    constant b takes back (family_units.kernel_part_error)."""
     own, target = ((cond.primal_objective, best.primal_objective) if kind == PRIMAL
                    else (cond.dual_objective, best.dual_objective))
-    kernel_part = np.max(np.abs((cond.decision - cond.b) - (best.decision - best.b)))
+    kernel_part = family_units.kernel_part_error((cond.decision - cond.b) - (best.decision - best.b), free_b)
     return {"objective error": abs(own - target) / max(best.scale, _TINY),
             "decision value error": float(kernel_part) / max(best.size, _TINY)}
 
@@ -502,12 +552,15 @@ def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: 
             "nonconvex": note}
 
 
-def _outside_intervals(cond, best) -> float:
+def _outside_intervals(cond, best, free_b: bool = False) -> float:
     """How far the row's equality multipliers (b, rho, eps as the member groups them) are outside the intervals the
     proved optimum allows them (a free multiplier pins one value; without one every value of the interval is
-    optimal, and different backends report different points of it), in the margin's or tube's units."""
+    optimal, and different backends report different points of it), in the margin's or tube's units. With a free
+    b, b moved by the constant its kernel part f - b is off by (family_units.b_compensated)."""
     intervals = best.meaning.get("multiplier_intervals", {})
     own = cond.meaning.get("multipliers", {})
+    if free_b:
+        own = family_units.b_compensated(own, (cond.decision - cond.b) - (best.decision - best.b))
     gaps = [max(lo - own[name], own[name] - hi, 0.0) for name, (lo, hi) in intervals.items() if name in own]
     return max(gaps, default=0.0) / max(best.size, _TINY)
 

@@ -112,20 +112,26 @@ def _finite_nu_svr_C(C) -> float:
 def check_nu_balance(nu: float, y: np.ndarray, weights: np.ndarray | None = None) -> None:
     """nu-SVC's dual (sum alpha_i = nu, sum alpha_i y_i = 0, alpha_i <= 1/l, or omega_i / W with weights) has a
     point only when each class can carry nu/2: nu <= 2 min(l_+, l_-)/l (2 min(W_+, W_-)/W, LIBSVM's check)."""
-    n = len(y)
+    why = nu_balance_problem(nu, y, weights)
+    if why:
+        raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: {why}")
+
+
+def nu_balance_problem(nu: float, y: np.ndarray, weights: np.ndarray | None = None) -> str:
+    """"" where nu-SVC's dual has a point for labels y (-1/+1) and weights, else the bound nu must keep."""
     if weights is not None:
         total, smaller = float(weights.sum()), float(min(weights[y > 0].sum(), weights[y < 0].sum()))
         limit = 2.0 * smaller / total
-        if nu > limit:
-            raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: weighted nu-SVC needs nu <= 2 "
-                                f"min(W+, W-)/W = 2 * {smaller:.6g} / {total:.6g} = {limit:.6g} (W: the sums of the "
-                                "weights)")
-        return
+        if nu <= limit:
+            return ""
+        return (f"weighted nu-SVC needs nu <= 2 min(W+, W-)/W = 2 * {smaller:.6g} / {total:.6g} = {limit:.6g} (W: the "
+                "sums of the weights)")
+    n = len(y)
     smaller = int(min(np.sum(y > 0), np.sum(y < 0)))
     limit = 2.0 * smaller / n
-    if nu > limit:
-        raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: nu-SVC needs nu <= 2 min(n+, n-)/n = "
-                            f"2 * {smaller} / {n} = {limit:.6g}")
+    if nu <= limit:
+        return ""
+    return f"nu-SVC needs nu <= 2 min(n+, n-)/n = 2 * {smaller} / {n} = {limit:.6g}"
 
 
 def check_sample_weight(member: Member, weights, n: int) -> np.ndarray | None:
