@@ -94,7 +94,7 @@ def single_fit(n: int, repeat: int = 3, weighted: bool = False) -> list[dict]:
                          for name, (_, seconds) in timed.items()])
 
 
-def _interleaved(fits: dict, repeat: int) -> dict[str, list[float]]:
+def interleaved(fits: dict, repeat: int) -> dict[str, list[float]]:
     """Each of `fits` (name -> a function that fits once) timed `repeat` times in turn, A B A B ...: the machine's
     drift then moves every name alike, and the ratios are taken run by run."""
     times: dict[str, list[float]] = {name: [] for name in fits}
@@ -143,7 +143,7 @@ def small_and_hard(repeat: int = 5, n_hard: int = 5000) -> list[dict]:
     for what, (X, y) in cases.items():
         kw = {"gamma": 1.0 / X.shape[1]} if what.startswith("hard") else {}
         models = {"SVC": SVC(**kw), "SVMClassifier": SVMClassifier(**kw)}
-        times = _interleaved({name: (lambda m=m: m.fit(X, y)) for name, m in models.items()}, repeat)
+        times = interleaved({name: (lambda m=m: m.fit(X, y)) for name, m in models.items()}, repeat)
         tight = SVC(**kw, tol=1e-6, decision_function_shape="ovo").fit(X, y).decision_function(X)
         ours = models["SVMClassifier"].set_params(decision_function_shape="ovo").decision_function(X)
         off = {"SVMClassifier": {"max |f - f_SVC 1e-6| / max |f|": float(np.max(np.abs(ours - tight)) /
@@ -155,7 +155,7 @@ def small_and_hard(repeat: int = 5, n_hard: int = 5000) -> list[dict]:
     grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.01, 0.03, 0.1]}
     searches = {"SVC": lambda: GridSearchCV(SVC(), grid, cv=cv).fit(X, y),
                 "SVMClassifier": lambda: GridSearchCV(SVMClassifier(), grid, cv=cv).fit(X, y)}
-    rows += _median_rows("grid search 4 x 3 x 5 folds, breast cancer", _interleaved(searches, repeat), "SVC")
+    rows += _median_rows("grid search 4 x 3 x 5 folds, breast cancer", interleaved(searches, repeat), "SVC")
     return rows
 
 

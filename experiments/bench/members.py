@@ -12,7 +12,6 @@ Writes <out>/members.csv and <out>/members.md.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from sklearn import datasets, svm
 from sklearn.preprocessing import StandardScaler
 
 from experiments import family_estimators as ours
+from experiments.bench.estimator_vs_svc import interleaved
 from formulations.kernels import Kernel
 from solvers.family import solve
 
@@ -93,12 +93,7 @@ def measure(case: MemberCase, repeat: int) -> list[dict]:
     fits = {"scikit-learn": lambda: sk.fit(X, y_fit), "estimator (SMO)": lambda: mine.fit(X, y_fit)}
     if case.member != "nu_svc" or np.unique(y).size == 2:  # one dual: the same problem as the estimator's
         fits["family.solve full (pyomo/piqp)"] = _full_solve(case, X, y)
-    times: dict[str, list[float]] = {name: [] for name in fits}
-    for _ in range(repeat):
-        for name, fit in fits.items():
-            start = time.perf_counter()
-            fit()
-            times[name].append(time.perf_counter() - start)
+    times = interleaved(fits, repeat)
     reference = _values(tight.fit(X, y_fit), X, case.member)
     size = float(np.max(np.abs(reference - (np.mean(reference) if case.member in ("eps_svr", "nu_svr") else 0.0))))
     off = float(np.max(np.abs(_values(mine, X, case.member) - reference))) / size
