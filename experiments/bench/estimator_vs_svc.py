@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from experiments.bench.interleaved import interleaved
 from experiments.bench.scaling import C_VALUE, GAMMA, KERNEL_D, bench_data
 from experiments.datasets import hard
 from experiments.estimator import SVMClassifier
@@ -92,18 +93,6 @@ def single_fit(n: int, repeat: int = 3, weighted: bool = False) -> list[dict]:
     return _with_ratios([{"what": f"{what}, {name}", "seconds": seconds,
                           "max |f - f_SVC 1e-6| / max |f|": float(np.max(np.abs(values[name] - tight)) / scale)}
                          for name, (_, seconds) in timed.items()])
-
-
-def interleaved(fits: dict, repeat: int) -> dict[str, list[float]]:
-    """Each of `fits` (name -> a function that fits once) timed `repeat` times in turn, A B A B ...: the machine's
-    drift then moves every name alike, and the ratios are taken run by run."""
-    times: dict[str, list[float]] = {name: [] for name in fits}
-    for _ in range(repeat):
-        for name, fit in fits.items():
-            start = time.perf_counter()
-            fit()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def _median_rows(what: str, times: dict[str, list[float]], yardstick: str, extra: dict | None = None) -> list[dict]:

@@ -21,7 +21,7 @@ from sklearn import datasets, svm
 from sklearn.preprocessing import StandardScaler
 
 from experiments import family_estimators as ours
-from experiments.bench.estimator_vs_svc import interleaved
+from experiments.bench.interleaved import interleaved
 from formulations.kernels import Kernel
 from solvers.family import solve
 
