@@ -68,12 +68,12 @@ def _solve_member(est, member: str, X, K, y, params: dict):
     if fitted is not None:
         return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
-    if sol.extras.get("indefinite_kernel") and "kkt_point" not in sol.extras and est.backend != NONCONVEX_BACKEND:
+    if sol.extras.get("indefinite_kernel") and not sol.extras.get("kkt_verified") and est.backend != NONCONVEX_BACKEND:
         second = _solve_with(est, formulation, X, K, y, params, NONCONVEX_BACKEND, layer="pyomo")
         second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
         sol = second
     try:
-        return sol, _accept(est, sol, formulation)
+        return sol, est._accept(sol, formulation)
     except SVMFitError:
         if est.max_iter != -1 or est.backend == SECOND_BACKEND or sol.extras.get("indefinite_kernel"):
             raise
@@ -86,15 +86,6 @@ def _solve_member(est, member: str, X, K, y, params: dict):
         except SVMFitError:
             pass
     return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
-
-
-def _accept(est, sol, formulation: str) -> bool:
-    """SVMClassifier's acceptance, and a non-convex dual's KKT point (extras["kkt_point"], found and checked from
-    the solver's point as a convex dual's optimum is proved) kept without a ConvergenceWarning: fit's
-    IndefiniteKernelWarning says it is not certified as the global optimum."""
-    if "kkt_point" in sol.extras:
-        return False
-    return est._accept(sol, formulation)
 
 
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method

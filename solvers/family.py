@@ -388,6 +388,8 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         if sol.status != OPTIMAL:
             note = f"not verified: {sol.checks['verdict']}"
             sol.message = f"{sol.message}; {note}" if sol.message else note
+        if not data.convex and sol.checks.get("kkt_conditions") == "hold":  # as closing.mark_indefinite's rows
+            sol.extras["kkt_verified"] = True
     elif claimed in IMPOSSIBLE and member.name == EPS_SVR and math.isinf(params["C"]):
         _judge_hard_tube(sol, claimed, data, params)
     elif claimed in IMPOSSIBLE:
@@ -474,7 +476,7 @@ def _reference(module, cond, values: dict, data: FamilyData, params: dict, kind:
     proved = module.box_qp(centered, params) if len(a) <= PROOF_MAX_SIZE else None
     x = prove(proved, a) if proved is not None else None
     if not data.convex:  # a non-convex dual: no strong convexity, no gap bound, a KKT point at best
-        return _kkt_reference(module, cond, x, proved, values, data, params, kind)
+        return _kkt_reference(module, cond, x, proved, values, data, params, kind, tol)
     if x is None:
         why = "no active set proved" if proved is not None else f"more than {PROOF_MAX_SIZE:,} multipliers"
         return {"reference": f"gap bound ({why})", "decision values (bound)": _gap_bound(cond, centered)}
@@ -535,11 +537,13 @@ def _optimum(best, point: dict) -> dict:
             "dual_objective": best.dual_objective, **best.meaning, **point}
 
 
-def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: dict, kind: str) -> dict:
+def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: dict, kind: str,
+                   tol: float) -> dict:
     """A non-convex dual's point against the KKT point prove() finds from its active set (the same first-order
     conditions, which here certify a stationary point, not the optimum; whether its reduced Hessian is positive
-    semidefinite on its face, a local minimum's necessary condition, is said beside it). Never verified: the
-    `nonconvex` note fails the verdict whatever the numbers."""
+    semidefinite on its face, a local minimum's necessary condition, is said beside it), kept only where that
+    point meets its own conditions at `tol` (`unconfirmed`). Never verified: the `nonconvex` note fails the verdict
+    whatever the numbers."""
     note = ("the dual is non-convex (K is indefinite): a point meeting the KKT conditions is not certified as the "
             "global optimum")
     if x is None:
@@ -547,6 +551,10 @@ def _kkt_reference(module, cond, x, qp, values: dict, data: FamilyData, params: 
                 "nonconvex": note}
     point = _split(x, len(values["alpha"]))
     best = module.conditions(point, data, params, KERNEL_DUAL)
+    unmet = unconfirmed(best, tol)
+    if unmet:
+        return {"reference": f"none (non-convex dual: the active set's KKT point fails its own conditions: {unmet})",
+                "nonconvex": note}
     kkt = {**_optimum(best, point), "second_order": second_order(qp, x)}
     return {"reference": "KKT point (non-convex dual)", **_distance(cond, best, kind), "kkt_point": kkt,
             "nonconvex": note}

@@ -88,3 +88,35 @@ def test_nu_svc_with_the_sigmoid_kernel_agrees_with_nusvc():
     assert ours.solutions_[0].extras["indefinite_kernel"]
     ref = theirs.decision_function(X_BLOBS)
     assert np.max(np.abs(ours.decision_function(X_BLOBS) - ref)) <= DECISION_RTOL * np.max(np.abs(ref))
+
+
+def test_a_kkt_point_failing_its_own_conditions_is_not_kept(monkeypatch):
+    """The active set's KKT point is checked against its own conditions before it is kept: a wrong one (here the
+    proof's point scaled by 1.5, so sum alpha = 1.5 breaks the one-class dual's equality sum alpha = 1) is no
+    reference; the row's own point (Ipopt's, which meets its KKT conditions) is still judged."""
+    import solvers.family as family_solver
+
+    real = family_solver.prove
+    monkeypatch.setattr(family_solver, "prove", lambda qp, a: None if (x := real(qp, a)) is None else 1.5 * x)
+    sol = solve("one_class_kernel_dual", X_BLOBS, None, layer="pyomo", backend="ipopt", nu=0.5, kernel=SIGMOID,
+                allow_indefinite=True)
+    assert "kkt_point" not in sol.extras
+    assert sol.checks["reference"].startswith("none (non-convex dual: the active set's KKT point fails")
+
+
+def test_an_estimator_refuses_a_kkt_point_the_solver_did_not_claim(monkeypatch):
+    """A row with a KKT point but a status that claims no optimum (the solver's iteration cap) is no fit: the
+    estimator accepts a non-convex dual's point only as optimal_inaccurate with its KKT conditions verified."""
+    import experiments.family_estimators as fe
+    from experiments.estimator import SVMFitError
+
+    def capped(est, formulation, X, K, y, params, backend, layer=None, method="full", options=None):
+        sol = solve(formulation, X, None, layer="pyomo", backend="ipopt", nu=0.5, kernel=SIGMOID,
+                    allow_indefinite=True)
+        assert sol.extras.get("kkt_verified") and "kkt_point" in sol.extras
+        sol.status = "iteration_limit"
+        return sol
+
+    monkeypatch.setattr(fe, "_solve_with", capped)
+    with pytest.raises(SVMFitError, match="ended with status 'iteration_limit'"):
+        OneClassSVMDetector(kernel="sigmoid", gamma=1.0, nu=0.5, backend="ipopt").fit(X_BLOBS)
