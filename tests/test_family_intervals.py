@@ -62,3 +62,25 @@ def test_a_b_outside_the_interval_is_refused(rows):
     refused = close(copy.deepcopy(sol), moved, FamilyData(Y, X), PARAMS, "primal", member, 1e-6)
     assert not refused.checks["verified"]
     assert "multipliers outside the optimal interval" in refused.checks["verdict"]
+
+
+def test_a_light_point_moves_its_groups_multiplier_off_a_shared_interval():
+    """Two points at 0 with s = -1 (each asks t >= h_i), one of bound 1e-10 of the other's: every
+    t >= max h is optimal, however small the light point's price. A slack of 1e-9 of the prices' sum would merge
+    its price into the heavy one's and call [h_0, h_1] optimal, t = 0.5, which breaks the light point's own bound."""
+    from formulations.family.common import recover_multiplier
+
+    U = np.array([1.0, 1e-10])
+    t, lo, hi = recover_multiplier(np.array([0.0, 1.0]), -np.ones(2), np.zeros(2), U)
+    assert (t, lo, hi) == (1.0, 1.0, np.inf)
+
+
+def test_each_point_is_held_to_its_own_bound():
+    """box_residuals: a_i over its bound U_i by 10% is a dual feasibility residual of 0.1 whatever the other bounds
+    (measured against max U it would be 1e-7 here, below any check's bar); under 0 likewise by U_i."""
+    from formulations.family.common import box_residuals
+
+    U = np.array([1.0, 1e-6, 1e-6])
+    a = np.array([0.5, 1.1e-6, -1e-7])
+    feasibility, _ = box_residuals(a, U, np.zeros(3), 1.0)
+    np.testing.assert_allclose(feasibility, [0.0, 0.1, 0.1], rtol=1e-9, atol=0)

@@ -156,7 +156,7 @@ def recover_multiplier(h: np.ndarray, s: np.ndarray, a: np.ndarray, U) -> tuple[
     hs = np.asarray(h, dtype=float)[order]
     rise = np.cumsum(price[order])  # the slope at t, above the first j + 1 of the h's, plus `total`
     total = float(below.sum())
-    slack = 1e-9 * max(1.0, float(rise[-1]))
+    slack = len(hs) * np.finfo(float).eps * float(rise[-1])  # the cumulative sums' rounding, nothing more
     j = int(np.searchsorted(rise, total - slack))
     if total <= slack:  # slope 0 below the smallest h: every t up to it is optimal
         lo, hi = -math.inf, hs[0]
@@ -182,15 +182,15 @@ def multipliers_meaning(values: dict, intervals: dict | None) -> dict:
 
 
 def box_residuals(a: np.ndarray, U, G: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per coordinate: dual feasibility max(0, -a_i, a_i - U_i) / max U, and complementarity
+    """Per coordinate: dual feasibility max(0, -a_i, a_i - U_i) / U_i, and complementarity
     (a_i/U_i) max(0, G_i)/scale + (1 - a_i/U_i) max(0, -G_i)/scale (a_i > 0 only on or inside the margin,
     a_i < U_i only on or outside it); `scale` is the size of what G compares (the margin, the tube). U: one bound
-    or one per coordinate (weighted points); the bounds are measured against the largest, the box's size, which
-    a point with a small weight does not shrink. U = inf (no upper bound, a squared hinge's dual, a hard tube):
-    the a_i are measured against max a, and G_i >= 0 is asked of every point."""
+    or one per coordinate (weighted points); each point's box is measured against its own bound, so a point of a
+    small weight may not exceed its bound by more than the others do theirs. U = inf (no upper bound, a squared
+    hinge's dual, a hard tube): the a_i are measured against max a, and G_i >= 0 is asked of every point."""
     finite = bool(np.all(np.isfinite(U)))
-    reach = float(np.max(U)) if finite else max(top(a), _TINY)
-    frac = np.clip(a / (U if finite else reach), 0.0, 1.0)
+    reach = np.asarray(U, dtype=float) if finite else max(top(a), _TINY)
+    frac = np.clip(a / reach, 0.0, 1.0)
     feasibility = np.maximum(0.0, np.maximum(-a, a - U)) / reach
     below = (1.0 - frac) if finite else 1.0
     comp = (frac * np.maximum(0.0, G) + below * np.maximum(0.0, -G)) / max(scale, _TINY)
