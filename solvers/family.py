@@ -46,7 +46,7 @@ from solvers.solution import (
 from solvers.checks import withhold_unverified
 from solvers.closing import HAS_POINT, answered
 from solvers.deadline import Deadline
-from solvers.family_proof import hard_tube_width, prove, second_order
+from solvers.family_proof import TubeLPFailed, hard_tube_width, prove, second_order
 from solvers.family_smo import SMO_MEMBERS, solve_dual
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
@@ -405,9 +405,17 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
 def _judge_hard_tube(sol: Solution, claimed: str, data: FamilyData, params: dict) -> None:
     """The hard tube (epsilon-SVR, C = inf) has a point only where some f passes within epsilon of every target: a
     claim that it has none (primal infeasible, dual unbounded) is kept where an independent LP finds the narrowest
-    such tube wider than epsilon (solvers.family_proof.hard_tube_width), and is a backend failure where it does not."""
+    such tube wider than epsilon (solvers.family_proof.hard_tube_width), and is a backend failure where it does not;
+    where that LP has no answer the claim is kept, said to be unverified, with the LP's failure."""
     eps = float(params["epsilon"])
-    width = hard_tube_width(data, data.y)
+    try:
+        width = hard_tube_width(data, data.y)
+    except TubeLPFailed as exc:  # neither confirmed nor refuted: the backend's claim, said to be unchecked
+        sol.status = claimed
+        sol.extras["hard_tube_epsilon"] = math.nan
+        note = f"the backend reported {claimed} for the hard tube (C = inf), not verified: {exc}"
+        sol.message = f"{note}; {sol.message}" if sol.message else note
+        return
     sol.extras["hard_tube_epsilon"] = width
     spread = float(np.max(np.abs(data.y - data.y.mean())))
     if width > eps + 1e-7 * max(spread, eps, _TINY):

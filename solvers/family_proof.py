@@ -13,6 +13,7 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linprog
 
 from formulations.family.common import AT_BOUND, BoxQP, top, zero_level
@@ -182,20 +183,32 @@ def _solve_free(qp: BoxQP, state: np.ndarray) -> tuple[np.ndarray | None, bool]:
     return x, bounded
 
 
+class TubeLPFailed(RuntimeError):
+    """The LP of hard_tube_width found no answer (its message says why): the hard tube's width is unknown."""
+
+
 def hard_tube_width(data, y: np.ndarray) -> float:
-    """The narrowest hard tube the data allow: min over f of max_i |y_i - f(x_i)|, f = w'x + b (data.X, no K) or
-    sum_j c_j K_ij + b, a small LP (HiGHS) independent of the solve it judges. epsilon-SVR with C = inf has a
-    point exactly when its epsilon is at least this."""
-    M = np.asarray(data.K if data.K is not None else data.X, dtype=float)
+    """The narrowest hard tube the data allow: min over f of max_i |y_i - f(x_i)|, f = w'x + b (data.X, dense or
+    scipy.sparse; no K) or sum_j c_j K_ij + b, a small LP (HiGHS) independent of the solve it judges. epsilon-SVR
+    with C = inf has a point exactly when its epsilon is at least this. TubeLPFailed where the LP has no answer."""
+    M = data.K if data.K is not None else data.X
     n, m = M.shape
     unit = max(float(np.max(np.abs(y - np.mean(y)))), _TINY)  # in the targets' units: HiGHS's tolerances are absolute
     ones = np.ones((n, 1))
-    # variables (c, b, t): y_i - f_i <= t and f_i - y_i <= t
-    A = np.vstack([np.hstack([-M, -ones, -ones]), np.hstack([M, ones, -ones])])
+    # variables (c, b, t): y_i - f_i <= t and f_i - y_i <= t; sparse X stays sparse (HiGHS takes it as it is)
+    if sparse.issparse(M):
+        M = sparse.csr_matrix(M, dtype=float)
+        A = sparse.vstack([sparse.hstack([-M, -ones, -ones]), sparse.hstack([M, ones, -ones])], format="csr")
+    else:
+        M = np.asarray(M, dtype=float)
+        A = np.vstack([np.hstack([-M, -ones, -ones]), np.hstack([M, ones, -ones])])
     rhs = np.concatenate([-y, y]) / unit
     result = linprog(np.r_[np.zeros(m + 1), 1.0], A_ub=A, b_ub=rhs, bounds=[(None, None)] * (m + 1) + [(0, None)],
                      method="highs")
-    return unit * float(result.x[-1]) if result.status == 0 else math.nan
+    if result.status != 0:
+        raise TubeLPFailed(f"the LP (HiGHS) for the narrowest tube ended with status {result.status}: "
+                           f"{result.message}")
+    return unit * float(result.x[-1])
 
 
 def second_order(qp: BoxQP, x: np.ndarray) -> str:

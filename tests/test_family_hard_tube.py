@@ -87,3 +87,31 @@ def test_nu_svr_refuses_infinite_C_with_its_reason():
     X, y = load("diabetes", 20)
     with pytest.raises(SVMInputError, match="C = inf has no meaning for nu-SVR"):
         solve("nu_svr_kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=math.inf, nu=0.5, kernel="rbf")
+
+
+def test_a_sparse_X_gets_the_same_tube_width():
+    """The LP takes scipy.sparse X as it is: the hard tube's claim on sparse data is judged (the same width as the
+    dense data's, to the LP's rounding), not a crash."""
+    from scipy import sparse
+
+    X, y = make_regression(n_samples=60, n_features=3, noise=10, random_state=0)
+    width = hard_tube_width(FamilyData(y, X), y)
+    assert hard_tube_width(FamilyData(y, sparse.csr_matrix(X)), y) == pytest.approx(width, rel=1e-9)
+    sol = solve("eps_svr_primal", sparse.csr_matrix(X), y, layer="cvxpy", backend="clarabel", C=math.inf,
+                epsilon=0.1)
+    assert sol.status == "infeasible" and sol.extras["hard_tube_epsilon"] == pytest.approx(width, rel=1e-9)
+
+
+def test_a_failed_lp_leaves_the_claim_unverified_and_says_why(monkeypatch):
+    """Where the independent LP has no answer, the backend's claim is neither refuted (no "backend failure ...
+    within nan") nor confirmed: the row keeps it, says it is not verified, and names the LP's failure."""
+    from scipy.optimize import OptimizeResult
+
+    import solvers.family_proof as proof
+
+    monkeypatch.setattr(proof, "linprog", lambda *a, **k: OptimizeResult(status=4, message="numerical trouble"))
+    X, y = make_regression(n_samples=60, n_features=3, noise=10, random_state=0)
+    sol = solve("eps_svr_primal", X, y, layer="cvxpy", backend="clarabel", C=math.inf, epsilon=0.1)
+    assert sol.status == "infeasible" and math.isnan(sol.extras["hard_tube_epsilon"])
+    assert "not verified" in sol.message and "status 4: numerical trouble" in sol.message
+    assert "backend failure" not in sol.message and "false_status" not in sol.extras
