@@ -104,7 +104,8 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     if kind == KERNEL_DUAL:
         kernel = None if K is not None else validation.check_kernel(kernel)
     method = choose_method(formulation, X.shape[0], method, kernel,
-                           bounded=weights is None and math.isfinite(float(params.get("C") or 0.0)))
+                           bounded=weights is None and math.isfinite(float(params.get("C") or 0.0)),
+                           backend_options=bool(options))
     if method == "smo":
         options = _smo_options(options)
     if kind == KERNEL_DUAL:  # the layer's model of alpha and alpha* is a 2n x 2n form; SMO keeps K and its rows
@@ -133,11 +134,12 @@ def solve(formulation: str, X, y=None, *, layer: str, backend: str, C=None, nu=N
     return sol
 
 
-def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, bounded: bool = True) -> str:
+def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, bounded: bool = True,
+                  backend_options: bool = False) -> str:
     """The method a solve of `formulation` on n points with `kernel` (a checked Kernel; None: a precomputed K)
-    uses (METHODS): `method` itself unless "auto"; "smo" where the formulation has none, for the sigmoid
-    kernel, or where the dual is not in SMO's form (bounded False: weighted points or C = inf), is an
-    SVMInputError saying why."""
+    uses (METHODS): `method` itself unless "auto" ("full" where options for the backend are given: they are
+    the backend's, not SMO's); "smo" where the formulation has none, for the sigmoid kernel, or where the dual is
+    not in SMO's form (bounded False: weighted points or C = inf), is an SVMInputError saying why."""
     validation.check_choice("method", method, METHODS)
     member, kind = family.member_of(formulation)
     has_smo = kind == KERNEL_DUAL and member.name in SMO_MEMBERS
@@ -154,7 +156,7 @@ def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, b
     if method == "smo" and not bounded:
         raise validation.SVMInputError("method 'smo' takes neither sample weights nor C = inf (the hard tube): "
                                        "use method 'full'")
-    has_smo = has_smo and not sigmoid and bounded
+    has_smo = has_smo and not sigmoid and bounded and not backend_options
     if method == "auto":
         return "smo" if has_smo and n >= AUTO_SMO_MIN_N else "full"
     return method

@@ -136,12 +136,24 @@ def test_methods_and_their_errors():
     assert choose_method("eps_svr_kernel_dual", 10_000, "auto", bounded=False) == "full"
     with pytest.raises(SVMInputError, match="neither sample weights nor C = inf"):
         choose_method("eps_svr_kernel_dual", 10, "smo", bounded=False)
+    # options given are the backend's: "auto" then keeps the layer and backend asked for
+    assert choose_method("one_class_kernel_dual", 10_000, "auto", backend_options=True) == "full"
     with pytest.raises(SVMInputError, match="method"):
         solve("one_class_kernel_dual", np.eye(3), None, layer="cvxpy", backend="clarabel", nu=0.5, method="fast")
     with pytest.raises(ValueError, match="alpha0 is needed"):
         smo(np.eye(3), np.ones(3), 1.0, balance=1.0, p=np.zeros(3))
     with pytest.raises(ValueError, match="alpha0 is infeasible"):
         smo(np.eye(3), np.ones(3), 1.0, alpha0=np.array([0.5, 0.0, 0.0]), balance=1.0, p=np.zeros(3))
+
+
+def test_auto_with_backend_options_solves_with_that_backend():
+    """500 points (where "auto" picks SMO) and options for Clarabel: the solve is Clarabel's, its max_iter
+    Clarabel's iterations (not SMO's steps), and an option only Clarabel knows is not refused as SMO's."""
+    X = np.random.default_rng(0).normal(size=(500, 2))
+    sol = solve("one_class_kernel_dual", X, None, layer="cvxpy", backend="clarabel", nu=0.5, kernel="rbf",
+                options={"max_iter": 200, "tol_gap_rel": 1e-9})
+    assert (sol.extras["method"], sol.layer, sol.backend) == ("full", "cvxpy", "clarabel")
+    assert sol.status == "optimal", sol.checks["verdict"]
 
 
 #: LIBSVM's single-precision kernel cache puts scikit-learn's decision values ~2e-5 of their size from the optimum
