@@ -159,3 +159,16 @@ def test_nu_svc_with_meeting_hulls_advises_a_larger_nu():
     # between the last nu where the hulls meet (an LP puts it near 0.6) and the bound: the fit succeeds
     model = NuSVMClassifier(kernel="linear", nu=0.97 * limit).fit(X, y)
     assert model.score(X, y) > 1 - limit / 2  # better than always predicting the larger class
+
+
+def test_a_pair_whose_hulls_meet_at_the_suites_case_says_rho_is_0():
+    """scikit-learn's test_n_iter_libsvm case (NuSVC, linear kernel, 4 classes, nu = 0.5) at its default seed 42:
+    classes 0 and 2 have rho* = 0 to rounding, and the fit says so with the numbers instead of dividing by it."""
+    from sklearn.datasets import make_classification
+
+    from experiments.family_estimators import NuSVMClassifier, SVMFitError
+
+    X, y = make_classification(n_classes=4, n_informative=4, random_state=42)
+    with pytest.raises(SVMFitError, match=r"nu = 0\.5: rho is 0 to rounding \(\|rho\| = .*, the terms of f .*\), so "
+                                          r"there is no margin.*nu <= 2 min\(n\+, n-\)/n = "):
+        NuSVMClassifier(kernel="linear").fit(X, y)
