@@ -51,7 +51,7 @@ from solvers.family_smo import SMO_MEMBERS, solve_dual
 from solvers.reference import Gram
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.profiles import PROFILES, get_profile, native_options
-from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backend
+from solvers.registry import BACKEND_NAMES, LAYERS, available_backends, check_time_limit, get_backend
 
 #: The rows whose multipliers are a member's alpha and alpha* in a primal (d objective / d right-hand side of a
 #: >= row of a minimisation: >= 0 in both layers), and the dual rows whose multipliers the solver also reports.
@@ -283,11 +283,16 @@ def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
 
 def failure_advice(sol: Solution, member, params: dict) -> str:
     """A backend's own failure (cvxpy's "Solver 'CLARABEL' failed...") said with the member and backend it hit,
-    and what may help: the same checked problem goes through every other backend."""
-    others = ", ".join(name for name in ("clarabel", "piqp", "proxqp") if name != sol.backend)
-    large_C = " or a smaller C" if params.get("C", 0.0) >= 1e8 else ""
-    return (f"{sol.formulation} ({member.name}) via {sol.layer}/{sol.backend} failed: {sol.message or sol.raw_status}"
-            f" -- the problem is feasible and bounded, so try another backend ({others}), another profile{large_C}")
+    and what may help: the same checked problem goes through every other backend of the layer available here
+    (solvers.registry, in the layer's preference order). The hard tube (C = inf) may have no point at all."""
+    others = ", ".join(name for _, name in available_backends(sol.layer) if name != sol.backend) or "none here"
+    C = float(params.get("C") or 0.0)
+    head = f"{sol.formulation} ({member.name}) via {sol.layer}/{sol.backend} failed: {sol.message or sol.raw_status}"
+    if math.isinf(C):  # feasible only where some f passes within epsilon of every target
+        return (f"{head} -- try another backend ({others}), another profile, or a finite C (the hard tube, C = inf, "
+                "has a point only where some f passes within epsilon of every target)")
+    large_C = " or a smaller C" if C >= 1e8 else ""
+    return f"{head} -- the problem is feasible and bounded, so try another backend ({others}), another profile{large_C}"
 
 
 def _has_point(raw) -> bool:

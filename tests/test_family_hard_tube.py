@@ -115,3 +115,20 @@ def test_a_failed_lp_leaves_the_claim_unverified_and_says_why(monkeypatch):
     assert sol.status == "infeasible" and math.isnan(sol.extras["hard_tube_epsilon"])
     assert "not verified" in sol.message and "status 4: numerical trouble" in sol.message
     assert "backend failure" not in sol.message and "false_status" not in sol.extras
+
+
+def test_a_backend_failure_on_the_hard_tube_does_not_call_it_feasible():
+    """failure_advice: the hard tube (C = inf) may have no point, so the advice does not say the problem is feasible
+    and bounded (as it does for a finite C), and it names every other backend of the layer available here."""
+    from formulations.family import MEMBERS
+    from solvers.family import failure_advice
+    from solvers.registry import available_backends
+    from solvers.solution import Solution
+
+    sol = Solution("eps_svr_primal", "cvxpy", "clarabel", "error", "error", "solver_error", message="it failed")
+    others = [name for _, name in available_backends("cvxpy") if name != "clarabel"]
+    hard = failure_advice(sol, MEMBERS["eps_svr"], {"C": math.inf, "epsilon": 0.1})
+    assert "feasible and bounded" not in hard and "or a finite C" in hard
+    assert f"try another backend ({', '.join(others)})" in hard
+    soft = failure_advice(sol, MEMBERS["eps_svr"], {"C": 1e9, "epsilon": 0.1})
+    assert "the problem is feasible and bounded" in soft and soft.endswith("another profile or a smaller C")
