@@ -99,7 +99,7 @@ def _smo_fit(est, member: str, X, K, y, params: dict):
     and for the sigmoid kernel, weighted points or C = inf (the estimator's layer and backend then fit)."""
     weighted = params.get("sample_weight") is not None
     hard = not math.isfinite(float(params.get("C") or 0.0))
-    if est.max_iter != -1 or (K is None and est.kernel_.name == "sigmoid") or weighted or hard:
+    if est.max_iter != -1 or (K is None and not est.kernel_.mercer_by_theorem) or weighted or hard:
         return None  # solvers.family.choose_method: SMO's form has one finite bound for every point
     formulation = f"{member}_kernel_dual"
     n = K.shape[0] if K is not None else X.shape[0]
@@ -133,7 +133,7 @@ def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, laye
     with _blas_threads_for(n):  # SVMClassifier's rule: small dense algebra on one BLAS thread
         if K is not None:
             return family_solve(formulation, None, y, K=K, **params, **kwargs)
-        return family_solve(formulation, X, y, kernel=est.kernel_, allow_indefinite=est.kernel_.name == "sigmoid",
+        return family_solve(formulation, X, y, kernel=est.kernel_, allow_indefinite=not est.kernel_.mercer_by_theorem,
                             **params, **kwargs)
 
 

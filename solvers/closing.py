@@ -315,19 +315,26 @@ def mark_indefinite(sol: Solution) -> None:
     point, maybe local), as the family's (solvers.family.close)."""
     if sol.formulation != KERNEL_DUAL or sol.extras.get("psd", True):
         return
+    note_indefinite(sol)
+    if sol.status == OPTIMAL:  # the checks hold at a KKT point of a non-convex dual: no proof of the optimum
+        sol.status = OPTIMAL_INACCURATE
+        sol.extras["kkt_verified"] = True
+
+
+def note_indefinite(sol: Solution) -> None:
+    """extras["indefinite_kernel"], and the message's head saying the dual may not be convex: on a K found
+    indefinite (extras["psd"] False, its min eigenvalue) or not checked (extras["psd"] None). Every kernel dual's
+    row says it in these words (the C-SVM's mark_indefinite, the family's solvers.family.close)."""
     sol.extras["indefinite_kernel"] = True
-    if sol.extras["psd"] is None:
+    if sol.extras.get("psd") is None:
         note = (f"UNCHECKED KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} is not positive semidefinite "
                 f"in general ({sol.extras.get('mercer_method')}), so the dual QP may not be convex and this point "
                 "is not certified as a global optimum")
     else:
         note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
-                f"{sol.extras.get('min_eigenvalue'):.6g}, so the dual QP is not convex and this point is not "
-                f"certified as a global optimum")
+                f"{sol.extras.get('min_eigenvalue', math.nan):.6g}, so the dual QP is not convex and this point is "
+                "not certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
-    if sol.status == OPTIMAL:  # the checks hold at a KKT point of a non-convex dual: no proof of the optimum
-        sol.status = OPTIMAL_INACCURATE
-        sol.extras["kkt_verified"] = True
 
 
 def certificate_candidate(model, layer: str, formulation: str):

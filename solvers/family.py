@@ -39,12 +39,12 @@ from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
 from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, PRIMAL
-from solvers import family_units, isolation
+from solvers import api, family_units, isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.checks import withhold_unverified
-from solvers.closing import HAS_POINT, answered
+from solvers.closing import HAS_POINT, answered, note_indefinite
 from solvers.deadline import Deadline
 from solvers.family_proof import TubeLPFailed, hard_tube_width, prove, second_order
 from solvers.family_smo import SMO_MEMBERS, solve_dual
@@ -138,8 +138,9 @@ def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, b
                   backend_options: bool = False) -> str:
     """The method a solve of `formulation` on n points with `kernel` (a checked Kernel; None: a precomputed K)
     uses (METHODS): `method` itself unless "auto" ("full" where options for the backend are given: they are
-    the backend's, not SMO's); "smo" where the formulation has none, for the sigmoid kernel, or where the dual is
-    not in SMO's form (bounded False: weighted points or C = inf), is an SVMInputError saying why."""
+    the backend's, not SMO's); "smo" where the formulation has none, for a kernel not positive semidefinite by
+    theorem (sigmoid), or where the dual is not in SMO's form (bounded False: weighted points or C = inf), is an
+    SVMInputError saying why."""
     validation.check_choice("method", method, METHODS)
     member, kind = family.member_of(formulation)
     has_smo = kind == KERNEL_DUAL and member.name in SMO_MEMBERS
@@ -147,16 +148,16 @@ def choose_method(formulation: str, n: int, method: str = "auto", kernel=None, b
         raise validation.SVMInputError(f"method 'smo' is for the kernel duals of {', '.join(SMO_MEMBERS)}; "
                                        f"{formulation} has none: use method 'full'")
     # an indefinite K makes the dual nonconvex: SMO stops at a point whose KKT conditions hold locally only
-    sigmoid = kernel is not None and kernel.name == "sigmoid"
-    if method == "smo" and sigmoid:
-        raise validation.SVMInputError("method 'smo' needs a positive semidefinite kernel: the sigmoid kernel's K is "
-                                       "indefinite in general, and SMO's point would be a local optimum the checks "
-                                       "cannot tell from the optimum; use method 'full'")
+    indefinite = kernel is not None and not kernel.mercer_by_theorem
+    if method == "smo" and indefinite:
+        raise validation.SVMInputError(f"method 'smo' needs a positive semidefinite kernel: the {kernel.name} kernel's "
+                                       "K is indefinite in general, and SMO's point would be a local optimum the "
+                                       "checks cannot tell from the optimum; use method 'full'")
     # solvers.family_smo sets up one bound for every point, and a finite one
     if method == "smo" and not bounded:
         raise validation.SVMInputError("method 'smo' takes neither sample weights nor C = inf (the hard tube): "
                                        "use method 'full'")
-    has_smo = has_smo and not sigmoid and bounded and not backend_options
+    has_smo = has_smo and not indefinite and bounded and not backend_options
     if method == "auto":
         return "smo" if has_smo and n >= AUTO_SMO_MIN_N else "full"
     return method
@@ -257,15 +258,12 @@ def _in_user_units(sol: Solution, values: dict | None, units) -> tuple[Solution,
 
 
 def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
-    """Whether K is positive semidefinite: by theorem for the linear, rbf and poly kernels, else tested on K
-    (formulations.kernels.mercer_check, as the C-SVM's: an indefinite K refused unless allowed); extras say how."""
-    if kernel is not None and kernel.name != "sigmoid":
-        extras.update(psd=True, mercer_method=f"by theorem ({kernel.name})")
-        return True
-    report = kernels.mercer_check(K, kernel_label=extras["kernel"], allow_indefinite=allow_indefinite)
-    extras.update(psd=report.is_psd, min_eigenvalue=report.min_eigenvalue, max_eigenvalue=report.max_eigenvalue,
-                  mercer_tolerance=report.tolerance, mercer_method=report.method)
-    return report.is_psd
+    """Whether K is positive semidefinite: by theorem (Kernel.mercer_by_theorem), else tested on K (an indefinite
+    K refused unless allowed), in the C-SVM's words (solvers.api); extras say how."""
+    mercer = (api._mercer_by_theorem(kernel) if kernel is not None else {}) or api._mercer_extras(
+        K, extras["kernel"], allow_indefinite)
+    extras.update(mercer)
+    return bool(mercer["psd"])
 
 
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
@@ -389,7 +387,7 @@ def close(sol: Solution, values: dict | None, data: FamilyData, params: dict, ki
         _judge(sol, cond, kind, tol, reference)
     claimed = sol.solver_status
     if not data.convex:
-        _mark_indefinite(sol)
+        note_indefinite(sol)
     if claimed in (OPTIMAL, OPTIMAL_INACCURATE):
         sol.status = OPTIMAL if sol.checks.get("verified") else OPTIMAL_INACCURATE
         if sol.status != OPTIMAL:
@@ -434,15 +432,6 @@ def _judge_hard_tube(sol: Solution, claimed: str, data: FamilyData, params: dict
         note = (f"backend failure: it reported {claimed}, but the hard tube (C = inf) has a point: an LP finds f "
                 f"within {width:.6g} <= epsilon = {eps:g} of every target")
         sol.extras["false_status"] = note
-    sol.message = f"{note}; {sol.message}" if sol.message else note
-
-
-def _mark_indefinite(sol: Solution) -> None:
-    """An indefinite kernel allowed by the caller says so, as the C-SVM's rows do (solvers.closing.mark_indefinite)."""
-    sol.extras["indefinite_kernel"] = True
-    note = (f"INDEFINITE KERNEL (allow_indefinite=True): {sol.extras.get('kernel')} has min eigenvalue "
-            f"{sol.extras.get('min_eigenvalue', math.nan):.6g}, so the dual QP is not convex and this point is not "
-            "certified as a global optimum")
     sol.message = f"{note}; {sol.message}" if sol.message else note
 
 
