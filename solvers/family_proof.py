@@ -9,7 +9,6 @@ BVLS_MAX_ENTRIES) picks one inside the box.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
