@@ -398,7 +398,8 @@ def _errors(out: Checks, sol: Solution, gram: Gram, alpha, y, f, C, ww, primal: 
                   b_only_scale(gram, y * ref.alpha, ref.g, ref.b_lower, ref.b_upper))
     out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
     # the point's g and the proof's add terms of these sizes: a difference within their rounding is no error
-    rounding = MARGIN_ROUNDING * decision_terms(gram, np.maximum(np.abs(alpha), np.abs(ref.alpha)), math.nan, sol.w)
+    rounding = MARGIN_ROUNDING * decision_terms(gram, np.maximum(np.abs(alpha), np.abs(ref.alpha)), math.nan,
+                                                sol.w if primal else None)
     out.err_decision = float(np.max(np.maximum(np.abs(g - ref.g) - rounding, 0.0))) / f_scale + out.err_b
     errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
               "decision value error": out.err_decision}
