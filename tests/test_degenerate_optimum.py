@@ -135,3 +135,24 @@ def test_a_tiny_C_with_balanced_classes_keeps_its_strict_scale(factor):
     w = factor * sol.w
     checks = compute_checks(replace(sol, w=w, decision=X @ w + sol.b), X, y, 1e-6, tol=1e-4)
     assert not checks.verified, checks.verdict
+
+
+def test_stationarity_is_judged_on_the_proofs_interval_of_b_not_the_points_own():
+    """w = 0 at a tiny C with balanced classes: its own g is 0, so its own interval of optimal b's is ~[-1, 1],
+    but the proved optimum's w* = C X'y is not 0 and its f* (max |f*| ~ 1e-4) is not b alone. The gap
+    ||w - X'(y alpha)|| is measured against the w that moves f by max(|f|, |f*|) (the proof's scale), not by
+    the point's interval (which measured it against 1: 1.6e-4, nearly within tol)."""
+    X = np.random.default_rng(2).standard_normal((40, 5)) + 0.5 * np.repeat([[1.0], [-1.0]], 20, axis=0)
+    y = np.repeat([1.0, -1.0], 20)
+    sol = solve("soft_primal", X, y, C=1e-6, layer="cvxpy", backend="clarabel")
+    assert sol.status == "optimal", sol.message
+    w = np.zeros_like(sol.w)
+    checks = compute_checks(replace(sol, w=w, decision=X @ w + sol.b), X, y, 1e-6, tol=1e-4)
+    assert not checks.verified and "stationarity" in checks.verdict
+    w_alpha = X.T @ (y * sol.alpha)
+    reach = np.sqrt(np.max(np.sum(X * X, axis=1)))
+    proved = compute_checks(sol, X, y, 1e-6, tol=1e-4)  # the right point's proof: the optimum it is measured by
+    assert proved.verified, proved.verdict
+    f_opt = X @ (X.T @ (y * proved.proved_alpha)) + proved.proved_b
+    f_scale = max(abs(sol.b), np.max(np.abs(f_opt)))
+    assert checks.kkt_stationarity == pytest.approx(np.linalg.norm(w_alpha) * reach / f_scale, rel=1e-6)
