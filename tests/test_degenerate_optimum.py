@@ -81,7 +81,7 @@ def test_w_zero_with_b_not_unique_is_proved(twins, units, formulation, layer, ba
 
 
 def test_the_duals_decision_values_are_judged_to_the_rounding_of_their_terms(twins):
-    """The dual's f = X X'(y alpha) + b adds terms of size |X| |X|' alpha (1e12 in units 1e5) that cancel to
+    """The dual's f = X X'(y alpha) + b adds terms of size |X| |X|' alpha (~1e12 here) that cancel to
     w* = 0: its difference from the proof's f is judged to their rounding, not to that of |X| |w|, which the
     cancellation makes 0."""
     X, y = twins
@@ -141,7 +141,7 @@ def test_stationarity_is_judged_on_the_proofs_interval_of_b_not_the_points_own()
     """w = 0 at a tiny C with balanced classes: its own g is 0, so its own interval of optimal b's is ~[-1, 1],
     but the proved optimum's w* = C X'y is not 0 and its f* (max |f*| ~ 1e-4) is not b alone. The gap
     ||w - X'(y alpha)|| is measured against the w that moves f by max(|f|, |f*|) (the proof's scale), not by
-    the point's interval (which measured it against 1: 1.6e-4, nearly within tol)."""
+    the point's own interval's largest |b|, 1, which a wrong w chooses."""
     X = np.random.default_rng(2).standard_normal((40, 5)) + 0.5 * np.repeat([[1.0], [-1.0]], 20, axis=0)
     y = np.repeat([1.0, -1.0], 20)
     sol = solve("soft_primal", X, y, C=1e-6, layer="cvxpy", backend="clarabel")

@@ -244,7 +244,7 @@ def test_the_hull_check_judges_a_gap_in_the_datas_own_units(scale):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_the_hull_check_judges_a_gap_in_the_columns_range_whatever_its_offset(sparse):
     """Data not centred (a sparse X never is): two separated clusters' means, 6e-3 apart in a range of about 1e-2,
-    were verified against max|x_j| = 1e3 (6e-6 < 1e-4); measured in the column's range they stay 0.4 apart."""
+    are 6e-6 of max|x_j| = 1e3 (under 1e-4) but 0.4 of the column's range: the gap is judged in the range."""
     import scipy.sparse as sp
     from sklearn.datasets import make_blobs
 

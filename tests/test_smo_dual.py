@@ -143,7 +143,7 @@ print(sol.status, compiled == [len(getattr(smo, name).signatures) for name in ("
 
 
 def test_the_audits_warm_up_starts_once_per_process(data, monkeypatch):
-    """Each solve used to start a thread that loads the kernel audit: loaded once, it needs no second one."""
+    """The thread that loads the kernel audit starts once per process: loaded once, it needs no second one."""
     X, y, K = data
     warmed = []
     monkeypatch.setattr(smo_dual, "_AUDIT_WARMED", set())
