@@ -63,6 +63,17 @@ def column_max_abs(X) -> np.ndarray:
     return np.abs(X).max(axis=0)
 
 
+def column_bounds(X) -> tuple[np.ndarray, np.ndarray]:
+    """(min_i x_ij, max_i x_ij) for every column j, a sparse X's implicit zeros included (zeros where X has no
+    rows)."""
+    if X.shape[0] == 0:
+        return np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    if sp.issparse(X):
+        return (np.asarray(X.min(axis=0).todense(), dtype=float).ravel(),
+                np.asarray(X.max(axis=0).todense(), dtype=float).ravel())
+    return X.min(axis=0), X.max(axis=0)
+
+
 def dense(X) -> np.ndarray:
     """A small block of X (a few rows) as a dense array, for the dense linear algebra that needs one."""
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)

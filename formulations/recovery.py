@@ -165,9 +165,8 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
 def _hinge_interval(t, c, pos, order):
     """hinge_argmin's interval from the sorted t (order): the running sums in the order np.cumsum takes them.
 
-    A slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding (sums of
-    C_i = 0.01 gave -1.7e-18 there and the interval shrank to its end: iris, poly, C = 0.01, balanced weights
-    of exactly 1.0, where the unweighted fit took its midpoint), hence `flat`."""
+    A slope is a difference of sums of weights: 0 on the interval's flat part but for their rounding, which
+    would shrink the interval to one of its ends, hence `flat` (the rounding of the sums: n eps times them)."""
     n = t.size
     cum_p = np.zeros(n + 1)  # weight of the positive kinks before an index of the sorted t
     cum_n = np.zeros(n + 1)

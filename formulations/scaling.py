@@ -92,10 +92,8 @@ def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: b
 
 
 #: A dense X with a feature whose |mean_j| is this many times its own spread (std_j) sits far from the origin: the
-#: solvers meet columns of [X, 1] that are nearly parallel (make_classification + 1e4: PIQP called the soft primal
-#: dual infeasible, cvxpy/PIQP unbounded), so a translation-invariant problem is solved on X centered. Feature by
-#: feature: features of different spreads moved alike (breast cancer + 1e4) hide a near-constant one behind the
-#: widest spread.
+#: solvers meet columns of [X, 1] that are nearly parallel and misreport, so a translation-invariant problem is
+#: solved on X centered. Feature by feature: one wide spread must not hide a near-constant feature.
 FAR_FROM_ORIGIN = 100.0
 
 

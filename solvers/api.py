@@ -156,24 +156,12 @@ def solve(
     X, y, labels, C, kernel, time_limit, options = _checked_inputs(
         formulation, X, y, layer=layer, backend=backend, C=C, kernel=kernel, K=K, kernel_form=kernel_form,
         profile=profile, time_limit=time_limit, options=options, standardize=standardize, method=method)
-    method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1], backend=backend)
-    # the working sets stop between subproblems; one whole QP needs the backend to stop, or the solve server's kill
-    if method == "full" and not isolation.ISOLATE:
-        check_time_limit(layer, backend, time_limit)
-    _warn_if_it_stalls(backend, len(y), time_limit)
+    method = _method_for(formulation, X, y, layer=layer, backend=backend, C=C, method=method, time_limit=time_limit)
     deadline = Deadline(time_limit, began=began)  # the user's promise runs from the call's start
-    if method == "full" and layer == "direct":
-        raise validation.SVMInputError(
-            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
-            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
-    if method == "working_set":
-        work = partial(_solve_working_set, formulation, X, y, labels, layer=layer, backend=backend, C=C,
-                       kernel=kernel, K=K, allow_indefinite=allow_indefinite, profile=profile, deadline=deadline,
-                       options=options, standardize=standardize, memory_budget=memory_budget)
-    else:
-        work = partial(_solve_full, formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel,
-                       K=K, kernel_form=kernel_form, allow_indefinite=allow_indefinite, profile=profile,
-                       deadline=deadline, options=options, standardize=standardize, memory_budget=memory_budget)
+    run = _solve_working_set if method == "working_set" else partial(_solve_full, kernel_form=kernel_form)
+    work = partial(run, formulation, X, y, labels, layer=layer, backend=backend, C=C, kernel=kernel, K=K,
+                   allow_indefinite=allow_indefinite, profile=profile, deadline=deadline, options=options,
+                   standardize=standardize, memory_budget=memory_budget)
     # with a limit, in a process killed past it: a model's build or a backend's setup does not stop by itself
     sol = isolation.run_solve(deadline, work, partial(
         unanswered, formulation=formulation, layer=layer, backend=backend, X=X, y=y, C=C, profile=get_profile(profile),
@@ -182,6 +170,21 @@ def solve(
     elapsed = time.perf_counter() - began
     sol.build_s = elapsed - sol.solve_s if math.isfinite(sol.solve_s) else elapsed
     return sol
+
+
+def _method_for(formulation: str, X, y, *, layer: str, backend: str, C, method: str, time_limit) -> str:
+    """The method the solve runs (choose_method), refused where the layer cannot run it, with the time-limit
+    check and the stall warning that a backend given the whole QP needs."""
+    method = choose_method(formulation, len(y), layer, C, method, d=X.shape[1], backend=backend)
+    # the working sets stop between subproblems; one whole QP needs the backend to stop, or the solve server's kill
+    if method == "full" and not isolation.ISOLATE:
+        check_time_limit(layer, backend, time_limit)
+    _warn_if_it_stalls(backend, len(y), time_limit)
+    if method == "full" and layer == "direct":
+        raise validation.SVMInputError(
+            "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
+            "'auto', a layer 'pyomo' or 'cvxpy', or solvers.algorithms.direct.solve for the whole QP")
+    return method
 
 
 class StallWarning(UserWarning):

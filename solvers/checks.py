@@ -56,7 +56,7 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, classify, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, classify
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 )
@@ -182,38 +182,15 @@ def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None =
     hard = sol.formulation == HARD_PRIMAL or penalty.is_hard(C)
     f = sol.decision
     hinge = np.maximum(0.0, 1.0 - y * f)
-    alpha = sol.alpha
-    out.alpha_source = "solver"
-    if alpha is None and sol.formulation in PRIMAL_FORMULATIONS and sol.w is not None:
-        alpha = estimate_multipliers(X, y, sol.w, f, C)
-        out.alpha_source = "estimated"
-    if sol.formulation != KERNEL_DUAL:
-        kernel = None
-    elif kernel is None and getattr(K, "kernel", None) is not None:  # a row source knows its kernel and data
-        kernel, X = K.kernel, K.data
-    if kernel is not None and kernel.name == "precomputed":
-        kernel = None
+    alpha, out.alpha_source = _multipliers(sol, X, y, f, C)
+    kernel, X = _audited_kernel(sol, K, X, kernel)
     kernel_dual = sol.formulation == KERNEL_DUAL
     # a Gram already (solvers.algorithms.kernel_rows: kernel rows on demand, no n x n matrix), or X or K
     gram = K if isinstance(K, Gram) else Gram(None if kernel_dual else X, K if kernel_dual else None)
-
-    # ||w||^2 and sum_i alpha_i y_i x_i, through K for the kernel dual
-    if kernel_dual:
-        u = y * alpha
-        # ||w||^2 = u'Ku >= 0; rounding makes it negative for huge u (an unbounded dual's ray).
-        ww = max(0.0, float(u @ (gram.times(u) if Ku is None else Ku)))
-        w_from_alpha_sq, stationarity = ww, 0.0  # w is defined by alpha: nothing to compare
-    else:
-        ww = float(sol.w @ sol.w)
-        w_alpha = X.T @ (y * alpha) if alpha is not None else None
-        w_from_alpha_sq = float(w_alpha @ w_alpha) if w_alpha is not None else math.nan
-        # relative to w_scale: ||w|| or, where w* is (nearly) 0, the w that moves f by max|f| (at w* = 0, b = 1,
-        # per-sample C 1:10, ||w|| = 1e-11 made an error of 1e-11 in w a stationarity of 0.88: refused)
-        stationarity = (float(np.linalg.norm(sol.w - w_alpha)) / w_scale(sol.w, X, decision_scale(f))
-                        if w_alpha is not None else math.nan)
-        if stationarity > tol and not hard:  # only then: the interval of b's costs a sort
-            stationarity = float(np.linalg.norm(sol.w - w_alpha)) / w_scale(
-                sol.w, X, max(decision_scale(f), _point_b_scale(gram, y, C, alpha, f, sol.b)))
+    ww, w_from_alpha_sq, w_gap = _w_terms(sol, gram, X, y, alpha, Ku, kernel_dual)
+    # relative to w_scale: ||w|| or, where w* is (nearly) 0, the w that moves f by max|f| (||w|| alone would
+    # make rounding-sized errors in a w* = 0 fail)
+    stationarity = 0.0 if kernel_dual else w_gap / w_scale(sol.w, X, decision_scale(f))
 
     out.primal_objective = 0.5 * ww + (0.0 if hard else penalty.weighted_sum(C, hinge))
     out.kkt_primal_feasibility = float(hinge.max()) if hard else 0.0
@@ -224,14 +201,67 @@ def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None =
         return out
     _kkt_residuals(out, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity)
     primal = sol.formulation in PRIMAL_FORMULATIONS
-    if not hard:
-        size = decision_terms(gram, alpha, sol.b, sol.w if primal else None)
-        out.gap_rounding = gap_rounding(C, alpha, y, f, size) / max(out.primal_objective, _TINY)
     codes = classify(alpha, y, f, C)
     out.n_sv = int((codes != 0).sum())
     out.n_bound_sv = int((codes == AT_BOUND).sum())
     out.n_free_sv = int((codes == FREE).sum())
+    scaled = _residuals(out, sol, gram, kernel, X, alpha, y, f, C, hard, primal, codes)
+    # where every b of an interval is optimal and f* is b alone, w's scale is the interval's: the proof's
+    # (b_only_scale), never the point's own, which a wrong w would choose
+    widen = stationarity > tol and not hard
+    if all(v <= tol for name, v in scaled.items() if not (widen and name == "stationarity")):
+        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal, deadline, codes,
+                              w_gap if widen else None))
+    failed = {name: value for name, value in scaled.items() if not value <= tol}
+    out.verified = not failed and not out.timed_out
+    out.verdict = (deadline.stopped("in the closing checks, before the proof of the optimum") + ": not verified"
+                   if out.timed_out else "verified" if not failed
+                   else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()))
+    return out
 
+
+def _multipliers(sol: Solution, X, y: np.ndarray, f: np.ndarray, C) -> tuple[np.ndarray | None, str]:
+    """The multipliers the checks judge and where they come from: the solver's, or estimated from a primal
+    point that came without them (estimate_multipliers)."""
+    if sol.alpha is None and sol.formulation in PRIMAL_FORMULATIONS and sol.w is not None:
+        return estimate_multipliers(X, y, sol.w, f, C), "estimated"
+    return sol.alpha, "solver"
+
+
+def _audited_kernel(sol: Solution, K, X, kernel):
+    """(kernel, X): the kernel whose entries the kernel dual's checks recompute from the data X, or None (no
+    audit: another formulation, a precomputed K)."""
+    if sol.formulation != KERNEL_DUAL:
+        return None, X
+    if kernel is None and getattr(K, "kernel", None) is not None:  # a row source knows its kernel and data
+        kernel, X = K.kernel, K.data
+    if kernel is not None and kernel.name == "precomputed":
+        kernel = None
+    return kernel, X
+
+
+def _w_terms(sol: Solution, gram: Gram, X, y: np.ndarray, alpha, Ku,
+             kernel_dual: bool) -> tuple[float, float, float]:
+    """(||w||^2, ||sum_i alpha_i y_i x_i||^2, ||w - sum_i alpha_i y_i x_i||), through K for the kernel dual (where
+    w is defined by alpha: no gap); nan where there are no multipliers."""
+    if kernel_dual:
+        u = y * alpha
+        # ||w||^2 = u'Ku >= 0; rounding makes it negative for huge u (an unbounded dual's ray).
+        ww = max(0.0, float(u @ (gram.times(u) if Ku is None else Ku)))
+        return ww, ww, 0.0
+    if alpha is None:
+        return float(sol.w @ sol.w), math.nan, math.nan
+    w_alpha = X.T @ (y * alpha)
+    return float(sol.w @ sol.w), float(w_alpha @ w_alpha), float(np.linalg.norm(sol.w - w_alpha))
+
+
+def _residuals(out: Checks, sol: Solution, gram: Gram, kernel, X, alpha, y, f, C, hard: bool,
+               primal: bool, codes: np.ndarray) -> dict:
+    """The residuals the verdict compares with tol, each on its own scale (the module doc), and the gap's
+    rounding (the dual's gap is judged less it; a primal's rounding is judged itself)."""
+    if not hard:
+        size = decision_terms(gram, alpha, sol.b, sol.w if primal else None)
+        out.gap_rounding = gap_rounding(C, alpha, y, f, size) / max(out.primal_objective, _TINY)
     scaled = {
         **(_kernel_values(out, gram, kernel, X, alpha, y, f, codes) if kernel else {}),
         "relative duality gap": out.rel_duality_gap if primal else max(0.0, out.rel_duality_gap - out.gap_rounding),
@@ -243,14 +273,7 @@ def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None =
     }
     if primal:
         scaled["rounding of the primal objective"] = out.gap_rounding
-    if all(v <= tol for v in scaled.values()):  # only a point that passes these is worth a reference
-        scaled.update(_errors(out, sol, gram, alpha, y, f, C, ww, primal, deadline, codes))
-    failed = {name: value for name, value in scaled.items() if not value <= tol}
-    out.verified = not failed and not out.timed_out
-    out.verdict = (deadline.stopped("in the closing checks, before the proof of the optimum") + ": not verified"
-                   if out.timed_out else "verified" if not failed
-                   else "; ".join(f"{k} {v:.2e} > {tol:.0e}" for k, v in failed.items()))
-    return out
+    return scaled
 
 
 def _kernel_values(out: Checks, gram: Gram, kernel, X: np.ndarray, alpha, y, f, codes) -> dict:
@@ -351,15 +374,6 @@ def b_only_scale(gram: Gram, u: np.ndarray, g: np.ndarray, b_lower: float, b_upp
     return max(abs(b_lower), abs(b_upper))
 
 
-def _point_b_scale(gram: Gram, y: np.ndarray, C, alpha: np.ndarray, f: np.ndarray, b: float) -> float:
-    """b_only_scale at a returned point: its own interval of optimal b's for its w (hinge_argmin)."""
-    if not math.isfinite(b):
-        return 0.0
-    g = f - b
-    lower, upper = hinge_argmin(y, g, penalty.hinge_weights(C))
-    return b_only_scale(gram, y * alpha, g, lower, upper)
-
-
 def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
     """What an error in w is measured against: ||w*||, or, when w* is (nearly) 0, the size of a w that
     moves the decision values by f_scale (f_scale / max_i ||x_i||): w* = 0 happens at a tiny C with
@@ -369,11 +383,12 @@ def w_scale(w_ref: np.ndarray, X: np.ndarray, f_scale: float) -> float:
 
 
 def _errors(out: Checks, sol: Solution, gram: Gram, alpha, y, f, C, ww, primal: bool,
-            deadline: Deadline = NEVER, codes: np.ndarray | None = None) -> dict:
+            deadline: Deadline = NEVER, codes: np.ndarray | None = None, w_gap: float | None = None) -> dict:
     """The point's distance to the optimum proved from its active set (or the gap's bound); primal: the
     row reports P (a primal formulation), else D. Nothing where the deadline stops the proof (out.timed_out):
     the gap's bound is for a proof that failed, not for one that was not given the time. codes: the points' classes
-    at (alpha, f) (formulations.recovery.classify), the proof's first guess."""
+    at (alpha, f) (formulations.recovery.classify), the proof's first guess. w_gap: ||w - X'(y alpha)|| where
+    stationarity failed on max|f|'s scale: judged again on the proved optimum's interval of b's (b_only_scale)."""
     g = f - sol.b
     ref = polish(gram, y, C, alpha, f, deadline=deadline, codes=codes)
     if not ref.ok and deadline.passed():
@@ -397,11 +412,16 @@ def _errors(out: Checks, sol: Solution, gram: Gram, alpha, y, f, C, ww, primal: 
     f_scale = max(decision_scale(ref.g + ref.b),
                   b_only_scale(gram, y * ref.alpha, ref.g, ref.b_lower, ref.b_upper))
     out.err_b = max(ref.b_lower - sol.b, sol.b - ref.b_upper, 0.0) / f_scale
+    errors = {}
+    if w_gap is not None:
+        out.kkt_stationarity = w_gap / w_scale(sol.w, gram.X, max(decision_scale(f), f_scale))
+        errors["stationarity"] = out.kkt_stationarity
     # the point's g and the proof's add terms of these sizes: a difference within their rounding is no error
-    rounding = MARGIN_ROUNDING * decision_terms(gram, np.maximum(np.abs(alpha), np.abs(ref.alpha)), math.nan, sol.w)
+    rounding = MARGIN_ROUNDING * decision_terms(gram, np.maximum(np.abs(alpha), np.abs(ref.alpha)), math.nan,
+                                                sol.w if primal else None)
     out.err_decision = float(np.max(np.maximum(np.abs(g - ref.g) - rounding, 0.0))) / f_scale + out.err_b
-    errors = {"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
-              "decision value error": out.err_decision}
+    errors.update({"objective error": out.err_objective, "b outside the optimal interval": out.err_b,
+                   "decision value error": out.err_decision})
     if sol.w is not None and gram.X is not None:
         w_ref = ref.weights(gram.X, y)
         out.err_w = float(np.linalg.norm(sol.w - w_ref)) / w_scale(w_ref, gram.X, f_scale)

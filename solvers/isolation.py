@@ -171,18 +171,21 @@ def call(frames: tuple[bytes, ...], kill_rule: Callable[[], Callable[[], float |
     and returns the call's kill_at (Server.call). Returns (answer, why, waited): Server.call's answer, or
     NOT_TAKEN and why no server took the work, or an `Ended` (`starting`) when `until` (a time.monotonic())
     came while the server was still starting; `waited`: the seconds spent waiting for a server's start."""
-    waited = 0.0
+    waited, why = 0.0, ""
     for _ in range(2):
-        server, start_s = Server.running(preload, variables, until=until)
+        server, start_s, why = Server.started(preload, variables, until=until)
         waited += start_s
+        if server is None and why.startswith("the solve server died"):
+            continue  # a new server may start where this one died (a crash, a kill): the same second try
         if server is None:
-            return NOT_TAKEN, f"the solve server did not start in {SERVER_START_LIMIT_S:g} s", waited
+            return NOT_TAKEN, why, waited
         if not server.ready:
             return Ended(killed=True, stage="", starting=server.doing()), "", waited
         answer = server.call(frames, kill_rule())
         if answer is not NOT_TAKEN:
             return answer, "", waited
-    return NOT_TAKEN, "the solve server died before it took the solve, twice", waited
+        why = "the solve server died before it took the solve"
+    return NOT_TAKEN, f"{why}, twice", waited
 
 
 def _kill_at_limit(deadline: Deadline) -> Callable[[], float | None]:
@@ -253,22 +256,34 @@ class Server:
     def running(cls, preload: tuple[str, ...] = PRELOAD, variables: dict[str, str] | None = None,
                 until: float | None = None) -> tuple[Server | None, float]:
         """The server of (preload, variables), started if need be, and the seconds this call waited for its start
-        (0 if it was ready); None if it did not start in SERVER_START_LIMIT_S. `until`: a time.monotonic() at
-        which the wait ends with the server still starting (not ready; it goes on starting for the next call)."""
+        (0 if it was ready); None if it did not start in SERVER_START_LIMIT_S or died while starting. `until`: a
+        time.monotonic() at which the wait ends with the server still starting (not ready; it goes on starting for
+        the next call)."""
+        server, waited, _ = cls.started(preload, variables, until)
+        return server, waited
+
+    @classmethod
+    def started(cls, preload: tuple[str, ...] = PRELOAD, variables: dict[str, str] | None = None,
+                until: float | None = None) -> tuple[Server | None, float, str]:
+        """running(), and where the server is None why: it died while starting (its exit code) or it did not
+        start in SERVER_START_LIMIT_S (a dead server is worth a new one, a slow one is not)."""
         key = (tuple(preload), tuple(sorted((variables or {}).items())))
         cls.start(preload, variables)
         with cls._start_lock:
             server = cls._running.get(key)
             if server is None or server.ready:
-                return server, 0.0
+                return server, 0.0, ""
             began = time.perf_counter()
             gives_up = server.began + SERVER_START_LIMIT_S
             server._wait_ready(gives_up if until is None else min(until, gives_up))
             waited = time.perf_counter() - began
-            if not server.ready and (server.closed or time.monotonic() >= gives_up):
-                server.close()
-                return None, waited
-            return server, waited
+            if server.ready or not (server.closed or time.monotonic() >= gives_up):
+                return server, waited, ""
+            died = server.closed
+            server.close()
+            if died:
+                return None, waited, f"the solve server died while starting (exit code {server.process.returncode})"
+            return None, waited, f"the solve server did not start in {SERVER_START_LIMIT_S:g} s"
 
     def _wait_ready(self, by: float) -> None:
         """Read the server's words on its start until it is ready, dead (closed here), or time.monotonic() is

@@ -39,7 +39,7 @@ import pyomo.environ as pyo
 
 import formulations
 from formulations import recovery, scaling, separability, validation
-from formulations.data_matrix import column_max_abs
+from formulations.data_matrix import column_bounds
 from formulations.recovery import AT_BOUND, ZERO, classify
 from formulations.errors import SVMInputError
 from formulations.names import HULL_INTERSECTION, L1_DUAL, L1_PRIMAL, LP_FORMULATIONS, SEPARABILITY
@@ -289,12 +289,15 @@ def _hull_checks(X, y, lam, mu, tol: float) -> tuple[LPChecks, dict]:
         out.verdict = "no point"
         return out, {}
     XA, XB, _, _ = separability.split_classes(X, y)
-    gap = XA.T @ lam - XB.T @ mu
-    # each coordinate of the gap in its own size (an all-zero column has a zero gap): on data in other units an
-    # absolute 1e-4 would let hulls 1e-6 apart meet
-    size = column_max_abs(X)
-    residual = float(max((np.abs(gap) / np.where(size > 0, size, 1.0)).max(), abs(lam.sum() - 1.0), abs(mu.sum() - 1.0),
-                         max(0.0, -lam.min()), max(0.0, -mu.min())))
+    # each coordinate of the gap in the column's range: on data in other units an absolute 1e-4 would let hulls
+    # 1e-6 apart meet, and against max|x_j| an offset (data not centred: a sparse X never is) would hide the gap.
+    # The offset's own part, low_j (sum lam - sum mu), is the sums' residual below; a constant column separates
+    # nothing.
+    low, high = column_bounds(X)
+    size = high - low
+    gap = XA.T @ lam - XB.T @ mu - low * (lam.sum() - mu.sum())
+    residual = float(max((np.abs(gap) / np.where(size > 0, size, np.inf)).max(), abs(lam.sum() - 1.0),
+                         abs(mu.sum() - 1.0), max(0.0, -lam.min()), max(0.0, -mu.min())))
     out.primal_infeasibility = residual
     out.verified = residual <= tol
     out.verdict = "verified" if out.verified else f"hull residual {residual:.2e} > {tol:.0e}"

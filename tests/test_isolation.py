@@ -175,6 +175,21 @@ def _warn_then(value):
     return value
 
 
+def test_a_server_that_dies_while_starting_is_said_so_and_started_once_more(monkeypatch):
+    """A server whose start ends its process (a crash, a kill) is not one that is slow: the call says it died, with
+    its exit code, and tries a new server once, as for a server that died before it took the work."""
+    preload = isolation.PRELOAD + ("tests.dying_import",)
+    starts = []
+    real_init = isolation.Server.__init__
+    monkeypatch.setattr(isolation.Server, "__init__", lambda self, *a: (starts.append(a), real_init(self, *a))[1])
+    frames, why = isolation.request(partial(_pid_and, 1))
+    assert frames is not None, why
+    answer, why, _ = isolation.call(frames, lambda: lambda: None, preload=preload)
+    assert answer is isolation.NOT_TAKEN
+    assert why == "the solve server died while starting (exit code 3), twice"
+    assert len(starts) == 2
+
+
 def test_a_childs_warnings_reach_the_callers_filters():
     """A child's warning is warned in the caller, where catch_warnings and the caller's filters see it (a trial's
     simplefilter("ignore") did not hide it, and catch_warnings(record=True) recorded nothing)."""

@@ -239,3 +239,25 @@ def test_the_hull_check_judges_a_gap_in_the_datas_own_units(scale):
     checks, _ = _hull_checks(X * scale, y, lam, mu, 1e-4)
     assert not checks.verified
     assert checks.primal_infeasibility == pytest.approx(_hull_checks(X, y, lam, mu, 1e-4)[0].primal_infeasibility, rel=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_hull_check_judges_a_gap_in_the_columns_range_whatever_its_offset(sparse):
+    """Data not centred (a sparse X never is): two separated clusters' means, 6e-3 apart in a range of about 1e-2,
+    are 6e-6 of max|x_j| = 1e3 (under 1e-4) but 0.4 of the column's range: the gap is judged in the range."""
+    import scipy.sparse as sp
+    from sklearn.datasets import make_blobs
+
+    from solvers.lp import _hull_checks
+
+    X, y = make_blobs(n_samples=80, centers=[[0, 0], [6, 6]], cluster_std=1.0, random_state=4)
+    y = np.where(y == 1, 1, -1)
+    lam = np.full(np.sum(y == 1), 1.0 / np.sum(y == 1))
+    mu = np.full(np.sum(y == -1), 1.0 / np.sum(y == -1))
+    centred = _hull_checks(X, y, lam, mu, 1e-4)[0].primal_infeasibility
+    shifted = X * 1e-3 + 1e3
+    checks, _ = _hull_checks(sp.csr_matrix(shifted) if sparse else shifted, y, lam, mu, 1e-4)
+    assert not checks.verified
+    # the same gap in the same range: the offset changes it by its rounding only (1e3 * eps over a range 1e-2)
+    assert checks.primal_infeasibility == pytest.approx(centred, rel=1e-9)
+    assert centred > 0.1

@@ -140,3 +140,14 @@ print(sol.status, compiled == [len(getattr(smo, name).signatures) for name in ("
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-2:] == [OPTIMAL, "True"]
+
+
+def test_the_audits_warm_up_starts_once_per_process(data, monkeypatch):
+    """The thread that loads the kernel audit starts once per process: loaded once, it needs no second one."""
+    X, y, K = data
+    warmed = []
+    monkeypatch.setattr(smo_dual, "_AUDIT_WARMED", set())
+    monkeypatch.setattr(smo_dual.kernel_audit, "warm", lambda: warmed.append(os.getpid()))
+    for C in (1.0, 100.0):
+        assert ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False).status == OPTIMAL
+    assert warmed == [os.getpid()]

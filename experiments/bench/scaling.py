@@ -770,7 +770,8 @@ def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> 
     return 0
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of python -m experiments.bench."""
     parser = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny n (a minute): the version the tests run")
     parser.add_argument("--budget", type=float, default=None,
@@ -802,6 +803,47 @@ def main(argv=None) -> int:
                         "(default blobs: the generators above; hard: experiments.datasets.hard over several seeds; "
                         "bundled: scikit-learn's breast cancer, digits even/odd, wine, iris)")
     parser.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def _measure(args, out: Path, budget: float, backends: tuple, families: tuple, argv, runs: list,
+             runs_file: Path):
+    """Run the benchmark (or what --resume/--only leave), write <out>/results.csv and add this invocation to
+    runs.json: (the table, the invocations that made it)."""
+    import pandas as pd
+
+    started = datetime.now(timezone.utc)
+    start = time.perf_counter()
+    done = None
+    if args.resume:
+        source = out / "results.partial.csv" if (out / "results.partial.csv").exists() else out / "results.csv"
+        done = pd.read_csv(source) if source.exists() else None
+    df = run(args.quick, budget, out, backends, args.only, progress=not args.no_progress,
+             exclude=args.exclude, done=done, kill_after=args.kill_after, rounds=args.rounds,
+             families=families)
+    if args.only and not args.resume and (out / "results.csv").exists():
+        # A partial re-run replaces its own paths' rows and keeps the others.
+        old = pd.read_csv(out / "results.csv")
+        key = ["problem", "label"]
+        keep = old.merge(df[key].drop_duplicates(), on=key, how="left", indicator=True)["_merge"] == "left_only"
+        df = add_errors(pd.concat([old[keep.to_numpy()], df], ignore_index=True))
+    df.to_csv(out / "results.csv", index=False)
+    (out / "results.partial.csv").unlink(missing_ok=True)
+    wall = time.perf_counter() - start
+    print(f"{len(df)} rows in {wall:.0f} s -> {out / 'results.csv'}")
+    # Which invocations made the table: a full run starts the list, --only/--resume add to it.
+    invocation = {"command": " ".join(["python -m experiments.bench", *(argv if argv is not None else sys.argv[1:])]),
+                  "started": f"{started:%Y-%m-%d %H:%M}", "wall_s": round(wall, 1), "rows": len(df),
+                  "budget": budget, "kill_after": args.kill_after if args.kill_after is not None else 2 * budget + 60}
+    runs = (runs if args.only or args.resume else []) + [invocation]
+    runs_file.write_text(json.dumps(runs, indent=1) + "\n")
+    return df, runs
+
+
+def main(argv=None) -> int:
+    """python -m experiments.bench: its options checked, then the members' or the LPs' run, or the scaling
+    benchmark (or its report alone) into <out>."""
+    parser = _parser()
     args = parser.parse_args(argv)
     families = tuple(f.strip() for f in args.family.split(",") if f.strip())
     if not families or set(families) - set(FAMILIES):
@@ -830,37 +872,12 @@ def main(argv=None) -> int:
         parser.error(f"unknown backends {unknown}; choose from {ALL_BACKENDS}")
     import pandas as pd
 
-
     runs_file = out / "runs.json"
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
     if args.report_only:
         df = pd.read_csv(out / "results.csv")
     else:
-        started = datetime.now(timezone.utc)
-        start = time.perf_counter()
-        done = None
-        if args.resume:
-            source = out / "results.partial.csv" if (out / "results.partial.csv").exists() else out / "results.csv"
-            done = pd.read_csv(source) if source.exists() else None
-        df = run(args.quick, budget, out, backends, args.only, progress=not args.no_progress,
-                 exclude=args.exclude, done=done, kill_after=args.kill_after, rounds=args.rounds,
-                 families=families)
-        if args.only and not args.resume and (out / "results.csv").exists():
-            # A partial re-run replaces its own paths' rows and keeps the others.
-            old = pd.read_csv(out / "results.csv")
-            key = ["problem", "label"]
-            keep = old.merge(df[key].drop_duplicates(), on=key, how="left", indicator=True)["_merge"] == "left_only"
-            df = add_errors(pd.concat([old[keep.to_numpy()], df], ignore_index=True))
-        df.to_csv(out / "results.csv", index=False)
-        (out / "results.partial.csv").unlink(missing_ok=True)
-        wall = time.perf_counter() - start
-        print(f"{len(df)} rows in {wall:.0f} s -> {out / 'results.csv'}")
-        # Which invocations made the table: a full run starts the list, --only/--resume add to it.
-        invocation = {"command": " ".join(["python -m experiments.bench", *(argv if argv is not None else sys.argv[1:])]),
-                      "started": f"{started:%Y-%m-%d %H:%M}", "wall_s": round(wall, 1), "rows": len(df),
-                      "budget": budget, "kill_after": args.kill_after if args.kill_after is not None else 2 * budget + 60}
-        runs = (runs if args.only or args.resume else []) + [invocation]
-        runs_file.write_text(json.dumps(runs, indent=1) + "\n")
+        df, runs = _measure(args, out, budget, backends, families, argv, runs, runs_file)
     last = runs[-1] if runs else {}
     command = ("python -m experiments.bench" + (" --quick" if args.quick else "") + f" --budget {budget:g}"
                + (f" --family {','.join(families)}" if families != ("blobs",) else ""))

@@ -16,6 +16,7 @@ tolerance and the proof from the active set makes the point exact.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from typing import Callable
 
@@ -59,6 +60,20 @@ def compiled_rows(src) -> RowCache:
     return RowCache.from_data(src.kernel, src.data, cache_bytes=8.0 * src.capacity * src.n)
 
 
+_AUDIT_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it
+_AUDIT_LOCK = threading.Lock()
+
+
+def _warm_audit() -> None:
+    """The closing checks' compiled audit loaded on another core while the SMO holds none of the interpreter's
+    lock: once per process (a loaded function stays loaded; a thread per solve would only pile up)."""
+    with _AUDIT_LOCK:
+        if os.getpid() in _AUDIT_WARMED:
+            return
+        _AUDIT_WARMED.add(os.getpid())
+    threading.Thread(target=kernel_audit.warm, name="load the kernel audit", daemon=True).start()
+
+
 def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline, finish: Callable,
               alpha0=None):
     """The kernel dual at C (one number or C_i per point) on a row source that `applies` (module docstring), as a
@@ -73,8 +88,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         loop.alpha = check_alpha0(alpha0, y, C)
         loop.g = rows.gradient(y, loop.alpha)
     subsolve = subproblems.SUBSOLVERS[layer]
-    # the closing checks' compiled audit loaded on another core while the SMO holds none of the interpreter's lock
-    threading.Thread(target=kernel_audit.warm, name="load the kernel audit", daemon=True).start()
+    _warm_audit()
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     for loop.it in range(1, ROUNDS + 1):
         isolation.stage(f"the SMO steps of round {loop.it}")
