@@ -24,7 +24,8 @@ from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
-from solvers.closing import close_model, linear_kernel_w, mark_indefinite, resolve_C, to_original_units, unanswered
+from solvers.closing import (close_model, linear_kernel_w, mark_indefinite, mercer_by_theorem, mercer_extras, resolve_C,
+                             to_original_units, unanswered)
 from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
@@ -35,18 +36,11 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
     if K is not None:
         K = validation.check_gram(K, len(y))
-        return K, {"kernel": "precomputed", **_mercer_extras(K, "precomputed", allow_indefinite)}
+        return K, {"kernel": "precomputed", **mercer_extras(K, "precomputed", allow_indefinite)}
     kernel = validation.check_kernel(kernel)
     K = kernels.gram(kernel, X)
-    mercer = _mercer_by_theorem(kernel) or _mercer_extras(K, kernel.label, allow_indefinite)
+    mercer = mercer_by_theorem(kernel) or mercer_extras(K, kernel.label, allow_indefinite)
     return K, {"kernel": kernel.label, **mercer}
-
-
-def _mercer_by_theorem(kernel) -> dict:
-    """Mercer's condition of a kernel that satisfies it by theorem (Kernel.mercer_by_theorem); {} for one whose
-    Gram matrix must be checked. The eigenvalue check on K cannot fail for these (the kernels' own rounding is
-    far below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
-    return {"psd": True, "mercer_method": f"by theorem ({kernel.name})"} if kernel.mercer_by_theorem else {}
 
 
 #: The layers a working set can put its subproblems through: the two modelling layers, or the
@@ -302,11 +296,11 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
             kernel = validation.check_kernel(kernel or "linear")
             source = row_source(kernel, X, budget=memory_budget)
             extras["kernel"] = kernel.label
-            mercer = _mercer_by_theorem(kernel)
+            mercer = mercer_by_theorem(kernel)
             if mercer:
                 extras.update(mercer)
             elif isinstance(source, FullGram):  # the Gram matrix fits: Mercer's condition checked on it
-                extras.update(_mercer_extras(source.K, kernel.label, allow_indefinite))
+                extras.update(mercer_extras(source.K, kernel.label, allow_indefinite))
             else:
                 # rows on demand (row_source): below ROWS_FROM_N points only where the n x n matrix does not
                 # fit the memory budget; from there on always (the check's eigenvalues would cost O(n^3))
@@ -354,12 +348,6 @@ def _translation_invariant(formulation: str, kernel, K) -> bool:
     if formulation == KERNEL_DUAL:
         return K is None and kernel is not None and validation.check_kernel(kernel).name == "linear"
     return formulation in (HARD_PRIMAL, SOFT_PRIMAL, DUAL)
-
-
-def _mercer_extras(K, label, allow_indefinite) -> dict:
-    report = kernels.mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
-    return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
-            "mercer_tolerance": report.tolerance, "mercer_method": report.method}
 
 
 def _check_working_set_backend(layer: str, backend: str) -> None:

@@ -24,7 +24,7 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
-from formulations import penalty, recovery, validation
+from formulations import kernels, penalty, recovery, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL, CvxpyModel
 from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.isolation import Ended
@@ -306,6 +306,21 @@ def close_lp(sol: Solution, checks, *, C: float | None) -> Solution:
         sol.status = verified_status(claimed, checks)
     withhold_unverified(sol)
     return sol
+
+
+def mercer_by_theorem(kernel) -> dict:
+    """Mercer's condition of a kernel that satisfies it by theorem (Kernel.mercer_by_theorem), as a row's extras;
+    {} for one whose Gram matrix must be checked. The eigenvalue check on K cannot fail for these (the kernels' own
+    rounding is far below its 1e-10 tolerance) and cost more than the solve (docs/benchmarks.md)."""
+    return {"psd": True, "mercer_method": f"by theorem ({kernel.name})"} if kernel.mercer_by_theorem else {}
+
+
+def mercer_extras(K, label, allow_indefinite) -> dict:
+    """Mercer's condition tested on K (formulations.kernels.mercer_check: an indefinite K is refused unless
+    allowed), as a row's extras."""
+    report = kernels.mercer_check(K, kernel_label=label, allow_indefinite=allow_indefinite)
+    return {"min_eigenvalue": report.min_eigenvalue, "psd": report.is_psd, "max_eigenvalue": report.max_eigenvalue,
+            "mercer_tolerance": report.tolerance, "mercer_method": report.method}
 
 
 def mark_indefinite(sol: Solution) -> None:

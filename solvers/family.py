@@ -39,12 +39,12 @@ from formulations import family, kernels, validation
 from formulations.family import validation as family_validation
 from formulations.family.common import FamilyData
 from formulations.family.names import EPS_SVR, KERNEL_DUAL, NU_SVC, PRIMAL
-from solvers import api, family_units, isolation
+from solvers import family_units, isolation
 from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.checks import withhold_unverified
-from solvers.closing import HAS_POINT, answered, note_indefinite
+from solvers.closing import HAS_POINT, answered, mercer_by_theorem, mercer_extras, note_indefinite
 from solvers.deadline import Deadline
 from solvers.family_proof import TubeLPFailed, hard_tube_width, prove, second_order
 from solvers.family_smo import SMO_MEMBERS, solve_dual
@@ -259,8 +259,8 @@ def _in_user_units(sol: Solution, values: dict | None, units) -> tuple[Solution,
 
 def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
     """Whether K is positive semidefinite: by theorem (Kernel.mercer_by_theorem), else tested on K (an indefinite
-    K refused unless allowed), in the C-SVM's words (solvers.api); extras say how."""
-    mercer = (api._mercer_by_theorem(kernel) if kernel is not None else {}) or api._mercer_extras(
+    K refused unless allowed), in the C-SVM's words (solvers.closing); extras say how."""
+    mercer = (mercer_by_theorem(kernel) if kernel is not None else {}) or mercer_extras(
         K, extras["kernel"], allow_indefinite)
     extras.update(mercer)
     return bool(mercer["psd"])

@@ -504,8 +504,8 @@ def test_duplicates_far_from_the_origin_have_kernel_value_one():
 def test_mercer_by_theorem_is_one_rule_for_the_api_and_the_estimator(name, by_theorem):
     """A precomputed K has no formula and no theorem: its matrix is checked, as a sigmoid's (the API's extras and
     the estimator's SMO pairs both read Kernel.mercer_by_theorem)."""
-    from solvers import api
+    from solvers import closing
 
     kernel = Kernel(name)
     assert kernel.mercer_by_theorem is by_theorem
-    assert api._mercer_by_theorem(kernel) == ({"psd": True, "mercer_method": f"by theorem ({name})"} if by_theorem else {})
+    assert closing.mercer_by_theorem(kernel) == ({"psd": True, "mercer_method": f"by theorem ({name})"} if by_theorem else {})
