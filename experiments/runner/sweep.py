@@ -768,9 +768,10 @@ def run_dask(tasks: list[SolveTask], on_row: Callable[[dict], None], *, schedule
             shared = (f"svm-fastest-{os.getpid()}-{id(tasks)}", slow.factor, slow.floor_s)
             published = Variable(shared[0], client=client)
             published.set({})
+        ordered = fastest_first(tasks)
         futures = [client.submit(run_registered, registered, task, log_dir, shared, key=f"svm-solve-{task.id}",
-                                 pure=False) for task in fastest_first(tasks)]
-        by_key = {fut.key: task for fut, task in zip(futures, fastest_first(tasks))}
+                                 pure=False) for task in ordered]
+        by_key = {fut.key: task for fut, task in zip(futures, ordered)}
         for fut in dask_completed(futures):
             task = by_key[fut.key]
             try:
