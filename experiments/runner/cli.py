@@ -41,7 +41,7 @@ from experiments.progress import Progress
 from experiments.runner.folder import (RUN_FILE, SEPARABILITY_FILE, RunFolderError, read_run_meta,
                                        read_separability, write_json, write_text, write_whole, writing)
 from experiments.runner.lock import RunFolderLock
-from experiments.runner.options import UsageError, build_parser, check_options
+from experiments.runner.options import UsageError, build_parser, check_options, parse_names
 from experiments.runner.section_options import section_options
 from experiments.runner.suites import FORMULATION_NAMES, SEPARABILITY, SUITES, get_suite, grid, is_hard_margin, is_lp
 from formulations.errors import SVMInputError
@@ -126,16 +126,6 @@ def parse_ints(text: str, what: str) -> list[int]:
         except ValueError:
             raise UsageError(f"{what}: {item.strip()!r} is not a whole number") from None
     return out
-
-
-def parse_names(text: str | None, allowed, what: str) -> list[str] | None:
-    if text is None:
-        return None
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in allowed]
-    if bad:
-        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
-    return names
 
 
 def kernels_from(args) -> list[Kernel]:

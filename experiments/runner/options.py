@@ -25,6 +25,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+def parse_names(text: str | None, allowed, what: str) -> list[str] | None:
+    """A comma list of names (--layers, --backends, --formulations ...), each one of `allowed`; None if not given."""
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise UsageError(f"unknown {what} {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="svm-duality",

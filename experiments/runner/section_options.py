@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from experiments.runner.options import UsageError, build_parser
+from experiments.runner.options import UsageError, build_parser, parse_names
 from solvers.registry import BACKEND_NAMES, LAYERS, availability
 
 #: Options that never reach a solve: where the output goes and how much the console says.
@@ -28,10 +28,10 @@ def _flag(dest: str) -> str:
 
 
 def _names(text: str, allowed, what: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in allowed]
-    if bad or not names:
-        raise UsageError(f"unknown {what} {', '.join(map(repr, bad)) or repr(text)}; choose from {', '.join(allowed)}")
+    """parse_names, where an empty list (",") is refused too: a suite's function needs a name."""
+    names = parse_names(text, allowed, what)
+    if not names:
+        raise UsageError(f"unknown {what} {text!r}; choose from {', '.join(allowed)}")
     return names
 
 
