@@ -556,14 +556,16 @@ class SlowStop:
         self._fastest: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def record(self, task: SolveTask, row: dict) -> None:
-        """Count a finished row: an answered one may become its problem's fastest."""
+    def record(self, task: SolveTask, row: dict) -> bool:
+        """Count a finished row: an answered one may become its problem's fastest (then True)."""
         wall = row.get("wall_s")
         if row.get("status") not in ANSWERED or not isinstance(wall, (int, float)) or not math.isfinite(wall):
-            return
+            return False
         with self._lock:
-            if task.problem_key not in self._fastest or wall < self._fastest[task.problem_key][0]:
-                self._fastest[task.problem_key] = (float(wall), f"{task.layer}/{task.backend}, {row['status']}")
+            if task.problem_key in self._fastest and wall >= self._fastest[task.problem_key][0]:
+                return False
+            self._fastest[task.problem_key] = (float(wall), f"{task.layer}/{task.backend}, {row['status']}")
+            return True
 
     def fastest(self) -> dict[str, tuple[float, str]]:
         """The fastest answered solve of each problem so far: problem_key -> (seconds, which)."""
@@ -716,8 +718,9 @@ class SharedSlowStop(SlowStop):
         super().__init__(factor, floor_s)
         self.variable, self._read_at = variable, -math.inf
 
-    def record(self, task: SolveTask, row: dict) -> None:
+    def record(self, task: SolveTask, row: dict) -> bool:
         """The client records the rows (run_dask): a worker sees only its own."""
+        return False
 
     def _fastest_of(self, problem_key: str) -> tuple[float, str] | None:
         if time.monotonic() - self._read_at >= _SHARED_READ_S:
@@ -778,8 +781,7 @@ def run_dask(tasks: list[SolveTask], on_row: Callable[[dict], None], *, schedule
                 row = fut.result()
             except Exception as exc:  # a worker lost, a pickling problem...
                 row = failure_row(task, ERROR, f"dask: {type(exc).__name__}: {exc}", math.nan)
-            if slow is not None:
-                slow.record(task, row)
+            if slow is not None and slow.record(task, row):  # the workers read a problem's new fastest time
                 published.set(slow.fastest())
             on_row(row)
     except BaseException:
