@@ -69,23 +69,27 @@ def _solve_member(est, member: str, X, K, y, params: dict):
         return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
     if sol.extras.get("indefinite_kernel") and not sol.extras.get("kkt_verified") and est.backend != NONCONVEX_BACKEND:
-        second = _solve_with(est, formulation, X, K, y, params, NONCONVEX_BACKEND, layer="pyomo")
-        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
-        sol = second
+        sol = _handed_over(est, formulation, X, K, y, params, sol, NONCONVEX_BACKEND, layer="pyomo")
     try:
         return sol, est._accept(sol, formulation)
-    except SVMFitError:
+    except SVMFitError as failure:
         if est.max_iter != -1 or est.backend == SECOND_BACKEND or sol.extras.get("indefinite_kernel"):
             raise
         # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
         # is not the problem's fault: another method's point, judged by the same checks, before giving up
-        second = _solve_with(est, formulation, X, K, y, params, SECOND_BACKEND)
-        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
+        second = _handed_over(est, formulation, X, K, y, params, sol, SECOND_BACKEND)
         try:
             return second, est._accept(second, formulation)
         except SVMFitError:
-            pass
-    return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
+            raise failure from None  # neither: the first backend's failure is the one named
+
+
+def _handed_over(est, formulation: str, X, K, y, params: dict, first, backend: str, layer: str | None = None):
+    """The dual solved again through `backend` (in `layer`) after the `first` row's backend gave no usable point;
+    extras["first_backend"] says what the first one ended with."""
+    sol = _solve_with(est, formulation, X, K, y, params, backend, layer=layer)
+    sol.extras["first_backend"] = f"{first.backend}: {first.status} ({first.message})"
+    return sol
 
 
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
