@@ -110,12 +110,12 @@ def _smo_fit(est, member: str, X, K, y, params: dict):
     variables = n * (2 if member in (EPS_SVR, NU_SVR) else 1)  # alpha and alpha* per point
     steps = max(SMO_MIN_STEPS, SMO_STEPS_PER_VARIABLE * variables)
     sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo", options={"max_iter": steps})
-    if sol.status == OPTIMAL or sol.proved_alpha is not None:
-        try:
-            return sol, est._accept(sol, formulation)
-        except SVMFitError:
-            return None
-    return None
+    if sol.status != OPTIMAL and sol.proved_alpha is None:
+        return None
+    try:
+        return sol, est._accept(sol, formulation)
+    except SVMFitError:
+        return None
 
 
 #: SMO's steps in a fit before the layer and backend take over: a few hundred per variable is far more than any
