@@ -266,8 +266,7 @@ def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
     """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
     # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
     # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
-    w = np.ones(signs.size) if weights is None else weights
-    limit = 2.0 * min(w[signs > 0].sum(), w[signs < 0].sum()) / w.sum()
+    limit = family_validation.nu_svc_limit(signs, weights)
     terms = float(sol.checks.get("degenerate_floor") or 0.0)
     if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
         what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")
