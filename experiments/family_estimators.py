@@ -69,23 +69,27 @@ def _solve_member(est, member: str, X, K, y, params: dict):
         return fitted
     sol = _solve_with(est, formulation, X, K, y, params, est.backend)
     if sol.extras.get("indefinite_kernel") and not sol.extras.get("kkt_verified") and est.backend != NONCONVEX_BACKEND:
-        second = _solve_with(est, formulation, X, K, y, params, NONCONVEX_BACKEND, layer="pyomo")
-        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
-        sol = second
+        sol = _handed_over(est, formulation, X, K, y, params, sol, NONCONVEX_BACKEND, layer="pyomo")
     try:
         return sol, est._accept(sol, formulation)
-    except SVMFitError:
+    except SVMFitError as failure:
         if est.max_iter != -1 or est.backend == SECOND_BACKEND or sol.extras.get("indefinite_kernel"):
             raise
         # a backend that stops without a usable point (PIQP at its own iteration cap on x 1e-3 targets, C = 1e5)
         # is not the problem's fault: another method's point, judged by the same checks, before giving up
-        second = _solve_with(est, formulation, X, K, y, params, SECOND_BACKEND)
-        second.extras["first_backend"] = f"{sol.backend}: {sol.status} ({sol.message})"
+        second = _handed_over(est, formulation, X, K, y, params, sol, SECOND_BACKEND)
         try:
             return second, est._accept(second, formulation)
         except SVMFitError:
-            pass
-    return sol, est._accept(sol, formulation)  # neither: the first backend's failure is the one named
+            raise failure from None  # neither: the first backend's failure is the one named
+
+
+def _handed_over(est, formulation: str, X, K, y, params: dict, first, backend: str, layer: str | None = None):
+    """The dual solved again through `backend` (in `layer`) after the `first` row's backend gave no usable point;
+    extras["first_backend"] says what the first one ended with."""
+    sol = _solve_with(est, formulation, X, K, y, params, backend, layer=layer)
+    sol.extras["first_backend"] = f"{first.backend}: {first.status} ({first.message})"
+    return sol
 
 
 #: The backend a fit tries where the estimator's own stops without a usable point (an interior-point method
@@ -106,12 +110,12 @@ def _smo_fit(est, member: str, X, K, y, params: dict):
     variables = n * (2 if member in (EPS_SVR, NU_SVR) else 1)  # alpha and alpha* per point
     steps = max(SMO_MIN_STEPS, SMO_STEPS_PER_VARIABLE * variables)
     sol = _solve_with(est, formulation, X, K, y, params, est.backend, method="smo", options={"max_iter": steps})
-    if sol.status == OPTIMAL or sol.proved_alpha is not None:
-        try:
-            return sol, est._accept(sol, formulation)
-        except SVMFitError:
-            return None
-    return None
+    if sol.status != OPTIMAL and sol.proved_alpha is None:
+        return None
+    try:
+        return sol, est._accept(sol, formulation)
+    except SVMFitError:
+        return None
 
 
 #: SMO's steps in a fit before the layer and backend take over: a few hundred per variable is far more than any
@@ -262,8 +266,7 @@ def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
     """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
     # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
     # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
-    w = np.ones(signs.size) if weights is None else weights
-    limit = 2.0 * min(w[signs > 0].sum(), w[signs < 0].sum()) / w.sum()
+    limit = family_validation.nu_svc_limit(signs, weights)
     terms = float(sol.checks.get("degenerate_floor") or 0.0)
     if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
         what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")

@@ -226,9 +226,7 @@ def _solve_model(formulation, X, y, params, kernel, K, *, layer, backend, profil
     if sol.status == ERROR:
         sol.message = failure_advice(sol, member, params)
     values = read_model(model, layer, kind) if _has_point(raw) else None
-    if units is not None:  # solved in well-conditioned units: the point judged in the user's
-        sol, values = _in_user_units(sol, values, units)
-    return close(sol, values, data, params, kind, member, prof.check_tol)
+    return _close_in_user_units(sol, values, units, data, params, kind, member, prof.check_tol)
 
 
 def _solve_smo(formulation, member, problem: tuple, data: FamilyData, params, prof, deadline: Deadline, extras,
@@ -245,16 +243,18 @@ def _solve_smo(formulation, member, problem: tuple, data: FamilyData, params, pr
                    extras=extras)
     isolation.stage("the closing checks")
     values = values if _has_point(raw) else None
+    return _close_in_user_units(sol, values, units, data, params, KERNEL_DUAL, member, prof.check_tol)
+
+
+def _close_in_user_units(sol: Solution, values: dict | None, units, data: FamilyData, params: dict, kind: str,
+                         member, tol: float) -> Solution:
+    """The row closed (`close`) in the user's units: a row solved in well-conditioned ones (solvers.family_units,
+    units not None) has its objective and point mapped back first."""
     if units is not None:
-        sol, values = _in_user_units(sol, values, units)
-    return close(sol, values, data, params, KERNEL_DUAL, member, prof.check_tol)
-
-
-def _in_user_units(sol: Solution, values: dict | None, units) -> tuple[Solution, dict | None]:
-    """A row solved in well-conditioned units (solvers.family_units): its objective and point in the user's."""
-    sol.extras["solved_in_units"] = units.describe()
-    sol.objective = family_units.objective_to_user(units, sol.objective)
-    return sol, (family_units.to_user(units, values) if values else values)
+        sol.extras["solved_in_units"] = units.describe()
+        sol.objective = family_units.objective_to_user(units, sol.objective)
+        values = family_units.to_user(units, values) if values else values
+    return close(sol, values, data, params, kind, member, tol)
 
 
 def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:

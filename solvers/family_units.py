@@ -93,6 +93,17 @@ def _near(factor: float, within: float) -> bool:
     return 1.0 / within <= factor <= within
 
 
+def _column_means(X) -> np.ndarray:
+    """The features' means (X's shift where it sits far from the origin)."""
+    return np.asarray(X.mean(axis=0), dtype=float).ravel()
+
+
+def _target_shift(y) -> float:
+    """y0: the targets' mean where they sit far from the origin (|mean| > FAR_FROM_ORIGIN std), else 0."""
+    mean = float(y.mean())
+    return mean if abs(mean) > scaling.FAR_FROM_ORIGIN * float(y.std()) else 0.0
+
+
 def plan(member, kind: str, X, y, kernel, K) -> Units | None:
     """The units `member`'s `kind` is solved in, or None where the user's are well-conditioned (or the member
     keeps its own). X: the checked data (dense or sparse); kernel: the checked Kernel (None for the linear forms
@@ -102,7 +113,7 @@ def plan(member, kind: str, X, y, kernel, K) -> Units | None:
     linear = kind != KERNEL_DUAL or kernel is not None and kernel.name == "linear"
     shift = None
     if linear and member.name in TRANSLATION_INVARIANT and scaling.far_from_origin(X):
-        shift = np.asarray(X.mean(axis=0), dtype=float).ravel()
+        shift = _column_means(X)
     if linear:  # the features' unit: a power of 2 near their largest spread, as standardized data's is 1
         mean, var = column_moments(X)
         # the spread about the origin where the origin is part of the problem (the one-class SVM), else the std
@@ -114,8 +125,7 @@ def plan(member, kind: str, X, y, kernel, K) -> Units | None:
         c = 1.0
     t, y0 = 1.0, 0.0
     if member.task == REGRESSION:
-        if abs(float(y.mean())) > scaling.FAR_FROM_ORIGIN * float(y.std()):
-            y0 = float(y.mean())
+        y0 = _target_shift(y)
         t = _power(float(np.max(np.abs(y - y0))), 2.0)
         t = 1.0 if _near(t, TARGETS_WELL_CONDITIONED) else t
     if shift is None and c == 1.0 and t == 1.0 and y0 == 0.0:
@@ -182,10 +192,11 @@ def proof_data(data):
     fail. A kernel's K (data.X None) is as given. The gap bound measured on it bounds f - b up to a constant."""
     X, y = data.X, data.y
     if X is not None and scaling.far_from_origin(X):
-        X = X - np.asarray(X.mean(axis=0), dtype=float).ravel()
+        X = X - _column_means(X)
     labels = y is None or np.all(np.isin(y, (-1.0, 1.0)))
-    if not labels and abs(float(y.mean())) > scaling.FAR_FROM_ORIGIN * float(y.std()):
-        y = y - float(y.mean())
+    y0 = 0.0 if labels else _target_shift(y)
+    if y0:
+        y = y - y0
     if X is data.X and y is data.y:
         return data
     return replace(data, X=X, y=y, K=data.K if X is data.X else None)  # a linear K: X X', formed from X again

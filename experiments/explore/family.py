@@ -38,6 +38,7 @@ from formulations.family.names import (
     ONE_CLASS,
     PRIMAL,
 )
+from formulations.family.validation import nu_svc_limit
 from formulations.kernels import decision_function
 from solvers.solution import OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
 from solvers.family import solve
@@ -279,7 +280,7 @@ def nu_sweep(data_X, y, settings: FamilySettings, left, superseded=None) -> tupl
         return _SWEEPS[key], ""
     nus = NU_SWEEP
     if settings.member == NU_SVC:
-        nus = tuple(nu for nu in nus if nu <= 2 * min(np.sum(y > 0), np.sum(y < 0)) / len(y))
+        nus = tuple(nu for nu in nus if nu <= nu_svc_limit(y))
     above, below = FRACTIONS[settings.member]
     rows = []
     for nu in nus:

@@ -117,21 +117,30 @@ def check_nu_balance(nu: float, y: np.ndarray, weights: np.ndarray | None = None
         raise SVMInputError(f"nu = {nu:g} is infeasible for this class balance: {why}")
 
 
+def _class_totals(y: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
+    """(the smaller class's total, the total) for labels y (-1/+1): weights' sums, or counts without weights."""
+    if weights is None:
+        return float(min(np.sum(y > 0), np.sum(y < 0))), float(len(y))
+    return float(min(weights[y > 0].sum(), weights[y < 0].sum())), float(weights.sum())
+
+
+def nu_svc_limit(y: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The largest nu nu-SVC's dual has a point for, labels y (-1/+1): 2 min(n+, n-)/n, 2 min(W+, W-)/W with
+    weights (check_nu_balance)."""
+    smaller, total = _class_totals(y, weights)
+    return 2.0 * smaller / total
+
+
 def nu_balance_problem(nu: float, y: np.ndarray, weights: np.ndarray | None = None) -> str:
     """"" where nu-SVC's dual has a point for labels y (-1/+1) and weights, else the bound nu must keep."""
-    if weights is not None:
-        total, smaller = float(weights.sum()), float(min(weights[y > 0].sum(), weights[y < 0].sum()))
-        limit = 2.0 * smaller / total
-        if nu <= limit:
-            return ""
-        return (f"weighted nu-SVC needs nu <= 2 min(W+, W-)/W = 2 * {smaller:.6g} / {total:.6g} = {limit:.6g} (W: the "
-                "sums of the weights)")
-    n = len(y)
-    smaller = int(min(np.sum(y > 0), np.sum(y < 0)))
-    limit = 2.0 * smaller / n
+    smaller, total = _class_totals(y, weights)
+    limit = 2.0 * smaller / total
     if nu <= limit:
         return ""
-    return f"nu-SVC needs nu <= 2 min(n+, n-)/n = 2 * {smaller} / {n} = {limit:.6g}"
+    if weights is not None:
+        return (f"weighted nu-SVC needs nu <= 2 min(W+, W-)/W = 2 * {smaller:.6g} / {total:.6g} = {limit:.6g} (W: the "
+                "sums of the weights)")
+    return f"nu-SVC needs nu <= 2 min(n+, n-)/n = 2 * {int(smaller)} / {int(total)} = {limit:.6g}"
 
 
 def check_sample_weight(member: Member, weights, n: int) -> np.ndarray | None:
