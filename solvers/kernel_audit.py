@@ -94,8 +94,7 @@ def exact_values(kernel: Kernel, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarr
     d = A.shape[1]
     gamma = kernel.resolved_gamma(d)
     if kernel.name == "rbf":
-        t = gamma * squared_distances(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float))
-        values = np.exp(-t)
+        t, values = rbf_values(gamma, A, B)
         allowed = RBF_ALLOWANCE * _EPS * (1.0 + (d + 2) * t) * values
     else:
         inner = np.einsum("ik,jk->ij", A, B)  # optimize=False: numpy's loops, another summation than BLAS
@@ -111,13 +110,18 @@ def exact_values(kernel: Kernel, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarr
     return values, allowed + np.finfo(float).tiny
 
 
+def rbf_values(gamma: float, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t, exp(-t)), t = gamma ||a_i - b_j||^2 from the differences (squared_distances): the rbf's other formula."""
+    t = squared_distances(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float))
+    t *= gamma
+    return t, np.exp(-t)
+
+
 def rbf_excess(gamma: float, A: np.ndarray, B: np.ndarray, used: np.ndarray, weights: np.ndarray) -> float:
     """max_i sum_j max(|used_ij - k(a_i, b_j)| - allowed_ij, 0) weights_j for the rbf: exact_values' values (numpy's
     vectorized exp) and allowance, then the excess in one compiled pass (no temporaries of the block's size for
     the allowance and the excess: half the time). nan where an entry used is nan."""
-    t = squared_distances(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float))
-    t *= gamma
-    values = np.exp(-t)
+    t, values = rbf_values(gamma, A, B)
     return float(_rbf_excess(np.ascontiguousarray(used, dtype=float), values, t,
                              np.ascontiguousarray(weights, dtype=float), RBF_ALLOWANCE * _EPS, A.shape[1]))
 

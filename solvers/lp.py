@@ -361,12 +361,13 @@ def solve_lp(
         extras["abs_form"] = abs_form
     if formulation == L1_DUAL:
         extras["corr_form"] = corr_form
+    centering = None
     if scaling.far_from_origin(X):  # every LP here is translation invariant: solved centered, mapped back (_uncentered)
-        mean = X.mean(axis=0)
-        X, extras["centered"] = X - mean, mean.tolist()
+        centering = scaling.Standardizer.centering(X)
+        X, extras["centered"] = centering.transform(X), centering.mean.tolist()
     row = dict(formulation=formulation, layer=layer, backend=backend, profile=prof.name, deadline=deadline)
     work = partial(_solve_lp, X, y, C, row=row, extras=extras, opts=opts, abs_form=abs_form, corr_form=corr_form,
-                   tol=prof.check_tol, nz_rel_tol=nz_rel_tol)
+                   tol=prof.check_tol, nz_rel_tol=nz_rel_tol, centering=centering)
     # with a limit, in a process of the solve server killed past it, as solvers.api.solve
     sol = isolation.run_solve(deadline, work, lambda ended: close_lp(answered(ended, **row, extras=extras), None,
                                                                      C=None))
@@ -374,7 +375,7 @@ def solve_lp(
 
 
 def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, corr_form: str, tol: float,
-              nz_rel_tol: float) -> Solution:
+              nz_rel_tol: float, centering: scaling.Standardizer | None = None) -> Solution:
     """solve_lp's model, backend call and closing, in the time that remains of row["deadline"]."""
     formulation, layer, backend, deadline = row["formulation"], row["layer"], row["backend"], row["deadline"]
     l1 = formulation in (L1_PRIMAL, L1_DUAL)
@@ -399,18 +400,18 @@ def _solve_lp(X, y, C, *, row: dict, extras: dict, opts: dict, abs_form: str, co
         return close_lp(sol, None, C=C if l1 else None)
     isolation.stage("the closing checks")
     checks = _read_and_check(sol, model, formulation, layer, X, y, C, tol, raw.has_duals, nz_rel_tol)
-    if "centered" in extras:
-        _uncentered(sol, np.asarray(extras["centered"]))
+    if centering is not None:
+        _uncentered(sol, centering)
     return close_lp(sol, checks, C=C if l1 else None)
 
 
-def _uncentered(sol: Solution, mean: np.ndarray) -> None:
+def _uncentered(sol: Solution, centering: scaling.Standardizer) -> None:
     """A point checked on X - mean in the data's units: b absorbs w'mean (w, alpha, xi and the decision values
     stay), the hulls' common point moves by mean (lam and mu stay)."""
     if sol.w is not None and np.all(np.isfinite(sol.w)) and math.isfinite(sol.b):
-        sol.b = float(sol.b - sol.w @ mean)
+        sol.b = centering.weights_to_original(sol.w, sol.b)[1]
     if "point" in sol.extras:
-        sol.extras["point"] = sol.extras["point"] + mean
+        sol.extras["point"] = sol.extras["point"] + centering.mean
 
 
 def _read_and_check(sol: Solution, model, formulation, layer, X, y, C, tol, has_duals, nz_rel_tol) -> dict:

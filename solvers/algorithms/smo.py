@@ -206,6 +206,41 @@ def _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _partner(w, comp, gp, gn, ip, jn, Kp, Kn):
+    """WSS2's second point, shared by _select (one i for both signs: gp = gn, ip = jn) and _select_nu (an i per
+    sign): the t of I_low whose two-point step with its sign's i (ip, row Kp, for y_t > 0; jn, Kn else) lowers the
+    objective most, j = -1 where none violates; and each sign's max over I_low of -y_t G_t (gp2, gn2)."""
+    yS, uS, aS, GS, dS = comp
+    gp2, gn2 = -np.inf, -np.inf
+    j = -1
+    best = np.inf
+    for t in range(w):
+        if yS[t] > 0:
+            if aS[t] <= 0.0:
+                continue
+            grad_diff = gp + GS[t]
+            if GS[t] >= gp2:
+                gp2 = GS[t]
+            # K_ii + K_tt - 2 K_it whatever the labels; a row is read only where its sign has an i
+            quad = dS[ip] + dS[t] - 2.0 * Kp[t] if grad_diff > 0.0 else 1.0
+        else:
+            if aS[t] >= uS[t]:
+                continue
+            grad_diff = gn - GS[t]
+            if -GS[t] >= gn2:
+                gn2 = -GS[t]
+            quad = dS[jn] + dS[t] - 2.0 * Kn[t] if grad_diff > 0.0 else 1.0
+        if grad_diff > 0.0:
+            if quad <= 0.0:
+                quad = TAU
+            gain = -(grad_diff * grad_diff) / quad
+            if gain <= best:
+                best = gain
+                j = t
+    return j, gp2, gn2
+
+
 @njit(cache=True, nogil=True)
 def _select(w, comp, work, cache):
     """LIBSVM's WSS2 over the points in play: (p, q, m - M) in positions; q = -1 where no pair violates."""
@@ -223,30 +258,8 @@ def _select(w, comp, work, cache):
     if i < 0:  # I_up is empty: every pair holds
         return i, -1, 0.0
     Ki = _row(i, w, work, cache)
-    gmax2 = -np.inf
-    j = -1
-    best = np.inf
-    for t in range(w):
-        if yS[t] > 0:
-            if aS[t] <= 0.0:
-                continue
-            grad_diff = gmax + GS[t]
-            if GS[t] >= gmax2:
-                gmax2 = GS[t]
-        else:
-            if aS[t] >= uS[t]:
-                continue
-            grad_diff = gmax - GS[t]
-            if -GS[t] >= gmax2:
-                gmax2 = -GS[t]
-        if grad_diff > 0.0:
-            quad = dS[i] + dS[t] - 2.0 * Ki[t]  # K_ii + K_tt - 2 K_it whatever the labels
-            if quad <= 0.0:
-                quad = TAU
-            gain = -(grad_diff * grad_diff) / quad
-            if gain <= best:
-                best = gain
-                j = t
+    j, gp2, gn2 = _partner(w, comp, gmax, gmax, i, i, Ki, Ki)
+    gmax2 = max(gp2, gn2)
     if gmax2 == -np.inf:  # I_low is empty
         return i, -1, 0.0
     return i, j, gmax + gmax2
@@ -271,29 +284,7 @@ def _select_nu(w, comp, work, cache):
         return -1, -1, 0.0
     Kp = _row(ip if ip >= 0 else jn, w, work, cache)  # a row is read only where its sign has an i
     Kn = _row(jn if jn >= 0 else ip, w, work, cache)
-    gp2, gn2 = -np.inf, -np.inf
-    j = -1
-    best = np.inf
-    for t in range(w):
-        if yS[t] > 0:
-            if aS[t] <= 0.0:
-                continue
-            grad_diff = gp + GS[t]
-            gp2 = max(gp2, GS[t])
-            quad = dS[ip] + dS[t] - 2.0 * Kp[t] if grad_diff > 0.0 else 1.0
-        else:
-            if aS[t] >= uS[t]:
-                continue
-            grad_diff = gn - GS[t]
-            gn2 = max(gn2, -GS[t])
-            quad = dS[jn] + dS[t] - 2.0 * Kn[t] if grad_diff > 0.0 else 1.0
-        if grad_diff > 0.0:
-            if quad <= 0.0:
-                quad = TAU
-            gain = -(grad_diff * grad_diff) / quad
-            if gain <= best:
-                best = gain
-                j = t
+    j, gp2, gn2 = _partner(w, comp, gp, gn, ip, jn, Kp, Kn)
     violation = max(gp + gp2, gn + gn2)
     if j < 0:
         return -1, -1, violation
