@@ -297,8 +297,6 @@ def _sparse_gram(kernel: Kernel, X, Z=None) -> np.ndarray:
 EXACT_SLACK = 256.0
 #: exp(-t) is 0 or subnormal in float64 from t = 745.2 on: entries past it are never recomputed.
 EXP_UNDERFLOW = 746.0
-#: Entries recomputed from differences at a time (times d doubles of temporaries: 16 MB).
-EXACT_CHUNK = 2**21
 
 
 @dataclass(frozen=True)
@@ -338,61 +336,34 @@ def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
     unit diagonal), right to rounding: within (EXACT_SLACK + 1) eps (1 + (d + 2) gamma ||x - z||^2) of its size.
 
     The exponent through the expansion on centered points (the Gram matrix by syrk; rows against other points as
-    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]', so that only the clip and exp pass over
-    the result), then the entries it cannot get right from differences
-    (`_exact_where_cancelled`), then exp, a block at a time."""
+    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]'), finished a block of rows at a time by one
+    compiled pass (formulations.rbf_exponents: the clip, and the entries the expansion cannot get right recomputed
+    from the differences), then exp; a Gram matrix's lower triangle only, then mirrored."""
+    from formulations.rbf_exponents import exponents, mirror  # numba, loaded where an rbf value is made
+
     symmetric = X is Z
     if symmetric:
         E = X.centered @ X.centered.T
     else:
         left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
         E = left @ np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq]).T
+    if E.size == 0:
+        return E
+    Xg, Zg = _compiled(X.given), _compiled(Z.given)
+    x_sq, z_sq = _compiled(X.sq), _compiled(Z.sq)
     rows = max(1, 2**20 // max(1, E.shape[1]))  # about 8 MB a block: stays in cache
     for lo in range(0, E.shape[0], rows):
-        block = E[lo:lo + rows]
-        if symmetric:
-            block *= 2.0 * gamma
-            block -= gamma * (X.sq[lo:lo + rows, None] + Z.sq[None, :])
-        np.minimum(block, 0.0, out=block)
-        _exact_where_cancelled(block, lo, X, Z, gamma, symmetric)
+        block = E[lo:lo + rows, :lo + rows] if symmetric else E[lo:lo + rows]
+        exponents(block, lo, Xg, x_sq, Zg, z_sq, float(gamma), EXACT_SLACK, EXP_UNDERFLOW, symmetric, symmetric)
         np.exp(block, out=block)
     if symmetric:
-        np.fill_diagonal(E, 1.0)  # ||x - x|| = 0 exactly, not rounding noise
+        mirror(E, 0, E.shape[0])
     return E
 
 
-def _exact_where_cancelled(block: np.ndarray, lo: int, X: Points, Z: Points, gamma: float, symmetric: bool) -> None:
-    """The exponents -gamma ||x_i - z_j||^2 of rows lo.. of `block` recomputed from the differences x_i - z_j where
-    the expansion's rounding, 2 (d + 4) gamma eps S (S = ||x_i||^2 + ||z_j||^2, centered), exceeds EXACT_SLACK times
-    the differences' own, eps (1 + (d + 2) gamma ||x - z||^2), unless exp underflows there anyway. A symmetric
-    matrix takes each pair's differences in one order, so its two triangles stay equal."""
-    d = X.given.shape[1]
-    expansion = 2.0 * (d + 4) * gamma  # the exponent's rounding per unit of eps S
-    eps = np.finfo(float).eps
-    x_sq = X.sq[lo:lo + len(block)]
-    widest = x_sq + float(Z.sq.max(initial=0.0))  # the largest S of each row
-    # t = gamma ||x - z||^2 = -block; a row has no such entry where t would have to be below 0
-    reach = np.minimum((expansion * widest - EXACT_SLACK) / (EXACT_SLACK * (d + 2)),
-                       EXP_UNDERFLOW + expansion * eps * widest)
-    if not np.any(reach > 0.0):
-        return
-    r, c = np.nonzero(block > -reach[:, None])
-    if r.size == 0:
-        return
-    S = x_sq[r] + Z.sq[c]
-    t = -block[r, c]
-    keep = (expansion * S > EXACT_SLACK * (1.0 + (d + 2) * t)) & (t - expansion * eps * S < EXP_UNDERFLOW)
-    r, c = r[keep], c[keep]
-    step = max(1, EXACT_CHUNK // d)
-    for at in range(0, r.size, step):
-        rr, cc = r[at:at + step], c[at:at + step]
-        i = rr + lo
-        if symmetric:
-            i, cc_ = np.minimum(i, cc), np.maximum(i, cc)
-            diff = X.given[i] - Z.given[cc_]
-        else:
-            diff = X.given[i] - Z.given[cc]
-        block[rr, cc] = -gamma * np.einsum("ij,ij->i", diff, diff)
+def _compiled(A: np.ndarray) -> np.ndarray:
+    """A as a writable C-ordered float64 array: the one array type the compiled pass is loaded for."""
+    return np.require(A, dtype=np.float64, requirements=["C", "W"])
 
 
 # --------------------------------------------------------------------------- Mercer
