@@ -334,31 +334,75 @@ class Points:
 def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
     """exp(-gamma ||x - z||^2) for the points X against Z (the same object for a Gram matrix: exactly symmetric,
     unit diagonal), right to rounding: within (EXACT_SLACK + 1) eps (1 + (d + 2) gamma ||x - z||^2) of its size.
+    The inner products by one BLAS call (on BLAS's threads), then finished a block of rows at a time (RbfRows);
+    a Gram matrix's lower triangle only, then mirrored."""
+    rows = RbfRows(gamma, X, Z, np.empty((len(X.sq), len(Z.sq))))
+    n = rows.out.shape[0]
+    rows.products(0, n)
+    rows.finish(0, n)
+    rows.mirror(0, n)
+    return rows.out
 
-    The exponent through the expansion on centered points (the Gram matrix by syrk; rows against other points as
-    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]'), finished a block of rows at a time by one
-    compiled pass (formulations.rbf_exponents: the clip, and the entries the expansion cannot get right recomputed
-    from the differences), then exp; a Gram matrix's lower triangle only, then mirrored."""
-    from formulations.rbf_exponents import exponents, mirror  # numba, loaded where an rbf value is made
 
-    symmetric = X is Z
-    if symmetric:
-        E = X.centered @ X.centered.T
-    else:
-        left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
-        E = left @ np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq]).T
-    if E.size == 0:
-        return E
-    Xg, Zg = _compiled(X.given), _compiled(Z.given)
-    x_sq, z_sq = _compiled(X.sq), _compiled(Z.sq)
-    rows = max(1, 2**20 // max(1, E.shape[1]))  # about 8 MB a block: stays in cache
-    for lo in range(0, E.shape[0], rows):
-        block = E[lo:lo + rows, :lo + rows] if symmetric else E[lo:lo + rows]
-        exponents(block, lo, Xg, x_sq, Zg, z_sq, float(gamma), EXACT_SLACK, EXP_UNDERFLOW, symmetric, symmetric)
-        np.exp(block, out=block)
-    if symmetric:
-        mirror(E, 0, E.shape[0])
-    return E
+class RbfRows:
+    """The rbf's values of the points X against Z written into `out`, by rows (any number of threads may take
+    blocks of rows: every entry is made by the same operations whatever the blocks are, given one BLAS thread).
+
+    The exponents through the expansion on centered points (a Gram matrix's lower triangle: X X'; other points:
+    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]'), finished by one compiled pass
+    (formulations.rbf_exponents: the clip, and the entries the expansion cannot get right recomputed from the
+    differences), then numpy's exp."""
+
+    #: Entries finished at a time: 1 MB, so that the pass and exp (and fill's product) find them in the cache.
+    BLOCK_ENTRIES = 2**17
+
+    def __init__(self, gamma: float, X: Points, Z: Points, out: np.ndarray):
+        self.gamma, self.out, self.symmetric = float(gamma), out, X is Z
+        if self.symmetric:
+            self.left = self.right = X.centered
+        else:
+            self.left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
+            self.right = np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq])
+        self.points = tuple(_compiled(A) for A in (X.given, X.sq, Z.given, Z.sq))
+
+    def fill(self, lo: int, hi: int) -> None:
+        """Rows lo..hi-1 made whole (products, then finish) a block of about BLOCK_ENTRIES at a time."""
+        for start, end in self._blocks(lo, hi):
+            self.products(start, end)
+            self.finish(start, end)
+
+    def products(self, lo: int, hi: int) -> None:
+        """The inner products of rows lo..hi-1 (a Gram matrix's: their columns < hi) into `out`."""
+        hi = min(hi, self.out.shape[0])
+        if hi > lo:
+            block = self.out[lo:hi, :hi] if self.symmetric else self.out[lo:hi]
+            np.matmul(self.left[lo:hi], (self.right[:hi] if self.symmetric else self.right).T, out=block)
+
+    def finish(self, lo: int, hi: int) -> None:
+        """Rows lo..hi-1 from their products to the kernel's values (a Gram matrix's: their lower triangle, the
+        other entries of columns < hi set to 0)."""
+        from formulations.rbf_exponents import exponents  # numba, loaded where an rbf value is made
+
+        for start, end in self._blocks(lo, hi):
+            block = self.out[start:end, :end] if self.symmetric else self.out[start:end]
+            exponents(block, start, *self.points, self.gamma, EXACT_SLACK, EXP_UNDERFLOW, self.symmetric,
+                      self.symmetric)
+            np.exp(block, out=block)
+
+    def mirror(self, lo: int, hi: int) -> None:
+        """A Gram matrix's rows lo..hi-1 above the diagonal from its lower triangle, 1 on the diagonal (nothing for
+        other points)."""
+        from formulations.rbf_exponents import mirror  # as finish
+
+        if self.symmetric and self.out.size:
+            mirror(self.out, lo, min(hi, self.out.shape[0]))
+
+    def _blocks(self, lo: int, hi: int):
+        """(start, end) of rows lo..hi-1 in blocks of about BLOCK_ENTRIES entries."""
+        hi = min(hi, self.out.shape[0])
+        width = max(1, hi if self.symmetric else self.out.shape[1])
+        step = max(1, self.BLOCK_ENTRIES // width)
+        return [(start, min(hi, start + step)) for start in range(lo, hi, step)]
 
 
 def _compiled(A: np.ndarray) -> np.ndarray:

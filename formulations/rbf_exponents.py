@@ -19,8 +19,9 @@ def exponents(E, lo, X, x_sq, Z, z_sq, gamma, slack, underflow, from_inner, lowe
     else E holds the exponent already. Clipped at 0, then recomputed from the differences of the points as given
     (X, Z) where the expansion's rounding, 2 (d + 4) gamma eps S (S = sq_x + sq_z), exceeds `slack` times the
     differences' own, eps (1 + (d + 2) t), unless exp underflows there anyway (t >= `underflow`).
-    lower: E holds rows of a symmetric matrix (Z is X): only the entries c <= lo + r are made, the diagonal is 0,
-    and the block's entries above the diagonal are set to 0 (the mirror's, not values for exp to overflow on)."""
+    lower: E holds rows of a symmetric matrix (Z is X): only the entries c < lo + r are made, and the block's
+    entries from the diagonal on are set to 0 (the diagonal's exponent; the mirror's, not values for exp to
+    overflow on)."""
     d = X.shape[1]
     expansion = 2.0 * (d + 4) * gamma
     two_gamma = 2.0 * gamma
@@ -28,22 +29,37 @@ def exponents(E, lo, X, x_sq, Z, z_sq, gamma, slack, underflow, from_inner, lowe
         i = lo + r
         row = E[r]
         last = min(i, E.shape[1]) if lower else E.shape[1]
-        for c in range(last):
-            S = x_sq[i] + z_sq[c]
-            e = two_gamma * row[c] - gamma * S if from_inner else row[c]
-            if e > 0.0:
-                e = 0.0
-            t = -e
-            if expansion * S > slack * (1.0 + (d + 2) * t) and t - expansion * _EPS * S < underflow:
-                total = 0.0
-                for k in range(d):
-                    u = X[i, k] - Z[c, k]
-                    total += u * u
-                e = -gamma * total
-            row[c] = e
-        if lower:
-            for c in range(last, E.shape[1]):
-                row[c] = 0.0
+        x = x_sq[i]
+        # the clip first, in a loop the compiler vectorizes; the test below is the same, weakened by t >= 0
+        widest = 0.0
+        if from_inner:
+            for c in range(last):
+                row[c] = min(two_gamma * row[c] - gamma * (x + z_sq[c]), 0.0)
+                widest = max(widest, z_sq[c])
+        else:
+            for c in range(last):
+                row[c] = min(row[c], 0.0)
+                widest = max(widest, z_sq[c])
+        if expansion * (x + widest) > slack:
+            _from_differences(row, i, last, X, x_sq, Z, z_sq, gamma, slack, underflow)
+        for c in range(last, E.shape[1] if lower else last):
+            row[c] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _from_differences(row, i, last, X, x_sq, Z, z_sq, gamma, slack, underflow):
+    """exponents' recomputation of row[c] = -gamma ||x_i - z_c||^2 for c < last where the expansion cannot vouch."""
+    d = X.shape[1]
+    expansion = 2.0 * (d + 4) * gamma
+    for c in range(last):
+        S = x_sq[i] + z_sq[c]
+        t = -row[c]
+        if expansion * S > slack * (1.0 + (d + 2) * t) and t - expansion * _EPS * S < underflow:
+            total = 0.0
+            for k in range(d):
+                u = X[i, k] - Z[c, k]
+                total += u * u
+            row[c] = -gamma * total
 
 
 #: Rows and columns of the mirror's tiles (two 64 x 64 tiles of doubles stay in the first-level cache).

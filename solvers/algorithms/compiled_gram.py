@@ -39,16 +39,15 @@ def gram_threads() -> int:
 
 
 def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """The rbf's Gram matrix of dense X, as formulations.kernels.gram makes it (right to rounding at any translation
-    and scale: the expansion on centered points, the entries it cannot get right from the differences), by row
-    blocks on several threads: the lower triangle only, then mirrored (exactly symmetric, 1 on the diagonal).
+    """The rbf's Gram matrix of dense X, as formulations.kernels.gram makes it (formulations.kernels.RbfRows: right
+    to rounding at any translation and scale), by row blocks on several threads: the lower triangle, then mirrored
+    (exactly symmetric, 1 on the diagonal).
 
-    threads (default: gram_threads()): the row blocks go to that many threads, the largest first; each block's
-    inner products by BLAS on one thread, its exponents by the compiled pass (formulations.rbf_exponents), then
-    numpy's exp (all three release the interpreter's lock); then the mirror, by bands of rows. Every entry is made
-    by the same operations whatever the number of threads, so the matrix is the same to the bit."""
-    from formulations.kernels import EXACT_SLACK, EXP_UNDERFLOW, Points
-    from formulations.rbf_exponents import exponents, mirror
+    threads (default: gram_threads()): the row blocks go to that many threads, the largest first (BLAS's product,
+    the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
+    runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
+    the same to the bit."""
+    from formulations.kernels import Points, RbfRows
 
     X = compiled_array(X)
     n = X.shape[0]
@@ -56,25 +55,14 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     threads = min(threads, max(1, -(-n // GRAM_ROWS)))
-    # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
-    K = _fresh_matrix(n, populate=threads == 1)
     points = Points.of(X)
-    centered, sq = compiled_array(points.centered), compiled_array(points.sq)
-    gamma = float(gamma)
-
-    def exponents_and_exp(lo):
-        hi = min(n, lo + GRAM_ROWS)
-        block = K[lo:hi, :hi]  # the rows' lower triangles, and a few entries above it that the mirror overwrites
-        np.matmul(centered[lo:hi], centered[:hi].T, out=block)
-        exponents(block, lo, X, sq, X, sq, gamma, EXACT_SLACK, EXP_UNDERFLOW, True, True)
-        np.exp(block, out=block)
-
+    # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
+    rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1))
     blocks = range(0, n, GRAM_ROWS)
-    # BLAS on one thread: the same bits on any number of threads here (and these threads are the parallelism)
-    with blas.one_thread_if(n > GRAM_ROWS):
-        _in_threads(exponents_and_exp, reversed(blocks), threads)  # the longest rows (the last) first
-    _in_threads(lambda lo: mirror(K, lo, min(n, lo + GRAM_ROWS)), blocks, threads)  # the first rows: the most work
-    return K
+    with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
+        _in_threads(lambda lo: rows.fill(lo, lo + GRAM_ROWS), reversed(blocks), threads)  # the longest rows first
+    _in_threads(lambda lo: rows.mirror(lo, lo + GRAM_ROWS), blocks, threads)  # the first rows: the most to mirror
+    return rows.out
 
 
 def _in_threads(work, items, threads: int) -> None:
