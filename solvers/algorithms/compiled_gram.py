@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from formulations.kernels import Points, RbfRows
 from solvers import blas
 
 
@@ -47,8 +48,6 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
     runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
     the same to the bit."""
-    from formulations.kernels import Points, RbfRows
-
     X = compiled_array(X)
     n = X.shape[0]
     threads = gram_threads() if threads is None else int(threads)
