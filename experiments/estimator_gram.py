@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulations.kernels import Kernel, gram
+from solvers.algorithms.compiled_gram import rbf_gram
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram
 
 #: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
@@ -65,7 +66,5 @@ def _gram(kernel: Kernel, data: np.ndarray) -> np.ndarray:
     """The Gram matrix of the fit: the rbf's on dense data by row blocks on every core
     (solvers.algorithms.compiled_gram.rbf_gram: gram()'s rule, right to rounding), the others by gram()."""
     if kernel.name == "rbf" and isinstance(data, np.ndarray):
-        from solvers.algorithms.compiled_gram import rbf_gram  # numba, loaded where it is used
-
         return rbf_gram(kernel.resolved_gamma(data.shape[1]), data)
     return gram(kernel, data)
