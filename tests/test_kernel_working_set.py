@@ -557,3 +557,36 @@ def test_the_proof_moves_points_that_cross_a_bound_where_the_bounded_fit_is_too_
     proved = reference._polish_from(reference.Gram(None, K), y, C, sol.alpha, wrong)
     assert proved.ok and proved.rounds > 1, proved.reason
     np.testing.assert_allclose(proved.alpha, sol.alpha, rtol=0, atol=1e-9 * C)
+
+
+def test_a_block_whose_polish_fails_is_handed_on_feasible(monkeypatch):
+    """A block solver's point is clipped and snapped onto the bounds; where no polish held y_B'alpha_B to its
+    share, that moves the balance by the solver's tolerance (OSQP: 2e-6 on breast cancer at C = 1e-3), and the
+    SMO that takes the point on refused it with a traceback. The block's point is now put back on the balance."""
+    rng = np.random.default_rng(7)
+    m = 40
+    X = rng.standard_normal((m, 3))
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    src = FullGram(gram(Kernel("rbf", gamma=0.5), X))
+    alpha = np.zeros(m)
+    B = np.arange(m)
+
+    def loose(Q, p, y_B, rhs, C, backend, options, time_limit=None):  # a solver 1e-4 off its balance
+        return np.clip(0.5 * C + 1e-4 * y_B, 0.0, C), 0.0
+
+    monkeypatch.setattr(subproblems, "polish_block", lambda *args, **kwargs: None)
+    new, _, polished = subproblems.solve_block(src, y, alpha, -np.ones(m), B, 0.0, 1.0, loose, "osqp", {})
+    assert not polished
+    assert abs(float(y @ new)) <= 1e-12 * float(new.sum())
+    assert np.all((new >= 0.0) & (new <= 1.0))
+
+
+def test_a_loose_block_solver_ends_in_a_verified_row_not_a_traceback():
+    """End to end: OSQP's blocks at a small C on standardized breast cancer (the case an outside trial met)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    data = load_breast_cancer()
+    X, y = StandardScaler().fit_transform(data.data), 2.0 * data.target - 1.0
+    sol = api.solve("kernel_dual", X, y, layer="direct", backend="osqp", C=1e-3, kernel="rbf")
+    assert sol.status == OPTIMAL, sol.message

@@ -94,14 +94,15 @@ def snap(alpha, y, C, bound_tol):
     return balance_classes(alpha, y)
 
 
-def balance_classes(alpha: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """y'alpha = 0 exactly (to rounding) by lowering the heavier class's largest alphas: stays in [0, C].
+def balance_classes(alpha: np.ndarray, y: np.ndarray, target: float = 0.0) -> np.ndarray:
+    """y'alpha = target (0 for the whole dual, a block's share of it for a block) exactly, to rounding, by lowering
+    the heavier class's largest alphas: stays in [0, C].
 
     A subproblem solver leaves the balance off by its absolute tolerance (~1e-9), which is large next to
     sum alpha at a small C. The residual is taken from as few points as possible: scaling the whole class
     would move many points a hair off C, each then a violating pair with no room to move.
     """
-    residual = float(y @ alpha)
+    residual = float(y @ alpha) - target
     if residual == 0.0:
         return alpha
     heavy = np.flatnonzero(y > 0 if residual > 0 else y < 0)

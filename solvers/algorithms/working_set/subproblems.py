@@ -24,7 +24,7 @@ from solvers.adapters.base import status_warnings
 from solvers.adapters.cvxpy_layer import solve_kwargs
 from solvers.adapters.pyomo_qp import solve_standard_qp
 from solvers.algorithms.direct import standard_qp
-from solvers.algorithms.working_set.optimality import SNAP, alpha_scale
+from solvers.algorithms.working_set.optimality import SNAP, alpha_scale, balance_classes
 from solvers.algorithms.working_set.polish import polish_block
 from solvers.backends import get_record
 from solvers.deadline import NEVER, Deadline
@@ -106,4 +106,6 @@ def solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, targe
     # pair cannot move (the loop counts it as on the bound), and the same block would come back forever.
     new[new < SNAP * t] = 0.0
     new = np.where(new > C_B * (1 - SNAP), C_B, new)
-    return new, elapsed, polished is not None
+    # the clip and the snaps move y_B'alpha_B off rhs (by the solver's tolerance where no polish held it): put
+    # back, else the point the block hands on is not feasible
+    return balance_classes(new, y[B], rhs), elapsed, polished is not None
