@@ -30,7 +30,8 @@ handle far better than a dense n x n quadratic form: ``factorize`` returns L.
 The decision function (9.24) is f(x) = sum_i alpha_i y_i K(x_i, x) + b, summed
 over the support vectors only: ``decision_function``.
 
-Everything here is pure numpy/scipy: no solver, no I/O.
+Everything here is numpy and scipy, with the rbf's one compiled pass (formulations.rbf_exponents, numba, loaded
+at the first rbf value): no solver, no I/O.
 """
 
 from __future__ import annotations

@@ -95,7 +95,16 @@ def check_X(X, name: str = "X") -> np.ndarray | sp.csr_matrix:
             f"{name} contains {kind} at row {row}, column {col} "
             f"({int(bad.sum())} non-finite entries in all)"
         )
+    _check_products_finite(float(np.max(np.abs(arr))), arr.shape[1], name)
     return arr
+
+
+def _check_products_finite(top: float, d: int, name: str) -> None:
+    """x'x must be a number in float64 for every sample (kernel values, w'x, the checks' products): entries of
+    about 1.3e154 / sqrt(d) and more make it infinite."""
+    if not math.isfinite(top * top * d):
+        raise SVMInputError(f"{name} has entries up to {top:.3g}: x'x overflows float64 there, so no kernel value or "
+                            f"w'x can be computed; rescale {name} (e.g. divide it by {top:.0e})")
 
 
 def check_sparse_X(X, name: str = "X") -> sp.csr_matrix:
@@ -118,6 +127,7 @@ def check_sparse_X(X, name: str = "X") -> sp.csr_matrix:
         kind = "NaN" if np.isnan(csr.data[k]) else "infinity"
         raise SVMInputError(f"{name} contains {kind} at row {row}, column {int(csr.indices[k])} "
                             f"({int(bad.sum())} non-finite entries in all)")
+    _check_products_finite(float(np.max(np.abs(csr.data))) if csr.nnz else 0.0, csr.shape[1], name)
     return csr
 
 

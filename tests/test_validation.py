@@ -74,6 +74,7 @@ BAD_INPUTS = [
     Bad("X NaN", {"X": _with(X_OK, (2, 1), np.nan)}, words=("NaN", "row 2", "column 1")),
     Bad("X +inf", {"X": _with(X_OK, (0, 0), np.inf)}, words=("infinity", "row 0", "column 0")),
     Bad("X -inf", {"X": _with(X_OK, (4, 1), -np.inf)}, words=("infinity", "row 4", "column 1")),
+    Bad("X beyond float64's products", {"X": 1e160 * X_OK}, words=("x'x overflows", "rescale X")),
     Bad("X empty", {"X": np.zeros((0, 2)), "y": np.array([])}, words=("empty",)),
     Bad("X no features", {"X": np.zeros((6, 0))}, words=("empty",)),
     Bad("X 1-D", {"X": X_OK[:, 0]}, words=("two-dimensional", "shape (6,)")),
@@ -215,6 +216,7 @@ def test_memory_budget_from_environment(monkeypatch):
 BAD_CSVS = [
     ("csv NaN", "x1,x2,label\n0,1,a\n1,,a\n3,1,b\n4,3,b\n", [], ("NaN", "row 1", "column 1")),
     ("csv inf", "x1,x2,label\n0,1,a\n1,inf,a\n3,1,b\n4,3,b\n", [], ("infinity", "row 1", "column 1")),
+    ("csv huge", "x1,x2,label\n0,1,a\n1,3e160,a\n3,1,b\n4,3,b\n", [], ("x'x overflows",)),
     ("csv text feature", "x1,x2,label\n0,1,a\n1,high,a\n3,1,b\n4,3,b\n", [], ("numeric",)),
     ("csv one class", "x1,x2,label\n0,1,a\n1,2,a\n3,1,a\n", [], ("class",)),
     ("csv three classes", "x1,x2,label\n0,1,a\n1,2,b\n3,1,c\n", [], ("class",)),

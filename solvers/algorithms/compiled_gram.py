@@ -40,8 +40,9 @@ def gram_threads() -> int:
 
 
 def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """The rbf's Gram matrix of dense X, as formulations.kernels.gram makes it (formulations.kernels.RbfRows: right
-    to rounding at any translation and scale), by row blocks on several threads: the lower triangle, then mirrored
+    """The rbf's Gram matrix of dense X by formulations.kernels.gram's rule (formulations.kernels.RbfRows: right to
+    rounding at any translation and scale; the same values to the last few bits, each row block's product being
+    its own BLAS call), by row blocks on several threads: the lower triangle, then mirrored
     (exactly symmetric, 1 on the diagonal).
 
     threads (default: gram_threads()): the row blocks go to that many threads, the largest first (BLAS's product,
