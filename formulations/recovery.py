@@ -74,12 +74,20 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
 
 def _bounds(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
+    if isinstance(C, (float, int)):  # one number: np.full, a fifth of broadcast_to's and require's calls
+        return np.full(shape, float(C))
     return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
 
 
 def _one_type(a, dtype=float) -> np.ndarray:
     """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
-    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses."""
+    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses.
+    An array that is one already is returned as it is without np.require (its flag handling costs more than
+    a closing's small arrays' arithmetic)."""
+    if type(a) is np.ndarray and a.dtype == dtype:
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable:
+            return a
     return np.require(a, dtype=dtype, requirements=["C", "W"])
 
 
