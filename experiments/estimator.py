@@ -566,7 +566,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         for i, j in _class_pairs(self.classes_.size):  # one after another, as LIBSVM (docs/estimator_speed.md)
             began = time.perf_counter()
             if shared is not None:  # the pair's block of the fit's Gram matrix, alive while the pair is fitted
-                rows, signs, block = shared.pair(i, j, reuse=True)
+                rows, signs, block = shared.pair(i, j)
             else:
                 rows, block = kept[np.isin(y_index[kept], (i, j))], None
                 signs = np.where(y_index[rows] == j, 1.0, -1.0)

@@ -9,7 +9,7 @@ closing checks recompute some of the entries used (solvers.kernel_audit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,8 +32,6 @@ class SharedGram:
     K: np.ndarray
     order: np.ndarray  # rows of the training set, by class
     bounds: np.ndarray
-    # the largest pair's block, which pair(..., reuse=True) writes each block into (see pair)
-    _scratch: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, kernel: Kernel, X: np.ndarray, kept: np.ndarray, y_index: np.ndarray, n_classes: int) -> SharedGram:
@@ -43,18 +41,16 @@ class SharedGram:
         bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
         return cls(kernel, data, gram(kernel, data), order, bounds)
 
-    def pair(self, i: int, j: int, reuse: bool = False) -> tuple[np.ndarray, np.ndarray, FullGram]:
+    def pair(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, FullGram]:
         """(rows of the training set, their labels: -1 for class i and +1 for class j, the pair's Gram block with its
-        kernel and samples). reuse: the block is written into one array kept for every pair, so it holds only until
-        the next pair(..., reuse=True) call (the fit's pairs, one after another, keep nothing of it): a fresh
-        array per pair faults its pages in again, a third of the copy's time on digits."""
+        kernel and samples)."""
         a, b = slice(self.bounds[i], self.bounds[i + 1]), slice(self.bounds[j], self.bounds[j + 1])
         m = a.stop - a.start
         size = m + b.stop - b.start
         if size == len(self.order):  # two classes: the whole matrix, not a copy of it
             block = self.K
         else:
-            block = self._scratch_block(size) if reuse else np.empty((size, size))
+            block = np.empty((size, size))
             block[:m, :m] = self.K[a, a]
             block[:m, m:] = self.K[a, b]
             block[m:, :m] = self.K[b, a]
@@ -63,12 +59,3 @@ class SharedGram:
         signs = np.ones(size)
         signs[:m] = -1.0
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])
-
-    def _scratch_block(self, size: int) -> np.ndarray:
-        """A C-ordered size x size array over the start of the kept scratch array, made at the largest pair's size
-        the first time it is asked for."""
-        if self._scratch is None:
-            counts = np.diff(self.bounds)
-            largest = int(np.sum(np.sort(counts)[-2:]))
-            self._scratch = np.empty(largest * largest)
-        return self._scratch[:size * size].reshape(size, size)
