@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulations.kernels import Kernel, gram
-from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram
+from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, GramBlock, compiled_ok
 
 #: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
 #: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair goes through solvers.api.solve, whose
@@ -41,6 +41,23 @@ class SharedGram:
         bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
         return cls(kernel, data, gram(kernel, data), order, bounds)
 
+    def pair_in_place(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, GramBlock]:
+        """pair's rows and labels, and the pair's block read in place from the fit's matrix (GramBlock: no copy;
+        the fit's SMO and closing checks read only the rows they use). Two classes: pair's, the whole matrix as it
+        is (its rows used in place by SMO, where a block's are gathered)."""
+        if self.bounds[j + 1] - self.bounds[j] + self.bounds[i + 1] - self.bounds[i] == len(self.order) or not (
+                compiled_ok(self.K)):
+            return self.pair(i, j)
+        at = self._positions(i, j)
+        signs = np.ones(at.size)
+        signs[:self.bounds[i + 1] - self.bounds[i]] = -1.0
+        return self.order[at], signs, GramBlock(self.K, at, self.kernel, self.data[at])
+
+    def _positions(self, i: int, j: int) -> np.ndarray:
+        """The pair's positions in the matrix: class i's, then class j's."""
+        return np.concatenate([np.arange(self.bounds[i], self.bounds[i + 1]),
+                               np.arange(self.bounds[j], self.bounds[j + 1])])
+
     def pair(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, FullGram]:
         """(rows of the training set, their labels: -1 for class i and +1 for class j, the pair's Gram block with its
         kernel and samples)."""
@@ -55,7 +72,7 @@ class SharedGram:
             block[:m, m:] = self.K[a, b]
             block[m:, :m] = self.K[b, a]
             block[m:, m:] = self.K[b, b]
-        at = np.concatenate([np.arange(a.start, a.stop), np.arange(b.start, b.stop)])  # i's positions first
+        at = self._positions(i, j)
         signs = np.ones(size)
         signs[:m] = -1.0
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])
