@@ -48,10 +48,12 @@ class SharedGram:
         if self.bounds[j + 1] - self.bounds[j] + self.bounds[i + 1] - self.bounds[i] == len(self.order) or not (
                 compiled_ok(self.K)):
             return self.pair(i, j)
-        at = self._positions(i, j)
-        signs = np.ones(at.size)
-        signs[:self.bounds[i + 1] - self.bounds[i]] = -1.0
-        return self.order[at], signs, GramBlock(self.K, at, self.kernel, self.data[at])
+        a, b = slice(self.bounds[i], self.bounds[i + 1]), slice(self.bounds[j], self.bounds[j + 1])
+        block = GramBlock(self.K, [(a.start, a.stop), (b.start, b.stop)], self.kernel,
+                          np.concatenate([self.data[a], self.data[b]]))
+        signs = np.ones(block.n)
+        signs[:a.stop - a.start] = -1.0
+        return np.concatenate([self.order[a], self.order[b]]), signs, block
 
     def _positions(self, i: int, j: int) -> np.ndarray:
         """The pair's positions in the matrix: class i's, then class j's."""

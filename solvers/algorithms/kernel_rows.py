@@ -129,21 +129,24 @@ class GramBlock(Gram):
     (45 pairs), where SMO reads the rows of the points it steps on and the closing checks those of the
     support vectors."""
 
-    def __init__(self, K: np.ndarray, at: np.ndarray, kernel=None, data: np.ndarray | None = None):
+    def __init__(self, K: np.ndarray, spans, kernel=None, data: np.ndarray | None = None):
+        """spans: the block's positions in K as runs of consecutive ones, (first, stop) each, in the block's order."""
         super().__init__(None, None)
         if not compiled_ok(K):
             raise ValueError("a Gram block is read from a C-ordered, writable float64 matrix")
         self.whole = K
-        self.at = np.ascontiguousarray(at, dtype=np.int64)
-        if self.at.size and not (0 <= self.at.min() and self.at.max() < len(K)):
-            raise IndexError(f"block positions out of range 0..{len(K) - 1}")
+        self._runs, offset = [], 0  # (first position, stop, where the run starts in the block)
+        for first, stop in spans:
+            first, stop = int(first), int(stop)
+            if not 0 <= first <= stop <= len(K):
+                raise IndexError(f"block positions {first}..{stop - 1} out of range 0..{len(K) - 1}")
+            self._runs.append((first, stop, offset))
+            offset += stop - first
+        self.at = np.concatenate([np.arange(first, stop) for first, stop, _ in self._runs] or [np.zeros(0, int)])
         self.kernel, self.data = kernel, data
-        self.n = self.capacity = self.at.size
+        self.n = self.capacity = offset
         self.rows_computed = 0
-        # the runs of consecutive positions in `at`: (first position, last + 1, where the run starts in the block)
-        starts = np.flatnonzero(np.diff(self.at, prepend=-2) != 1)
-        stops = np.append(starts[1:], self.at.size)
-        self._runs = [(int(self.at[a]), int(self.at[a]) + int(b - a), int(a)) for a, b in zip(starts, stops)]
+        self._diagonal = None
 
     def row_cache(self):
         """The block as the compiled SMO's rows (solvers.algorithms.smo.RowCache.full through the positions)."""
@@ -166,10 +169,14 @@ class GramBlock(Gram):
         return submatrix(self.whole, J, I).T if J.size < I.size else submatrix(self.whole, I, J)
 
     def diagonal(self) -> np.ndarray:
-        return self.whole[self.at, self.at]
+        if self._diagonal is None:
+            self._diagonal = self.whole[self.at, self.at]
+        return self._diagonal.copy()
 
     def max_diagonal(self) -> float:
-        return float(np.max(self.diagonal()))
+        if self._diagonal is None:
+            self.diagonal()
+        return float(np.max(self._diagonal))
 
     def _combined(self, I, coef, absolute: bool) -> np.ndarray:
         """sum_k coef_k K[at[I_k], at] (|coef_k| |.| where absolute), each run of consecutive positions of `at`
