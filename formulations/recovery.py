@@ -76,6 +76,8 @@ def _bounds(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
     if isinstance(C, (float, int)):  # one number: np.full, a fifth of broadcast_to's and require's calls
         return np.full(shape, float(C))
+    if isinstance(C, np.ndarray) and C.shape == tuple(shape):  # one per point already: not copied where it is one type
+        return _one_type(C, float)
     return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
 
 

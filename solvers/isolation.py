@@ -559,7 +559,7 @@ def warm_compiled() -> None:
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
     from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
-    from solvers import kernel_audit, reference  # as recovery
+    from solvers import checks, kernel_audit, reference  # as recovery
     from solvers.algorithms import smo  # as recovery
 
     smo.warm()
@@ -568,6 +568,8 @@ def warm_compiled() -> None:
     recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)
     recovery.recover_bias(np.array([0.5, 0.5]), y, g, 1.0)
     reference._equilibrated_solve(np.eye(2), np.ones(2))
+    reference.warm()
+    checks.warm()
 
 
 def _serve(control: socket.socket, preload: list[str]) -> None:

@@ -39,7 +39,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
-from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, ZERO, _bounds, _one_type, classify, hinge_argmin
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -505,12 +505,26 @@ def _thin_solve(XF, yF, w_bound, balance_rhs):
 
 def _in_bounds(a: np.ndarray, C) -> bool:
     """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a): below 0 relative to a's
-    size (or C, where smaller), above C relative to C."""
-    size = max(float(np.max(np.abs(a))), np.finfo(float).tiny)  # a: the free points' values, never empty
-    if penalty.is_hard(C):
-        return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * size))
-    return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * np.minimum(C, size))
-                and np.all(a <= C * (1 + POLISH_TOL)))
+    size (or C, where smaller), above C relative to C. One compiled pass (_within) of these comparisons."""
+    return bool(_within(_one_type(a), _bounds(C, np.shape(a)), penalty.is_hard(C)))
+
+
+@njit(cache=True, nogil=True)
+def _within(a, C, hard):
+    """_in_bounds' test, entry by entry: every a_i finite, a_i >= -POLISH_TOL min(C_i, size) (size: max |a|, at
+    least the smallest normal number; not C where hard), a_i <= C_i (1 + POLISH_TOL) unless hard."""
+    size = np.finfo(np.float64).tiny
+    for i in range(a.size):
+        if not math.isfinite(a[i]):
+            return False
+        size = max(size, abs(a[i]))
+    for i in range(a.size):
+        if hard:
+            if not a[i] >= -POLISH_TOL * size:
+                return False
+        elif not (a[i] >= -POLISH_TOL * min(C[i], size) and a[i] <= C[i] * (1 + POLISH_TOL)):
+            return False
+    return True
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
@@ -575,8 +589,25 @@ def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:
     """Points whose KKT condition fails at the polished point: alpha off [0, C] by more than eps (relative),
     a margin r_i off its side by more than margin_eps_i (margin units, with its rounding allowance)."""
     upper = math.inf if penalty.is_hard(C) else C * (1 + eps)
-    return (((codes == ZERO) & (r < -margin_eps)) | ((codes == AT_BOUND) & (r > margin_eps))
-            | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > margin_eps))))
+    n = np.shape(a)
+    return _violated(_one_type(codes, np.int8), _one_type(a), _one_type(r), _bounds(-eps * scale, n), _bounds(upper, n),
+                     _bounds(margin_eps, n))
+
+
+@njit(cache=True, nogil=True)
+def _violated(codes, a, r, low, upper, margin_eps):
+    """_violations' test point by point (one compiled pass where the array steps were a dozen calls): at ZERO
+    r_i < -margin_eps_i, at AT_BOUND r_i > margin_eps_i, FREE a_i < low_i, a_i > upper_i or |r_i| > margin_eps_i
+    (a nan compares false, as in the array steps)."""
+    out = np.zeros(codes.size, dtype=np.bool_)
+    for i in range(codes.size):
+        if codes[i] == ZERO:
+            out[i] = r[i] < -margin_eps[i]
+        elif codes[i] == AT_BOUND:
+            out[i] = r[i] > margin_eps[i]
+        elif codes[i] == FREE:
+            out[i] = a[i] < low[i] or a[i] > upper[i] or abs(r[i]) > margin_eps[i]
+    return out
 
 
 def _move(codes, moves, a, r, C):
@@ -636,3 +667,11 @@ def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndar
 def _b_slack(y, g, b, C) -> float:
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     return max(lo - b, b - hi, 0.0)
+
+
+def warm() -> None:
+    """The proof's compiled tests (_within, _violated) loaded from numba's cache (or compiled), in the types the
+    proof calls them with."""
+    a = np.array([0.5, 0.0])
+    _in_bounds(a, 1.0)
+    _violations(np.array([FREE, ZERO], dtype=np.int8), a, np.zeros(2), 1.0, 1.0, POLISH_TOL, np.zeros(2))
