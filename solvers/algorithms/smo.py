@@ -614,7 +614,15 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     n = rows.n
     # copies: a read-only y or C_i array would be another type to numba, compiled apart from the one warm() loads
     y = np.array(y, dtype=float)
-    if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
+    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,))) if y.shape == (n,) else None
+    alpha = None if y.shape != (n,) else np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
+    # y, C_i and alpha0's entries tested in one compiled pass (a pair's numpy tests cost more than its SMO steps)
+    bad = _BAD_Y
+    if y.shape == (n,):
+        shaped = alpha.shape == (n,)
+        bad = _bad_entries(y, upper, alpha if shaped else np.zeros(n))
+        bad = _BAD_ALPHA if bad == _GOOD and not shaped else bad
+    if bad == _BAD_Y:
         raise ValueError(f"y must hold {n} labels, each +1 or -1")
     if p is not None:
         p = np.array(p, dtype=float)
@@ -622,27 +630,45 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
             raise ValueError(f"p must hold {n} finite numbers")
     if not math.isfinite(balance):
         raise ValueError(f"balance must be finite, got {balance!r}")
-    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
-    if not np.all((upper > 0) & np.isfinite(upper)):
+    if bad == _BAD_UPPER:
         raise ValueError("every upper bound C_i must be finite and > 0")
     if not (tol > 0 and math.isfinite(tol)):
         raise ValueError(f"tol must be finite and > 0, got {tol!r}")
     if alpha0 is None and balance != 0:
         raise ValueError(f"alpha0 is needed: alpha = 0 does not meet y'alpha = {balance:g}")
-    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
-    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > upper):
+    if bad == _BAD_ALPHA:
         raise ValueError(f"alpha0 must be {n} numbers with 0 <= alpha0_i <= C_i")
-    if abs(float(y @ alpha) - balance) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
+    if alpha0 is not None and abs(float(y @ alpha) - balance) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
         raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not {balance:g}")
     if grad0 is not None:
         G = np.array(grad0, dtype=float)
         if G.shape != (n,) or not np.all(np.isfinite(G)):
             raise ValueError(f"grad0 must hold {n} finite numbers, got shape {G.shape}")
-    elif alpha.any():
+    elif alpha0 is not None and alpha.any():
         G = rows.gradient(y, alpha, p)
     else:
         G = -np.ones(n) if p is None else p.copy()
     return y, upper, alpha, G
+
+
+#: What _bad_entries found: nothing, a label not +1 or -1, a C_i not finite and > 0, an alpha0_i outside [0, C_i].
+_GOOD, _BAD_Y, _BAD_UPPER, _BAD_ALPHA = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _bad_entries(y, upper, alpha):
+    """The first of _checked's entry tests that fails (_BAD_Y, _BAD_UPPER, _BAD_ALPHA, in that order), or _GOOD:
+    |y_i| = 1, C_i finite and > 0, alpha_i finite and 0 <= alpha_i <= C_i."""
+    for i in range(y.size):
+        if not abs(y[i]) == 1.0:
+            return _BAD_Y
+    for i in range(y.size):
+        if not (upper[i] > 0 and math.isfinite(upper[i])):
+            return _BAD_UPPER
+    for i in range(y.size):
+        if not (math.isfinite(alpha[i]) and alpha[i] >= 0 and alpha[i] <= upper[i]):
+            return _BAD_ALPHA
+    return _GOOD
 
 
 def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int = 10**9,
