@@ -359,11 +359,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    M = np.zeros((m + 1, m + 1))
-    M[:m, :m] = (yF[:, None] * gram.submatrix(free, free)) * yF[None, :]
-    M[:m, m] = yF
-    M[m, :m] = yF
-    rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
+    M, rhs = _free_system(_one_type(gram.submatrix(free, free)), _one_type(yF), _one_type(g[free]), float(balance_rhs))
     x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
@@ -377,6 +373,23 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     u_free = np.zeros(n)
     u_free[free] = yF * a[free]
     return a, g + gram.times(u_free), float(x[m]), None
+
+
+@njit(cache=True, nogil=True)
+def _free_system(K_FF, yF, g_F, balance_rhs):
+    """The free points' KKT system in (alpha_F, b) and its right-hand side, entry by entry as the array steps made
+    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]."""
+    m = yF.size
+    M = np.zeros((m + 1, m + 1))
+    rhs = np.empty(m + 1)
+    for i in range(m):
+        for j in range(m):
+            M[i, j] = (yF[i] * K_FF[i, j]) * yF[j]
+        M[i, m] = yF[i]
+        M[m, i] = yF[i]
+        rhs[i] = 1.0 - yF[i] * g_F[i]
+    rhs[m] = balance_rhs
+    return M, rhs
 
 
 def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=True):
@@ -539,7 +552,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
         # checks, which cost more than the solve of a small problem's free points
         lu, piv, info = lapack.dgetrf(A)
-        if info >= 0 and np.all(np.diag(lu) != 0):  # an exactly singular M: least squares below
+        if info >= 0 and lu.diagonal().all():  # a zero pivot: M exactly singular, least squares below
             x = c * lapack.dgetrs(lu, piv, r * rhs)[0]
             # one step of iterative refinement, its residual in extended precision: the proved optimum then
             # comes out correctly rounded (-0.25 where the LU solve alone gave -0.25000000000000006, and
@@ -674,4 +687,5 @@ def warm() -> None:
     proof calls them with."""
     a = np.array([0.5, 0.0])
     _in_bounds(a, 1.0)
+    _free_system(np.eye(2), a, a, 0.0)
     _violations(np.array([FREE, ZERO], dtype=np.int8), a, np.zeros(2), 1.0, 1.0, POLISH_TOL, np.zeros(2))

@@ -1,6 +1,6 @@
 """The closing checks' compiled passes give what their whole-array definitions give: the proof's KKT test
-(solvers.reference._violations), its bounds test (_in_bounds) and the KKT residuals' maxima (solvers.checks
-_kkt_residuals, against kkt_by_point), on random points with ties, nan, inf, per-sample C and the hard margin; and
+(solvers.reference._violations), its bounds test (_in_bounds), its system (_free_system), the KKT residuals' maxima
+(solvers.checks._kkt_residuals, against kkt_by_point) and the gap's rounding (gap_rounding), on random points with ties, nan, inf, per-sample C and the hard margin; and
 a whole closing the same status, verdict, b and residuals with the array steps patched back in."""
 
 from __future__ import annotations
@@ -39,6 +39,43 @@ def _in_bounds_by_arrays(a, C):
 def _kkt_maxima_by_arrays(alpha, y, f, C, hard):
     by_point = checks.kkt_by_point(alpha, y, f, C, hard)
     return float(by_point["dual feasibility"].max()), float(by_point["complementarity"].max())
+
+
+def _free_system_by_arrays(K_FF, yF, g_F, balance_rhs):
+    m = yF.size
+    M = np.zeros((m + 1, m + 1))
+    M[:m, :m] = (yF[:, None] * K_FF) * yF[None, :]
+    M[:m, m] = yF
+    M[m, :m] = yF
+    return M, np.concatenate([1.0 - yF * g_F, [balance_rhs]])
+
+
+def _gap_rounding_by_arrays(C, alpha, y, f, size):
+    e = np.broadcast_to(np.finfo(float).eps * np.asarray(size, dtype=float), f.shape)
+    near = (1.0 - y * f) > -e
+    return penalty.weighted_sum(C, near * e) + float(np.abs(alpha) @ e)
+
+
+def test_the_free_system_and_the_gaps_rounding_are_the_array_steps():
+    """The proof's system (reference._free_system) to the bit, and the gap's rounding (checks.gap_rounding) for one
+    size and one per point to 1e-12 of itself, on random systems and points (nan and inf among them)."""
+    rng = np.random.default_rng(12)
+    with np.errstate(all="ignore"):
+        for _ in range(2000):
+            m = int(rng.integers(0, 30))
+            K = rng.normal(size=(m, m)) * 10.0 ** rng.uniform(-8, 8)
+            yF, g_F = rng.choice([-1.0, 1.0], size=m), rng.normal(size=m) * 10.0 ** rng.uniform(-3, 3)
+            if m and rng.random() < 0.1:
+                K[rng.integers(m), rng.integers(m)] = rng.choice([np.nan, np.inf])
+            balance = float(rng.normal())
+            for got, want in zip(reference._free_system(K, yF, g_F, balance), _free_system_by_arrays(K, yF, g_F,
+                                                                                                       balance)):
+                assert np.array_equal(got, want, equal_nan=True)
+            codes, alpha, y, f, r, C = _random_point(rng)
+            # its sums' order moves with the layout of e (BLAS takes a broadcast e apart): 1e-12 of its size
+            for size in (float(10.0 ** rng.uniform(-3, 3)), 10.0 ** rng.uniform(-3, 3, size=alpha.size)):
+                assert checks.gap_rounding(C, alpha, y, f, size) == pytest.approx(
+                    _gap_rounding_by_arrays(C, alpha, y, f, size), rel=1e-12, abs=0, nan_ok=True)
 
 
 def _random_point(rng):
@@ -97,7 +134,7 @@ def _problems():
 @pytest.mark.parametrize("perturb", [False, True])
 def test_a_closing_gives_the_array_steps_verdict_and_residuals(monkeypatch, perturb):
     """SMO's points (verified) and the same points with alpha moved by 1e-3 of itself (refused): the same status,
-    verdict, b and every residual with the array steps patched in, to the bit for these (no sum changed)."""
+    verdict, b and every residual with the array steps patched in (to 1e-12 of each)."""
     rng = np.random.default_rng(8)
     cases = []
     for source, y, C, res in _problems():
@@ -113,6 +150,8 @@ def test_a_closing_gives_the_array_steps_verdict_and_residuals(monkeypatch, pert
     fast = closed()
     monkeypatch.setattr(reference, "_violations", _violations_by_arrays)
     monkeypatch.setattr(reference, "_in_bounds", _in_bounds_by_arrays)
+    monkeypatch.setattr(reference, "_free_system", _free_system_by_arrays)
+    monkeypatch.setattr(checks, "gap_rounding", _gap_rounding_by_arrays)
 
     def kkt_by_arrays(out, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity):
         out.dual_objective = float(alpha.sum()) - 0.5 * w_from_alpha_sq
