@@ -111,7 +111,11 @@ class Checks:
 
     def as_dict(self) -> dict:
         """The table's columns (every field but the proved optimum's alpha and b: asdict would deep-copy alpha)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("proved_alpha", "proved_b")}
+        return {name: getattr(self, name) for name in _COLUMNS}
+
+
+#: Checks' fields that are table columns, in order (dataclasses.fields builds its tuple anew at every call).
+_COLUMNS = tuple(f.name for f in fields(Checks) if f.name not in ("proved_alpha", "proved_b"))
 
 
 def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: np.ndarray, C: float,

@@ -560,9 +560,10 @@ def warm_compiled() -> None:
 
     from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
     from solvers import checks, kernel_audit, reference  # as recovery
-    from solvers.algorithms import smo  # as recovery
+    from solvers.algorithms import compiled_block, smo  # as recovery
 
     smo.warm()
+    compiled_block.warm()
     kernel_audit.warm()
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
     recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)

@@ -163,10 +163,11 @@ class GramBlock(Gram):
     def submatrix(self, I, J) -> np.ndarray:
         """K[I][:, J], read along the rows of the shorter side (K is exactly symmetric: formulations.kernels.gram):
         the closing's K[:, support vectors] are then a few rows read in order, not an entry from every row."""
-        from solvers.algorithms.compiled_gram import submatrix  # numba, loaded where it is used
+        from solvers.algorithms.compiled_block import submatrix_by_columns  # numba, loaded where it is used
+        from solvers.algorithms.compiled_gram import submatrix
 
         I, J = self.at[np.asarray(I, dtype=np.int64)], self.at[np.asarray(J, dtype=np.int64)]
-        return submatrix(self.whole, J, I).T if J.size < I.size else submatrix(self.whole, I, J)
+        return submatrix_by_columns(self.whole, I, J) if J.size < I.size else submatrix(self.whole, I, J)
 
     def diagonal(self) -> np.ndarray:
         if self._diagonal is None:
