@@ -324,7 +324,7 @@ def kkt_by_point(alpha: np.ndarray, y: np.ndarray, f: np.ndarray, C, hard: bool)
             "complementarity": comp}
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _kkt_maxima(alpha, y, f, C, no_upper, hard):
     """(max dual feasibility, max complementarity) of kkt_by_point's arrays, entry by entry with the same
     operations, a nan anywhere giving nan as np.max does; C: C_i for every point, no_upper: C is inf (the hard

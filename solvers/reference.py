@@ -566,11 +566,12 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     return x, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _ruiz(M, rounds):
     """(A, r, c): A = diag(r) M diag(c) after `rounds` rounds of dividing each row and then each column by the square
     root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps
-    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU."""
+    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU;
+    with numpy's error model (no divisor is 0: a zero maximum is taken as 1), whose divisions need no zero test."""
     m, k = M.shape
     A = M.copy()
     r, c = np.ones(m), np.ones(k)
