@@ -9,7 +9,7 @@ closing checks recompute some of the entries used (solvers.kernel_audit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +32,7 @@ class SharedGram:
     K: np.ndarray
     order: np.ndarray  # rows of the training set, by class
     bounds: np.ndarray
+    _diagonal: np.ndarray | None = field(default=None, repr=False)  # K's, read once (pair_in_place)
 
     @classmethod
     def of(cls, kernel: Kernel, X: np.ndarray, kept: np.ndarray, y_index: np.ndarray, n_classes: int) -> SharedGram:
@@ -49,8 +50,10 @@ class SharedGram:
                 compiled_ok(self.K)):
             return self.pair(i, j)
         a, b = slice(self.bounds[i], self.bounds[i + 1]), slice(self.bounds[j], self.bounds[j + 1])
+        if self._diagonal is None:  # read once for every pair
+            self._diagonal = np.diag(self.K).copy()
         block = GramBlock(self.K, [(a.start, a.stop), (b.start, b.stop)], self.kernel,
-                          np.concatenate([self.data[a], self.data[b]]))
+                          np.concatenate([self.data[a], self.data[b]]), self._diagonal)
         signs = np.ones(block.n)
         signs[:a.stop - a.start] = -1.0
         return np.concatenate([self.order[a], self.order[b]]), signs, block

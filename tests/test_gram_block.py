@@ -138,3 +138,17 @@ def test_the_estimators_pairs_solve_as_on_the_copies(digits):
         assert a.status == b.status == "optimal" and a.checks["verdict"] == b.checks["verdict"]
         assert a.iterations == b.iterations and np.array_equal(a.alpha, b.alpha)
         assert a.b == pytest.approx(b.b, rel=1e-12, abs=0)
+
+
+def test_a_diagonal_handed_to_the_rows_is_checked():
+    """RowCache.full takes the variables' K_ii from its caller (the block's, from the fit's diagonal read once):
+    the one it reads itself, and a wrong shape is one clear error."""
+    from solvers.algorithms.smo import RowCache
+
+    shared, _ = _shared(1)
+    _, _, block = shared.pair_in_place(0, 2)
+    rows = block.row_cache()
+    assert np.array_equal(rows.diag, np.diag(shared.K)[block.at])
+    assert np.array_equal(rows.diag, RowCache.full(shared.K, index=block.at).diag)
+    with pytest.raises(ValueError, match="diag"):
+        RowCache.full(shared.K, index=block.at, diag=np.ones(block.n + 1))

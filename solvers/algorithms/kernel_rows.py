@@ -129,8 +129,11 @@ class GramBlock(Gram):
     (45 pairs), where SMO reads the rows of the points it steps on and the closing checks those of the
     support vectors."""
 
-    def __init__(self, K: np.ndarray, spans, kernel=None, data: np.ndarray | None = None):
-        """spans: the block's positions in K as runs of consecutive ones, (first, stop) each, in the block's order."""
+    def __init__(self, K: np.ndarray, spans, kernel=None, data: np.ndarray | None = None,
+                 diagonal: np.ndarray | None = None):
+        """spans: the block's positions in K as runs of consecutive ones, (first, stop) each, in the block's order.
+        diagonal: K's diagonal (all of it) where the caller keeps it: the block's is then two slices of it, not one
+        entry read from each of its rows."""
         super().__init__(None, None)
         if not compiled_ok(K):
             raise ValueError("a Gram block is read from a C-ordered, writable float64 matrix")
@@ -146,13 +149,16 @@ class GramBlock(Gram):
         self.kernel, self.data = kernel, data
         self.n = self.capacity = offset
         self.rows_computed = 0
-        self._diagonal = None
+        self._diagonal = None if diagonal is None else np.concatenate(
+            [diagonal[first:stop] for first, stop, _ in self._runs] or [np.zeros(0)])
 
     def row_cache(self):
         """The block as the compiled SMO's rows (solvers.algorithms.smo.RowCache.full through the positions)."""
         from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
 
-        return RowCache.full(self.whole, index=self.at)
+        if self._diagonal is None:
+            self.diagonal()
+        return RowCache.full(self.whole, index=self.at, diag=self._diagonal)
 
     def rows(self, I) -> np.ndarray:
         return self.whole[self.at[np.asarray(I, dtype=np.int64)]][:, self.at]

@@ -529,21 +529,25 @@ class RowCache:
         self.meta = np.zeros(4, dtype=np.int64)  # clock, slots used, rows computed, whole rows used as they are
 
     @classmethod
-    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None) -> "RowCache":
+    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None,
+             diag: np.ndarray | None = None) -> "RowCache":
         """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
         shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use).
-        index: each variable's row of K (class docstring)."""
+        index: each variable's row of K (class docstring). diag: K's diagonal at the variables where the caller
+        has it (read from K otherwise: one entry a row, a cache miss each in a large K)."""
         K = compiled_array(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
-        diag = np.diag(K)
         if index is None:
             n = K.shape[0]
             in_play = (1.0 - SHRINK_SHARE) * n  # the most points in play once some are left out
         else:  # every row is copied out (K's own rows are not the variables'), so room for all of them
             index = _checked_index(index, K.shape[0])
-            diag, n = diag[index], len(index)
-            in_play = n
+            n = in_play = len(index)
+        if diag is None:
+            diag = np.diag(K) if index is None else np.diag(K)[index]
+        elif np.shape(diag) != (n,):
+            raise ValueError(f"diag must hold the {n} variables' K_ii, got shape {np.shape(diag)}")
         return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, diag, min(cache_bytes / 8, in_play * in_play), index)
 
     @classmethod
