@@ -236,7 +236,7 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     n_free, lower, upper, b = _bias_parts(_one_type(alpha), _one_type(y), _one_type(g),
                                           0.0 if math.isnan(b0) else b0, bounds, hard)
     if n_free:
-        b = float(np.clip(b, min(lower, upper), max(lower, upper)))
+        b = clip_value(b, min(lower, upper), max(lower, upper))
         return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(n_free), lower=lower, upper=upper)
     b = _middle(lower, upper)
     if math.isnan(b):
@@ -362,6 +362,14 @@ def _block_sum(a, lo, n):
         total += a[lo + i]
         i += 1
     return total
+
+
+def clip_value(value: float, lower: float, upper: float) -> float:
+    """float(np.clip(value, lower, upper)) for three numbers, without numpy's call: the larger of value and lower, then
+    the smaller of that and upper (upper where lower > upper), nan where any of them is nan."""
+    if math.isnan(value) or math.isnan(lower) or math.isnan(upper):
+        return math.nan
+    return float(min(max(value, lower), upper))
 
 
 def _middle(lower: float, upper: float) -> float:

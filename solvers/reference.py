@@ -39,7 +39,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
-from formulations.recovery import AT_BOUND, FREE, ZERO, _bounds, _one_type, classify, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, ZERO, _bounds, _one_type, classify, clip_value, hinge_argmin
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -264,7 +264,7 @@ class _Trial:
         self.lo, self.hi = hinge_argmin(y, self.g, penalty.hinge_weights(C))
         if self.a is None:
             return
-        self.b = float(np.clip(b, self.lo, self.hi)) if free.size else _middle(self.lo, self.hi)
+        self.b = clip_value(b, self.lo, self.hi) if free.size else _middle(self.lo, self.hi)
         self.r = y * (self.g + self.b) - 1.0
         eps = POLISH_TOL + 1e-13 * float(np.max(np.abs(self.g)))
         margin_eps = eps + MARGIN_ROUNDING * gram.magnitudes(y * self.a)

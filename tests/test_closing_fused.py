@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from formulations import penalty
+from formulations import penalty, recovery
 from formulations.kernels import Kernel
 from formulations.recovery import AT_BOUND, FREE, ZERO
 from solvers import checks, reference
@@ -76,6 +76,17 @@ def test_the_free_system_and_the_gaps_rounding_are_the_array_steps():
             for size in (float(10.0 ** rng.uniform(-3, 3)), 10.0 ** rng.uniform(-3, 3, size=alpha.size)):
                 assert checks.gap_rounding(C, alpha, y, f, size) == pytest.approx(
                     _gap_rounding_by_arrays(C, alpha, y, f, size), rel=1e-12, abs=0, nan_ok=True)
+
+
+def test_clip_value_is_np_clip():
+    """Every combination of nan, infinities, signed zeros and numbers: np.clip's value, its sign included."""
+    import itertools
+
+    values = [math.nan, -math.inf, math.inf, -0.0, 0.0, 1.0, -1.0, 2.5, np.float64(3.0)]
+    for value, lower, upper in itertools.product(values, repeat=3):
+        got, want = recovery.clip_value(value, lower, upper), float(np.clip(value, lower, upper))
+        assert (math.isnan(got) and math.isnan(want)) or (got == want and math.copysign(1, got) == math.copysign(1,
+                                                                                                                 want))
 
 
 def _random_point(rng):

@@ -619,7 +619,8 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     n = rows.n
     # copies: a read-only y or C_i array would be another type to numba, compiled apart from the one warm() loads
     y = np.array(y, dtype=float)
-    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,))) if y.shape == (n,) else None
+    upper = None if y.shape != (n,) else np.full(n, float(upper)) if isinstance(upper, (float, int)) else np.array(
+        np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
     alpha = None if y.shape != (n,) else np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
     # y, C_i and alpha0's entries tested in one compiled pass (a pair's numpy tests cost more than its SMO steps)
     bad = _BAD_Y
