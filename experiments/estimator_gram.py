@@ -2,7 +2,7 @@
 
 A pair (i, j) needs the kernel values among the samples of classes i and j. Over all pairs these are every
 entry of the n x n matrix (the blocks (i, i) once per pair that holds class i), so the matrix is formed once,
-by one BLAS product on the samples ordered by class (stable), and a pair's block is four contiguous slices of
+on the samples ordered by class (stable), and a pair's block is four contiguous slices of
 it. The samples are checked once, at fit; the blocks carry the kernel and the pair's samples, from which the
 closing checks recompute some of the entries used (solvers.kernel_audit).
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from formulations.kernels import Kernel, gram
+from solvers.algorithms.compiled_gram import rbf_gram
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, GramBlock, compiled_ok
 
 #: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
@@ -40,7 +41,7 @@ class SharedGram:
         order = kept[np.argsort(y_index[kept], kind="stable")]
         data = np.ascontiguousarray(X[order])
         bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
-        return cls(kernel, data, gram(kernel, data), order, bounds)
+        return cls(kernel, data, _gram(kernel, data), order, bounds)
 
     def pair_in_place(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, GramBlock]:
         """pair's rows and labels, and the pair's block read in place from the fit's matrix (GramBlock: no copy;
@@ -81,3 +82,11 @@ class SharedGram:
         signs = np.ones(size)
         signs[:m] = -1.0
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])
+
+
+def _gram(kernel: Kernel, data: np.ndarray) -> np.ndarray:
+    """The Gram matrix of the fit: the rbf's on dense data by row blocks on every core
+    (solvers.algorithms.compiled_gram.rbf_gram: gram()'s rule, right to rounding), the others by gram()."""
+    if kernel.name == "rbf" and isinstance(data, np.ndarray):
+        return rbf_gram(kernel.resolved_gamma(data.shape[1]), data)
+    return gram(kernel, data)

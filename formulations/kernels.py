@@ -297,8 +297,6 @@ def _sparse_gram(kernel: Kernel, X, Z=None) -> np.ndarray:
 EXACT_SLACK = 256.0
 #: exp(-t) is 0 or subnormal in float64 from t = 745.2 on: entries past it are never recomputed.
 EXP_UNDERFLOW = 746.0
-#: Entries recomputed from differences at a time (times d doubles of temporaries: 16 MB).
-EXACT_CHUNK = 2**21
 
 
 @dataclass(frozen=True)
@@ -336,63 +334,80 @@ class Points:
 def rbf_values(gamma: float, X: Points, Z: Points) -> np.ndarray:
     """exp(-gamma ||x - z||^2) for the points X against Z (the same object for a Gram matrix: exactly symmetric,
     unit diagonal), right to rounding: within (EXACT_SLACK + 1) eps (1 + (d + 2) gamma ||x - z||^2) of its size.
-
-    The exponent through the expansion on centered points (the Gram matrix by syrk; rows against other points as
-    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]', so that only the clip and exp pass over
-    the result), then the entries it cannot get right from differences
-    (`_exact_where_cancelled`), then exp, a block at a time."""
-    symmetric = X is Z
-    if symmetric:
-        E = X.centered @ X.centered.T
-    else:
-        left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
-        E = left @ np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq]).T
-    rows = max(1, 2**20 // max(1, E.shape[1]))  # about 8 MB a block: stays in cache
-    for lo in range(0, E.shape[0], rows):
-        block = E[lo:lo + rows]
-        if symmetric:
-            block *= 2.0 * gamma
-            block -= gamma * (X.sq[lo:lo + rows, None] + Z.sq[None, :])
-        np.minimum(block, 0.0, out=block)
-        _exact_where_cancelled(block, lo, X, Z, gamma, symmetric)
-        np.exp(block, out=block)
-    if symmetric:
-        np.fill_diagonal(E, 1.0)  # ||x - x|| = 0 exactly, not rounding noise
-    return E
+    The inner products by one BLAS call (on BLAS's threads), then finished a block of rows at a time (RbfRows);
+    a Gram matrix's lower triangle only, then mirrored."""
+    rows = RbfRows(gamma, X, Z, np.empty((len(X.sq), len(Z.sq))))
+    n = rows.out.shape[0]
+    rows.products(0, n)
+    rows.finish(0, n)
+    rows.mirror(0, n)
+    return rows.out
 
 
-def _exact_where_cancelled(block: np.ndarray, lo: int, X: Points, Z: Points, gamma: float, symmetric: bool) -> None:
-    """The exponents -gamma ||x_i - z_j||^2 of rows lo.. of `block` recomputed from the differences x_i - z_j where
-    the expansion's rounding, 2 (d + 4) gamma eps S (S = ||x_i||^2 + ||z_j||^2, centered), exceeds EXACT_SLACK times
-    the differences' own, eps (1 + (d + 2) gamma ||x - z||^2), unless exp underflows there anyway. A symmetric
-    matrix takes each pair's differences in one order, so its two triangles stay equal."""
-    d = X.given.shape[1]
-    expansion = 2.0 * (d + 4) * gamma  # the exponent's rounding per unit of eps S
-    eps = np.finfo(float).eps
-    x_sq = X.sq[lo:lo + len(block)]
-    widest = x_sq + float(Z.sq.max(initial=0.0))  # the largest S of each row
-    # t = gamma ||x - z||^2 = -block; a row has no such entry where t would have to be below 0
-    reach = np.minimum((expansion * widest - EXACT_SLACK) / (EXACT_SLACK * (d + 2)),
-                       EXP_UNDERFLOW + expansion * eps * widest)
-    if not np.any(reach > 0.0):
-        return
-    r, c = np.nonzero(block > -reach[:, None])
-    if r.size == 0:
-        return
-    S = x_sq[r] + Z.sq[c]
-    t = -block[r, c]
-    keep = (expansion * S > EXACT_SLACK * (1.0 + (d + 2) * t)) & (t - expansion * eps * S < EXP_UNDERFLOW)
-    r, c = r[keep], c[keep]
-    step = max(1, EXACT_CHUNK // d)
-    for at in range(0, r.size, step):
-        rr, cc = r[at:at + step], c[at:at + step]
-        i = rr + lo
-        if symmetric:
-            i, cc_ = np.minimum(i, cc), np.maximum(i, cc)
-            diff = X.given[i] - Z.given[cc_]
+class RbfRows:
+    """The rbf's values of the points X against Z written into `out`, by rows (any number of threads may take
+    blocks of rows: every entry is made by the same operations whatever the blocks are, given one BLAS thread).
+
+    The exponents through the expansion on centered points (a Gram matrix's lower triangle: X X'; other points:
+    one product [2 gamma X, -gamma ||x||^2, -1] [Z, 1, gamma ||z||^2]'), finished by one compiled pass
+    (formulations.rbf_exponents: the clip, and the entries the expansion cannot get right recomputed from the
+    differences), then numpy's exp."""
+
+    #: Entries finished at a time: 1 MB, so that the pass and exp (and fill's product) find them in the cache.
+    BLOCK_ENTRIES = 2**17
+
+    def __init__(self, gamma: float, X: Points, Z: Points, out: np.ndarray):
+        self.gamma, self.out, self.symmetric = float(gamma), out, X is Z
+        if self.symmetric:
+            self.left = self.right = X.centered
         else:
-            diff = X.given[i] - Z.given[cc]
-        block[rr, cc] = -gamma * np.einsum("ij,ij->i", diff, diff)
+            self.left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
+            self.right = np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq])
+        self.points = tuple(_compiled(A) for A in (X.given, X.sq, Z.given, Z.sq))
+
+    def fill(self, lo: int, hi: int) -> None:
+        """Rows lo..hi-1 made whole (products, then finish) a block of about BLOCK_ENTRIES at a time."""
+        for start, end in self._blocks(lo, hi):
+            self.products(start, end)
+            self.finish(start, end)
+
+    def products(self, lo: int, hi: int) -> None:
+        """The inner products of rows lo..hi-1 (a Gram matrix's: their columns < hi) into `out`."""
+        hi = min(hi, self.out.shape[0])
+        if hi > lo:
+            block = self.out[lo:hi, :hi] if self.symmetric else self.out[lo:hi]
+            np.matmul(self.left[lo:hi], (self.right[:hi] if self.symmetric else self.right).T, out=block)
+
+    def finish(self, lo: int, hi: int) -> None:
+        """Rows lo..hi-1 from their products to the kernel's values (a Gram matrix's: their lower triangle, the
+        other entries of columns < hi set to 0)."""
+        from formulations.rbf_exponents import exponents  # numba, loaded where an rbf value is made
+
+        for start, end in self._blocks(lo, hi):
+            block = self.out[start:end, :end] if self.symmetric else self.out[start:end]
+            exponents(block, start, *self.points, self.gamma, EXACT_SLACK, EXP_UNDERFLOW, self.symmetric,
+                      self.symmetric)
+            np.exp(block, out=block)
+
+    def mirror(self, lo: int, hi: int) -> None:
+        """A Gram matrix's rows lo..hi-1 above the diagonal from its lower triangle, 1 on the diagonal (nothing for
+        other points)."""
+        from formulations.rbf_exponents import mirror  # as finish
+
+        if self.symmetric and self.out.size:
+            mirror(self.out, lo, min(hi, self.out.shape[0]))
+
+    def _blocks(self, lo: int, hi: int):
+        """(start, end) of rows lo..hi-1 in blocks of about BLOCK_ENTRIES entries."""
+        hi = min(hi, self.out.shape[0])
+        width = max(1, hi if self.symmetric else self.out.shape[1])
+        step = max(1, self.BLOCK_ENTRIES // width)
+        return [(start, min(hi, start + step)) for start in range(lo, hi, step)]
+
+
+def _compiled(A: np.ndarray) -> np.ndarray:
+    """A as a writable C-ordered float64 array: the one array type the compiled pass is loaded for."""
+    return np.require(A, dtype=np.float64, requirements=["C", "W"])
 
 
 # --------------------------------------------------------------------------- Mercer

@@ -554,16 +554,17 @@ def prepare_to_fork() -> None:
 
 def warm_compiled() -> None:
     """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
-    it is empty): the SMO's (solvers.algorithms.smo.warm), and the closing checks' (the kernel audit, b's
-    recovery, the proof's equilibration)."""
+    it is empty): the SMO's (solvers.algorithms.smo.warm), the rbf values' (formulations.rbf_exponents.warm), and
+    the closing checks' (the kernel audit, b's recovery, the proof's equilibration)."""
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
-    from formulations import recovery  # as numpy: only a server (and a test) loads the compiled functions up front
+    from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
     from solvers import checks, kernel_audit, reference  # as recovery
     from solvers.algorithms import compiled_block, smo  # as recovery
 
     smo.warm()
     compiled_block.warm()
+    rbf_exponents.warm()
     kernel_audit.warm()
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
     recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from experiments.datasets import hard
-from formulations.kernels import Kernel, gram
+from formulations.kernels import EXACT_SLACK, Kernel, gram
 from solvers.algorithms import compiled_gram
 from solvers.algorithms.compiled_gram import rbf_gram, submatrix
 from solvers.algorithms.kernel_rows import FullGram
+from solvers.kernel_audit import rbf_values
 from solvers.reference import Gram
 
 #: Points: more than a few of compiled_gram.GRAM_ROWS' row blocks, and a last block cut short.
@@ -29,6 +30,23 @@ def test_the_gram_matrix_on_several_threads_is_one_thread_s_to_the_bit(X, thread
     assert np.array_equal(one, one.T) and np.all(np.diag(one) == 1.0)
     # and it is the rbf's: formulations.kernels.gram's values, right to rounding (both from centered points)
     assert np.max(np.abs(one - gram(Kernel("rbf", gamma=0.3), X))) <= 1e-13
+
+
+@pytest.mark.parametrize("shift, gamma", [(1e2, 1e2), (1e-1, 1e6), (1e5, 1e-3)])
+def test_where_the_expansion_cancels_the_values_are_the_differences_right_to_rounding(shift, gamma):
+    """Two clusters far from their mean in gamma's units (centering does not help): the expansion alone loses the
+    digits of close pairs; the entries its rounding bound cannot vouch for are made from the differences, on
+    every row block and thread."""
+    rng = np.random.default_rng(4)
+    X = np.repeat(rng.normal(size=(N // 2, 3)) * 1e-2, 2, axis=0)  # pairs of close points: values near 1
+    X[1::2] += rng.normal(size=(N // 2, 3)) * 1e-4
+    X[: N // 2] += shift
+    X[N // 2:] -= shift
+    K = rbf_gram(gamma, X, threads=2)
+    t, exact = rbf_values(gamma, X, X)
+    slack = (EXACT_SLACK + 2) * np.finfo(float).eps * (1.0 + (X.shape[1] + 2) * t) * exact
+    assert np.all(np.abs(K - exact) <= slack + np.finfo(float).tiny)
+    assert np.array_equal(K, rbf_gram(gamma, X, threads=1)) and np.array_equal(K, K.T)
 
 
 def test_more_threads_than_row_blocks_and_tiny_inputs():

@@ -32,8 +32,8 @@ def test_pairs_are_solved_by_smo_on_one_gram_matrix_and_verified(monkeypatch):
     path's proved optima (decision values within 1e-9 of their size)."""
     X, y = _wine()
     made = []
-    real_gram = estimator_gram.gram
-    monkeypatch.setattr(estimator_gram, "gram", lambda *a, **k: made.append(1) or real_gram(*a, **k))
+    real_gram = estimator_gram._gram
+    monkeypatch.setattr(estimator_gram, "_gram", lambda *a, **k: made.append(1) or real_gram(*a, **k))
     est = SVMClassifier(C=3.0).fit(X, y)
     assert len(made) == 1
     assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("direct", "smo", OPTIMAL)] * 3

@@ -516,6 +516,9 @@ y = np.array([1, -1, 1, 1, -1, -1, 1, -1, 1, -1])
 C = json.loads(sys.argv[1])
 sol = api.solve("kernel_dual", X, y, layer="cvxpy", backend="clarabel", C=np.array(C), kernel="rbf",
                 method="working_set")
+from formulations.kernels import Kernel, gram  # the rbf's values for other points (predictions), whole or cut
+for Z in (X[:3], X[:300]):
+    gram(Kernel("rbf"), Z, X)
 print(json.dumps({"status": sol.status, "new": {name: sorted(types - warmed.get(name, set()))
                                                  for name, types in compiled_types().items()
                                                  if types - warmed.get(name, set())}}))

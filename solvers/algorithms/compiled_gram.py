@@ -1,6 +1,6 @@
-"""The dense Gram matrix and products with its rows, compiled (numba): the rbf's K formed from the points'
-differences on every core, and combinations of K's rows read in place. Shared by the compiled SMO, the kernel rows
-and the estimator's one Gram matrix per fit."""
+"""The dense Gram matrix and products with its rows, compiled (numba): the rbf's K formed on every core, and
+combinations of K's rows read in place. Shared by the compiled SMO, the kernel rows and the estimator's one Gram
+matrix per fit."""
 
 from __future__ import annotations
 
@@ -11,46 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True, nogil=True)
-def _rbf_exponents(XT, gamma, lo, hi, K):
-    """-gamma ||x_i - x_j||^2 into K[i, :i + 1] for the rows lo..hi-1, from the differences (XT: X transposed,
-    so that the sums run along contiguous rows of K)."""
-    d = XT.shape[0]
-    for i in range(lo, hi):
-        row = K[i, :i + 1]
-        row[:] = 0.0
-        for t in range(d):
-            x = XT[t, i]
-            col = XT[t, :i + 1]
-            for j in range(i + 1):
-                u = x - col[j]
-                row[j] += u * u
-        for j in range(i + 1):
-            row[j] *= -gamma
-        K[i, i + 1:hi] = 0.0  # the block's entries above the diagonal: the mirror's, not garbage to overflow exp
-
-
-@njit(cache=True, nogil=True)
-def _mirror(K, lo, hi):
-    """The lower triangle copied onto the upper one in the rows lo..hi-1, a tile at a time; 1 on the diagonal."""
-    n = K.shape[0]
-    tile = MIRROR_TILE
-    for top in range(lo, hi, tile):
-        end = min(hi, top + tile)
-        for left in range(top, n, tile):
-            for i in range(top, end):
-                for j in range(max(left, i + 1), min(n, left + tile)):
-                    K[i, j] = K[j, i]
-        for i in range(top, end):
-            K[i, i] = 1.0
+from formulations.kernels import Points, RbfRows
+from solvers import blas
 
 
 #: Rows of the Gram matrix whose exponents are made before one call of numpy's exp (its vectorized loop, several
 #: times faster than a scalar exp a value); also the unit of work a thread takes.
 GRAM_ROWS = 256
-#: Rows and columns of the mirror's tiles (two 64 x 64 tiles of doubles stay in the first-level cache).
-MIRROR_TILE = 64
 
 
 #: The environment variable that sets gram_threads() (a machine shared with other jobs may want 1).
@@ -73,38 +40,28 @@ def gram_threads() -> int:
 
 
 def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """The rbf's Gram matrix of dense X, its exponents from the differences (right to rounding at any translation
-    of the data), the lower triangle only, then mirrored: exactly symmetric with 1 on the diagonal.
+    """The rbf's Gram matrix of dense X, as formulations.kernels.gram makes it (formulations.kernels.RbfRows: right
+    to rounding at any translation and scale), by row blocks on several threads: the lower triangle, then mirrored
+    (exactly symmetric, 1 on the diagonal).
 
-    threads (default: gram_threads()): the row blocks go to that many threads, the largest first, each block's
-    exponents (compiled, without the interpreter's lock) then numpy's exp on it (which releases it too); then
-    the mirror, by bands of rows. Every entry is made by the same operations whatever the number of threads, so
-    the matrix is the same to the bit. Not BLAS's product (formulations.kernels.gram): its threads spun against
-    the other processes of a shared machine, and its expansion loses digits far from the origin."""
+    threads (default: gram_threads()): the row blocks go to that many threads, the largest first (BLAS's product,
+    the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
+    runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
+    the same to the bit."""
     X = compiled_array(X)
     n = X.shape[0]
-    XT = np.ascontiguousarray(X.T)
     threads = gram_threads() if threads is None else int(threads)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     threads = min(threads, max(1, -(-n // GRAM_ROWS)))
+    points = Points.of(X)
     # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
-    K = _fresh_matrix(n, populate=threads == 1)
-    gamma = float(gamma)
-
-    def exponents_and_exp(lo):
-        hi = min(n, lo + GRAM_ROWS)
-        _rbf_exponents(XT, gamma, lo, hi, K)
-        block = K[lo:hi, :hi]  # the rows' lower triangles, and a few entries above it that the mirror overwrites
-        np.exp(block, out=block)
-
-    def mirror(lo):
-        _mirror(K, lo, min(n, lo + GRAM_ROWS))
-
+    rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1))
     blocks = range(0, n, GRAM_ROWS)
-    _in_threads(exponents_and_exp, reversed(blocks), threads)  # the longest rows (the last) first
-    _in_threads(mirror, blocks, threads)  # the first rows have the most entries above the diagonal
-    return K
+    with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
+        _in_threads(lambda lo: rows.fill(lo, lo + GRAM_ROWS), reversed(blocks), threads)  # the longest rows first
+    _in_threads(lambda lo: rows.mirror(lo, lo + GRAM_ROWS), blocks, threads)  # the first rows: the most to mirror
+    return rows.out
 
 
 def _in_threads(work, items, threads: int) -> None:
@@ -225,13 +182,18 @@ def _indices(I, size: int) -> np.ndarray:
     return np.ascontiguousarray(I, dtype=np.int64).ravel()
 
 
+#: The largest matrix taken from the heap (glibc's largest threshold for a fresh mapping, 32 MiB on 64-bit
+#: machines): one freed by an earlier fit is reused there, its pages already in memory.
+HEAP_BYTES = 32 * 2**20
+
+
 def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
-    """An n x n float64 array in fresh memory, mapped in whole where `populate` (MAP_POPULATE where the platform
-    has it). numpy asks large arrays for transparent huge pages, whose first use in a process waited for the
-    kernel to compact memory: the first write of a large matrix then took several times longer
-    (docs/kernel_smo.md)."""
+    """An n x n float64 array: from the heap up to HEAP_BYTES, else in fresh memory, mapped in whole where `populate`
+    (MAP_POPULATE where the platform has it). numpy asks large arrays for transparent huge pages, whose first use in
+    a process waited for the kernel to compact memory: the first write of a large matrix then took several times
+    longer (docs/kernel_smo.md)."""
     populate = getattr(mmap, "MAP_POPULATE", 0) if populate else 0
-    if n == 0 or not hasattr(mmap, "MAP_ANONYMOUS"):
+    if n == 0 or 8 * n * n <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty((n, n))
     buffer = mmap.mmap(-1, 8 * n * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
     return np.frombuffer(buffer, dtype=np.float64).reshape(n, n)

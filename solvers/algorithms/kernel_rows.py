@@ -125,9 +125,8 @@ class GramBlock(Gram):
     nonzero u: K is the fit's own Gram matrix, symmetric, and the product would need the block. `kernel` and
     `data` (the block's samples) as FullGram's, for the closing checks' recomputed entries.
 
-    Why: the copy of each pair's block read the whole block out of the fit's matrix, 8-9 ms of a digits fit
-    (45 pairs), where SMO reads the rows of the points it steps on and the closing checks those of the
-    support vectors."""
+    Why: the copy of each pair's block read the whole block out of the fit's matrix, where SMO reads the rows of
+    the points it steps on and the closing checks those of the support vectors (docs/estimator_speed.md)."""
 
     def __init__(self, K: np.ndarray, spans, kernel=None, data: np.ndarray | None = None,
                  diagonal: np.ndarray | None = None):
@@ -167,7 +166,8 @@ class GramBlock(Gram):
         return self.submatrix(np.arange(self.n), J)
 
     def submatrix(self, I, J) -> np.ndarray:
-        """K[I][:, J], read along the rows of the shorter side (K is exactly symmetric: formulations.kernels.gram):
+        """K[I][:, J], read along the rows of the shorter side (the fit's K is exactly symmetric: formulations.kernels
+        .gram, compiled_gram.rbf_gram):
         the closing's K[:, support vectors] are then a few rows read in order, not an entry from every row."""
         from solvers.algorithms.compiled_block import submatrix_by_columns  # numba, loaded where it is used
         from solvers.algorithms.compiled_gram import submatrix

@@ -622,7 +622,7 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     upper = None if y.shape != (n,) else np.full(n, float(upper)) if isinstance(upper, (float, int)) else np.array(
         np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
     alpha = None if y.shape != (n,) else np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
-    # y, C_i and alpha0's entries tested in one compiled pass (a pair's numpy tests cost more than its SMO steps)
+    # y, C_i and alpha0's entries tested in one compiled pass (a dozen numpy calls: most of a small pair's fixed cost)
     bad = _BAD_Y
     if y.shape == (n,):
         shaped = alpha.shape == (n,)
