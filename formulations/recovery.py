@@ -74,7 +74,7 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
 
 def _bounds(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
-    if isinstance(C, (float, int)):  # one number: np.full, a fifth of broadcast_to's and require's calls
+    if isinstance(C, (float, int)):  # one number: np.full, without broadcast_to's view and require's copy of it
         return np.full(shape, float(C))
     if isinstance(C, np.ndarray) and C.shape == tuple(shape):  # one per point already: not copied where it is one type
         return _one_type(C, float)

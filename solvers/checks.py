@@ -378,7 +378,7 @@ def gap_rounding(C, alpha: np.ndarray, y: np.ndarray, f: np.ndarray, size) -> fl
     on breast cancer (rbf, 77 free points), 1e-5 at C = 1e9, negligible at ordinary C (the point's
     own gap is what counts)."""
     size = np.asarray(size, dtype=float)
-    # one size for every point (a kernel's decision_size): np.full, several times cheaper than broadcast_to
+    # one size for every point (a kernel's decision_size): np.full, without broadcast_to's view (slower to make)
     e = np.full(f.shape, _EPS * float(size)) if size.ndim == 0 else np.broadcast_to(_EPS * size, f.shape)
     near = (1.0 - y * f) > -e
     return penalty.weighted_sum(C, near * e) + float(np.abs(alpha) @ e)
