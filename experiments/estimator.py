@@ -83,7 +83,7 @@ from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
-from solvers.algorithms.kernel_rows import FullGram
+from solvers.algorithms.kernel_rows import FullGram, GramBlock
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
@@ -566,7 +566,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         for i, j in _class_pairs(self.classes_.size):  # one after another, as LIBSVM (docs/estimator_speed.md)
             began = time.perf_counter()
             if shared is not None:  # the pair's block of the fit's Gram matrix, alive while the pair is fitted
-                rows, signs, block = shared.pair(i, j)
+                rows, signs, block = shared.pair_in_place(i, j)
             else:
                 rows, block = kept[np.isin(y_index[kept], (i, j))], None
                 signs = np.where(y_index[rows] == j, 1.0, -1.0)
@@ -652,7 +652,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self._solve_features(formulation, X_pair, signs, C), X_pair
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
-                  block: FullGram | None = None) -> _PairFit:
+                  block: FullGram | GramBlock | None = None) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
         fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
         # the fit's one-thread limit holds already where its samples are few (fit); each context is a threadpoolctl

@@ -9,13 +9,13 @@ closing checks recompute some of the entries used (solvers.kernel_audit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from formulations.kernels import Kernel, gram
 from solvers.algorithms.compiled_gram import rbf_gram
-from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram
+from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, GramBlock, compiled_ok
 
 #: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
 #: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair goes through solvers.api.solve, whose
@@ -33,6 +33,7 @@ class SharedGram:
     K: np.ndarray
     order: np.ndarray  # rows of the training set, by class
     bounds: np.ndarray
+    _diagonal: np.ndarray | None = field(default=None, repr=False)  # K's, read once (pair_in_place)
 
     @classmethod
     def of(cls, kernel: Kernel, X: np.ndarray, kept: np.ndarray, y_index: np.ndarray, n_classes: int) -> SharedGram:
@@ -41,6 +42,27 @@ class SharedGram:
         data = np.ascontiguousarray(X[order])
         bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
         return cls(kernel, data, _gram(kernel, data), order, bounds)
+
+    def pair_in_place(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, GramBlock]:
+        """pair's rows and labels, and the pair's block read in place from the fit's matrix (GramBlock: no copy;
+        the fit's SMO and closing checks read only the rows they use). Two classes: pair's, the whole matrix as it
+        is (its rows used in place by SMO, where a block's are gathered)."""
+        if self.bounds[j + 1] - self.bounds[j] + self.bounds[i + 1] - self.bounds[i] == len(self.order) or not (
+                compiled_ok(self.K)):
+            return self.pair(i, j)
+        a, b = slice(self.bounds[i], self.bounds[i + 1]), slice(self.bounds[j], self.bounds[j + 1])
+        if self._diagonal is None:  # read once for every pair
+            self._diagonal = np.diag(self.K).copy()
+        block = GramBlock(self.K, [(a.start, a.stop), (b.start, b.stop)], self.kernel,
+                          np.concatenate([self.data[a], self.data[b]]), self._diagonal)
+        signs = np.ones(block.n)
+        signs[:a.stop - a.start] = -1.0
+        return np.concatenate([self.order[a], self.order[b]]), signs, block
+
+    def _positions(self, i: int, j: int) -> np.ndarray:
+        """The pair's positions in the matrix: class i's, then class j's."""
+        return np.concatenate([np.arange(self.bounds[i], self.bounds[i + 1]),
+                               np.arange(self.bounds[j], self.bounds[j + 1])])
 
     def pair(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, FullGram]:
         """(rows of the training set, their labels: -1 for class i and +1 for class j, the pair's Gram block with its
@@ -56,7 +78,7 @@ class SharedGram:
             block[:m, m:] = self.K[a, b]
             block[m:, :m] = self.K[b, a]
             block[m:, m:] = self.K[b, b]
-        at = np.concatenate([np.arange(a.start, a.stop), np.arange(b.start, b.stop)])  # i's positions first
+        at = self._positions(i, j)
         signs = np.ones(size)
         signs[:m] = -1.0
         return self.order[at], signs, FullGram(block, self.kernel, self.data[at])

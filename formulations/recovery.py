@@ -74,12 +74,22 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
 
 def _bounds(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
+    if isinstance(C, (float, int)):  # one number: np.full, without broadcast_to's view and require's copy of it
+        return np.full(shape, float(C))
+    if isinstance(C, np.ndarray) and C.shape == tuple(shape):  # one per point already: not copied where it is one type
+        return _one_type(C, float)
     return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
 
 
 def _one_type(a, dtype=float) -> np.ndarray:
     """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
-    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses."""
+    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses.
+    An array that is one already is returned as it is without np.require (its flag handling costs more than
+    a closing's small arrays' arithmetic)."""
+    if type(a) is np.ndarray and a.dtype == dtype:
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable:
+            return a
     return np.require(a, dtype=dtype, requirements=["C", "W"])
 
 
@@ -226,7 +236,7 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     n_free, lower, upper, b = _bias_parts(_one_type(alpha), _one_type(y), _one_type(g),
                                           0.0 if math.isnan(b0) else b0, bounds, hard)
     if n_free:
-        b = float(np.clip(b, min(lower, upper), max(lower, upper)))
+        b = clip_value(b, min(lower, upper), max(lower, upper))
         return BiasEstimate(b=b, rule=B_FREE_SV, n_free=int(n_free), lower=lower, upper=upper)
     b = _middle(lower, upper)
     if math.isnan(b):
@@ -352,6 +362,14 @@ def _block_sum(a, lo, n):
         total += a[lo + i]
         i += 1
     return total
+
+
+def clip_value(value: float, lower: float, upper: float) -> float:
+    """float(np.clip(value, lower, upper)) for three numbers, without numpy's call: the larger of value and lower, then
+    the smaller of that and upper (upper where lower > upper), nan where any of them is nan."""
+    if math.isnan(value) or math.isnan(lower) or math.isnan(upper):
+        return math.nan
+    return float(min(max(value, lower), upper))
 
 
 def _middle(lower: float, upper: float) -> float:

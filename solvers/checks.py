@@ -51,12 +51,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, classify
+from formulations.recovery import AT_BOUND, FREE, _bounds, _nan_max, _one_type, classify
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 )
@@ -66,6 +67,7 @@ from solvers.reference import BVLS_MAX_ENTRIES, MARGIN_ROUNDING, Gram, gap_bound
 from formulations.kernels import factorize
 
 _TINY = np.finfo(float).tiny
+_EPS = np.finfo(float).eps
 
 
 @dataclass
@@ -109,7 +111,11 @@ class Checks:
 
     def as_dict(self) -> dict:
         """The table's columns (every field but the proved optimum's alpha and b: asdict would deep-copy alpha)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("proved_alpha", "proved_b")}
+        return {name: getattr(self, name) for name in _COLUMNS}
+
+
+#: Checks' fields that are table columns, in order (dataclasses.fields builds its tuple anew at every call).
+_COLUMNS = tuple(f.name for f in fields(Checks) if f.name not in ("proved_alpha", "proved_b"))
 
 
 def estimate_multipliers(X: np.ndarray, y: np.ndarray, w: np.ndarray, decision: np.ndarray, C: float,
@@ -195,16 +201,16 @@ def _checks_at(sol: Solution, X, y: np.ndarray, C: float, K: np.ndarray | None =
     out.primal_objective = 0.5 * ww + (0.0 if hard else penalty.weighted_sum(C, hinge))
     out.kkt_primal_feasibility = float(hinge.max()) if hard else 0.0
     out.margin = 2.0 / math.sqrt(ww) if ww > 0 else math.inf
-    out.train_accuracy = float(np.mean(np.sign(f) == y))
+    # np.mean's value (an exact count over n) without its float conversion and sum
+    out.train_accuracy = np.count_nonzero(np.sign(f) == y) / f.size if f.size else math.nan
     if alpha is None:
         out.verdict = "no multipliers"
         return out
     _kkt_residuals(out, alpha, y, f, hinge, C, hard, w_from_alpha_sq, stationarity)
     primal = sol.formulation in PRIMAL_FORMULATIONS
     codes = classify(alpha, y, f, C)
-    out.n_sv = int((codes != 0).sum())
-    out.n_bound_sv = int((codes == AT_BOUND).sum())
-    out.n_free_sv = int((codes == FREE).sum())
+    counts = np.bincount(codes, minlength=3)  # ZERO, FREE, AT_BOUND
+    out.n_sv, out.n_bound_sv, out.n_free_sv = int(codes.size - counts[0]), int(counts[AT_BOUND]), int(counts[FREE])
     scaled = _residuals(out, sol, gram, kernel, X, alpha, y, f, C, hard, primal, codes)
     # where every b of an interval is optimal and f* is b alone, w's scale is the interval's: the proof's
     # (b_only_scale), never the point's own, which a wrong w would choose
@@ -293,9 +299,10 @@ def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, st
     out.rel_duality_gap = abs(out.duality_gap) / scale
     out.kkt_stationarity = stationarity
     out.kkt_balance = float(abs(y @ alpha)) / max(float(np.abs(alpha).sum()), _TINY)
-    by_point = kkt_by_point(alpha, y, f, C, hard)
-    out.kkt_dual_feasibility = float(by_point["dual feasibility"].max())
-    out.kkt_complementarity = float(by_point["complementarity"].max())
+    # kkt_by_point's maxima in one compiled pass (its dozen array steps cost more than the arithmetic)
+    n = np.shape(alpha)
+    dual, comp = _kkt_maxima(_one_type(alpha), _bounds(y, n), _bounds(f, n), _bounds(C, n), penalty.is_hard(C), hard)
+    out.kkt_dual_feasibility, out.kkt_complementarity = float(dual), float(comp)
 
 
 def kkt_by_point(alpha: np.ndarray, y: np.ndarray, f: np.ndarray, C, hard: bool) -> dict[str, np.ndarray]:
@@ -316,6 +323,27 @@ def kkt_by_point(alpha: np.ndarray, y: np.ndarray, f: np.ndarray, C, hard: bool)
     return {"primal feasibility": hinge if hard else np.zeros_like(hinge),
             "dual feasibility": np.maximum(0.0, np.maximum(-alpha / top, over)),
             "complementarity": comp}
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _kkt_maxima(alpha, y, f, C, no_upper, hard):
+    """(max dual feasibility, max complementarity) of kkt_by_point's arrays, entry by entry with the same
+    operations, a nan anywhere giving nan as np.max does; C: C_i for every point, no_upper: C is inf (the hard
+    margin's dual: no upper bound), hard: the hard margin (no slack's complementarity)."""
+    top = 0.0
+    for i in range(alpha.size):
+        top = _nan_max(top, abs(alpha[i]))
+    top = _TINY if _TINY > top else top  # Python's max(top, tiny): nan stays
+    dual = comp = -math.inf
+    for i in range(alpha.size):
+        margin = y[i] * f[i]
+        over = 0.0 if no_upper else (alpha[i] - C[i]) / C[i]
+        dual = _nan_max(dual, _nan_max(0.0, _nan_max(-alpha[i] / top, over)))
+        c = abs(alpha[i]) * _nan_max(0.0, margin - 1.0) / top
+        if not hard:
+            c = _nan_max(c, abs(C[i] - alpha[i]) * _nan_max(0.0, 1.0 - margin) / C[i])
+        comp = _nan_max(comp, c)
+    return dual, comp
 
 
 def decision_size(max_diagonal: float, alpha: np.ndarray, b: float) -> float:
@@ -349,7 +377,9 @@ def gap_rounding(C, alpha: np.ndarray, y: np.ndarray, f: np.ndarray, size) -> fl
     number or one per point) this is sum_{i near} C_i e_i + sum_i alpha_i e_i: 1e-8 of P at C = 1e6
     on breast cancer (rbf, 77 free points), 1e-5 at C = 1e9, negligible at ordinary C (the point's
     own gap is what counts)."""
-    e = np.broadcast_to(np.finfo(float).eps * np.asarray(size, dtype=float), f.shape)
+    size = np.asarray(size, dtype=float)
+    # one size for every point (a kernel's decision_size): np.full, without broadcast_to's view (slower to make)
+    e = np.full(f.shape, _EPS * float(size)) if size.ndim == 0 else np.broadcast_to(_EPS * size, f.shape)
     near = (1.0 - y * f) > -e
     return penalty.weighted_sum(C, near * e) + float(np.abs(alpha) @ e)
 
@@ -737,3 +767,9 @@ def withhold_unverified(sol: Solution) -> None:
             "b": sol.b,
         }
     sol.objective, sol.w, sol.b = math.nan, None, math.nan
+
+
+def warm() -> None:
+    """The checks' compiled pass (_kkt_maxima) loaded from numba's cache (or compiled), in the types it is called with."""
+    one = np.ones(2)
+    _kkt_maxima(one, one, one, one, False, False)

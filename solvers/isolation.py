@@ -559,16 +559,19 @@ def warm_compiled() -> None:
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
     from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
-    from solvers import kernel_audit, reference  # as recovery
-    from solvers.algorithms import smo  # as recovery
+    from solvers import checks, kernel_audit, reference  # as recovery
+    from solvers.algorithms import compiled_block, smo  # as recovery
 
     smo.warm()
+    compiled_block.warm()
     rbf_exponents.warm()
     kernel_audit.warm()
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
     recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)
     recovery.recover_bias(np.array([0.5, 0.5]), y, g, 1.0)
     reference._equilibrated_solve(np.eye(2), np.ones(2))
+    reference.warm()
+    checks.warm()
 
 
 def _serve(control: socket.socket, preload: list[str]) -> None:

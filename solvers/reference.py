@@ -39,7 +39,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
-from formulations.recovery import AT_BOUND, FREE, ZERO, classify, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, ZERO, _bounds, _one_type, classify, clip_value, hinge_argmin
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -264,7 +264,7 @@ class _Trial:
         self.lo, self.hi = hinge_argmin(y, self.g, penalty.hinge_weights(C))
         if self.a is None:
             return
-        self.b = float(np.clip(b, self.lo, self.hi)) if free.size else _middle(self.lo, self.hi)
+        self.b = clip_value(b, self.lo, self.hi) if free.size else _middle(self.lo, self.hi)
         self.r = y * (self.g + self.b) - 1.0
         eps = POLISH_TOL + 1e-13 * float(np.max(np.abs(self.g)))
         margin_eps = eps + MARGIN_ROUNDING * gram.magnitudes(y * self.a)
@@ -359,11 +359,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    M = np.zeros((m + 1, m + 1))
-    M[:m, :m] = (yF[:, None] * gram.submatrix(free, free)) * yF[None, :]
-    M[:m, m] = yF
-    M[m, :m] = yF
-    rhs = np.concatenate([1.0 - yF * g[free], [balance_rhs]])
+    M, rhs = _free_system(_one_type(gram.submatrix(free, free)), _one_type(yF), _one_type(g[free]), float(balance_rhs))
     x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
@@ -377,6 +373,23 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     u_free = np.zeros(n)
     u_free[free] = yF * a[free]
     return a, g + gram.times(u_free), float(x[m]), None
+
+
+@njit(cache=True, nogil=True)
+def _free_system(K_FF, yF, g_F, balance_rhs):
+    """The free points' KKT system in (alpha_F, b) and its right-hand side, entry by entry as the array steps made
+    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]."""
+    m = yF.size
+    M = np.zeros((m + 1, m + 1))
+    rhs = np.empty(m + 1)
+    for i in range(m):
+        for j in range(m):
+            M[i, j] = (yF[i] * K_FF[i, j]) * yF[j]
+        M[i, m] = yF[i]
+        M[m, i] = yF[i]
+        rhs[i] = 1.0 - yF[i] * g_F[i]
+    rhs[m] = balance_rhs
+    return M, rhs
 
 
 def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=True):
@@ -505,12 +518,26 @@ def _thin_solve(XF, yF, w_bound, balance_rhs):
 
 def _in_bounds(a: np.ndarray, C) -> bool:
     """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a): below 0 relative to a's
-    size (or C, where smaller), above C relative to C."""
-    size = max(float(np.max(np.abs(a))), np.finfo(float).tiny)  # a: the free points' values, never empty
-    if penalty.is_hard(C):
-        return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * size))
-    return bool(np.all(np.isfinite(a)) and np.all(a >= -POLISH_TOL * np.minimum(C, size))
-                and np.all(a <= C * (1 + POLISH_TOL)))
+    size (or C, where smaller), above C relative to C. One compiled pass (_within) of these comparisons."""
+    return bool(_within(_one_type(a), _bounds(C, np.shape(a)), penalty.is_hard(C)))
+
+
+@njit(cache=True, nogil=True)
+def _within(a, C, hard):
+    """_in_bounds' test, entry by entry: every a_i finite, a_i >= -POLISH_TOL min(C_i, size) (size: max |a|, at
+    least the smallest normal number; not C where hard), a_i <= C_i (1 + POLISH_TOL) unless hard."""
+    size = np.finfo(np.float64).tiny
+    for i in range(a.size):
+        if not math.isfinite(a[i]):
+            return False
+        size = max(size, abs(a[i]))
+    for i in range(a.size):
+        if hard:
+            if not a[i] >= -POLISH_TOL * size:
+                return False
+        elif not (a[i] >= -POLISH_TOL * min(C[i], size) and a[i] <= C[i] * (1 + POLISH_TOL)):
+            return False
+    return True
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
@@ -525,7 +552,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
         # checks, which cost more than the solve of a small problem's free points
         lu, piv, info = lapack.dgetrf(A)
-        if info >= 0 and np.all(np.diag(lu) != 0):  # an exactly singular M: least squares below
+        if info >= 0 and lu.diagonal().all():  # a zero pivot: M exactly singular, least squares below
             x = c * lapack.dgetrs(lu, piv, r * rhs)[0]
             # one step of iterative refinement, its residual in extended precision: the proved optimum then
             # comes out correctly rounded (-0.25 where the LU solve alone gave -0.25000000000000006, and
@@ -539,11 +566,12 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     return x, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _ruiz(M, rounds):
     """(A, r, c): A = diag(r) M diag(c) after `rounds` rounds of dividing each row and then each column by the square
     root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps
-    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU."""
+    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU;
+    with numpy's error model (no divisor is 0: a zero maximum is taken as 1), whose divisions need no zero test."""
     m, k = M.shape
     A = M.copy()
     r, c = np.ones(m), np.ones(k)
@@ -575,8 +603,25 @@ def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:
     """Points whose KKT condition fails at the polished point: alpha off [0, C] by more than eps (relative),
     a margin r_i off its side by more than margin_eps_i (margin units, with its rounding allowance)."""
     upper = math.inf if penalty.is_hard(C) else C * (1 + eps)
-    return (((codes == ZERO) & (r < -margin_eps)) | ((codes == AT_BOUND) & (r > margin_eps))
-            | ((codes == FREE) & ((a < -eps * scale) | (a > upper) | (np.abs(r) > margin_eps))))
+    n = np.shape(a)
+    return _violated(_one_type(codes, np.int8), _one_type(a), _one_type(r), _bounds(-eps * scale, n), _bounds(upper, n),
+                     _bounds(margin_eps, n))
+
+
+@njit(cache=True, nogil=True)
+def _violated(codes, a, r, low, upper, margin_eps):
+    """_violations' test point by point (one compiled pass where the array steps were a dozen calls): at ZERO
+    r_i < -margin_eps_i, at AT_BOUND r_i > margin_eps_i, FREE a_i < low_i, a_i > upper_i or |r_i| > margin_eps_i
+    (a nan compares false, as in the array steps)."""
+    out = np.zeros(codes.size, dtype=np.bool_)
+    for i in range(codes.size):
+        if codes[i] == ZERO:
+            out[i] = r[i] < -margin_eps[i]
+        elif codes[i] == AT_BOUND:
+            out[i] = r[i] > margin_eps[i]
+        elif codes[i] == FREE:
+            out[i] = a[i] < low[i] or a[i] > upper[i] or abs(r[i]) > margin_eps[i]
+    return out
 
 
 def _move(codes, moves, a, r, C):
@@ -636,3 +681,12 @@ def gap_bound(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, g: np.ndar
 def _b_slack(y, g, b, C) -> float:
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     return max(lo - b, b - hi, 0.0)
+
+
+def warm() -> None:
+    """The proof's compiled tests (_within, _violated) loaded from numba's cache (or compiled), in the types the
+    proof calls them with."""
+    a = np.array([0.5, 0.0])
+    _in_bounds(a, 1.0)
+    _free_system(np.eye(2), a, a, 0.0)
+    _violations(np.array([FREE, ZERO], dtype=np.int8), a, np.zeros(2), 1.0, 1.0, POLISH_TOL, np.zeros(2))

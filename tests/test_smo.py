@@ -118,6 +118,15 @@ def test_a_passed_deadline_takes_no_step(data):
     ({"upper": -1.0}, "upper bound"),
     ({"alpha0": np.full(N, 2.0)}, "alpha0"),
     ({"tol": 0.0}, "tol"),
+    ({"y": np.ones(N - 1)}, "labels"),
+    ({"upper": np.r_[1.0, np.full(N - 1, np.inf)]}, "upper bound"),
+    ({"upper": np.r_[np.nan, np.ones(N - 1)]}, "upper bound"),
+    ({"alpha0": np.r_[np.nan, np.zeros(N - 1)]}, "alpha0 must"),
+    ({"alpha0": np.r_[-1e-300, np.zeros(N - 1)]}, "alpha0 must"),
+    ({"alpha0": np.zeros(N + 1)}, "alpha0 must"),
+    ({"alpha0": np.zeros(N + 1), "upper": 0.0}, "upper bound"),
+    ({"alpha0": np.r_[0.5, np.zeros(N - 1)]}, "infeasible"),
+    ({"grad0": np.r_[np.nan, np.zeros(N - 1)]}, "grad0"),
 ])
 def test_bad_input_is_one_clear_error(data, kwargs, message):
     X, y, K = data

@@ -118,6 +118,100 @@ class FullGram(Gram):
         return abs_combination(K, nz, u[nz])
 
 
+class GramBlock(Gram):
+    """The block K[at][:, at] of a Gram matrix K in memory (a multiclass fit's pair of classes), read in place: no
+    copy of it is made. What it answers is what FullGram answers on the copied block, entry for entry, but for K u,
+    which comes from the rows of u's nonzeros (combination) where FullGram takes one matrix product over a mostly
+    nonzero u: K is the fit's own Gram matrix, symmetric, and the product would need the block. `kernel` and
+    `data` (the block's samples) as FullGram's, for the closing checks' recomputed entries.
+
+    Why: the copy of each pair's block read the whole block out of the fit's matrix, where SMO reads the rows of
+    the points it steps on and the closing checks those of the support vectors (docs/estimator_speed.md)."""
+
+    def __init__(self, K: np.ndarray, spans, kernel=None, data: np.ndarray | None = None,
+                 diagonal: np.ndarray | None = None):
+        """spans: the block's positions in K as runs of consecutive ones, (first, stop) each, in the block's order.
+        diagonal: K's diagonal (all of it) where the caller keeps it: the block's is then two slices of it, not one
+        entry read from each of its rows."""
+        super().__init__(None, None)
+        if not compiled_ok(K):
+            raise ValueError("a Gram block is read from a C-ordered, writable float64 matrix")
+        self.whole = K
+        self._runs, offset = [], 0  # (first position, stop, where the run starts in the block)
+        for first, stop in spans:
+            first, stop = int(first), int(stop)
+            if not 0 <= first <= stop <= len(K):
+                raise IndexError(f"block positions {first}..{stop - 1} out of range 0..{len(K) - 1}")
+            self._runs.append((first, stop, offset))
+            offset += stop - first
+        self.at = np.concatenate([np.arange(first, stop) for first, stop, _ in self._runs] or [np.zeros(0, int)])
+        self.kernel, self.data = kernel, data
+        self.n = self.capacity = offset
+        self.rows_computed = 0
+        self._diagonal = None if diagonal is None else np.concatenate(
+            [diagonal[first:stop] for first, stop, _ in self._runs] or [np.zeros(0)])
+
+    def row_cache(self):
+        """The block as the compiled SMO's rows (solvers.algorithms.smo.RowCache.full through the positions)."""
+        from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
+
+        if self._diagonal is None:
+            self.diagonal()
+        return RowCache.full(self.whole, index=self.at, diag=self._diagonal)
+
+    def rows(self, I) -> np.ndarray:
+        return self.whole[self.at[np.asarray(I, dtype=np.int64)]][:, self.at]
+
+    def columns(self, J) -> np.ndarray:
+        return self.submatrix(np.arange(self.n), J)
+
+    def submatrix(self, I, J) -> np.ndarray:
+        """K[I][:, J], read along the rows of the shorter side (the fit's K is exactly symmetric: formulations.kernels
+        .gram, compiled_gram.rbf_gram):
+        the closing's K[:, support vectors] are then a few rows read in order, not an entry from every row."""
+        from solvers.algorithms.compiled_block import submatrix_by_columns  # numba, loaded where it is used
+        from solvers.algorithms.compiled_gram import submatrix
+
+        I, J = self.at[np.asarray(I, dtype=np.int64)], self.at[np.asarray(J, dtype=np.int64)]
+        return submatrix_by_columns(self.whole, I, J) if J.size < I.size else submatrix(self.whole, I, J)
+
+    def diagonal(self) -> np.ndarray:
+        if self._diagonal is None:
+            self._diagonal = self.whole[self.at, self.at]
+        return self._diagonal.copy()
+
+    def max_diagonal(self) -> float:
+        if self._diagonal is None:
+            self.diagonal()
+        return float(np.max(self._diagonal))
+
+    def _combined(self, I, coef, absolute: bool) -> np.ndarray:
+        """sum_k coef_k K[at[I_k], at] (|coef_k| |.| where absolute), each run of consecutive positions of `at`
+        summed by compiled_gram's loop over those columns of the whole rows: each entry the sums FullGram's
+        combination gives on the copied block, in the same order."""
+        from solvers.algorithms.compiled_gram import _combination  # numba, loaded where it is used
+
+        rows = self.at[np.asarray(I, dtype=np.int64)]
+        coef = np.ascontiguousarray(coef, dtype=float)
+        whole = np.zeros(len(self.whole))
+        out = np.empty(self.n)
+        for first, stop, offset in self._runs:
+            _combination(self.whole, rows, coef, whole, first, stop, absolute)
+            out[offset:offset + stop - first] = whole[first:stop]
+        return out
+
+    def combination(self, I, coef) -> np.ndarray:
+        return self._combined(I, coef, False)
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        nz = np.flatnonzero(u)
+        return self._combined(nz, u[nz], False)
+
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        nz = np.flatnonzero(u)
+        return self._combined(nz, u[nz], True)
+
+
 class KernelRows(Gram):
     """K[i, :] = k(x_i, x_j) for all j, computed from X when asked and kept in an LRU cache.
 

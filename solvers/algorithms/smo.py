@@ -49,7 +49,8 @@ from numba import njit
 from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 
-#: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU).
+#: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU). Every division here is by such a curvature
+#: (>= TAU), so the compiled functions take numpy's error model: no zero-divisor test before each division.
 TAU = 1e-12
 #: Kernel codes of the compiled rows (GIVEN: the whole K is given, no value is computed).
 GIVEN, RBF, LINEAR, POLY, SIGMOID = -1, 0, 1, 2, 3
@@ -65,7 +66,7 @@ CHUNK_SECONDS = 0.1
 DEFAULT_CACHE_BYTES = 512 * 2**20
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _fill_row(p, width, XT, kind, gamma, coef0, degree, out):
     """k(x_p, x_q) for q < width into out, XT holding the points as columns (d x n: the sums run along contiguous
     rows); the rbf from the differences (exact at any translation, 1 exactly at q = p)."""
@@ -90,7 +91,7 @@ def _fill_row(p, width, XT, kind, gamma, coef0, degree, out):
             out[q] = math.tanh(gamma * out[q] + coef0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _source_row(i, K, XT, kind, gamma, coef0, degree, index, out):
     """Row i of the whole K into out (one entry per variable); index: each variable's row of a given K (empty:
     the variables are K's rows themselves)."""
@@ -105,7 +106,7 @@ def _source_row(i, K, XT, kind, gamma, coef0, degree, index, out):
         _fill_row(i, out.shape[0], XT, kind, gamma, coef0, degree, out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _row(p, w, work, cache):
     """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
     used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
@@ -146,7 +147,7 @@ def _row(p, w, work, cache):
     return buf[s * w:(s + 1) * w]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _extremes(w, yS, uS, aS, GS):
     """(m, -M) over the points in play: LIBSVM's Gmax1 and Gmax2."""
     gmax1 = -np.inf
@@ -165,7 +166,7 @@ def _extremes(w, yS, uS, aS, GS):
     return gmax1, gmax2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _extremes_nu(w, yS, uS, aS, GS):
     """Solver_NU's four extremes over the points in play, the violation of each sign's pairs being g1 + g2
     (y = +1) and g3 + g4 (y = -1): g1 = max -G over y = +1 below its bound, g2 = max G over y = +1 above 0,
@@ -185,7 +186,7 @@ def _extremes_nu(w, yS, uS, aS, GS):
     return g1, g2, g3, g4
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _four_extremes(w, yS, uS, aS, GS, nu):
     """(g1, g2, g3, g4) as _extremes_nu's; the plain solver's pairs mix the signs, so there g1 = g3 = m and
     g2 = g4 = -M (then max(g1 + g2, g3 + g4) = m - M and _shrinkable is LIBSVM's plain be_shrunk)."""
@@ -195,7 +196,7 @@ def _four_extremes(w, yS, uS, aS, GS, nu):
     return gmax1, gmax2, gmax1, gmax2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
     """Whether the point at position p sits at a bound where no violating pair can use it (LIBSVM's be_shrunk;
     the g's: _four_extremes)."""
@@ -206,7 +207,7 @@ def _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
     return False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def _partner(w, comp, gp, gn, ip, jn, Kp, Kn):
     """WSS2's second point, shared by _select (one i for both signs: gp = gn, ip = jn) and _select_nu (an i per
     sign): the t of I_low whose two-point step with its sign's i (ip, row Kp, for y_t > 0; jn, Kn else) lowers the
@@ -241,7 +242,7 @@ def _partner(w, comp, gp, gn, ip, jn, Kp, Kn):
     return j, gp2, gn2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _select(w, comp, work, cache):
     """LIBSVM's WSS2 over the points in play: (p, q, m - M) in positions; q = -1 where no pair violates."""
     yS, uS, aS, GS, dS = comp
@@ -265,7 +266,7 @@ def _select(w, comp, work, cache):
     return i, j, gmax + gmax2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _select_nu(w, comp, work, cache):
     """Solver_NU's WSS2 over the points in play (nu-SVC, nu-SVR: a second equality, e'alpha or the signs' sums,
     keeps every pair within one sign): i the most violating point of each sign's I_up, j the point of the same
@@ -291,7 +292,7 @@ def _select_nu(w, comp, work, cache):
     return (ip if yS[j] > 0 else jn), j, violation
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def _clip_same_labels(aS, i, j, total, C_i):
     """y_i = y_j keeps a_i + a_j = total: a_i back to its bound C_i, or a_j back to 0, along that line (LIBSVM's
     clip on i's side; _step calls it again with i and j swapped)."""
@@ -304,7 +305,7 @@ def _clip_same_labels(aS, i, j, total, C_i):
         aS[i] = total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _step(i, j, w, comp, work, cache):
     """The two-point subproblem in positions (i, j) solved exactly and clipped (LIBSVM's update), G updated on
     the points in play."""
@@ -348,7 +349,7 @@ def _step(i, j, w, comp, work, cache):
         GS[t] += yS[t] * (di * Ki[t] + dj * Kj[t])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sync(w, full, comp, work):
     """alpha and G of the points in play written back, and G of the others brought up to date from the alphas
     that moved since the last sync (snap: alpha then)."""
@@ -378,7 +379,7 @@ def _sync(w, full, comp, work):
         snap[S[p]] = alpha[S[p]]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _load(w, full, comp, work, cache, flush=True):
     """The points S[:w] copied into the arrays of the points in play; the row cache emptied (flush)."""
     y, upper, alpha, G, snap, diag = full
@@ -396,7 +397,7 @@ def _load(w, full, comp, work, cache, flush=True):
     meta[3] = 1 if kind == GIVEN and w == y.shape[0] and index.shape[0] == 0 else 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _keep_rows(w, kept, new_pos, old_pos, cache):
     """The cached rows of the points still in play, cut to their columns (old_pos: each new position's old one;
     new_pos: each old position's new one, -1 for those left out) and packed at the new width, in place: a row
@@ -417,7 +418,7 @@ def _keep_rows(w, kept, new_pos, old_pos, cache):
     meta[1] = used
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _all_in_play(w, full, comp, work, cache):
     """Every point back in play (after a sync); returns n."""
     S = work[0]
@@ -430,7 +431,7 @@ def _all_in_play(w, full, comp, work, cache):
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _shrink(w, full, comp, work, cache, share, nu):
     """Leave out the points no violating pair can use, if they are SHRINK_SHARE of those in play or more
     (after a sync); the new count in play. The first time the violation is within 10 tol, every point comes
@@ -458,7 +459,7 @@ def _shrink(w, full, comp, work, cache, share, nu):
     return kept
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu):
     """Up to max_steps SMO steps (nu: Solver_NU's selection). state: [points in play, unshrunk once, steps to
     the next shrinking, converged, steps taken in all]; returns the violation m - M over the points in play at
@@ -495,7 +496,7 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu
     return violation
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _gradient(K, XT, kind, gamma, coef0, degree, index, y, p, alpha, G, row):
     """G = Q alpha + p from the rows of K where alpha != 0 (row: scratch of length n)."""
     n = y.shape[0]
@@ -528,21 +529,25 @@ class RowCache:
         self.meta = np.zeros(4, dtype=np.int64)  # clock, slots used, rows computed, whole rows used as they are
 
     @classmethod
-    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None) -> "RowCache":
+    def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None,
+             diag: np.ndarray | None = None) -> "RowCache":
         """The whole Gram matrix K (n x n, symmetric): no value is computed; rows of the points in play after
         shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use).
-        index: each variable's row of K (class docstring)."""
+        index: each variable's row of K (class docstring). diag: K's diagonal at the variables where the caller
+        has it (read from K otherwise: one entry a row, a cache miss each in a large K)."""
         K = compiled_array(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
-        diag = np.diag(K)
         if index is None:
             n = K.shape[0]
             in_play = (1.0 - SHRINK_SHARE) * n  # the most points in play once some are left out
         else:  # every row is copied out (K's own rows are not the variables'), so room for all of them
             index = _checked_index(index, K.shape[0])
-            diag, n = diag[index], len(index)
-            in_play = n
+            n = in_play = len(index)
+        if diag is None:
+            diag = np.diag(K) if index is None else np.diag(K)[index]
+        elif np.shape(diag) != (n,):
+            raise ValueError(f"diag must hold the {n} variables' K_ii, got shape {np.shape(diag)}")
         return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, diag, min(cache_bytes / 8, in_play * in_play), index)
 
     @classmethod
@@ -614,7 +619,16 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
     n = rows.n
     # copies: a read-only y or C_i array would be another type to numba, compiled apart from the one warm() loads
     y = np.array(y, dtype=float)
-    if y.shape != (n,) or not np.all(np.abs(y) == 1.0):
+    upper = None if y.shape != (n,) else np.full(n, float(upper)) if isinstance(upper, (float, int)) else np.array(
+        np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
+    alpha = None if y.shape != (n,) else np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
+    # y, C_i and alpha0's entries tested in one compiled pass (a dozen numpy calls: most of a small pair's fixed cost)
+    bad = _BAD_Y
+    if y.shape == (n,):
+        shaped = alpha.shape == (n,)
+        bad = _bad_entries(y, upper, alpha if shaped else np.zeros(n))
+        bad = _BAD_ALPHA if bad == _GOOD and not shaped else bad
+    if bad == _BAD_Y:
         raise ValueError(f"y must hold {n} labels, each +1 or -1")
     if p is not None:
         p = np.array(p, dtype=float)
@@ -622,27 +636,45 @@ def _checked(rows, y, upper, alpha0, grad0, tol, p, balance):
             raise ValueError(f"p must hold {n} finite numbers")
     if not math.isfinite(balance):
         raise ValueError(f"balance must be finite, got {balance!r}")
-    upper = np.array(np.broadcast_to(np.asarray(upper, dtype=float), (n,)))
-    if not np.all((upper > 0) & np.isfinite(upper)):
+    if bad == _BAD_UPPER:
         raise ValueError("every upper bound C_i must be finite and > 0")
     if not (tol > 0 and math.isfinite(tol)):
         raise ValueError(f"tol must be finite and > 0, got {tol!r}")
     if alpha0 is None and balance != 0:
         raise ValueError(f"alpha0 is needed: alpha = 0 does not meet y'alpha = {balance:g}")
-    alpha = np.zeros(n) if alpha0 is None else np.array(alpha0, dtype=float)
-    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > upper):
+    if bad == _BAD_ALPHA:
         raise ValueError(f"alpha0 must be {n} numbers with 0 <= alpha0_i <= C_i")
-    if abs(float(y @ alpha) - balance) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
+    if alpha0 is not None and abs(float(y @ alpha) - balance) > 1e-9 * max(float(alpha.sum()), np.finfo(float).tiny):
         raise ValueError(f"alpha0 is infeasible: y'alpha0 = {float(y @ alpha):.3g}, not {balance:g}")
     if grad0 is not None:
         G = np.array(grad0, dtype=float)
         if G.shape != (n,) or not np.all(np.isfinite(G)):
             raise ValueError(f"grad0 must hold {n} finite numbers, got shape {G.shape}")
-    elif alpha.any():
+    elif alpha0 is not None and alpha.any():
         G = rows.gradient(y, alpha, p)
     else:
         G = -np.ones(n) if p is None else p.copy()
     return y, upper, alpha, G
+
+
+#: What _bad_entries found: nothing, a label not +1 or -1, a C_i not finite and > 0, an alpha0_i outside [0, C_i].
+_GOOD, _BAD_Y, _BAD_UPPER, _BAD_ALPHA = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _bad_entries(y, upper, alpha):
+    """The first of _checked's entry tests that fails (_BAD_Y, _BAD_UPPER, _BAD_ALPHA, in that order), or _GOOD:
+    |y_i| = 1, C_i finite and > 0, alpha_i finite and 0 <= alpha_i <= C_i."""
+    for i in range(y.size):
+        if not abs(y[i]) == 1.0:
+            return _BAD_Y
+    for i in range(y.size):
+        if not (upper[i] > 0 and math.isfinite(upper[i])):
+            return _BAD_UPPER
+    for i in range(y.size):
+        if not (math.isfinite(alpha[i]) and alpha[i] >= 0 and alpha[i] <= upper[i]):
+            return _BAD_ALPHA
+    return _GOOD
 
 
 def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int = 10**9,

@@ -22,7 +22,7 @@ import numpy as np
 from formulations import penalty
 from formulations.model import KERNEL_DUAL
 from solvers.solution import ITERATION_LIMIT, OPTIMAL, Solution, TIME_LIMIT
-from solvers.algorithms.kernel_rows import FullGram
+from solvers.algorithms.kernel_rows import FullGram, GramBlock
 from solvers.algorithms.smo import smo
 from solvers.closing import close
 from solvers.deadline import NEVER, Deadline
@@ -36,7 +36,7 @@ MIN_TOL = 1e-10
 LAYER, BACKEND = "direct", "smo"
 
 
-def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
+def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
           deadline: Deadline = NEVER) -> Solution:
     """The kernel dual max sum alpha - 1/2 u'Ku (u = y alpha), y'alpha = 0, 0 <= alpha_i <= C_i, on `source` (the
     Gram matrix and, for the checks' recomputed entries, its kernel and data), y in {-1, +1}, C one finite
@@ -44,12 +44,13 @@ def solve(source: FullGram, y: np.ndarray, C, *, profile: str = "default", max_i
     a fit it stops is an `iteration_limit` row with its point."""
     prof = get_profile(profile)
     tol = prof.check_tol / TIGHTEN
+    K = source.row_cache() if isinstance(source, GramBlock) else source.K  # a block read in place: through its rows
     alpha = grad = None
     steps, in_smo, began = 0, 0.0, time.perf_counter()
     while True:
         left = None if max_iter is None else max_iter - steps
         start = time.perf_counter()
-        res = smo(source.K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
+        res = smo(K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
                   deadline=deadline)
         in_smo += time.perf_counter() - start
         steps += res.iterations
