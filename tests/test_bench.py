@@ -469,3 +469,19 @@ def test_progress_is_a_line_per_measurement_in_a_log(tmp_path, monkeypatch, caps
     run(quick=True, budget=20, out_dir=tmp_path, only="kernel:libsvm", exclude="tight", progress=False,
         kill_after=1e-3)
     assert capsys.readouterr().err == ""
+
+
+def test_the_full_bench_measures_the_hard_kernel_family_at_every_C_of_the_targets():
+    """The kernel targets are stated at C = 1, 10 and 100 on the hard family: the full plan has each seed at each
+    C (n = 5,000 for the larger C's, with their peers at that C); the quick plan keeps C = 1."""
+    from experiments.bench import scaling as bench
+
+    full = {(p.problem, p.layer) for p in bench.plan(False, families=("hard",))}
+    for C in (10, 100):
+        for seed in bench.HARD_SEEDS:
+            problem = f"kernel_hard_seed{seed}_C{C}"
+            assert bench.problem_C(problem) == C
+            assert bench.sizes(problem, quick=False) == (5_000,)
+            assert {(problem, "sklearn"), (problem, "direct"), (problem, "pyomo"), (problem, "cvxpy")} <= full
+    assert bench.problem_C("kernel_hard_seed0") == bench.C_VALUE
+    assert not any("_C" in p.problem for p in bench.plan(True, families=("hard",)))

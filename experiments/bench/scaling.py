@@ -110,6 +110,7 @@ class FamilyData:
     full: tuple[int, ...]
     quick: tuple[int, ...]
     d: int
+    C: float = C_VALUE
 
 
 FAMILIES = ("blobs", "hard", "bundled")
@@ -117,6 +118,8 @@ HARD_SEEDS = (0, 1, 2)
 QUICK_HARD_SEEDS = (0, 1)
 HARD_LINEAR_N = (10_000, 100_000)
 HARD_KERNEL_N = (2_000, 5_000)
+#: The hard family's kernel data at the larger C's as well (n = 5,000; not in the quick run).
+HARD_KERNEL_LARGE_C = (10.0, 100.0)
 QUICK_HARD_N = (300,)
 #: scikit-learn's bundled sets: (loader, n, d); measured at their own n in both modes.
 BUNDLED = {"breast_cancer": (breast_cancer, 569, 30), "digits_parity": (digits_parity, 1797, 64),
@@ -133,6 +136,10 @@ def _family_problems() -> dict[str, FamilyData]:
                 QUICK_HARD_N if seed in QUICK_HARD_SEEDS else (), d)
         for name, (loader, n, d_set) in BUNDLED.items():
             problems[f"{kind}_{name}"] = FamilyData("bundled", lambda n, loader=loader: loader(), (n,), (n,), d_set)
+    for C in HARD_KERNEL_LARGE_C:
+        for seed in HARD_SEEDS:
+            problems[f"kernel_hard_seed{seed}_C{C:g}"] = FamilyData(
+                "hard", lambda n, seed=seed: hard(n, d=KERNEL_D, seed=seed), HARD_KERNEL_N[-1:], (), KERNEL_D, C)
     return problems
 
 
@@ -153,7 +160,9 @@ def problem_gamma(problem: str) -> float:
 
 
 def problem_C(problem: str) -> float:
-    """C of a benchmark problem: C_VALUE, or the large C of a kernel_C<C> problem."""
+    """C of a benchmark problem: C_VALUE, the large C of a kernel_C<C> problem, or a family data set's C."""
+    if problem in FAMILY_PROBLEMS:
+        return FAMILY_PROBLEMS[problem].C
     return LARGE_C_PROBLEMS.get(problem, C_VALUE)
 
 
