@@ -69,19 +69,19 @@ def classify(alpha: np.ndarray, y: np.ndarray, decision: np.ndarray, C) -> np.nd
     y, decision = np.broadcast_arrays(np.asarray(y, dtype=float), np.asarray(decision, dtype=float))
     if y.shape != alpha.shape:
         raise ValueError(f"{alpha.size} multipliers but {y.size} labels and decision values")
-    return _codes(_one_type(alpha), _one_type(y), _one_type(decision), _bounds(C, alpha.shape), penalty.is_hard(C))
+    return _codes(one_type(alpha), one_type(y), one_type(decision), per_point(C, alpha.shape), penalty.is_hard(C))
 
 
-def _bounds(C, shape) -> np.ndarray:
+def per_point(C, shape) -> np.ndarray:
     """C_i for every point (one C repeated; inf for the hard margin) as the compiled passes read it."""
     if isinstance(C, (float, int)):  # one number: np.full, without broadcast_to's view and require's copy of it
         return np.full(shape, float(C))
     if isinstance(C, np.ndarray) and C.shape == tuple(shape):  # one per point already: not copied where it is one type
-        return _one_type(C, float)
-    return _one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
+        return one_type(C, float)
+    return one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
 
 
-def _one_type(a, dtype=float) -> np.ndarray:
+def one_type(a, dtype=float) -> np.ndarray:
     """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
     view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses.
     An array that is one already is returned as it is without np.require (its flag handling costs more than
@@ -168,7 +168,7 @@ def hinge_argmin(y: np.ndarray, g: np.ndarray, weights: np.ndarray | None = None
     # kink is a running sum over it (the other class's entries add 0); the walk over the kinks is compiled
     # (a pass of numpy calls each cost more than the whole walk on a few hundred points)
     order = np.argsort(t, kind="stable")
-    return _hinge_interval(_one_type(t), _one_type(c), _one_type(y > 0, bool), _one_type(order, np.int64))
+    return _hinge_interval(one_type(t), one_type(c), one_type(y > 0, bool), one_type(order, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -229,11 +229,11 @@ def recover_bias(alpha: np.ndarray, y: np.ndarray, g: np.ndarray, C) -> BiasEsti
     lo, hi = hinge_argmin(y, g, penalty.hinge_weights(C))
     b0 = _middle(lo, hi)
     hard = penalty.is_hard(C)
-    bounds = _bounds(C, alpha.shape)
+    bounds = per_point(C, alpha.shape)
     # classify at the provisional b, kkt_interval and the free points' weighted mean in one compiled pass (the
     # same comparisons and sums, in numpy's order, as those functions' array steps): a few hundred points' steps
     # cost more in numpy's calls than in arithmetic
-    n_free, lower, upper, b = _bias_parts(_one_type(alpha), _one_type(y), _one_type(g),
+    n_free, lower, upper, b = _bias_parts(one_type(alpha), one_type(y), one_type(g),
                                           0.0 if math.isnan(b0) else b0, bounds, hard)
     if n_free:
         b = clip_value(b, min(lower, upper), max(lower, upper))
@@ -260,7 +260,7 @@ def _bias_parts(alpha, y, g, b0, C, hard):
         t = y[i] - g[i]
         pos = y[i] > 0
         if (pos and code != AT_BOUND) or (not pos and code != ZERO):
-            lower = t if not any_lower else _nan_max(lower, t)
+            lower = t if not any_lower else nan_max(lower, t)
             any_lower = True
         if (pos and code != ZERO) or (not pos and code != AT_BOUND):
             upper = t if not any_upper else _nan_min(upper, t)
@@ -288,7 +288,7 @@ def _at_least(a, floor):
 
 
 @njit(cache=True, nogil=True)
-def _nan_max(a, b):
+def nan_max(a, b):
     """The larger of two values, nan if either is (np.max's rule)."""
     if math.isnan(a) or math.isnan(b):
         return math.nan

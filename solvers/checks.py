@@ -57,7 +57,7 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import absolute, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, _bounds, _nan_max, _one_type, classify
+from formulations.recovery import AT_BOUND, FREE, per_point, nan_max, one_type, classify
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 )
@@ -301,7 +301,7 @@ def _kkt_residuals(out: Checks, alpha, y, f, hinge, C, hard, w_from_alpha_sq, st
     out.kkt_balance = float(abs(y @ alpha)) / max(float(np.abs(alpha).sum()), _TINY)
     # kkt_by_point's maxima in one compiled pass (its dozen array steps cost more than the arithmetic)
     n = np.shape(alpha)
-    dual, comp = _kkt_maxima(_one_type(alpha), _bounds(y, n), _bounds(f, n), _bounds(C, n), penalty.is_hard(C), hard)
+    dual, comp = _kkt_maxima(one_type(alpha), per_point(y, n), per_point(f, n), per_point(C, n), penalty.is_hard(C), hard)
     out.kkt_dual_feasibility, out.kkt_complementarity = float(dual), float(comp)
 
 
@@ -332,17 +332,17 @@ def _kkt_maxima(alpha, y, f, C, no_upper, hard):
     margin's dual: no upper bound), hard: the hard margin (no slack's complementarity)."""
     top = 0.0
     for i in range(alpha.size):
-        top = _nan_max(top, abs(alpha[i]))
+        top = nan_max(top, abs(alpha[i]))
     top = _TINY if _TINY > top else top  # Python's max(top, tiny): nan stays
     dual = comp = -math.inf
     for i in range(alpha.size):
         margin = y[i] * f[i]
         over = 0.0 if no_upper else (alpha[i] - C[i]) / C[i]
-        dual = _nan_max(dual, _nan_max(0.0, _nan_max(-alpha[i] / top, over)))
-        c = abs(alpha[i]) * _nan_max(0.0, margin - 1.0) / top
+        dual = nan_max(dual, nan_max(0.0, nan_max(-alpha[i] / top, over)))
+        c = abs(alpha[i]) * nan_max(0.0, margin - 1.0) / top
         if not hard:
-            c = _nan_max(c, abs(C[i] - alpha[i]) * _nan_max(0.0, 1.0 - margin) / C[i])
-        comp = _nan_max(comp, c)
+            c = nan_max(c, abs(C[i] - alpha[i]) * nan_max(0.0, 1.0 - margin) / C[i])
+        comp = nan_max(comp, c)
     return dual, comp
 
 

@@ -560,10 +560,9 @@ def warm_compiled() -> None:
 
     from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
     from solvers import checks, kernel_audit, reference  # as recovery
-    from solvers.algorithms import compiled_block, smo  # as recovery
+    from solvers.algorithms import smo  # as recovery
 
     smo.warm()
-    compiled_block.warm()
     rbf_exponents.warm()
     kernel_audit.warm()
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])

@@ -39,7 +39,7 @@ from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
-from formulations.recovery import AT_BOUND, FREE, ZERO, _bounds, _one_type, classify, clip_value, hinge_argmin
+from formulations.recovery import AT_BOUND, FREE, ZERO, per_point, one_type, classify, clip_value, hinge_argmin
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -359,7 +359,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    M, rhs = _free_system(_one_type(gram.submatrix(free, free)), _one_type(yF), _one_type(g[free]), float(balance_rhs))
+    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g[free]), float(balance_rhs))
     x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
@@ -519,7 +519,7 @@ def _thin_solve(XF, yF, w_bound, balance_rhs):
 def _in_bounds(a: np.ndarray, C) -> bool:
     """0 <= a <= C to rounding (C one number, inf, or one bound per entry of a): below 0 relative to a's
     size (or C, where smaller), above C relative to C. One compiled pass (_within) of these comparisons."""
-    return bool(_within(_one_type(a), _bounds(C, np.shape(a)), penalty.is_hard(C)))
+    return bool(_within(one_type(a), per_point(C, np.shape(a)), penalty.is_hard(C)))
 
 
 @njit(cache=True, nogil=True)
@@ -604,8 +604,8 @@ def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:
     a margin r_i off its side by more than margin_eps_i (margin units, with its rounding allowance)."""
     upper = math.inf if penalty.is_hard(C) else C * (1 + eps)
     n = np.shape(a)
-    return _violated(_one_type(codes, np.int8), _one_type(a), _one_type(r), _bounds(-eps * scale, n), _bounds(upper, n),
-                     _bounds(margin_eps, n))
+    return _violated(one_type(codes, np.int8), one_type(a), one_type(r), per_point(-eps * scale, n), per_point(upper, n),
+                     per_point(margin_eps, n))
 
 
 @njit(cache=True, nogil=True)

@@ -85,7 +85,7 @@ SUM_BLOCK = 64
 
 
 @njit(cache=True, nogil=True)
-def _combination(K, I, coef, out, lo, hi, absolute):
+def add_combination(K, I, coef, out, lo, hi, absolute):
     """out[lo:hi] += sum_k coef_k K[I_k, lo:hi] (K symmetric: rows, read in place), four rows a pass over a partial
     sum of SUM_BLOCK rows; absolute: |coef_k| |K[I_k, lo:hi]| instead. Each out[t] gets the same sums in the same
     order whatever lo, hi."""
@@ -139,7 +139,7 @@ def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) 
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     step = max(1, -(-n // (BANDS_PER_THREAD * threads))) if threads > 1 else max(n, 1)
-    _in_threads(lambda lo: _combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
+    _in_threads(lambda lo: add_combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
                 threads)
     return out
 
@@ -170,6 +170,24 @@ def submatrix(K: np.ndarray, I, J) -> np.ndarray:
     I, J = _indices(I, K.shape[0]), _indices(J, K.shape[1])
     out = np.empty((I.size, J.size))
     _submatrix(K, I, J, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _by_columns(K, I, J, out):
+    """out[a, b] = K[J_b, I_a]: each column of out read along row J_b of K (K symmetric: K[I_a, J_b])."""
+    for b in range(J.shape[0]):
+        row = K[J[b]]
+        for a in range(I.shape[0]):
+            out[a, b] = row[I[a]]
+
+
+def submatrix_by_columns(K: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """K[I][:, J] of a symmetric K, C-ordered, read along the rows of J (the shorter side: the closing's
+    K[:, support vectors] are a few rows read in order, not an entry from every row, and no transposed copy).
+    I, J: int64 positions in range (the caller's)."""
+    out = np.empty((I.size, J.size))
+    _by_columns(K, I, J, out)
     return out
 
 

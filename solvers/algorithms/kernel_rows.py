@@ -169,8 +169,7 @@ class GramBlock(Gram):
         """K[I][:, J], read along the rows of the shorter side (the fit's K is exactly symmetric: formulations.kernels
         .gram, compiled_gram.rbf_gram):
         the closing's K[:, support vectors] are then a few rows read in order, not an entry from every row."""
-        from solvers.algorithms.compiled_block import submatrix_by_columns  # numba, loaded where it is used
-        from solvers.algorithms.compiled_gram import submatrix
+        from solvers.algorithms.compiled_gram import submatrix, submatrix_by_columns  # numba, loaded where used
 
         I, J = self.at[np.asarray(I, dtype=np.int64)], self.at[np.asarray(J, dtype=np.int64)]
         return submatrix_by_columns(self.whole, I, J) if J.size < I.size else submatrix(self.whole, I, J)
@@ -189,14 +188,14 @@ class GramBlock(Gram):
         """sum_k coef_k K[at[I_k], at] (|coef_k| |.| where absolute), each run of consecutive positions of `at`
         summed by compiled_gram's loop over those columns of the whole rows: each entry the sums FullGram's
         combination gives on the copied block, in the same order."""
-        from solvers.algorithms.compiled_gram import _combination  # numba, loaded where it is used
+        from solvers.algorithms.compiled_gram import add_combination  # numba, loaded where it is used
 
         rows = self.at[np.asarray(I, dtype=np.int64)]
         coef = np.ascontiguousarray(coef, dtype=float)
         whole = np.zeros(len(self.whole))
         out = np.empty(self.n)
         for first, stop, offset in self._runs:
-            _combination(self.whole, rows, coef, whole, first, stop, absolute)
+            add_combination(self.whole, rows, coef, whole, first, stop, absolute)
             out[offset:offset + stop - first] = whole[first:stop]
         return out
 

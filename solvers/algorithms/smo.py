@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from solvers.algorithms.compiled_gram import abs_combination, combination, compiled_array, rbf_gram, submatrix
+from solvers.algorithms.compiled_gram import (abs_combination, combination, compiled_array, rbf_gram, submatrix,
+                                              submatrix_by_columns)
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU). Every division here is by such a curvature
@@ -734,6 +735,7 @@ def warm() -> None:
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
     submatrix(K, np.array([0, 1]), np.array([1, 2]))
+    submatrix_by_columns(K, np.array([0, 1]), np.array([1]))
     abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
 
 

@@ -106,6 +106,6 @@ def solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, targe
     # pair cannot move (the loop counts it as on the bound), and the same block would come back forever.
     new[new < SNAP * t] = 0.0
     new = np.where(new > C_B * (1 - SNAP), C_B, new)
-    # the clip and the snaps move y_B'alpha_B off rhs (by the solver's tolerance where no polish held it): put
-    # back, else the point the block hands on is not feasible
-    return balance_classes(new, y[B], rhs), elapsed, polished is not None
+    if polished is None:  # the clip left y_B'alpha_B off rhs by the solver's tolerance: put back, else the point
+        new = balance_classes(new, y[B], rhs)  # handed on is not feasible (a polished one holds it to rounding)
+    return new, elapsed, polished is not None
