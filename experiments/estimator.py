@@ -62,6 +62,7 @@ import math
 import numbers
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,7 @@ from formulations.validation import check_choice, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
+from solvers.algorithms.compiled_gram import gram_threads
 from solvers.algorithms.kernel_rows import FullGram, GramBlock
 from solvers.api import solve
 from solvers.backends import get_record
@@ -135,6 +137,11 @@ def _blas_threads_for(n: int):
 
 class SVMFitError(RuntimeError):
     """The solver did not return a usable optimum; the message says why."""
+
+
+#: The points of all pairs together from which each pair's SMO runs ahead on a second thread (SVMClassifier.
+#: _smo_ahead): below, a thread's start and hand-overs cost more than the overlap saves (docs/estimator_speed.md).
+SMO_AHEAD_MIN_POINTS = 2_000
 
 
 @dataclass
@@ -562,22 +569,39 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
         self._smo = self._smo_pairs(formulation, X, K, C)
         shared = self._shared_gram(kept, X, y_index) if self._smo else None
+        pairs = _class_pairs(self.classes_.size)
+        blocks = [shared.pair_in_place(i, j) for i, j in pairs] if shared is not None else None
+        ahead = self._smo_ahead(blocks, row_C)
         fits = []
-        for i, j in _class_pairs(self.classes_.size):  # one after another, as LIBSVM (docs/estimator_speed.md)
+        for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
             began = time.perf_counter()
-            if shared is not None:  # the pair's block of the fit's Gram matrix, alive while the pair is fitted
-                rows, signs, block = shared.pair_in_place(i, j)
+            if shared is not None:  # the pair's block of the fit's Gram matrix
+                rows, signs, block = blocks[k]
             else:
                 rows, block = kept[np.isin(y_index[kept], (i, j))], None
                 signs = np.where(y_index[rows] == j, 1.0, -1.0)
             pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block))
+            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
             if self.verbose:
                 sol = fits[-1].solution
                 print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
                       f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                       f"{time.perf_counter() - began:.3g} s")
         return fits
+
+    def _smo_ahead(self, blocks, row_C) -> list | None:
+        """Futures of each pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order, where
+        several pairs share the fit's Gram matrix and a second core is allowed (compiled_gram.gram_threads): while
+        a pair's point is closed (Python, holding the interpreter's lock) the next pairs' SMO (compiled, without
+        it) runs beside it. The same runs as one after another, so the same model to the bit."""
+        if (blocks is None or len(blocks) < 2 or self.max_iter != -1 or gram_threads() < 2
+                or sum(signs.size for _, signs, _ in blocks) < SMO_AHEAD_MIN_POINTS):
+            return None
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
+        futures = [pool.submit(smo_gram.first_run, block, signs, row_C[rows] if isinstance(row_C, np.ndarray)
+                               else row_C, self.profile) for rows, signs, block in blocks]
+        pool.shutdown(wait=False)
+        return futures
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
@@ -626,7 +650,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                         profile=self.profile, method="full", kernel=kernel, allow_indefinite=True)
         return sol
 
-    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block):
+    def _pair_solution(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C, block, first=None):
         """(the pair's Solution, its samples where they were taken). SMO first where _smo: on its block of the fit's
         Gram matrix (solvers.algorithms.smo_gram), else with its kernel rows on demand (solvers.api.solve, the
         solver alone); max_iter caps SMO's steps as SVC's. A pair SMO did not bring to a verified (or proved)
@@ -637,7 +661,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
         if block is not None:
             max_iter = None if self.max_iter == -1 else self.max_iter
-            sol = smo_gram.solve(block, signs, C, profile=self.profile, max_iter=max_iter)
+            sol = smo_gram.solve(block, signs, C, profile=self.profile, max_iter=max_iter, first=first)
             if settled(sol):
                 return sol, None
             X_pair = block.data
@@ -652,13 +676,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self._solve_features(formulation, X_pair, signs, C), X_pair
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
-                  block: FullGram | GramBlock | None = None) -> _PairFit:
+                  block: FullGram | GramBlock | None = None, first=None) -> _PairFit:
         """The two-class SVM on X[rows] with labels `signs` (+1: the pair's higher class), `block` its block of the
-        fit's Gram matrix where there is one: _pair_solution, then the model it proves."""
+        fit's Gram matrix where there is one (first: its first SMO run, _smo_ahead's): _pair_solution, then the
+        model it proves."""
         # the fit's one-thread limit holds already where its samples are few (fit); each context is a threadpoolctl
         # call, a few percent of a small pair's time
         with contextlib.nullcontext() if self._one_blas_thread else _blas_threads_for(rows.size):
-            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block)
+            sol, X_pair = self._pair_solution(formulation, X, K, rows, signs, C, block, first)
             C_eff = math.inf if C is None else C
             if sol.proved_alpha is None and sol.status in (OPTIMAL_INACCURATE, ITERATION_LIMIT):
                 proof = block if block is not None else self._pair_gram(formulation, X_pair, K, rows)

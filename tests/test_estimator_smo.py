@@ -127,3 +127,28 @@ def test_a_class_without_weight_is_refused_as_on_the_model_path():
     for layer in ("auto", "pyomo"):
         with pytest.raises(ValueError, match="exactly two classes"):
             SVMClassifier(layer=layer).fit(X, y, sample_weight=weight)
+
+
+def test_the_pairs_smo_run_ahead_on_another_thread_gives_the_same_model_to_the_bit(monkeypatch):
+    """Digits (45 pairs): each pair's first SMO run made on a second thread while the previous pair is closed is
+    the run made in turn, so the fitted model is the same to the bit; SVM_THREADS=1 keeps it on one thread."""
+    from sklearn.datasets import load_digits
+    from solvers.algorithms import compiled_gram
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    ahead = SVMClassifier().fit(X, y)
+    made = []
+    real = estimator_module.SVMClassifier._smo_ahead
+    monkeypatch.setattr(estimator_module.SVMClassifier, "_smo_ahead",
+                        lambda self, *a: made.append(real(self, *a)) or made[-1])
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "1")
+    in_turn = SVMClassifier().fit(X, y)
+    assert made == [None]
+    np.testing.assert_array_equal(ahead.dual_coef_, in_turn.dual_coef_)
+    np.testing.assert_array_equal(ahead.intercept_, in_turn.intercept_)
+    np.testing.assert_array_equal(ahead.support_, in_turn.support_)
+    assert [s.status for s in ahead.solutions_] == [s.status for s in in_turn.solutions_] == [OPTIMAL] * 45
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "2")
+    SVMClassifier().fit(X, y)
+    assert made[-1] is not None and len(made[-1]) == 45

@@ -36,12 +36,22 @@ MIN_TOL = 1e-10
 LAYER, BACKEND = "direct", "smo"
 
 
+def first_run(source: FullGram | GramBlock, y: np.ndarray, C, profile: str = "default"):
+    """SMO's first run of `solve` (no step limit, no deadline): what solve(first=...) takes, made ahead (on another
+    thread while the previous pair is closed: SMO's loop holds none of the interpreter's lock)."""
+    K = source.row_cache() if isinstance(source, GramBlock) else source.K
+    start = time.perf_counter()
+    res = smo(K, y, C, tol=get_profile(profile).check_tol / TIGHTEN)
+    return res, time.perf_counter() - start
+
+
 def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
-          deadline: Deadline = NEVER) -> Solution:
+          deadline: Deadline = NEVER, first=None) -> Solution:
     """The kernel dual max sum alpha - 1/2 u'Ku (u = y alpha), y'alpha = 0, 0 <= alpha_i <= C_i, on `source` (the
     Gram matrix and, for the checks' recomputed entries, its kernel and data), y in {-1, +1}, C one finite
     number or one per point. The caller has checked all three. max_iter: SMO's steps in all (SVC's max_iter);
-    a fit it stops is an `iteration_limit` row with its point."""
+    a fit it stops is an `iteration_limit` row with its point. first: a future of first_run's answer for these
+    arguments (then max_iter None and no deadline), taken as the first run."""
     prof = get_profile(profile)
     tol = prof.check_tol / TIGHTEN
     K = source.row_cache() if isinstance(source, GramBlock) else source.K  # a block read in place: through its rows
@@ -49,10 +59,14 @@ def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "def
     steps, in_smo, began = 0, 0.0, time.perf_counter()
     while True:
         left = None if max_iter is None else max_iter - steps
-        start = time.perf_counter()
-        res = smo(K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
-                  deadline=deadline)
-        in_smo += time.perf_counter() - start
+        if first is not None:  # the run made ahead: its own seconds, not the wait for it
+            (res, seconds), first = first.result(), None
+        else:
+            start = time.perf_counter()
+            res = smo(K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
+                      deadline=deadline)
+            seconds = time.perf_counter() - start
+        in_smo += seconds
         steps += res.iterations
         sol = _closed(res, source, y, C, prof, steps, tol, in_smo, deadline)
         sol.build_s = time.perf_counter() - began - in_smo  # the closing checks
