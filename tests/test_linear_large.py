@@ -131,7 +131,7 @@ def test_the_chosen_method_on_wide_data_is_the_reference(wide, layer, method):
 
 
 @pytest.mark.parametrize("max_iter", [None, 1])
-@pytest.mark.parametrize("backend", ["piqp", "clarabel"])
+@pytest.mark.parametrize("backend", ["piqp", pytest.param("clarabel", marks=pytest.mark.slow)])  # 4 s a case
 @pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
 def test_the_smoothed_start_on_wide_data_ends_at_the_reference(wide, monkeypatch, layer, backend, max_iter):
     """On wide data the smoothed primal splits the points; the restricted QPs make the point exact. After a
