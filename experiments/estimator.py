@@ -139,6 +139,17 @@ class SVMFitError(RuntimeError):
     """The solver did not return a usable optimum; the message says why."""
 
 
+@contextlib.contextmanager
+def _cancelled_on_error(futures):
+    """A context in which an exception cancels the futures not started yet: a failed fit leaves no SMO runs behind."""
+    try:
+        yield
+    except BaseException:
+        for future in futures or ():
+            future.cancel()
+        raise
+
+
 #: The points of all pairs together from which each pair's SMO runs ahead on a second thread (SVMClassifier.
 #: _smo_ahead): below, a thread's start and hand-overs cost more than the overlap saves (docs/estimator_speed.md).
 SMO_AHEAD_MIN_POINTS = 2_000
@@ -573,20 +584,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         blocks = [shared.pair_in_place(i, j) for i, j in pairs] if shared is not None else None
         ahead = self._smo_ahead(blocks, row_C)
         fits = []
-        for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
-            began = time.perf_counter()
-            if shared is not None:  # the pair's block of the fit's Gram matrix
-                rows, signs, block = blocks[k]
-            else:
-                rows, block = kept[np.isin(y_index[kept], (i, j))], None
-                signs = np.where(y_index[rows] == j, 1.0, -1.0)
-            pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
-            fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
-            if self.verbose:
-                sol = fits[-1].solution
-                print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
-                      f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
-                      f"{time.perf_counter() - began:.3g} s")
+        with _cancelled_on_error(ahead):
+            for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
+                began = time.perf_counter()
+                if shared is not None:  # the pair's block of the fit's Gram matrix
+                    rows, signs, block = blocks[k]
+                else:
+                    rows, block = kept[np.isin(y_index[kept], (i, j))], None
+                    signs = np.where(y_index[rows] == j, 1.0, -1.0)
+                pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+                fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
+                if self.verbose:
+                    sol = fits[-1].solution
+                    print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
+                          f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
+                          f"{time.perf_counter() - began:.3g} s")
         return fits
 
     def _smo_ahead(self, blocks, row_C) -> list | None:
