@@ -596,8 +596,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
                 if self.verbose:
                     sol = fits[-1].solution
-                    print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): {sol.status} "
-                          f"via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
+                    print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): "
+                          f"{sol.status} via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                           f"{time.perf_counter() - began:.3g} s")
         return fits
 
