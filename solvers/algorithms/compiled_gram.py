@@ -15,8 +15,7 @@ from formulations.kernels import Points, RbfRows
 from solvers import blas
 
 
-#: Rows of the Gram matrix whose exponents are made before one call of numpy's exp (its vectorized loop, several
-#: times faster than a scalar exp a value); also the unit of work a thread takes.
+#: Rows of the Gram matrix a thread takes at a time (RbfRows.fill then works through them in cache-sized blocks).
 GRAM_ROWS = 256
 
 
