@@ -80,7 +80,7 @@ from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import check_choice, refuse_masked
+from formulations.validation import check_choice, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
@@ -137,6 +137,11 @@ def _blas_threads_for(n: int):
 
 class SVMFitError(RuntimeError):
     """The solver did not return a usable optimum; the message says why."""
+
+
+def _pair_C(row_C, rows: np.ndarray):
+    """A pair's C: the fit's one C, or its rows' C_i."""
+    return row_C[rows] if isinstance(row_C, np.ndarray) else row_C
 
 
 @contextlib.contextmanager
@@ -592,7 +597,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 else:
                     rows, block = kept[np.isin(y_index[kept], (i, j))], None
                     signs = np.where(y_index[rows] == j, 1.0, -1.0)
-                pair_C = row_C[rows] if isinstance(row_C, np.ndarray) else row_C
+                pair_C = _pair_C(row_C, rows)
                 fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
                 if self.verbose:
                     sol = fits[-1].solution
@@ -610,8 +615,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 or sum(signs.size for _, signs, _ in blocks) < SMO_AHEAD_MIN_POINTS):
             return None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [pool.submit(smo_gram.first_run, block, signs, row_C[rows] if isinstance(row_C, np.ndarray)
-                               else row_C, self.profile) for rows, signs, block in blocks]
+        futures = [pool.submit(smo_gram.first_run, block, signs, _pair_C(row_C, rows), self.profile)
+                   for rows, signs, block in blocks]
         pool.shutdown(wait=False)
         return futures
 
@@ -1027,5 +1032,5 @@ def _check_representable(X: np.ndarray) -> None:
     """The kernel values and w'x of X must be finite in float64: x'x of the largest sample overflows past
     ~1.3e154, and the dual coefficients or b could not be either (SVC refuses such data after its fit)."""
     top = float(np.max(np.abs(X))) if X.size else 0.0
-    if not math.isfinite(top * top * X.shape[1]):
+    if not products_finite(top, X.shape[1]):
         raise SVMInputError(f"{_NOT_FINITE} (max |X| = {top:.3g}: x'x overflows float64)")

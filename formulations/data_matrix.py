@@ -77,3 +77,15 @@ def column_bounds(X) -> tuple[np.ndarray, np.ndarray]:
 def dense(X) -> np.ndarray:
     """A small block of X (a few rows) as a dense array, for the dense linear algebra that needs one."""
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+
+
+def one_type(a, dtype=float) -> np.ndarray:
+    """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
+    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses.
+    An array that is one already is returned as it is without np.require (its flag handling costs more than
+    a closing's small arrays' arithmetic)."""
+    if type(a) is np.ndarray and a.dtype == dtype:
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable:
+            return a
+    return np.require(a, dtype=dtype, requirements=["C", "W"])

@@ -45,6 +45,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from formulations.data_matrix import one_type
 from formulations.errors import IndefiniteKernelError, SVMInputError, plain
 
 __all__ = [
@@ -364,7 +365,7 @@ class RbfRows:
         else:
             self.left = np.column_stack([2.0 * gamma * X.centered, -gamma * X.sq, -np.ones(len(X.sq))])
             self.right = np.column_stack([Z.centered, np.ones(len(Z.sq)), gamma * Z.sq])
-        self.points = tuple(_compiled(A) for A in (X.given, X.sq, Z.given, Z.sq))
+        self.points = tuple(one_type(A) for A in (X.given, X.sq, Z.given, Z.sq))
 
     def fill(self, lo: int, hi: int) -> None:
         """Rows lo..hi-1 made whole (products, then finish) a block of about BLOCK_ENTRIES at a time."""
@@ -404,11 +405,6 @@ class RbfRows:
         width = max(1, hi if self.symmetric else self.out.shape[1])
         step = max(1, self.BLOCK_ENTRIES // width)
         return [(start, min(hi, start + step)) for start in range(lo, hi, step)]
-
-
-def _compiled(A: np.ndarray) -> np.ndarray:
-    """A as a writable C-ordered float64 array: the one array type the compiled pass is loaded for."""
-    return np.require(A, dtype=np.float64, requirements=["C", "W"])
 
 
 # --------------------------------------------------------------------------- Mercer

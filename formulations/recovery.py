@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from formulations import penalty
+from formulations.data_matrix import one_type
 
 # The rule that produced b*, recorded in every result table.
 B_FREE_SV = "free_sv_mean"
@@ -79,18 +80,6 @@ def per_point(C, shape) -> np.ndarray:
     if isinstance(C, np.ndarray) and C.shape == tuple(shape):  # one per point already: not copied where it is one type
         return one_type(C, float)
     return one_type(np.broadcast_to(np.asarray(C, dtype=float), shape))
-
-
-def one_type(a, dtype=float) -> np.ndarray:
-    """a as a writable C-ordered array: numba compiles a function once per array type (a read-only or strided
-    view is another type), and the solve server loads only the types solvers.isolation.warm_compiled uses.
-    An array that is one already is returned as it is without np.require (its flag handling costs more than
-    a closing's small arrays' arithmetic)."""
-    if type(a) is np.ndarray and a.dtype == dtype:
-        flags = a.flags
-        if flags.c_contiguous and flags.writeable:
-            return a
-    return np.require(a, dtype=dtype, requirements=["C", "W"])
 
 
 @njit(cache=True, nogil=True)

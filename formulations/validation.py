@@ -99,10 +99,15 @@ def check_X(X, name: str = "X") -> np.ndarray | sp.csr_matrix:
     return arr
 
 
+def products_finite(top: float, d: int) -> bool:
+    """Whether x'x is a number in float64 for samples of d features with entries up to `top` in size (kernel
+    values, w'x, the checks' products): entries of about 1.3e154 / sqrt(d) and more make it infinite."""
+    return math.isfinite(top * top * d)
+
+
 def _check_products_finite(top: float, d: int, name: str) -> None:
-    """x'x must be a number in float64 for every sample (kernel values, w'x, the checks' products): entries of
-    about 1.3e154 / sqrt(d) and more make it infinite."""
-    if not math.isfinite(top * top * d):
+    """products_finite, or an SVMInputError naming the largest entry and a rescaling."""
+    if not products_finite(top, d):
         raise SVMInputError(f"{name} has entries up to {top:.3g}: x'x overflows float64 there, so no kernel value or "
                             f"w'x can be computed; rescale {name} (e.g. divide it by {top:.0e})")
 

@@ -55,9 +55,9 @@ from numba import njit
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
-from formulations.data_matrix import absolute, signed, squared_row_norms
+from formulations.data_matrix import absolute, one_type, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
-from formulations.recovery import AT_BOUND, FREE, per_point, nan_max, one_type, classify
+from formulations.recovery import AT_BOUND, FREE, classify, nan_max, per_point
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED
 )

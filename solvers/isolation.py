@@ -555,7 +555,7 @@ def prepare_to_fork() -> None:
 def warm_compiled() -> None:
     """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
     it is empty): the SMO's (solvers.algorithms.smo.warm), the rbf values' (formulations.rbf_exponents.warm), and
-    the closing checks' (the kernel audit, b's recovery, the proof's equilibration)."""
+    the closing checks' (the kernel audit, b's recovery, the proof's compiled parts, the KKT maxima)."""
     import numpy as np  # here: the caller's process imports this module without the compiled functions
 
     from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
@@ -568,7 +568,6 @@ def warm_compiled() -> None:
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])
     recovery.classify(np.array([0.5, 0.5]), y, g, 1.0)
     recovery.recover_bias(np.array([0.5, 0.5]), y, g, 1.0)
-    reference._equilibrated_solve(np.eye(2), np.ones(2))
     reference.warm()
     checks.warm()
 

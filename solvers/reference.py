@@ -38,8 +38,8 @@ from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
-from formulations.data_matrix import column_max_abs, dense, signed, squared_row_norms
-from formulations.recovery import AT_BOUND, FREE, ZERO, per_point, one_type, classify, clip_value, hinge_argmin
+from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
+from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -684,8 +684,9 @@ def _b_slack(y, g, b, C) -> float:
 
 
 def warm() -> None:
-    """The proof's compiled tests (_within, _violated) loaded from numba's cache (or compiled), in the types the
-    proof calls them with."""
+    """The proof's compiled parts (the equilibration, _within, _free_system, _violated) loaded from numba's cache (or
+    compiled), in the types the proof calls them with."""
+    _equilibrated_solve(np.eye(2), np.ones(2))
     a = np.array([0.5, 0.0])
     _in_bounds(a, 1.0)
     _free_system(np.eye(2), a, a, 0.0)

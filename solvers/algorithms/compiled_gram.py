@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from formulations.data_matrix import one_type
 from formulations.kernels import Points, RbfRows
 from solvers import blas
 
@@ -48,7 +49,7 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
     runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
     the same to the bit."""
-    X = compiled_array(X)
+    X = one_type(X)
     n = X.shape[0]
     threads = gram_threads() if threads is None else int(threads)
     if threads < 1:
@@ -172,24 +173,6 @@ def submatrix(K: np.ndarray, I, J) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True)
-def _by_columns(K, I, J, out):
-    """out[a, b] = K[J_b, I_a]: each column of out read along row J_b of K (K symmetric: K[I_a, J_b])."""
-    for b in range(J.shape[0]):
-        row = K[J[b]]
-        for a in range(I.shape[0]):
-            out[a, b] = row[I[a]]
-
-
-def submatrix_by_columns(K: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
-    """K[I][:, J] of a symmetric K, C-ordered, read along the rows of J (the shorter side: the closing's
-    K[:, support vectors] are a few rows read in order, not an entry from every row, and no transposed copy).
-    I, J: int64 positions in range (the caller's)."""
-    out = np.empty((I.size, J.size))
-    _by_columns(K, I, J, out)
-    return out
-
-
 def _indices(I, size: int) -> np.ndarray:
     """I as int64 positions in 0..size-1, or an IndexError (the compiled loops do not check their bounds)."""
     I = np.asarray(I)
@@ -215,9 +198,3 @@ def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
         return np.empty((n, n))
     buffer = mmap.mmap(-1, 8 * n * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
     return np.frombuffer(buffer, dtype=np.float64).reshape(n, n)
-
-
-def compiled_array(A) -> np.ndarray:
-    """A as a writable C-ordered float64 array (copied only where it is not): numba compiles its functions once
-    per array type, and a read-only array is another type (another compile, seconds)."""
-    return np.require(A, dtype=np.float64, requirements=["C", "W"])

@@ -169,10 +169,12 @@ class GramBlock(Gram):
         """K[I][:, J], read along the rows of the shorter side (the fit's K is exactly symmetric: formulations.kernels
         .gram, compiled_gram.rbf_gram):
         the closing's K[:, support vectors] are then a few rows read in order, not an entry from every row."""
-        from solvers.algorithms.compiled_gram import submatrix, submatrix_by_columns  # numba, loaded where used
+        from solvers.algorithms.compiled_gram import submatrix  # numba, loaded where it is used
 
         I, J = self.at[np.asarray(I, dtype=np.int64)], self.at[np.asarray(J, dtype=np.int64)]
-        return submatrix_by_columns(self.whole, I, J) if J.size < I.size else submatrix(self.whole, I, J)
+        if J.size < I.size:  # K[J][:, I] read along J's rows, transposed (K symmetric)
+            return np.ascontiguousarray(submatrix(self.whole, J, I).T)
+        return submatrix(self.whole, I, J)
 
     def diagonal(self) -> np.ndarray:
         if self._diagonal is None:

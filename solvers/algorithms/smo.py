@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from solvers.algorithms.compiled_gram import (abs_combination, combination, compiled_array, rbf_gram, submatrix,
-                                              submatrix_by_columns)
+from formulations.data_matrix import one_type
+from solvers.algorithms.compiled_gram import abs_combination, combination, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU). Every division here is by such a curvature
@@ -536,7 +536,7 @@ class RowCache:
         shrinking are copied out of it (at most cache_bytes, and no more than the points in play can use).
         index: each variable's row of K (class docstring). diag: K's diagonal at the variables where the caller
         has it (read from K otherwise: one entry a row, a cache miss each in a large K)."""
-        K = compiled_array(K)
+        K = one_type(K)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {K.shape}")
         if index is None:
@@ -558,7 +558,7 @@ class RowCache:
         docstring)."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
-        X = compiled_array(X)
+        X = one_type(X)
         if index is not None:
             X = np.ascontiguousarray(X[_checked_index(index, X.shape[0])])
         n, d = X.shape
@@ -735,7 +735,6 @@ def warm() -> None:
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
     submatrix(K, np.array([0, 1]), np.array([1, 2]))
-    submatrix_by_columns(K, np.array([0, 1]), np.array([1]))
     abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
 
 
