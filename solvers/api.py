@@ -24,8 +24,8 @@ from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
-from solvers.closing import (close_model, linear_kernel_w, mark_indefinite, mercer_by_theorem, mercer_extras, resolve_C,
-                             to_original_units, unanswered)
+from solvers.closing import (close_model, linear_kernel_w, mark_indefinite, mercer, mercer_by_theorem, mercer_extras,
+                             resolve_C, to_original_units, unanswered)
 from solvers.deadline import Deadline
 from solvers.errors import BackendError, UnsupportedModelError
 from solvers.methods import METHODS, WORKING_SET_FORMULATIONS
@@ -36,11 +36,10 @@ from solvers.registry import BACKEND_NAMES, LAYERS, check_time_limit, get_backen
 def _gram(X, y, kernel, K, allow_indefinite: bool) -> tuple[np.ndarray, dict]:
     if K is not None:
         K = validation.check_gram(K, len(y))
-        return K, {"kernel": "precomputed", **mercer_extras(K, "precomputed", allow_indefinite)}
+        return K, {"kernel": "precomputed", **mercer(K, None, "precomputed", allow_indefinite)}
     kernel = validation.check_kernel(kernel)
     K = kernels.gram(kernel, X)
-    mercer = mercer_by_theorem(kernel) or mercer_extras(K, kernel.label, allow_indefinite)
-    return K, {"kernel": kernel.label, **mercer}
+    return K, {"kernel": kernel.label, **mercer(K, kernel, kernel.label, allow_indefinite)}
 
 
 #: The layers a working set can put its subproblems through: the two modelling layers, or the

@@ -323,6 +323,12 @@ def mercer_extras(K, label, allow_indefinite) -> dict:
             "mercer_tolerance": report.tolerance, "mercer_method": report.method}
 
 
+def mercer(K, kernel, label: str, allow_indefinite: bool) -> dict:
+    """Mercer's condition as a row's extras: by theorem for a kernel that has it (kernel None: a precomputed K,
+    which has none), else tested on K (mercer_extras)."""
+    return (mercer_by_theorem(kernel) if kernel is not None else {}) or mercer_extras(K, label, allow_indefinite)
+
+
 def mark_indefinite(sol: Solution) -> None:
     """A kernel dual solved with allow_indefinite=True on a non-PSD K says so, and on a K whose Mercer condition
     was not checked (extras["psd"] None: a sigmoid kernel's rows on demand) that it may not be convex. Its point

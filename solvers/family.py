@@ -44,7 +44,7 @@ from solvers.solution import (
     ERROR, INFEASIBLE, OPTIMAL, OPTIMAL_INACCURATE, RawResult, Solution, TIME_LIMIT, UNBOUNDED
 )
 from solvers.checks import withhold_unverified
-from solvers.closing import HAS_POINT, answered, mercer_by_theorem, mercer_extras, note_indefinite
+from solvers.closing import HAS_POINT, answered, mercer, note_indefinite
 from solvers.deadline import Deadline
 from solvers.family_proof import TubeLPFailed, hard_tube_width, prove, second_order
 from solvers.family_smo import SMO_MEMBERS, solve_dual
@@ -260,10 +260,9 @@ def _close_in_user_units(sol: Solution, values: dict | None, units, data: Family
 def _mercer(K: np.ndarray, kernel, extras: dict, allow_indefinite: bool) -> bool:
     """Whether K is positive semidefinite: by theorem (Kernel.mercer_by_theorem), else tested on K (an indefinite
     K refused unless allowed), in the C-SVM's words (solvers.closing); extras say how."""
-    mercer = (mercer_by_theorem(kernel) if kernel is not None else {}) or mercer_extras(
-        K, extras["kernel"], allow_indefinite)
-    extras.update(mercer)
-    return bool(mercer["psd"])
+    condition = mercer(K, kernel, extras["kernel"], allow_indefinite)
+    extras.update(condition)
+    return bool(condition["psd"])
 
 
 def _call(adapter, model, opts, deadline: Deadline, layer: str, backend: str):
