@@ -15,7 +15,7 @@ tolerance like every other check (solvers.checks).
 
 Which entries: the columns of the support vectors (u_j != 0: no other column enters f), largest |u_j| first;
 the rows of the free support vectors (they pin b), then those at a bound, then the other points nearest their
-margins, within AUDIT_FLOPS entries x features; every such entry for small problems. A
+margins, within AUDIT_COST (entries x (features + ENTRY_COST)); every such entry for small problems. A
 precomputed K has no formula to recompute: it is the user's, and not audited.
 """
 
@@ -30,9 +30,11 @@ from scipy.sparse import issparse
 from formulations.kernels import EXACT_SLACK, Kernel
 from formulations.recovery import AT_BOUND, FREE
 
-#: Entries x features recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows): a fraction of
-#: a second, where five times more took seconds for poly in extended precision.
-AUDIT_FLOPS = 4e6
+#: Entries x (features + ENTRY_COST) recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows): a
+#: fraction of a second, where five times more took seconds for poly in extended precision.
+AUDIT_COST = 1.8e7
+#: An entry's own cost (its exp, its test) in features' differences: at d = 2 the features are not what costs.
+ENTRY_COST = 35
 
 _EPS = np.finfo(float).eps
 
@@ -45,7 +47,7 @@ def kernel_error(kernel: Kernel, X: np.ndarray, gram, u: np.ndarray, margins: np
     sv = np.flatnonzero(u)
     if sv.size == 0:
         return 0.0, 0
-    per_row = max(1, int(AUDIT_FLOPS // max(X.shape[1], 1)))
+    per_row = max(1, int(AUDIT_COST // (X.shape[1] + ENTRY_COST)))
     cols = sv[np.argsort(-np.abs(u[sv]), kind="stable")][:per_row]
     take = max(1, per_row // cols.size)
     if take >= u.size:  # every point's row: which come first does not matter

@@ -151,3 +151,25 @@ def test_the_audits_warm_up_starts_once_per_process(data, monkeypatch):
     for C in (1.0, 100.0):
         assert ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False).status == OPTIMAL
     assert warmed == [os.getpid()]
+
+
+def test_a_tiny_C_keeps_the_block_to_its_free_points_and_a_few_bound_ones(data, monkeypatch):
+    """At a tiny C every point is at C and the margins are flat: the band around the margin holds nearly every
+    point. The block takes at most max(free points, NEAR_AT_LEAST) of them (SMO moves the rest), and the point
+    is still the proved optimum (the former engine's, at the same C)."""
+    X, y, K = data
+    C = 1e-5
+    ref = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False, engine="blocks", profile="high")
+    assert ref.status == OPTIMAL
+    seen = []
+    real = smo_dual._block
+
+    def spy(alpha, g, y_, upper, *args, **kwargs):
+        B = real(alpha, g, y_, upper, *args, **kwargs)
+        seen.append((B.size, int(np.count_nonzero((alpha[B] > 0) & (alpha[B] < upper[B])))))
+        return B
+
+    monkeypatch.setattr(smo_dual, "_block", spy)
+    sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False)
+    _assert_is_reference(sol, ref)
+    assert seen and all(size - free <= max(free, smo_dual.NEAR_AT_LEAST) for size, free in seen), seen

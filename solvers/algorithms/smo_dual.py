@@ -41,6 +41,10 @@ SMO_TOL = 1e-2
 BAND = 1.0
 #: Most SMO runs, each followed by a block.
 ROUNDS = 4
+#: The band's bound points join the block up to as many as it has free points, and at least this many: where
+#: nearly every point is bound and near the margin (a tiny C), a dense block of them all would cost |B|^3 a
+#: solver iteration for points that stay bound, where SMO moves the few that do not at a row each.
+NEAR_AT_LEAST = 100
 
 
 def applies(src) -> bool:
@@ -128,7 +132,8 @@ def _converged(src, y, C, loop, settings) -> tuple[float, bool]:
 
 def _block(alpha, g, y, upper, violation, settings, limit: int) -> np.ndarray:
     """The free points, and the bound points within BAND * max(violation, tol) of the margin (-y_i g_i = b, b
-    between M and m), the nearest first, at most `limit` points in all (the free ones alone may be more)."""
+    between M and m), the nearest first: at most max(free points, NEAR_AT_LEAST) of them, and at most `limit`
+    points in all (the free ones alone may be more)."""
     free = (alpha > 0) & (alpha < upper)
     up, low, minus_yg = violating_sets(alpha, g, y, upper)
     if not up.any() or not low.any():
@@ -137,7 +142,8 @@ def _block(alpha, g, y, upper, violation, settings, limit: int) -> np.ndarray:
     distance = np.abs(minus_yg - 0.5 * (m + M))
     band = 0.5 * abs(m - M) + BAND * max(violation, settings.tol)
     near = np.flatnonzero(~free & (distance <= band))
-    room = max(0, limit - int(np.count_nonzero(free)))
+    free_count = int(np.count_nonzero(free))
+    room = max(0, min(limit - free_count, max(free_count, NEAR_AT_LEAST)))
     near = near[np.argsort(distance[near], kind="stable")[:room]]
     return np.union1d(np.flatnonzero(free), near)
 
