@@ -9,8 +9,9 @@ another block follows (at most ROUNDS). The point is then finished as the block 
 its active set where its gap is open: the block loop's finish, handed over by working_set.loop, which imports
 this module) and closed by the same checks.
 
-Where the free points are more than a block holds (max_q), no block is solved: SMO runs to the loop's
-tolerance and the proof from the active set makes the point exact.
+Where the free points are more than a block holds (max_q), or the block's dense solve would cost more than
+finishing by SMO (`block_pays`), no block is solved: SMO runs to the loop's tolerance and the proof from the
+active set makes the point exact.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ ROUNDS = 4
 #: nearly every point is bound and near the margin (a tiny C), a dense block of them all would cost |B|^3 a
 #: solver iteration for points that stay bound, where SMO moves the few that do not at a row each.
 NEAR_AT_LEAST = 100
+#: A block pays where its dense solve, ~|B|^3 (each interior-point iteration factors it), is within BLOCK_PAYS
+#: times SMO's work so far (n per step, n d per kernel row computed): SMO to the loop's tolerance takes a few
+#: times the steps that brought it to SMO_TOL, each cheaper than a dense flop (figures: docs/benchmarks.md).
+BLOCK_PAYS = 10.0
+#: A block of at most this many points is solved whatever SMO cost: its dense solve takes hundredths of a second,
+#: and the answer is then the layer's solve.
+BLOCK_ALWAYS = 500
 
 
 def applies(src) -> bool:
@@ -107,7 +115,8 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             break
         limit = min(settings.max_q, src.capacity)
         block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, limit)
-        if not 2 <= block.size <= limit:  # SMO to the loop's tol, then the proof
+        smo_work = n * (loop.smo_steps + (rows.rows_computed * _features(src)))
+        if not (2 <= block.size <= limit and block_pays(block.size, smo_work)):  # SMO to the loop's tol, the proof
             tol = settings.tol
             continue
         if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings):
@@ -119,6 +128,18 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     result = finish(src, y, C, loop, violation, converged, False, settings)
     result.rows_computed += rows.rows_computed
     return result
+
+
+def block_pays(size: int, smo_work: float) -> bool:
+    """Whether a block of `size` points is solved densely rather than SMO run on to the loop's tolerance, SMO's work
+    so far being smo_work (BLOCK_PAYS, BLOCK_ALWAYS): known before either runs, no clock."""
+    return size <= BLOCK_ALWAYS or float(size) ** 3 <= BLOCK_PAYS * smo_work
+
+
+def _features(src) -> int:
+    """The cost of one kernel value in flops, as of one of the kernel rows SMO computes from the data (d)."""
+    data = getattr(src, "data", None)
+    return 1 if data is None else max(1, int(data.shape[1]))
 
 
 def _converged(src, y, C, loop, settings) -> tuple[float, bool]:

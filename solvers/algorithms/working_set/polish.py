@@ -34,6 +34,11 @@ POLISH_CHANGES = 200
 POLISH_STEPS = 30
 #: Most points put on a bound through one factor (a Schur complement of that size) before a new factor.
 MAX_FIXED = 100
+#: The polish's factors in all (the sum of |F|^3) stay within POLISH_FACTORS factors of the whole block, or within
+#: POLISH_FREE_WORK where that is more: the solver's point was far from the block's active set (one point reaches
+#: a bound per step), and the loop's SMO steps and the proof from the active set finish it for less.
+POLISH_FACTORS = 2
+POLISH_FREE_WORK = 500**3
 
 
 def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf, deadline: Deadline = NEVER):
@@ -47,7 +52,7 @@ def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=m
     target: the outer loop's violation tolerance when the block came back (math.inf: the relative tolerance
     alone); the multipliers' signs are then held to a tenth of it, or to the gradient's rounding (POLISH_TOL).
     deadline: where it passes, the polish gives up (None: the block keeps the solver's point), before a new
-    factor or a step.
+    factor or a step; so it does before a factor past its budget (POLISH_FACTORS).
     """
     alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
@@ -59,7 +64,11 @@ def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=m
     balance_tol = 1e-12 * alpha_size * len(a)
     barred = np.zeros(len(a), dtype=bool)
     released = -1
+    budget, factored = max(POLISH_FACTORS * float(len(a)) ** 3, POLISH_FREE_WORK), 0.0
     for _ in range(POLISH_CHANGES):
+        factored += float(np.count_nonzero(free)) ** 3
+        if factored > budget:
+            return None
         g = Q @ x + p  # afresh at each change: the steps' updates of g do not pile up rounding
         outcome, value, moved = _steps_on_set(Q, x, g, free, y_B, rhs, C, POLISH_PROX * q_max, tol, balance_tol,
                                               deadline)
