@@ -1,7 +1,8 @@
 """The kernel dual's block and its polish bounded by what finishing with SMO costs (solvers.algorithms.smo_dual
 block_pays, working_set.polish's POLISH_FACTORS). Two far clusters with gamma "scale": K is nearly constant within
 each half, every point lies within the band of the margin and the block was the whole problem, solved densely and
-polished one bound at a time, where SMO needed a few more steps. Small data, seconds, no timings."""
+polished one bound at a time, where SMO needed a few more steps. A large gamma: K near the identity, most points
+free after few SMO steps, which finish it for less than a dense block of them. Small data, seconds, no timings."""
 
 from __future__ import annotations
 
@@ -21,13 +22,20 @@ from solvers.algorithms.working_set import polish
 DECISION_RTOL = 1e-5
 
 
-def _far_clusters(n: int, offset: float = 1e3):
-    """The hard family with alternate rows shifted by +-offset (two far clusters), y in {-1, +1}, gamma "scale"."""
+def _far_clusters(n: int, offset: float = 1e3, gamma_times: float = 1.0):
+    """The hard family with alternate rows shifted by +-offset (two far clusters; 0: none), y in {-1, +1}, and
+    gamma_times times gamma "scale"."""
     ds = hard(n, d=8, seed=9)
     X = np.asarray(ds.X, float).copy()
     X[::2] += offset
     X[1::2] -= offset
-    return X, np.where(np.asarray(ds.y) > 0, 1.0, -1.0), 1.0 / (X.shape[1] * X.var())
+    return X, np.where(np.asarray(ds.y) > 0, 1.0, -1.0), gamma_times / (X.shape[1] * X.var())
+
+
+def _assert_agrees_with_svc(sol, X, y, C, gamma):
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
+    reference = SVC(C=C, gamma=gamma, tol=1e-8).fit(X, y).decision_function(X)
+    assert np.max(np.abs(sol.decision - reference)) <= DECISION_RTOL * np.max(np.abs(reference))
 
 
 def _recording_blocks(monkeypatch) -> list[int]:
@@ -50,11 +58,21 @@ def test_far_clusters_are_finished_by_smo_and_the_proof_not_by_a_dense_block(mon
     sizes = _recording_blocks(monkeypatch)
     sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1.0, kernel=Kernel("rbf", gamma=gamma),
                 method="working_set")
-    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     assert all(size <= smo_dual.BLOCK_ALWAYS for size in sizes), sizes  # no dense solve of the whole problem
     assert sol.extras["smo_steps"] > 0
-    reference = SVC(C=1.0, gamma=gamma, tol=1e-8).fit(X, y).decision_function(X)
-    assert np.max(np.abs(sol.decision - reference)) <= DECISION_RTOL * np.max(np.abs(reference))
+    _assert_agrees_with_svc(sol, X, y, 1.0, gamma)
+
+
+def test_many_free_points_after_few_smo_steps_are_finished_by_smo_and_the_proof(monkeypatch):
+    """n = 1,200, ten times gamma "scale", C = 1: ~820 free points after ~1,300 steps, a block of ~840 (|B|^3 some
+    370 times SMO's n per step). No block is solved: SMO to the loop's tolerance and the proof give the optimum."""
+    X, y, gamma = _far_clusters(1200, offset=0.0, gamma_times=10.0)
+    sizes = _recording_blocks(monkeypatch)
+    sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1.0, kernel=Kernel("rbf", gamma=gamma),
+                method="working_set")
+    assert sizes == []
+    assert sol.extras["polished_blocks"] == 0 and sol.extras["smo_steps"] > 0
+    _assert_agrees_with_svc(sol, X, y, 1.0, gamma)
 
 
 def test_a_block_that_pays_is_still_solved_and_polished(monkeypatch):

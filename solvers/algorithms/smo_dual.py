@@ -48,8 +48,9 @@ ROUNDS = 4
 NEAR_AT_LEAST = 100
 #: A block pays where its dense solve, ~|B|^3 (each interior-point iteration factors it), is within BLOCK_PAYS
 #: times SMO's work so far (n per step, n d per kernel row computed): SMO to the loop's tolerance takes a few
-#: times the steps that brought it to SMO_TOL, each cheaper than a dense flop (figures: docs/benchmarks.md).
-BLOCK_PAYS = 10.0
+#: times the steps that brought it to SMO_TOL, and the proof that follows factors the free points' system a few
+#: times where the solver factors the block's at each of its iterations (figures: docs/benchmarks.md).
+BLOCK_PAYS = 50.0
 #: A block of at most this many points is solved whatever SMO cost: its dense solve takes hundredths of a second,
 #: and the answer is then the layer's solve.
 BLOCK_ALWAYS = 500
@@ -102,6 +103,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     subsolve = subproblems.SUBSOLVERS[layer]
     _warm_audit()
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
+    by_smo = False  # no block: SMO to the loop's tol, then the proof
     for loop.it in range(1, ROUNDS + 1):
         isolation.stage(f"the SMO steps of round {loop.it}")
         res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=deadline)
@@ -111,13 +113,15 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
             break
         violation, converged = _converged(src, y, C, loop, settings)
-        if converged and loop.it > 1:  # the first round's block always runs: the answer is the layer's solve
+        # the first round's block always runs where it pays (the answer is then the layer's solve); SMO, once
+        # chosen, has reached the loop's tol here and the proof in `finish` does the rest
+        if (converged and loop.it > 1) or by_smo:
             break
         limit = min(settings.max_q, src.capacity)
         block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, limit)
         smo_work = n * (loop.smo_steps + (rows.rows_computed * _features(src)))
         if not (2 <= block.size <= limit and block_pays(block.size, smo_work)):  # SMO to the loop's tol, the proof
-            tol = settings.tol
+            by_smo, tol = True, settings.tol
             continue
         if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings):
             break
