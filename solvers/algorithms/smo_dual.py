@@ -119,7 +119,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             break
         limit = min(settings.max_q, src.capacity)
         block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, limit)
-        smo_work = n * (loop.smo_steps + (rows.rows_computed * _features(src)))
+        smo_work = n * (loop.smo_steps + rows.rows_computed * _features(src))
         if not (2 <= block.size <= limit and block_pays(block.size, smo_work)):  # SMO to the loop's tol, the proof
             by_smo, tol = True, settings.tol
             continue
@@ -141,7 +141,7 @@ def block_pays(size: int, smo_work: float) -> bool:
 
 
 def _features(src) -> int:
-    """The cost of one kernel value in flops, as of one of the kernel rows SMO computes from the data (d)."""
+    """What one kernel value of the rows SMO computes from the data costs, in flops: d."""
     data = getattr(src, "data", None)
     return 1 if data is None else max(1, int(data.shape[1]))
 

@@ -36,7 +36,7 @@ POLISH_STEPS = 30
 MAX_FIXED = 100
 #: The polish's factors in all (the sum of |F|^3) stay within POLISH_FACTORS factors of the whole block, or within
 #: POLISH_FREE_WORK where that is more: the solver's point was far from the block's active set (one point reaches
-#: a bound per step), and the loop's SMO steps and the proof from the active set finish it for less.
+#: a bound per step), and the loop's own steps (SMO's, the next blocks', the proof's) finish it for less.
 POLISH_FACTORS = 2
 POLISH_FREE_WORK = 500**3
 
