@@ -195,3 +195,14 @@ def test_estimator_bench_small_and_hard_rows():
         assert ours["max |f - f_SVC 1e-6| / max |f|"] <= 1e-4
     X, y = estimator_bench.hard_family(500)
     assert X.shape == (500, 10) and abs(np.mean(y > 0) - 0.4) < 0.06 and np.allclose(X.mean(axis=0), 0, atol=1e-12)
+
+
+def test_interleaved_warms_each_fit_once_untimed():
+    """interleaved(warm=True): each fit once before the timed rounds (a process's first fit loads compiled code),
+    then `repeat` timed calls of each in turn, A B A B."""
+    from experiments.bench.interleaved import interleaved
+
+    calls = []
+    times = interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 2, warm=True)
+    assert calls == ["a", "b", "a", "b", "a", "b"]
+    assert {name: len(seconds) for name, seconds in times.items()} == {"a": 2, "b": 2}

@@ -86,14 +86,15 @@ def _full_solve(case: MemberCase, X, y):
 
 
 def measure(case: MemberCase, repeat: int) -> list[dict]:
-    """The case's rows: scikit-learn, our estimator, and the interior-point path, interleaved `repeat` times."""
+    """The case's rows: scikit-learn, our estimator, and the interior-point path, interleaved `repeat` times after
+    one untimed fit of each."""
     X, y = _load(case.data)
     y_fit = None if case.member == "one_class" else y
     sk, mine, tight = _estimators(case)
     fits = {"scikit-learn": lambda: sk.fit(X, y_fit), "estimator (SMO)": lambda: mine.fit(X, y_fit)}
     if case.member != "nu_svc" or np.unique(y).size == 2:  # one dual: the same problem as the estimator's
         fits["family.solve full (pyomo/piqp)"] = _full_solve(case, X, y)
-    times = interleaved(fits, repeat)
+    times = interleaved(fits, repeat, warm=True)
     reference = _values(tight.fit(X, y_fit), X, case.member)
     size = float(np.max(np.abs(reference - (np.mean(reference) if case.member in ("eps_svr", "nu_svr") else 0.0))))
     off = float(np.max(np.abs(_values(mine, X, case.member) - reference))) / size
