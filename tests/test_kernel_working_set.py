@@ -344,11 +344,16 @@ def test_the_cvxpy_block_is_the_direct_block(data, C):
 
 
 def test_row_source_forms_the_gram_matrix_up_to_gram_bytes_and_rows_on_demand_beyond(monkeypatch):
-    from solvers.algorithms.kernel_rows import ROWS_FROM_N
+    from solvers.algorithms.kernel_rows import ROWS_FROM_N, AdaptiveRows
 
     X = np.random.default_rng(3).normal(size=(ROWS_FROM_N, 3))
-    whole = row_source(KERNEL, X, budget=1e12)  # 8 n^2 bytes within GRAM_BYTES: the compiled SMO reads it
-    assert isinstance(whole, FullGram) and np.allclose(whole.K, gram(KERNEL, X), rtol=0, atol=1e-14)
+    # 8 n^2 bytes within GRAM_BYTES: rows that become the matrix where SMO needs many (rbf, poly), else the matrix
+    adaptive = row_source(KERNEL, X, budget=1e12)
+    assert isinstance(adaptive, AdaptiveRows) and adaptive.gram is None
+    assert np.allclose(adaptive.form(), gram(KERNEL, X), rtol=0, atol=1e-14) and adaptive.gram is not None
+    whole = row_source(Kernel("sigmoid", gamma=0.1), X, budget=1e12)
+    assert isinstance(whole, FullGram) and np.allclose(whole.K, gram(Kernel("sigmoid", gamma=0.1), X), rtol=0,
+                                                       atol=1e-14)
     monkeypatch.setattr(kernel_rows, "GRAM_BYTES", 8.0 * ROWS_FROM_N ** 2 - 1)
     source = row_source(KERNEL, X, budget=1e12)
     assert isinstance(source, KernelRows) and source.rows_computed == 0  # nothing n x n was formed

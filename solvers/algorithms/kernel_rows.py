@@ -70,6 +70,12 @@ class FullGram(Gram):
     def rows(self, I) -> np.ndarray:
         return self.K[I]
 
+    def row_cache(self):
+        """The matrix as the compiled SMO's rows (solvers.algorithms.smo.RowCache.full)."""
+        from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
+
+        return RowCache.full(self.K)
+
     def restricted(self, S) -> "FullGram":
         """The Gram matrix of the points S alone."""
         return FullGram(self.K[np.ix_(S, S)], self.kernel, None if self.data is None else self.data[S])
@@ -235,6 +241,13 @@ class KernelRows(Gram):
         # the rbf's points centered once (formulations.kernels.rbf_values), not at every call; a sparse X's rows
         # come from gram's sparse branch (centering would densify it)
         self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
+
+    def row_cache(self):
+        """The same kernel on the same data as the compiled SMO's rows (solvers.algorithms.smo.RowCache.from_data),
+        through a cache as large as this one's; for dense data and a kernel the compiled rows compute."""
+        from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
+
+        return RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n)
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         """A bound on sum_j |K_ij u_j| without computing rows: |K_ij| <= sqrt(K_ii K_jj) (K is PSD)."""
@@ -405,13 +418,99 @@ def gram_fits(n: int, allowed: float) -> bool:
     return 3 * 8.0 * n * n <= allowed
 
 
+#: The compiled SMO's rows from the data give way to the whole Gram matrix (AdaptiveRows) once they hold this share
+#: of its n^2 entries: a row computed in the loop (one thread, one exp an entry) costs several times its share of
+#: the matrix (formed on every core, by BLAS and a vectorized exp), so past this share going on costs more than the
+#: matrix would, and a solve that needs few rows never forms it (docs/benchmarks.md).
+SWITCH_SHARE = 0.3
+
+
+class AdaptiveRows(KernelRows):
+    """Rows on demand that become the whole Gram matrix once the compiled SMO has shown it needs many of them.
+
+    The compiled SMO's rows (row_cache) are computed from the data until they hold SWITCH_SHARE n^2 entries; then
+    the matrix is formed (`form`: row_source's, the same bits as a FullGram of the same data) and the steps go on
+    from the same alpha and gradient, reading it. From then on every question (the block, the closing's checks,
+    the proof) is answered by that matrix (`gram`), the one copy; before, by the rows (KernelRows: the products
+    reuse the rows and products already computed).
+
+    Why: SMO from alpha = 0 computes about two new rows a step until it has met the support vectors. Where they
+    are few (separated classes, most of them at C) the rows cost far less than the matrix; where they are many,
+    each row costs several times its share of the matrix (SWITCH_SHARE). Which case it is shows only as the rows
+    are computed.
+    """
+
+    def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES,
+                 share: float = SWITCH_SHARE):
+        super().__init__(kernel, X, cache_bytes)
+        if issparse(self.data):
+            raise ValueError("adaptive rows are computed from dense data (the compiled SMO's rows)")
+        self.switch_entries = float(share) * self.n * self.n
+        self.gram: FullGram | None = None
+
+    def row_cache(self):
+        """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
+        entries; the matrix's, once formed."""
+        if self.gram is not None:
+            return self.gram.row_cache()
+        from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
+
+        return RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n,
+                                  entries_limit=self.switch_entries, on_limit=self.form)
+
+    def form(self) -> np.ndarray:
+        """The whole Gram matrix, formed once (the rows cached so far are let go)."""
+        if self.gram is None:
+            self.gram = full_gram(self.kernel, self.data)
+            self.capacity = self.n
+            self._cache.clear()
+            self._products.clear()
+        return self.gram.K
+
+    def rows(self, I) -> np.ndarray:
+        return super().rows(I) if self.gram is None else self.gram.rows(I)
+
+    def restricted(self, S) -> Gram:
+        return super().restricted(S) if self.gram is None else self.gram.restricted(S)
+
+    def submatrix(self, I, J) -> np.ndarray:
+        return super().submatrix(I, J) if self.gram is None else self.gram.submatrix(I, J)
+
+    def combination(self, I, coef) -> np.ndarray:
+        return super().combination(I, coef) if self.gram is None else self.gram.combination(I, coef)
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        return super().times(u) if self.gram is None else self.gram.times(u)
+
+    def magnitudes(self, u: np.ndarray) -> np.ndarray:
+        return super().magnitudes(u) if self.gram is None else self.gram.magnitudes(u)
+
+
+def gram_formed(src) -> bool:
+    """Whether a row source holds the whole Gram matrix: a FullGram (or a block of one), or AdaptiveRows that formed
+    it."""
+    return isinstance(src, (FullGram, GramBlock)) or getattr(src, "gram", None) is not None
+
+
+def full_gram(kernel, X: np.ndarray) -> FullGram:
+    """The whole Gram matrix of X as a FullGram: the rbf's on dense X by the compiled, threaded rbf_gram, the other
+    kernels' by formulations.kernels.gram."""
+    if kernel.name == "rbf" and not issparse(X):
+        from solvers.algorithms.compiled_gram import rbf_gram  # numba, loaded where it is used
+
+        return FullGram(rbf_gram(kernel.resolved_gamma(X.shape[1]), X), kernel, X)
+    return FullGram(gram(kernel, X), kernel, X)
+
+
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
-    """LinearRows for the linear kernel at any n; for the others the full Gram matrix below ROWS_FROM_N points or up
-    to GRAM_BYTES, if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes, else cached rows.
+    """LinearRows for the linear kernel at any n; for the others the full Gram matrix below ROWS_FROM_N points, and
+    up to GRAM_BYTES rows that become it where SMO needs many (AdaptiveRows: rbf and poly on dense X; the full
+    matrix for the others), if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes; else cached rows.
 
     The linear kernel's Gram matrix is never needed: its products go through X, and the checks' proof solves
     for (w, b) from X (LinearRows); rows through X are as fast as the Gram matrix at the sizes where it fits.
+    Sigmoid's matrix is formed whole where it fits: Mercer's condition is then checked on it (solvers.api).
 
     budget None: formulations.validation.memory_budget() ($SVM_MEMORY_BUDGET or half the free memory).
     """
@@ -420,9 +519,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if (n < ROWS_FROM_N or 8.0 * n * n <= GRAM_BYTES) and gram_fits(n, allowed):
-        if kernel.name == "rbf" and not issparse(X):
-            from solvers.algorithms.compiled_gram import rbf_gram  # numba, loaded where it is used
-
-            return FullGram(rbf_gram(kernel.resolved_gamma(X.shape[1]), X), kernel, X)
-        return FullGram(gram(kernel, X), kernel, X)
+        if n >= ROWS_FROM_N and kernel.name in ("rbf", "poly") and not issparse(X):
+            return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
+        return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))

@@ -31,10 +31,11 @@ alpha*_i on point i): K's rows are read through it, never forming the 2l x 2l ma
 
 K is given either whole (an n x n array: `RowCache.full`) or as rows computed from the data when
 asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float64: LIBSVM keeps
-float32 rows, whose rounding its answers carry). Rows of the points in play are kept in a
-least-recently-used cache of a bounded size. The loop runs in chunks of steps without the
-interpreter's lock (nogil): a caller may run two solves on two threads (each with its own
-RowCache), and the deadline is looked at between chunks.
+float32 rows, whose rounding its answers carry). Rows from the data may give way to the whole K once
+they hold a given number of entries (from_data's on_limit): the steps go on from the same alpha and
+gradient, reading K. Rows of the points in play are kept in a least-recently-used cache of a bounded
+size. The loop runs in chunks of steps without the interpreter's lock (nogil): a caller may run two
+solves on two threads (each with its own RowCache), and the deadline is looked at between chunks.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def _source_row(i, K, XT, kind, gamma, coef0, degree, index, out):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _row(p, w, work, cache):
     """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
-    used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are]."""
+    used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are, entries
+    computed from the data]."""
     S, K, XT, XST, kind, gamma, coef0, degree, index = work
     buf, slot_of, owner, last, meta = cache
     if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
@@ -144,6 +146,7 @@ def _row(p, w, work, cache):
         else:
             _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
             meta[2] += 1
+            meta[4] += w
     last[s] = meta[0]
     return buf[s * w:(s + 1) * w]
 
@@ -461,14 +464,17 @@ def _shrink(w, full, comp, work, cache, share, nu):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu):
-    """Up to max_steps SMO steps (nu: Solver_NU's selection). state: [points in play, unshrunk once, steps to
-    the next shrinking, converged, steps taken in all]; returns the violation m - M over the points in play at
-    the last selection."""
+def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu, entries_limit):
+    """Up to max_steps SMO steps (nu: Solver_NU's selection), fewer where the entries computed from the data reach
+    entries_limit. state: [points in play, unshrunk once, steps to the next shrinking, converged, steps taken in
+    all]; returns the violation m - M over the points in play at the last selection."""
     n = full[0].shape[0]
     yS, uS, aS, GS, dS = comp
+    meta = cache[4]
     violation = np.inf
     for _ in range(max_steps):
+        if meta[4] >= entries_limit:
+            return violation
         w = state[0]
         if shrink_every > 0:
             state[2] -= 1
@@ -527,7 +533,9 @@ class RowCache:
         self.diag = np.ascontiguousarray(diag, dtype=float)
         self.buffer = np.empty(max(2 * self.n, int(cache_doubles)))  # untouched pages cost no memory
         self.capacity = min(self.n, len(self.buffer) // max(self.n, 1))  # rows held with every point in play
-        self.meta = np.zeros(4, dtype=np.int64)  # clock, slots used, rows computed, whole rows used as they are
+        # clock, slots used, rows computed, whole rows used as they are, entries computed
+        self.meta = np.zeros(5, dtype=np.int64)
+        self.entries_limit, self.on_limit = math.inf, None  # from_data's switch to the whole K
 
     @classmethod
     def full(cls, K: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None,
@@ -552,10 +560,12 @@ class RowCache:
         return cls(K, np.zeros((0, 0)), GIVEN, 0.0, 0.0, 1, diag, min(cache_bytes / 8, in_play * in_play), index)
 
     @classmethod
-    def from_data(cls, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None) -> "RowCache":
+    def from_data(cls, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES, index=None,
+                  entries_limit: float = math.inf, on_limit=None) -> "RowCache":
         """Rows k(x_i, .) computed from dense X for a formulations.kernels.Kernel (rbf, linear, poly, sigmoid),
         at most cache_bytes of them kept (never fewer than 2 rows). index: each variable's point (class
-        docstring)."""
+        docstring). on_limit: called (no arguments) once the rows computed hold entries_limit entries in all; it
+        returns the variables' whole K (n x n), from which smo reads every later row (`become_whole`)."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
         X = one_type(X)
@@ -568,8 +578,23 @@ class RowCache:
         diag = (np.ones(n) if kind == RBF else dots if kind == LINEAR
                 else (gamma * dots + kernel.coef0) ** kernel.degree if kind == POLY
                 else np.tanh(gamma * dots + kernel.coef0))
-        return cls(np.zeros((0, 0)), np.ascontiguousarray(X.T), kind, gamma, kernel.coef0, kernel.degree, diag,
+        rows = cls(np.zeros((0, 0)), np.ascontiguousarray(X.T), kind, gamma, kernel.coef0, kernel.degree, diag,
                    cache_bytes / 8)
+        if on_limit is not None:
+            rows.entries_limit, rows.on_limit = float(entries_limit), on_limit
+        return rows
+
+    def become_whole(self, K: np.ndarray) -> None:
+        """Rows read from the whole K from now on (as `full`'s), in the buffer already held; the counts kept."""
+        whole = RowCache.full(K)
+        self.K, self.XT, self.kind, self.diag = whole.K, whole.XT, whole.kind, whole.diag
+        self.capacity = min(self.n, len(self.buffer) // max(self.n, 1))
+        self.entries_limit, self.on_limit = math.inf, None
+
+    @property
+    def limited(self) -> bool:
+        """Whether the rows computed from the data reached entries_limit (on_limit is then due)."""
+        return self.on_limit is not None and self.meta[4] >= self.entries_limit
 
     @property
     def rows_computed(self) -> int:
@@ -697,13 +722,9 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     n = rows.n
     deadline = NEVER if deadline is None else deadline
     computed = rows.rows_computed
-    full = (y, upper, alpha, G, alpha.copy(), rows.diag)
+    snap = alpha.copy()
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
-    XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
-    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree,
-            rows.index)
-    cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-             rows.meta)
+    full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
     _load(n, full, comp, work, cache)
     shrink_every = min(n, SHRINK_EVERY) if shrinking else 0
     state = np.array([n, 0, shrink_every, 0, 0], dtype=np.int64)
@@ -714,13 +735,31 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             break
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
-                         shrink_every, SHRINK_SHARE, nu)
+                         shrink_every, SHRINK_SHARE, nu, rows.entries_limit)
         spent = time.perf_counter() - began
+        if rows.limited:  # the steps go on from here on the whole K, every point in play
+            _sync(state[0], full, comp, work)
+            rows.become_whole(rows.on_limit())
+            full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
+            state[0] = n
+            _load(n, full, comp, work, cache)
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point
     return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
                      rows.rows_computed - computed)
+
+
+def _arrays(rows: RowCache, y, upper, alpha, G, snap):
+    """The compiled loop's arrays over `rows` (smo's full, work and cache tuples), every point in play."""
+    n = rows.n
+    full = (y, upper, alpha, G, snap, rows.diag)
+    XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
+    work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree,
+            rows.index)
+    cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+             rows.meta)
+    return full, work, cache
 
 
 def warm() -> None:

@@ -66,11 +66,10 @@ def applies(src) -> bool:
 
 
 def compiled_rows(src) -> RowCache:
-    """The compiled SMO's rows for a row source that `applies`: the same Gram matrix, or the same kernel on the
-    same data with a cache as large as the source's."""
-    if isinstance(src, FullGram):
-        return RowCache.full(src.K)
-    return RowCache.from_data(src.kernel, src.data, cache_bytes=8.0 * src.capacity * src.n)
+    """The compiled SMO's rows for a row source that `applies`, as the source gives them (its row_cache): the same
+    Gram matrix, or the same kernel on the same data with a cache as large as the source's (rows that may become
+    the matrix: kernel_rows.AdaptiveRows)."""
+    return src.row_cache()
 
 
 _AUDIT_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it

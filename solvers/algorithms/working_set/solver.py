@@ -13,7 +13,7 @@ from formulations import validation
 from formulations.model import DUAL, KERNEL_DUAL
 from solvers import blas, isolation
 from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT
-from solvers.algorithms.kernel_rows import FullGram, KernelRows
+from solvers.algorithms.kernel_rows import FullGram, KernelRows, gram_formed
 from solvers.algorithms.working_set.loop import decompose
 from solvers.algorithms.working_set.optimality import as_rows
 from solvers.closing import close, unanswered
@@ -95,7 +95,7 @@ def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, val
                 "polished_blocks": res.polished, "unshrinks": res.unshrinks, "min_active": res.min_active,
                 "kernel_rows_computed": res.rows_computed, "selection": selection, "loop_gap": res.gap,
                 "proved_at_step": res.proved_at,
-                "row_source": type(K).__name__},
+                "row_source": type(K).__name__, "gram_formed": gram_formed(K)},
     )
     with blas.one_thread():  # as the loop (decompose): the proved optimum's free-point system is small
         if linear:
