@@ -19,7 +19,8 @@ The linear kernel's rows have a cheaper answer to the last two: K u = X (X' u) c
 rows cost O(|u| n d) (`LinearRows`).
 
 `row_source` picks the full Gram matrix at small n when it fits the memory budget (one matrix
-product, no cache misses), and the cached rows otherwise.
+product, no cache misses), rows that become it where the compiled SMO computes many (`AdaptiveRows`)
+at larger n while it fits, and the cached rows otherwise.
 """
 
 from __future__ import annotations
@@ -418,34 +419,41 @@ def gram_fits(n: int, allowed: float) -> bool:
     return 3 * 8.0 * n * n <= allowed
 
 
-#: The compiled SMO's rows from the data give way to the whole Gram matrix (AdaptiveRows) once they hold this share
-#: of its n^2 entries: a row computed in the loop (one thread, one exp an entry) costs several times its share of
-#: the matrix (formed on every core, by BLAS and a vectorized exp), so past this share going on costs more than the
-#: matrix would, and a solve that needs few rows never forms it (docs/benchmarks.md).
-SWITCH_SHARE = 0.3
+#: The compiled SMO's rows give way to the whole Gram matrix (AdaptiveRows) once what they cost adds up to what the
+#: matrix costs (rent or buy: never more than twice the cheaper of the two). An entry of a computed row costs about
+#: d + ROW_EXP units (a pass over the d features, then exp; one thread), one of the matrix's about MATRIX_ENTRY
+#: (BLAS's product and the exp, on every core): at d = 10 the rows may hold about 0.9 n^2 entries, at d = 100 0.15
+#: n^2 (docs/benchmarks.md).
+ROW_EXP, MATRIX_ENTRY = 8.0, 16.0
+
+
+def switch_entries(n: int, d: int) -> float:
+    """Entries of rows the compiled SMO computes from n points of d features before the Gram matrix is formed."""
+    return n * n * MATRIX_ENTRY / (d + ROW_EXP)
 
 
 class AdaptiveRows(KernelRows):
     """Rows on demand that become the whole Gram matrix once the compiled SMO has shown it needs many of them.
 
-    The compiled SMO's rows (row_cache) are computed from the data until they hold SWITCH_SHARE n^2 entries; then
+    The compiled SMO's rows (row_cache) are computed from the data until they hold switch_entries entries; then
     the matrix is formed (`form`: row_source's, the same bits as a FullGram of the same data) and the steps go on
     from the same alpha and gradient, reading it. From then on every question (the block, the closing's checks,
     the proof) is answered by that matrix (`gram`), the one copy; before, by the rows (KernelRows: the products
     reuse the rows and products already computed).
 
     Why: SMO from alpha = 0 computes about two new rows a step until it has met the support vectors. Where they
-    are few (separated classes, most of them at C) the rows cost far less than the matrix; where they are many,
-    each row costs several times its share of the matrix (SWITCH_SHARE). Which case it is shows only as the rows
-    are computed.
+    are few (separated classes, most of them at C) the rows cost far less than the matrix; where rows are computed
+    again and again (a cache smaller than n rows, many rounds at a large C) or cost more (many features), the
+    matrix costs less. Which case it is shows only as the rows are computed.
     """
 
     def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES,
-                 share: float = SWITCH_SHARE):
+                 entries: float | None = None):
+        """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries)."""
+        if kernel.name != "rbf" or issparse(X):
+            raise ValueError("adaptive rows are the rbf kernel's on dense data (the compiled SMO's and rbf_gram's)")
         super().__init__(kernel, X, cache_bytes)
-        if issparse(self.data):
-            raise ValueError("adaptive rows are computed from dense data (the compiled SMO's rows)")
-        self.switch_entries = float(share) * self.n * self.n
+        self.switch_entries = switch_entries(*self.data.shape) if entries is None else float(entries)
         self.gram: FullGram | None = None
 
     def row_cache(self):
@@ -505,7 +513,7 @@ def full_gram(kernel, X: np.ndarray) -> FullGram:
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
     """LinearRows for the linear kernel at any n; for the others the full Gram matrix below ROWS_FROM_N points, and
-    up to GRAM_BYTES rows that become it where SMO needs many (AdaptiveRows: rbf and poly on dense X; the full
+    up to GRAM_BYTES rows that become it where SMO needs many (AdaptiveRows: the rbf on dense X; the full
     matrix for the others), if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes; else cached rows.
 
     The linear kernel's Gram matrix is never needed: its products go through X, and the checks' proof solves
@@ -519,7 +527,7 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if (n < ROWS_FROM_N or 8.0 * n * n <= GRAM_BYTES) and gram_fits(n, allowed):
-        if n >= ROWS_FROM_N and kernel.name in ("rbf", "poly") and not issparse(X):
+        if n >= ROWS_FROM_N and kernel.name == "rbf" and not issparse(X):
             return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
