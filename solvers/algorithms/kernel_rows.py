@@ -455,6 +455,7 @@ class AdaptiveRows(KernelRows):
         super().__init__(kernel, X, cache_bytes)
         self.switch_entries = switch_entries(*self.data.shape) if entries is None else float(entries)
         self.gram: FullGram | None = None
+        self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
 
     def row_cache(self):
         """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
@@ -463,8 +464,14 @@ class AdaptiveRows(KernelRows):
             return self.gram.row_cache()
         from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
 
-        return RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n,
-                                  entries_limit=self.switch_entries, on_limit=self.form)
+        self._compiled = RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n,
+                                            entries_limit=self.switch_entries, on_limit=self.form)
+        return self._compiled
+
+    @property
+    def entries_computed(self) -> int:
+        """Kernel values the compiled SMO computed from the data through the last row_cache (0 before one)."""
+        return 0 if self._compiled is None else self._compiled.entries_computed
 
     def form(self) -> np.ndarray:
         """The whole Gram matrix, formed once (the rows cached so far are let go)."""

@@ -624,12 +624,17 @@ class RowCache:
     @property
     def limited(self) -> bool:
         """Whether the rows computed from the data reached entries_limit (on_limit is then due)."""
-        return self.on_limit is not None and self.meta[4] >= self.entries_limit
+        return self.on_limit is not None and self.entries_computed >= self.entries_limit
 
     @property
     def rows_computed(self) -> int:
         """Rows of kernel values computed from the data so far (0 for a whole K)."""
         return int(self.meta[2])
+
+    @property
+    def entries_computed(self) -> int:
+        """Kernel values in those rows (a row computed with points left out by shrinking is shorter)."""
+        return int(self.meta[4])
 
     def _source(self):
         return self.K, self.XT, self.kind, self.gamma, self.coef0, self.degree, self.index
