@@ -408,9 +408,10 @@ def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
 ROWS_FROM_N = 2000
 
 
-#: Up to this size the Gram matrix is formed even from ROWS_FROM_N points: the compiled SMO (solvers.algorithms.smo)
-#: reads two rows a step, hundreds of thousands of steps at a large C, and copies the short rows of the points still
-#: in play out of it where rows on demand would compute them again after each shrinking (several times slower).
+#: Up to this size the Gram matrix may be formed from ROWS_FROM_N points: at once for kernels other than the rbf, and
+#: for the rbf once the compiled SMO has computed rows worth it (AdaptiveRows): at a large C it reads two rows a step,
+#: hundreds of thousands of steps, and copies the short rows of the points still in play out of the matrix where rows
+#: on demand would compute them again after each shrinking.
 GRAM_BYTES = 2**30
 
 
