@@ -114,3 +114,17 @@ def test_adaptive_rows_refuse_other_kernels_and_sparse_data():
         AdaptiveRows(Kernel("poly", gamma=0.1), X)
     with pytest.raises(ValueError, match="rbf kernel's on dense data"):
         AdaptiveRows(KERNEL, csr_matrix(X))
+
+
+@pytest.mark.parametrize("C", [1e-4, 1.0 / (2 * N)])
+def test_a_c_so_small_that_most_points_are_support_vectors_forms_the_matrix_before_any_row(C):
+    """C n max K_ii < 1: every point of one class is at C and as many of the other in play (kernel_rows
+    .fewest_support), so the rows would cost most of the matrix: it is formed at once, and the bound holds."""
+    X, y = _data(True)
+    source = AdaptiveRows(KERNEL, X)
+    need = kernel_rows.fewest_support(y, np.full(N, C), 1.0)
+    assert need == 2 * min(np.count_nonzero(y > 0), np.count_nonzero(y < 0))
+    sol = ws.solve(source, y, C, backend="piqp", validate=False)
+    assert sol.status == OPTIMAL and sol.extras["gram_formed"] and source.entries_computed == 0
+    assert np.count_nonzero(sol.alpha) >= need
+    assert kernel_rows.fewest_support(y, np.full(N, 1.0 / N), 1.0) == 0.0  # C n max K_ii = 1: no bound

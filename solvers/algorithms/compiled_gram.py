@@ -189,12 +189,17 @@ HEAP_BYTES = 32 * 2**20
 
 
 def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
-    """An n x n float64 array: from the heap up to HEAP_BYTES, else in fresh memory, mapped in whole where `populate`
+    """An n x n float64 array (fresh_doubles), mapped in whole where `populate`."""
+    return fresh_doubles(n * n, populate).reshape(n, n)
+
+
+def fresh_doubles(count: int, populate: bool = False) -> np.ndarray:
+    """`count` float64 values: from the heap up to HEAP_BYTES, else in fresh memory, mapped in whole where `populate`
     (MAP_POPULATE where the platform has it). numpy asks large arrays for transparent huge pages, whose first use in
-    a process waited for the kernel to compact memory: the first write of a large matrix then took several times
-    longer (docs/kernel_smo.md)."""
+    a process waited for the kernel to compact memory: the first write of a large matrix (or of the compiled SMO's
+    rows) then took several times longer (docs/kernel_smo.md)."""
     populate = getattr(mmap, "MAP_POPULATE", 0) if populate else 0
-    if n == 0 or 8 * n * n <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
-        return np.empty((n, n))
-    buffer = mmap.mmap(-1, 8 * n * n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
-    return np.frombuffer(buffer, dtype=np.float64).reshape(n, n)
+    if count == 0 or 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.empty(count)
+    buffer = mmap.mmap(-1, 8 * count, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    return np.frombuffer(buffer, dtype=np.float64)

@@ -458,9 +458,13 @@ class AdaptiveRows(KernelRows):
         self.gram: FullGram | None = None
         self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
 
-    def row_cache(self):
+    def row_cache(self, y: np.ndarray | None = None, upper: np.ndarray | None = None):
         """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
-        entries; the matrix's, once formed."""
+        entries; the matrix's, once formed. y, upper (labels and bounds C_i): the matrix is formed at once where
+        the support vectors (each a row SMO computes) will surely hold half of switch_entries (`fewest_support`)."""
+        if self.gram is None and y is not None and 2.0 * fewest_support(y, upper, self.max_diagonal()) * self.n \
+                >= self.switch_entries:
+            self.form()
         if self.gram is not None:
             return self.gram.row_cache()
         from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
@@ -500,6 +504,17 @@ class AdaptiveRows(KernelRows):
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         return super().magnitudes(u) if self.gram is None else self.gram.magnitudes(u)
+
+
+def fewest_support(y: np.ndarray, upper: np.ndarray, max_diagonal: float) -> float:
+    """A lower bound on the kernel dual's support vectors (labels y, bounds C_i): where C_max n max K_ii < 1,
+    |f(x_i) - b| < 1 at every point, so every point of the class with y_i b <= 0 violates its margin (alpha_i =
+    C_i), and y'alpha = 0 then puts at least C_min / C_max as many of the other class in play; 0 otherwise."""
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), np.shape(y))
+    if y.size == 0 or float(upper.max()) * y.size * max_diagonal >= 1.0:
+        return 0.0
+    smaller = min(int(np.count_nonzero(y > 0)), int(np.count_nonzero(y < 0)))
+    return smaller * (1.0 + float(upper.min()) / float(upper.max()))
 
 
 def gram_formed(src) -> bool:

@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from formulations.data_matrix import one_type
-from solvers.algorithms.compiled_gram import abs_combination, combination, rbf_gram, submatrix
+from solvers.algorithms.compiled_gram import abs_combination, combination, fresh_doubles, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU). Every division here is by such a curvature
@@ -561,10 +561,15 @@ class RowCache:
         self.index = np.zeros(0, dtype=np.int64) if index is None else index  # empty: K's rows are the variables'
         self.n = len(diag)
         self.diag = np.ascontiguousarray(diag, dtype=float)
-        self.buffer = np.empty(max(2 * self.n, int(cache_doubles)))  # untouched pages cost no memory
+        self.buffer = fresh_doubles(max(2 * self.n, int(cache_doubles)))  # untouched pages cost no memory
         self.capacity = min(self.n, len(self.buffer) // max(self.n, 1))  # rows held with every point in play
         # clock, slots used, rows computed, whole rows used as they are, entries computed
         self.meta = np.zeros(5, dtype=np.int64)
+        # each point's slot, each slot's point, each slot's last use; `whole_rows`: the slots hold rows over every
+        # point (a run that ended with every point in play), which the next run on these rows takes as they are
+        self.slots = (np.full(self.n, -1, dtype=np.int64), np.zeros(self.n, dtype=np.int64),
+                      np.zeros(self.n, dtype=np.int64))
+        self.whole_rows = False
         self.entries_limit, self.on_limit = math.inf, None  # from_data's switch to the whole K
 
     @classmethod
@@ -760,7 +765,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     snap = alpha.copy()
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
     full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
-    _load(n, full, comp, work, cache)
+    _load(n, full, comp, work, cache, not rows.whole_rows)  # the last run's rows kept where they span every point
     shrink_every = min(n, SHRINK_EVERY) if shrinking else 0
     state = np.array([n, 0, shrink_every, 0, 0], dtype=np.int64)
     chunk, violation, timed_out = FIRST_CHUNK, math.inf, False
@@ -781,6 +786,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point
+    rows.whole_rows = bool(state[0] == n)
     return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
                      rows.rows_computed - computed)
 
@@ -792,8 +798,7 @@ def _arrays(rows: RowCache, y, upper, alpha, G, snap):
     XST = np.empty_like(rows.XT) if rows.kind != GIVEN else rows.XT  # the points in play as columns
     work = (np.arange(n, dtype=np.int64), rows.K, rows.XT, XST, rows.kind, rows.gamma, rows.coef0, rows.degree,
             rows.index)
-    cache = (rows.buffer, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-             rows.meta)
+    cache = (rows.buffer, *rows.slots, rows.meta)
     return full, work, cache
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from formulations import penalty
 from solvers import isolation, kernel_audit
-from solvers.algorithms.kernel_rows import FullGram, KernelRows, LinearRows
+from solvers.algorithms.kernel_rows import AdaptiveRows, FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
@@ -65,11 +65,11 @@ def applies(src) -> bool:
             and src.kernel.name in KERNEL_CODES)
 
 
-def compiled_rows(src) -> RowCache:
+def compiled_rows(src, y=None, upper=None) -> RowCache:
     """The compiled SMO's rows for a row source that `applies`, as the source gives them (its row_cache): the same
     Gram matrix, or the same kernel on the same data with a cache as large as the source's (rows that may become
-    the matrix: kernel_rows.AdaptiveRows)."""
-    return src.row_cache()
+    the matrix: kernel_rows.AdaptiveRows, which the problem's labels and bounds may tell at once)."""
+    return src.row_cache(y, upper) if isinstance(src, AdaptiveRows) else src.row_cache()
 
 
 _AUDIT_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it
@@ -93,7 +93,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     finish: the block loop's (working_set.loop._finish: snap, settle, the result)."""
     n = len(y)
     upper = penalty.upper_bounds(C, n)
-    rows = compiled_rows(src)
+    rows = compiled_rows(src, y, upper)
     loop = LoopState(np.zeros(n), -np.ones(n), "smo from zero" if alpha0 is None else "smo from alpha0")
     loop.deadline, loop.layer, loop.min_active = deadline, layer, n
     if alpha0 is not None:
