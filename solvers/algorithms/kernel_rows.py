@@ -26,6 +26,7 @@ at larger n while it fits, and the cached rows otherwise.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -356,10 +357,11 @@ class KernelRows(Gram):
         cached, c_cached, missing, c_missing = I[held], coef[held], I[~held], coef[~held]
         for lo in range(0, cached.size, step):
             out += c_cached[lo:lo + step] @ np.stack([self._cache[i] for i in cached[lo:lo + step].tolist()])
-        for lo in range(0, missing.size, step):
-            J = missing[lo:lo + step]
-            self.rows_computed += J.size
-            out += c_missing[lo:lo + step] @ self._compute(J)
+        self.diagonal()  # made once, before the threads read it
+        chunks = [(missing[lo:lo + step], c_missing[lo:lo + step]) for lo in range(0, missing.size, step)]
+        for part in _in_order(lambda chunk: chunk[1] @ self._compute(chunk[0]), chunks):
+            out += part  # in the chunks' order: the same sums on any number of threads
+        self.rows_computed += missing.size
         return out
 
     def diagonal(self) -> np.ndarray:
@@ -392,6 +394,18 @@ class LinearRows(KernelRows):
     def times(self, u: np.ndarray) -> np.ndarray:
         nz = np.flatnonzero(u)
         return self.combination(nz, u[nz]) if nz.size else np.zeros(self.n)
+
+
+def _in_order(work, items: list) -> list:
+    """[work(item) for item in items], the items on compiled_gram.gram_threads() threads (BLAS's product and numpy's
+    exp release the interpreter's lock) where there are several."""
+    from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
+
+    threads = min(gram_threads(), len(items))
+    if threads <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(work, items))
 
 
 def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:
