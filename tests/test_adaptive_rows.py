@@ -128,3 +128,36 @@ def test_a_c_so_small_that_most_points_are_support_vectors_forms_the_matrix_befo
     assert sol.status == OPTIMAL and sol.extras["gram_formed"] and source.entries_computed == 0
     assert np.count_nonzero(sol.alpha) >= need
     assert kernel_rows.fewest_support(y, np.full(N, 1.0 / N), 1.0) == 0.0  # C n max K_ii = 1: no bound
+
+
+def test_products_read_the_rows_smo_computed_and_agree_with_rows_computed_again(solved):
+    """Where the matrix was not formed, K u and c' K[I, :] read the rows the compiled SMO holds (not computed
+    again): the same numbers as KernelRows' to rounding (two formulas: 1e-14 of the sums' magnitudes)."""
+    few, sol = solved[True]
+    u = np.linspace(-1.0, 1.0, N)  # every point: rows SMO holds and others
+    held, _ = few._held(np.arange(N))
+    assert sol.status == OPTIMAL and few.gram is None and 0 < held.sum() < N
+    plain = KernelRowsLike(few)
+    before = few.rows_computed
+    got = few.times(u)
+    assert 0 < few.rows_computed - before <= N - held.sum()  # the rows SMO holds were not computed again
+    want = plain.times(u)
+    assert np.max(np.abs(got - want)) <= 1e-14 * np.max(plain.magnitudes_exact(u))
+    I = np.flatnonzero(held)[:7]
+    np.testing.assert_allclose(few.combination(I, np.arange(1.0, 8.0)), np.arange(1.0, 8.0) @ gram(KERNEL, few.data[I],
+                               few.data), rtol=0, atol=1e-13 * 28)
+
+
+class KernelRowsLike:
+    """The same rows, computed again by KernelRows (no compiled SMO behind them)."""
+
+    def __init__(self, source):
+        from solvers.algorithms.kernel_rows import KernelRows
+
+        self.rows = KernelRows(KERNEL, source.data)
+
+    def times(self, u):
+        return self.rows.times(u)
+
+    def magnitudes_exact(self, u):
+        return np.abs(self.rows.rows(np.arange(N))) @ np.abs(u)

@@ -511,10 +511,38 @@ class AdaptiveRows(KernelRows):
         return super().submatrix(I, J) if self.gram is None else self.gram.submatrix(I, J)
 
     def combination(self, I, coef) -> np.ndarray:
-        return super().combination(I, coef) if self.gram is None else self.gram.combination(I, coef)
+        if self.gram is not None:
+            return self.gram.combination(I, coef)
+        I, coef = np.asarray(I, dtype=int), np.asarray(coef, dtype=float)
+        held, slot = self._held(I)
+        out = super().combination(I[~held], coef[~held])
+        return out + self._from_held(slot[held], coef[held]) if held.any() else out
 
     def times(self, u: np.ndarray) -> np.ndarray:
         return super().times(u) if self.gram is None else self.gram.times(u)
+
+    def _rows_times(self, I: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """coef' K[I, :]: the rows the compiled SMO holds read where they are, the others as KernelRows'."""
+        held, slot = self._held(I)
+        out = super()._rows_times(I[~held], coef[~held])
+        return out + self._from_held(slot[held], coef[held]) if held.any() else out
+
+    def _held(self, I: np.ndarray):
+        """(which of the points I have their whole row in the compiled SMO's cache, each one's slot there): the
+        rows it computed are not computed again. Only after a run that ended with every point in play: the cache
+        then holds rows over every point, at the points' own positions."""
+        compiled = self._compiled
+        if compiled is None or not compiled.whole_rows:
+            return np.zeros(len(I), dtype=bool), np.zeros(len(I), dtype=np.int64)
+        slot = compiled.slots[0][I]
+        return slot >= 0, slot
+
+    def _from_held(self, slots: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """coef' (the compiled cache's rows in `slots`), read in place."""
+        from solvers.algorithms.compiled_gram import combination  # numba, loaded where it is used
+
+        used = int(self._compiled.meta[1])
+        return combination(self._compiled.buffer[:used * self.n].reshape(used, self.n), slots, coef)
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         return super().magnitudes(u) if self.gram is None else self.gram.magnitudes(u)
