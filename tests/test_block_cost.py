@@ -97,7 +97,8 @@ def test_block_pays_compares_the_dense_solve_with_smo_so_far(size, steps, pays):
 def test_the_polish_stops_within_its_factor_budget(monkeypatch):
     """A far-cluster block of 1,000 points from an interior feasible point: the optimum has nearly every point on
     a bound and the polish reaches them one per step (a factor per MAX_FIXED of them). It gives up (None: the
-    loop keeps the solver's point) before its factors exceed POLISH_FACTORS whole-block ones."""
+    loop keeps the solver's point) before its factors exceed POLISH_FACTORS whole-block ones, where the caller
+    gives it that budget (the SMO engine); the loop of blocks gives none."""
     X, y, gamma = _far_clusters(1000)
     Q = gram(Kernel("rbf", gamma=gamma), X) * np.outer(y, y)
     start = np.random.default_rng(0).uniform(0.2, 0.8, len(y))
@@ -109,5 +110,6 @@ def test_the_polish_stops_within_its_factor_budget(monkeypatch):
             super().__init__(Q_FF, y_F, delta)
 
     monkeypatch.setattr(polish, "_ProjectedSteps", Counted)
-    assert polish.polish_block(Q, -np.ones(len(y)), y, float(y @ start), 1.0, start) is None
-    assert 0 < sum(float(f) ** 3 for f in factored) <= polish.POLISH_FACTORS * float(len(y)) ** 3
+    budget = polish.factor_budget(len(y))
+    assert polish.polish_block(Q, -np.ones(len(y)), y, float(y @ start), 1.0, start, budget=budget) is None
+    assert 0 < sum(float(f) ** 3 for f in factored) <= budget == polish.POLISH_FACTORS * float(len(y)) ** 3

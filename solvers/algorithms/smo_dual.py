@@ -30,6 +30,7 @@ from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
+from solvers.algorithms.working_set.polish import factor_budget
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -181,7 +182,7 @@ def _block_step(src, y, C, loop, B, subsolve, backend, opts, settings) -> bool:
     isolation.stage(f"{what} or its polish")
     left = loop.deadline.remaining()
     new, elapsed, polished = subproblems.solve_block(src, y, alpha, g[B], B, rhs, C, subsolve, backend, opts,
-                                             settings.tol, loop.deadline)
+                                                     settings.tol, loop.deadline, factor_budget(B.size))
     loop.sub_s += elapsed
     loop.polished += polished
     if new is None:

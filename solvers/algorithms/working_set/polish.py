@@ -34,14 +34,22 @@ POLISH_CHANGES = 200
 POLISH_STEPS = 30
 #: Most points put on a bound through one factor (a Schur complement of that size) before a new factor.
 MAX_FIXED = 100
-#: The polish's factors in all (the sum of |F|^3) stay within POLISH_FACTORS factors of the whole block, or within
-#: POLISH_FREE_WORK where that is more: the solver's point was far from the block's active set (one point reaches
-#: a bound per step), and the loop's own steps (SMO's, the next blocks', the proof's) finish it for less.
+#: factor_budget's: the polish's factors in all (the sum of |F|^3) within POLISH_FACTORS factors of the whole block,
+#: or within POLISH_FREE_WORK where that is more.
 POLISH_FACTORS = 2
 POLISH_FREE_WORK = 500**3
 
 
-def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf, deadline: Deadline = NEVER):
+def factor_budget(size: int) -> float:
+    """The factors' work (the sum of |F|^3) past which a polish of a `size`-point block gives up, for a caller whose
+    own steps finish the point for less (the compiled SMO's engine): there the solver's point was far from the
+    block's active set, one point reaching a bound per step. The loop of blocks has no such steps: its polish is
+    unbounded (its blocks would otherwise come back without progress until the loop's stall rule)."""
+    return max(POLISH_FACTORS * float(size) ** 3, POLISH_FREE_WORK)
+
+
+def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=math.inf, deadline: Deadline = NEVER,
+                 budget: float = math.inf):
     """The subproblem min 1/2 x'Qx + p'x, y_B'x = rhs, 0 <= x <= C solved exactly from the active set of
     the solver's point a (module docstring), or None.
 
@@ -52,7 +60,8 @@ def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=m
     target: the outer loop's violation tolerance when the block came back (math.inf: the relative tolerance
     alone); the multipliers' signs are then held to a tenth of it, or to the gradient's rounding (POLISH_TOL).
     deadline: where it passes, the polish gives up (None: the block keeps the solver's point), before a new
-    factor or a step; so it does before a factor past its budget (POLISH_FACTORS).
+    factor or a step; so it does before a factor that takes the factors' work (the sum of |F|^3) past `budget`
+    (factor_budget's, where the caller's own steps finish the point for less).
     """
     alpha_size = penalty.largest(C) if alpha_size is None else alpha_size
     x = np.clip(a, 0.0, C)
@@ -64,7 +73,7 @@ def polish_block(Q, p, y_B, rhs, C, a, bound_tol=1e-7, alpha_size=None, target=m
     balance_tol = 1e-12 * alpha_size * len(a)
     barred = np.zeros(len(a), dtype=bool)
     released = -1
-    budget, factored = max(POLISH_FACTORS * float(len(a)) ** 3, POLISH_FREE_WORK), 0.0
+    factored = 0.0
     for _ in range(POLISH_CHANGES):
         factored += float(np.count_nonzero(free)) ** 3
         if factored > budget:

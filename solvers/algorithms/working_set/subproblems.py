@@ -71,7 +71,7 @@ SUBSOLVERS = {"direct": subproblem_direct, "cvxpy": subproblem_cvxpy, "pyomo": s
 
 
 def solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, target=math.inf,
-                deadline: Deadline = NEVER):
+                deadline: Deadline = NEVER, polish_budget: float = math.inf):
     """The kernel dual over alpha_B with the others fixed (module docstring), polished on its active
     set (polish_block), else clipped to [0, C] and snapped onto the bounds the interior-point solvers
     leave a hair inside; (alpha_B or None, seconds, polished or not).
@@ -79,6 +79,7 @@ def solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, targe
     g_B: the gradient Q alpha - 1 on B; rhs: -y_N' alpha_N, the balance left to B; target: the loop's
     violation tolerance (polish_block). deadline: the subproblem is given the time that remains; None where
     the deadline passed before it or during it (deadline.passed() tells that from a solver's failure).
+    polish_budget: the polish's factor work at most (polish_block's budget).
     """
     if deadline.passed():
         return None, 0.0, False
@@ -99,7 +100,8 @@ def solve_block(src, y, alpha, g_B, B, rhs, C, subsolve, backend, options, targe
     if s is None or not np.all(np.isfinite(s)) or deadline.passed():
         return None, elapsed, False
     new = np.clip(s * t, 0.0, C_B)
-    polished = polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t, target=target, deadline=deadline)
+    polished = polish_block(Q_BB, p, y[B], rhs, C_B, new, alpha_size=t, target=target, deadline=deadline,
+                            budget=polish_budget)
     if polished is not None:
         new = polished
     # A point left within SNAP * t of 0 or of C goes on the bound: with less room than that a violating
