@@ -385,7 +385,7 @@ def test_every_entry_point_runs_a_limited_call_in_the_server_and_says_where_it_w
     assert call(None).status == OPTIMAL  # without a limit, the same call in this process
 
 
-@pytest.mark.parametrize("entry", ["solve", "solve_lp"])
+@pytest.mark.parametrize("entry", ["solve", pytest.param("solve_lp", marks=pytest.mark.slow)])  # the LP's: slow run
 def test_a_backend_without_a_time_limit_of_its_own_is_stopped_by_the_kill(stuck, entry):
     """solve_lp refused a time limit for such a backend (and gave the others the whole limit, never killed)."""
     from solvers.lp import solve_lp

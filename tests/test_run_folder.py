@@ -302,9 +302,11 @@ def _assert_refused(proc: subprocess.CompletedProcess, *words: str) -> None:
 @pytest.mark.parametrize("change, words", [
     ({"status": 3}, ["line 1", "column status must be string or null, got integer 3"]),
     ({"n": "sixty"}, ["line 1", "column n must be integer or null, got string 'sixty'"]),
-    ({"C": [1.0]}, ["line 1", "column C must be number or null, got array"]),
-    ({"separable": "yes"}, ["line 1", "column separable must be boolean or null"]),
-    ({"solve_server_start_s": {"s": 1}}, ["line 1", "column solve_server_start_s", "object"]),
+    # the other types in the slow suite: each case starts the CLI (2 s)
+    pytest.param({"C": [1.0]}, ["line 1", "column C must be number or null, got array"], marks=pytest.mark.slow),
+    pytest.param({"separable": "yes"}, ["line 1", "column separable must be boolean or null"], marks=pytest.mark.slow),
+    pytest.param({"solve_server_start_s": {"s": 1}}, ["line 1", "column solve_server_start_s", "object"],
+                 marks=pytest.mark.slow),
 ])
 def test_a_journal_row_of_wrong_types_is_named_by_its_line(small_run, tmp_path, change, words):
     out = _copy(small_run, tmp_path)
