@@ -60,22 +60,19 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1))
     blocks = range(0, n, GRAM_ROWS)
     with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
-        _in_threads(lambda lo: rows.fill(lo, lo + GRAM_ROWS), reversed(blocks), threads)  # the longest rows first
-    _in_threads(lambda lo: rows.mirror(lo, lo + GRAM_ROWS), blocks, threads)  # the first rows: the most to mirror
+        in_threads(lambda lo: rows.fill(lo, lo + GRAM_ROWS), reversed(blocks), threads)  # the longest rows first
+    in_threads(lambda lo: rows.mirror(lo, lo + GRAM_ROWS), blocks, threads)  # the first rows: the most to mirror
     return rows.out
 
 
-def _in_threads(work, items, threads: int) -> None:
-    """work(item) for each item, on `threads` threads taking the next item as they finish one (in this thread
-    where threads == 1); an exception in one is raised here."""
+def in_threads(work, items, threads: int) -> list:
+    """[work(item) for item in items], on `threads` threads taking the next item as they finish one (in this thread
+    where threads <= 1), the results in the items' order; an exception in one is raised here."""
     items = list(items)
-    if threads == 1:
-        for item in items:
-            work(item)
-        return
+    if threads <= 1:
+        return [work(item) for item in items]
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for done in [pool.submit(work, item) for item in items]:
-            done.result()
+        return [done.result() for done in [pool.submit(work, item) for item in items]]
 
 
 #: Rows summed into a partial sum before it is added to the result: the rounding of a combination of m rows then
@@ -139,7 +136,7 @@ def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) 
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     step = max(1, -(-n // (BANDS_PER_THREAD * threads))) if threads > 1 else max(n, 1)
-    _in_threads(lambda lo: add_combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
+    in_threads(lambda lo: add_combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
                 threads)
     return out
 

@@ -26,7 +26,6 @@ at larger n while it fits, and the cached rows otherwise.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -359,7 +358,11 @@ class KernelRows(Gram):
             out += c_cached[lo:lo + step] @ np.stack([self._cache[i] for i in cached[lo:lo + step].tolist()])
         self.diagonal()  # made once, before the threads read it
         chunks = [(missing[lo:lo + step], c_missing[lo:lo + step]) for lo in range(0, missing.size, step)]
-        for part in _in_order(lambda chunk: chunk[1] @ self._compute(chunk[0]), chunks):
+        from solvers.algorithms.compiled_gram import gram_threads, in_threads  # numba, loaded where it is used
+
+        # BLAS's product and numpy's exp release the interpreter's lock: the chunks on the cores
+        parts = in_threads(lambda chunk: chunk[1] @ self._compute(chunk[0]), chunks, min(gram_threads(), len(chunks)))
+        for part in parts:
             out += part  # in the chunks' order: the same sums on any number of threads
         self.rows_computed += missing.size
         return out
@@ -394,18 +397,6 @@ class LinearRows(KernelRows):
     def times(self, u: np.ndarray) -> np.ndarray:
         nz = np.flatnonzero(u)
         return self.combination(nz, u[nz]) if nz.size else np.zeros(self.n)
-
-
-def _in_order(work, items: list) -> list:
-    """[work(item) for item in items], the items on compiled_gram.gram_threads() threads (BLAS's product and numpy's
-    exp release the interpreter's lock) where there are several."""
-    from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
-
-    threads = min(gram_threads(), len(items))
-    if threads <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(work, items))
 
 
 def kernel_diagonal(kernel, X: np.ndarray) -> np.ndarray:

@@ -40,13 +40,8 @@ def first_run(source: FullGram | GramBlock, y: np.ndarray, C, profile: str = "de
     """SMO's first run of `solve` (no step limit, no deadline): what solve(first=...) takes, made ahead (on another
     thread while the previous pair is closed: SMO's loop holds none of the interpreter's lock)."""
     start = time.perf_counter()
-    res = smo(_rows(source), y, C, tol=get_profile(profile).check_tol / TIGHTEN)
+    res = smo(source.row_cache(), y, C, tol=get_profile(profile).check_tol / TIGHTEN)
     return res, time.perf_counter() - start
-
-
-def _rows(source: FullGram | GramBlock):
-    """What SMO reads the source's rows through: a block read in place, through its rows; a whole K as it is."""
-    return source.row_cache() if isinstance(source, GramBlock) else source.K
 
 
 def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "default", max_iter: int | None = None,
@@ -58,7 +53,7 @@ def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "def
     arguments (then max_iter None and no deadline), taken as the first run."""
     prof = get_profile(profile)
     tol = prof.check_tol / TIGHTEN
-    K = _rows(source)
+    K = source.row_cache()  # a block read in place, through its rows; a whole K as it is
     alpha = grad = None
     steps, in_smo, began = 0, 0.0, time.perf_counter()
     while True:
