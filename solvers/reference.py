@@ -571,7 +571,7 @@ def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool)
     """A digest of every input of _solve_equilibrated: the arrays' shapes and bits, and the two flags."""
     h = hashlib.blake2b(digest_size=32)
     for array in (M, rhs):
-        array = np.ascontiguousarray(array, dtype=float)
+        array = one_type(array)
         h.update(repr(array.shape).encode())
         h.update(memoryview(array).cast("B"))
     h.update(bytes([singular, least_squares]))
@@ -580,7 +580,7 @@ def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool)
 
 def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool):
     """_equilibrated_solve's solve itself."""
-    A, r, c = _ruiz(np.require(M, dtype=float, requirements=["C", "W"]), 5)  # one compiled type (warm_compiled)
+    A, r, c = _ruiz(one_type(M), 5)  # one compiled type (warm_compiled)
     if not singular:
         # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
         # checks, which cost more than the solve of a small problem's free points

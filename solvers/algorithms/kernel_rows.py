@@ -243,12 +243,13 @@ class KernelRows(Gram):
         # come from gram's sparse branch (centering would densify it)
         self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
 
-    def row_cache(self):
+    def row_cache(self, **switch):
         """The same kernel on the same data as the compiled SMO's rows (solvers.algorithms.smo.RowCache.from_data),
-        through a cache as large as this one's; for dense data and a kernel the compiled rows compute."""
+        through a cache as large as this one's; for dense data and a kernel the compiled rows compute. switch:
+        from_data's entries_limit and on_limit (AdaptiveRows)."""
         from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
 
-        return RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n)
+        return RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n, **switch)
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         """A bound on sum_j |K_ij u_j| without computing rows: |K_ij| <= sqrt(K_ii K_jj) (K is PSD)."""
@@ -472,10 +473,7 @@ class AdaptiveRows(KernelRows):
             self.form()
         if self.gram is not None:
             return self.gram.row_cache()
-        from solvers.algorithms.smo import RowCache  # numba, loaded where it is used
-
-        self._compiled = RowCache.from_data(self.kernel, self.data, cache_bytes=8.0 * self.capacity * self.n,
-                                            entries_limit=self.switch_entries, on_limit=self.form)
+        self._compiled = super().row_cache(entries_limit=self.switch_entries, on_limit=self.form)
         return self._compiled
 
     @property
