@@ -74,7 +74,6 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
 from experiments.estimator_gram import SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
@@ -85,7 +84,7 @@ from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
 from solvers.algorithms.compiled_gram import gram_threads
-from solvers.algorithms.kernel_rows import FullGram, GramBlock
+from solvers.algorithms.kernel_rows import FullGram, GramBlock, gram_first
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
@@ -636,10 +635,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
     def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
-        """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
-        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand), and where a
+        """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, where the
+        kernel working set would start from the whole matrix of its samples (kernel_rows.gram_first: one rule for
+        both); None elsewhere, each pair then through solvers.api.solve on the row source it picks (from
+        kernel_rows.ROWS_FROM_N points rows on demand, which become the matrix only where SMO needs many: on easy
+        or unbalanced data SMO visits few rows, and the whole matrix costs more than the fit), and None where a
         class has no sample of positive weight (its pairs go to solvers.api.solve, which refuses one class)."""
-        if kept.size > SHARED_GRAM_MAX_N or np.any(np.bincount(y_index[kept], minlength=self.classes_.size) == 0):
+        if not gram_first(kept.size) or np.any(np.bincount(y_index[kept], minlength=self.classes_.size) == 0):
             return None
         return SharedGram.of(self.kernel_, X, kept, y_index, self.classes_.size)
 

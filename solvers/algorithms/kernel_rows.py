@@ -426,6 +426,15 @@ def gram_fits(n: int, allowed: float) -> bool:
     return 3 * 8.0 * n * n <= allowed
 
 
+def gram_first(n: int, budget: float | None = None) -> bool:
+    """Whether the kernel dual of n points starts from its whole Gram matrix, formed before SMO's first step:
+    below ROWS_FROM_N points, where it fits `budget` bytes (None: validation.memory_budget()). From ROWS_FROM_N on
+    the rows come on demand and become the matrix only where SMO shows it needs many (AdaptiveRows).
+    row_source's rule, and the estimator's for its fit's one matrix (experiments.estimator_gram): one rule, so
+    that a pair is solved on the same kind of source inside the estimator as through solvers.api.solve."""
+    return n < ROWS_FROM_N and gram_fits(n, validation.memory_budget(budget))
+
+
 #: The compiled SMO's rows give way to the whole Gram matrix (AdaptiveRows) once what they cost adds up to what the
 #: matrix costs (rent or buy: never more than twice the cheaper of the two). An entry of a computed row costs about
 #: d + ROW_EXP units (a pass over the d features, then exp; one thread), one of the matrix's about MATRIX_ENTRY
@@ -566,7 +575,7 @@ def full_gram(kernel, X: np.ndarray) -> FullGram:
 
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
-    """LinearRows for the linear kernel at any n; for the others the full Gram matrix below ROWS_FROM_N points, and
+    """LinearRows for the linear kernel at any n; for the others the full Gram matrix at once where gram_first, and
     up to GRAM_BYTES rows that become it where SMO needs many (AdaptiveRows: the rbf on dense X; the full
     matrix for the others), if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes; else cached rows.
 
@@ -580,8 +589,10 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     allowed = validation.memory_budget(budget)
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
-    if (n < ROWS_FROM_N or 8.0 * n * n <= GRAM_BYTES) and gram_fits(n, allowed):
-        if n >= ROWS_FROM_N and kernel.name == "rbf" and not issparse(X):
+    if gram_first(n, allowed):
+        return full_gram(kernel, X)
+    if 8.0 * n * n <= GRAM_BYTES and gram_fits(n, allowed):
+        if kernel.name == "rbf" and not issparse(X):
             return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
