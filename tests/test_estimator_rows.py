@@ -53,13 +53,17 @@ def test_rows_on_demand_give_the_whole_matrix_paths_decision_function(unbalanced
     np.testing.assert_array_equal(rows.predict(X), whole.predict(X))
 
 
-def test_a_multiclass_fits_large_pairs_take_rows_on_demand(monkeypatch):
-    """Three classes of 200 with ROWS_FROM_N lowered to 300: no fit-wide matrix, each pair (400 samples) on
-    AdaptiveRows, as solvers.api.solve would take it; ROWS_FROM_N above the fit: every pair on the one matrix."""
-    X, y = make_blobs(600, n_features=4, centers=3, cluster_std=3.0, random_state=0)
+def test_a_multiclass_fits_large_pairs_take_rows_on_demand_and_its_small_ones_the_fits_matrix(monkeypatch):
+    """Classes of 250, 250 and 40 with ROWS_FROM_N lowered to 300: the pair (0, 1) (500 samples) on AdaptiveRows, as
+    solvers.api.solve would take it, the pairs with class 2 (290) by SMO on blocks of the fit's one matrix; each
+    verified, and the same predictions as with every pair on the matrix."""
+    X, y = make_blobs([250, 250, 40], n_features=4, cluster_std=3.0, random_state=0)
+    X = StandardScaler().fit_transform(X)
     monkeypatch.setattr(kernel_rows, "ROWS_FROM_N", 300)
-    sols = SVMClassifier().fit(X, y).solutions_
-    assert [(s.status, s.extras.get("row_source")) for s in sols] == [(OPTIMAL, "AdaptiveRows")] * 3
-    monkeypatch.setattr(kernel_rows, "ROWS_FROM_N", 601)
-    sols = SVMClassifier().fit(X, y).solutions_
-    assert [(s.backend, s.extras.get("row_source")) for s in sols] == [("smo", None)] * 3
+    mixed = SVMClassifier().fit(X, y)
+    assert [(s.status, s.backend, s.extras.get("row_source")) for s in mixed.solutions_] == [
+        (OPTIMAL, "piqp", "AdaptiveRows"), (OPTIMAL, "smo", None), (OPTIMAL, "smo", None)]
+    monkeypatch.setattr(kernel_rows, "ROWS_FROM_N", len(y) + 1)
+    whole = SVMClassifier().fit(X, y)
+    assert [(s.backend, s.extras.get("row_source")) for s in whole.solutions_] == [("smo", None)] * 3
+    np.testing.assert_array_equal(mixed.predict(X), whole.predict(X))

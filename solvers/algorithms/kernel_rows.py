@@ -426,13 +426,19 @@ def gram_fits(n: int, allowed: float) -> bool:
     return 3 * 8.0 * n * n <= allowed
 
 
+def gram_allowed(n: int, budget: float | None = None) -> bool:
+    """Whether the Gram matrix of n points may be formed: at most GRAM_BYTES, and within `budget` bytes (gram_fits;
+    None: validation.memory_budget())."""
+    return 8.0 * n * n <= GRAM_BYTES and gram_fits(n, validation.memory_budget(budget))
+
+
 def gram_first(n: int, budget: float | None = None) -> bool:
     """Whether the kernel dual of n points starts from its whole Gram matrix, formed before SMO's first step:
-    below ROWS_FROM_N points, where it fits `budget` bytes (None: validation.memory_budget()). From ROWS_FROM_N on
-    the rows come on demand and become the matrix only where SMO shows it needs many (AdaptiveRows).
-    row_source's rule, and the estimator's for its fit's one matrix (experiments.estimator_gram): one rule, so
-    that a pair is solved on the same kind of source inside the estimator as through solvers.api.solve."""
-    return n < ROWS_FROM_N and gram_fits(n, validation.memory_budget(budget))
+    below ROWS_FROM_N points, where it is allowed (gram_allowed). From ROWS_FROM_N on the rows come on demand and
+    become the matrix only where SMO shows it needs many (AdaptiveRows). row_source's rule, and the estimator's
+    for each pair of classes (experiments.estimator): one rule, so that a pair is solved on the same kind of
+    source inside the estimator as through solvers.api.solve."""
+    return n < ROWS_FROM_N and gram_allowed(n, budget)
 
 
 #: The compiled SMO's rows give way to the whole Gram matrix (AdaptiveRows) once what they cost adds up to what the
@@ -589,10 +595,8 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     allowed = validation.memory_budget(budget)
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
-    if gram_first(n, allowed):
-        return full_gram(kernel, X)
-    if 8.0 * n * n <= GRAM_BYTES and gram_fits(n, allowed):
-        if kernel.name == "rbf" and not issparse(X):
+    if gram_allowed(n, allowed):
+        if not gram_first(n, allowed) and kernel.name == "rbf" and not issparse(X):
             return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
