@@ -79,7 +79,7 @@ from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import check_choice, products_finite, refuse_masked
+from formulations.validation import check_choice, memory_budget, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
@@ -649,7 +649,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         counts = np.bincount(y_index[kept], minlength=self.classes_.size)
         if np.any(counts == 0):
             return set()
-        return {(i, j) for i, j in pairs if gram_first(int(counts[i] + counts[j]))}
+        budget = memory_budget()  # read once, not per pair
+        return {(i, j) for i, j in pairs if gram_first(int(counts[i] + counts[j]), budget)}
 
     def _shared_gram(self, on_gram, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
         """The fit's one Gram matrix (experiments.estimator_gram) of the samples of the classes in the pairs
