@@ -74,18 +74,17 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
 from experiments.estimator_gram import SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
 from formulations.scaling import BadScalingWarning, check_scaling
-from formulations.validation import check_choice, products_finite, refuse_masked
+from formulations.validation import check_choice, memory_budget, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
 from solvers.algorithms.compiled_gram import gram_threads
-from solvers.algorithms.kernel_rows import FullGram, GramBlock
+from solvers.algorithms.kernel_rows import FullGram, GramBlock, gram_allowed, gram_first
 from solvers.api import solve
 from solvers.backends import get_record
 from solvers.checks import estimate_multipliers
@@ -151,7 +150,8 @@ def _cancelled_on_error(futures):
         yield
     except BaseException:
         for future in futures or ():
-            future.cancel()
+            if future is not None:  # a pair not on the fit's Gram matrix runs no SMO ahead
+                future.cancel()
         raise
 
 
@@ -581,18 +581,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _fit_pairs(self, formulation: str, X, K, C, kept: np.ndarray, y_index: np.ndarray, row_C) -> list[_PairFit]:
-        """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on the blocks of one Gram matrix
-        where _shared_gram forms it, else each through solvers.api.solve. row_C: C, or C_i by row of X."""
+        """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on its block of one Gram matrix
+        where _pairs_on_gram takes it, else through solvers.api.solve. row_C: C, or C_i by row of X."""
         self._smo = self._smo_pairs(formulation, X, K, C)
-        shared = self._shared_gram(kept, X, y_index) if self._smo else None
         pairs = _class_pairs(self.classes_.size)
-        blocks = [shared.pair_in_place(i, j) for i, j in pairs] if shared is not None else None
+        on_gram = self._pairs_on_gram(pairs, kept, y_index) if self._smo else []
+        shared = self._shared_gram(on_gram, kept, X, y_index)
+        blocks = None if shared is None else [shared.pair_in_place(i, j) if (i, j) in on_gram else None
+                                              for i, j in pairs]
         ahead = self._smo_ahead(blocks, row_C)
         fits = []
         with _cancelled_on_error(ahead):
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
                 began = time.perf_counter()
-                if shared is not None:  # the pair's block of the fit's Gram matrix
+                if blocks is not None and blocks[k] is not None:  # the pair's block of the fit's Gram matrix
                     rows, signs, block = blocks[k]
                 else:
                     rows, block = kept[np.isin(y_index[kept], (i, j))], None
@@ -607,16 +609,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return fits
 
     def _smo_ahead(self, blocks, row_C) -> list | None:
-        """Futures of each pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order, where
+        """Futures of each pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order (None for
+        a pair not on the fit's Gram matrix), where
         several pairs share the fit's Gram matrix and a second core is allowed (compiled_gram.gram_threads): while
         a pair's point is closed (Python, holding the interpreter's lock) the next pairs' SMO (compiled, without
         it) runs beside it. The same runs as one after another, so the same model to the bit."""
-        if (blocks is None or len(blocks) < 2 or self.max_iter != -1 or gram_threads() < 2
-                or sum(signs.size for _, signs, _ in blocks) < SMO_AHEAD_MIN_POINTS):
+        held = [b for b in blocks or () if b is not None]
+        if (len(held) < 2 or self.max_iter != -1 or gram_threads() < 2
+                or sum(signs.size for _, signs, _ in held) < SMO_AHEAD_MIN_POINTS):
             return None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [pool.submit(smo_gram.first_run, block, signs, _pair_C(row_C, rows), self.profile)
-                   for rows, signs, block in blocks]
+        futures = [None if b is None else pool.submit(smo_gram.first_run, b[2], b[1], _pair_C(row_C, b[0]),
+                                                      self.profile) for b in blocks]
         pool.shutdown(wait=False)
         return futures
 
@@ -635,13 +639,27 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
                 and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
-    def _shared_gram(self, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
-        """The fit's one Gram matrix (experiments.estimator_gram), whose blocks SMO solves the pairs on, up to
-        SHARED_GRAM_MAX_N samples; None above (each pair then by SMO with its kernel rows on demand), and where a
-        class has no sample of positive weight (its pairs go to solvers.api.solve, which refuses one class)."""
-        if kept.size > SHARED_GRAM_MAX_N or np.any(np.bincount(y_index[kept], minlength=self.classes_.size) == 0):
+    def _pairs_on_gram(self, pairs, kept: np.ndarray, y_index: np.ndarray) -> set[tuple[int, int]]:
+        """The pairs solved on blocks of the fit's one Gram matrix: those whose dual the kernel working set would
+        start from its whole matrix (kernel_rows.gram_first: one rule for both). The others go through
+        solvers.api.solve on the row source it picks: from kernel_rows.ROWS_FROM_N points rows on demand, which
+        become the matrix only where SMO needs many (on easy or unbalanced data SMO visits few rows, and the whole
+        matrix costs more than the fit). None of them where a class has no sample of positive weight (its pairs
+        go to solvers.api.solve, which refuses one class)."""
+        counts = np.bincount(y_index[kept], minlength=self.classes_.size)
+        if np.any(counts == 0):
+            return set()
+        budget = memory_budget()  # read once, not per pair
+        return {(i, j) for i, j in pairs if gram_first(int(counts[i] + counts[j]), budget)}
+
+    def _shared_gram(self, on_gram, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
+        """The fit's one Gram matrix (experiments.estimator_gram) of the samples of the classes in the pairs
+        `on_gram`, where kernel_rows.gram_allowed; None where there are none or it is not."""
+        classes = sorted({c for pair in on_gram for c in pair})
+        held = kept[np.isin(y_index[kept], classes)]
+        if not classes or not gram_allowed(held.size):
             return None
-        return SharedGram.of(self.kernel_, X, kept, y_index, self.classes_.size)
+        return SharedGram.of(self.kernel_, X, held, y_index, self.classes_.size)
 
     def _model_layer(self) -> str:
         """The layer of a pair solved through solvers.api.solve: "auto" takes Pyomo there."""

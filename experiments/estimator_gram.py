@@ -15,12 +15,7 @@ import numpy as np
 
 from formulations.kernels import Kernel, gram
 from solvers.algorithms.compiled_gram import rbf_gram
-from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, GramBlock, compiled_ok
-
-#: The most samples whose Gram matrix is formed for a fit: the kernel working set's own threshold for its rows on
-#: demand (solvers.algorithms.kernel_rows.ROWS_FROM_N). Above it each pair goes through solvers.api.solve, whose
-#: row source decides (the whole matrix cost more than SVC's fit at n = 5,000: docs/estimator_speed.md).
-MAX_N = ROWS_FROM_N
+from solvers.algorithms.kernel_rows import FullGram, GramBlock, compiled_ok
 
 
 @dataclass

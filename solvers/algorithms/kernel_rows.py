@@ -26,6 +26,7 @@ at larger n while it fits, and the cached rows otherwise.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -239,6 +240,7 @@ class KernelRows(Gram):
         self.max_held = 0
         self._diagonal = None
         self._products: deque = deque(maxlen=KEPT_PRODUCTS)  # (u, K u) of the last times() calls
+        self._prefetched: deque = deque()  # (u, rows computed apart, their product's future): prefetch()
         # the rbf's points centered once (formulations.kernels.rbf_values), not at every call; a sparse X's rows
         # come from gram's sparse branch (centering would densify it)
         self._points = Points.of(self.data) if kernel.name == "rbf" and not issparse(self.data) else None
@@ -337,6 +339,7 @@ class KernelRows(Gram):
         only on the free points in between: recomputing the rows of the points at C at every call, or keeping
         them, would cost a large share of the solve.
         """
+        self._take_prefetched()
         u = np.asarray(u, dtype=float)
         nz = np.flatnonzero(u)
         nearest = min(((np.flatnonzero(u != u_last), u_last, Ku_last) for u_last, Ku_last in self._products),
@@ -349,11 +352,56 @@ class KernelRows(Gram):
         self._products.append((u.copy(), out.copy()))
         return out
 
+    def prefetch(self, u: np.ndarray) -> None:
+        """Start K u on another thread where a second core is allowed (compiled_gram.gram_threads): the rows of
+        u's nonzeros that no cache holds now, computed there a chunk at a time (not kept); the next times() takes
+        the product up as a kept one, the held rows added then. The caller goes on meanwhile.
+
+        Why: the kernel working set's proof asks for K u over the points at C (solvers.reference), most of whose
+        rows SMO left out by shrinking; the set is known after SMO's first run, and its rows can be computed while
+        the block is solved instead of after it."""
+        from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
+
+        if gram_threads() < 2:
+            return
+        u = np.array(u, dtype=float)
+        nz = np.flatnonzero(u)
+        apart = nz[~self._holds(nz)]
+        if apart.size == 0:
+            return
+        self.diagonal()  # made once, before the thread reads it
+        coef, step = u[apart], chunk_rows(self.n)
+
+        def product() -> np.ndarray:
+            out = np.zeros(self.n)
+            for lo in range(0, apart.size, step):
+                out += coef[lo:lo + step] @ self._compute(apart[lo:lo + step])
+            return out
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel product ahead")
+        self._prefetched.append((u, apart, pool.submit(product)))
+        pool.shutdown(wait=False)
+
+    def _take_prefetched(self) -> None:
+        """The prefetched products, waited for and completed from the rows held now, kept as times()'s own."""
+        while self._prefetched:
+            u, apart, future = self._prefetched.popleft()
+            rest = np.setdiff1d(np.flatnonzero(u), apart, assume_unique=True)
+            out = future.result()
+            if rest.size:
+                out += self._rows_times(rest, u[rest])
+            self.rows_computed += apart.size
+            self._products.append((u, out))
+
+    def _holds(self, I: np.ndarray) -> np.ndarray:
+        """Which of the points I have their row cached."""
+        return np.array([i in self._cache for i in I.tolist()], dtype=bool)
+
     def _rows_times(self, I: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """coef' K[I, :]: cached rows as they are, the others computed a chunk at a time and not kept."""
         out = np.zeros(self.n)
         step = chunk_rows(self.n)
-        held = np.array([i in self._cache for i in I.tolist()], dtype=bool)
+        held = self._holds(I)
         cached, c_cached, missing, c_missing = I[held], coef[held], I[~held], coef[~held]
         for lo in range(0, cached.size, step):
             out += c_cached[lo:lo + step] @ np.stack([self._cache[i] for i in cached[lo:lo + step].tolist()])
@@ -426,6 +474,21 @@ def gram_fits(n: int, allowed: float) -> bool:
     return 3 * 8.0 * n * n <= allowed
 
 
+def gram_allowed(n: int, budget: float | None = None) -> bool:
+    """Whether the Gram matrix of n points may be formed: at most GRAM_BYTES, and within `budget` bytes (gram_fits;
+    None: validation.memory_budget())."""
+    return 8.0 * n * n <= GRAM_BYTES and gram_fits(n, validation.memory_budget(budget))
+
+
+def gram_first(n: int, budget: float | None = None) -> bool:
+    """Whether the kernel dual of n points starts from its whole Gram matrix, formed before SMO's first step:
+    below ROWS_FROM_N points, where it is allowed (gram_allowed). From ROWS_FROM_N on the rows come on demand and
+    become the matrix only where SMO shows it needs many (AdaptiveRows). row_source's rule, and the estimator's
+    for each pair of classes (experiments.estimator): one rule, so that a pair is solved on the same kind of
+    source inside the estimator as through solvers.api.solve."""
+    return n < ROWS_FROM_N and gram_allowed(n, budget)
+
+
 #: The compiled SMO's rows give way to the whole Gram matrix (AdaptiveRows) once what they cost adds up to what the
 #: matrix costs (rent or buy: never more than twice the cheaper of the two). An entry of a computed row costs about
 #: d + ROW_EXP units (a pass over the d features, then exp; one thread), one of the matrix's about MATRIX_ENTRY
@@ -488,6 +551,7 @@ class AdaptiveRows(KernelRows):
             self.capacity = self.n
             self._cache.clear()
             self._products.clear()
+            self._prefetched.clear()  # the matrix answers from now on
         return self.gram.K
 
     def rows(self, I) -> np.ndarray:
@@ -509,6 +573,14 @@ class AdaptiveRows(KernelRows):
 
     def times(self, u: np.ndarray) -> np.ndarray:
         return super().times(u) if self.gram is None else self.gram.times(u)
+
+    def prefetch(self, u: np.ndarray) -> None:
+        if self.gram is None:  # the formed matrix's product is one pass over it
+            super().prefetch(u)
+
+    def _holds(self, I: np.ndarray) -> np.ndarray:
+        """Which of the points I have their row cached, here or whole in the compiled SMO's cache."""
+        return self._held(I)[0] | super()._holds(I)
 
     def _rows_times(self, I: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """coef' K[I, :]: the rows the compiled SMO holds read where they are, the others as KernelRows'."""
@@ -566,7 +638,7 @@ def full_gram(kernel, X: np.ndarray) -> FullGram:
 
 def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
                cache_bytes: float = DEFAULT_CACHE_BYTES) -> Gram:
-    """LinearRows for the linear kernel at any n; for the others the full Gram matrix below ROWS_FROM_N points, and
+    """LinearRows for the linear kernel at any n; for the others the full Gram matrix at once where gram_first, and
     up to GRAM_BYTES rows that become it where SMO needs many (AdaptiveRows: the rbf on dense X; the full
     matrix for the others), if 3 n^2 doubles (it, and gram's temporaries) fit `budget` bytes; else cached rows.
 
@@ -580,8 +652,8 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
     allowed = validation.memory_budget(budget)
     if kernel.name == "linear":
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
-    if (n < ROWS_FROM_N or 8.0 * n * n <= GRAM_BYTES) and gram_fits(n, allowed):
-        if n >= ROWS_FROM_N and kernel.name == "rbf" and not issparse(X):
+    if gram_allowed(n, allowed):
+        if not gram_first(n, allowed) and kernel.name == "rbf" and not issparse(X):
             return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))

@@ -113,6 +113,8 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
             break
         violation, converged = _converged(src, y, C, loop, settings)
+        if loop.it == 1 and isinstance(src, KernelRows):  # the proof's product over the points at C, ahead
+            src.prefetch(np.where(loop.alpha >= upper, y * upper, 0.0))
         # the first round's block always runs where it pays (the answer is then the layer's solve); SMO, once
         # chosen, has reached the loop's tol here and the proof in `finish` does the rest
         if (converged and loop.it > 1) or by_smo:
