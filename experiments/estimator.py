@@ -75,7 +75,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from experiments.estimator_gram import MAX_N as SHARED_GRAM_MAX_N
-from experiments.estimator_gram import SharedGram
+from experiments.estimator_gram import PairBlock, SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
@@ -158,6 +158,15 @@ def _cancelled_on_error(futures):
 #: The points of all pairs together from which each pair's SMO runs ahead on a second thread (SVMClassifier.
 #: _smo_ahead): below, a thread's start and hand-overs cost more than the overlap saves (docs/estimator_speed.md).
 SMO_AHEAD_MIN_POINTS = 2_000
+
+
+def _ahead(block, signs: np.ndarray, C, profile: str):
+    """A pair's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
+    no earlier pair audited them (experiments.estimator_gram.PairBlock: one compiled pass a class), then its first
+    SMO run. Both hold none of the interpreter's lock while they compute."""
+    if isinstance(block, PairBlock):
+        block.audit_classes()
+    return smo_gram.first_run(block, signs, C, profile)
 
 
 @dataclass
@@ -615,8 +624,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 or sum(signs.size for _, signs, _ in blocks) < SMO_AHEAD_MIN_POINTS):
             return None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [pool.submit(smo_gram.first_run, block, signs, _pair_C(row_C, rows), self.profile)
-                   for rows, signs, block in blocks]
+        futures = [pool.submit(_ahead, block, signs, _pair_C(row_C, rows), self.profile) for rows, signs, block in blocks]
         pool.shutdown(wait=False)
         return futures
 
