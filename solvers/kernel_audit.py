@@ -17,6 +17,10 @@ Which entries: the columns of the support vectors (u_j != 0: no other column ent
 the rows of the free support vectors (they pin b), then those at a bound, then the other points nearest their
 margins, within AUDIT_COST (entries x (features + ENTRY_COST)); every such entry for small problems. A
 precomputed K has no formula to recompute: it is the user's, and not audited.
+
+A multiclass fit's pairs read one Gram matrix (experiments.estimator_gram.PairBlock): there each class's own block
+is audited once for the fit, every entry (SpanAudit), and each pair recomputes only its entries between its two
+classes, adding the within-class entries' excess found once, so its verdict is the one it would reach alone.
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.nd
     _rbf_excess_between(K, at, one_type(X), rows, cols, weights, span_of, kernel.resolved_gamma(X.shape[1]),
                         RBF_ALLOWANCE * _EPS, cols.size < rows.size, totals)
     for lo, hi, audit in spans:
+        if audit.found()[2].size == 0:  # no wrong entry within the span (the rule): nothing to add
+            continue
         in_rows, in_cols = (rows >= lo) & (rows < hi), (cols >= lo) & (cols < hi)
         if in_rows.any() and in_cols.any():
             at_rows = np.flatnonzero(in_rows)
