@@ -132,3 +132,28 @@ def test_many_wrong_entries_are_all_found():
     assert m * m > kernel_audit.SPAN_FOUND  # past what the pass keeps
     assert rows.size == m * m and np.all(excess > 0)
     assert set(zip(rows.tolist(), cols.tolist())) == {(a, b) for a in range(m) for b in range(m)}
+
+
+def test_a_fit_on_a_wrong_class_block_solves_its_pairs_again(monkeypatch):
+    """Iris with class 1's own block of the fit's Gram matrix 1e-3 off: the two pairs that hold class 1 are refused
+    on it and solved again from their samples through the model layer; the third keeps SMO's verified point; the
+    model is SVC's (the same predictions)."""
+    from sklearn.datasets import load_iris
+    from sklearn.svm import SVC
+
+    from experiments.estimator import SVMClassifier
+
+    real = SharedGram.of.__func__
+
+    def wrong(cls, *args):
+        shared = real(cls, *args)
+        for point in range(shared.bounds[2] - shared.bounds[1]):
+            _corrupt(shared, 1, point, 1.0 + 1e-3, both=False)
+        return shared
+
+    monkeypatch.setattr(SharedGram, "of", classmethod(wrong))
+    X, y = load_iris(return_X_y=True)
+    fit = SVMClassifier().fit(X, y)
+    layers = [(s.layer, s.status) for s in fit.solutions_]  # pairs (0, 1), (0, 2), (1, 2)
+    assert layers == [("pyomo", OPTIMAL), ("direct", OPTIMAL), ("pyomo", OPTIMAL)]
+    np.testing.assert_array_equal(fit.predict(X), SVC().fit(X, y).predict(X))
