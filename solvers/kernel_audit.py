@@ -74,10 +74,13 @@ def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.nd
     for k, (lo, hi, _) in enumerate(spans):
         span_of[lo:hi] = k
     K, at = gram.in_place()
+    t = np.empty((cols.size, rows.size))
+    _rbf_exponents_between(one_type(X), rows, cols, span_of, kernel.resolved_gamma(X.shape[1]), t)
+    values = np.exp(np.negative(t))  # numpy's vectorized exp: several times a compiled loop's scalar one
     totals = np.empty(rows.size)
     # the copy of each entry GramBlock.submatrix reads: K[col, row] where the columns are fewer
-    _rbf_excess_between(K, at, one_type(X), rows, cols, weights, span_of, kernel.resolved_gamma(X.shape[1]),
-                        RBF_ALLOWANCE * _EPS, cols.size < rows.size, totals)
+    _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, RBF_ALLOWANCE * _EPS, X.shape[1],
+                        cols.size < rows.size, totals)
     for lo, hi, audit in spans:
         if audit.found()[2].size == 0:  # no wrong entry within the span (the rule): nothing to add
             continue
@@ -278,12 +281,26 @@ def _rbf_entry_excess(used, t, slack, d):
     return abs(used - value) - (slack * (1.0 + (d + 2) * t) * value + np.finfo(np.float64).tiny)
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _rbf_exponents_between(data, rows, cols, span_of, gamma, t):
+    """t[j, k] = gamma ||data[rows[k]] - data[cols[j]]||^2 from the differences (squared_distances' sum) for the
+    entries between spans (span_of: each position's span, -1 for none); 0 within one (not read: numpy's exp of
+    a special value such as inf takes a slower path)."""
+    for j in range(cols.size):
+        c = cols[j]
+        b = data[c]
+        for k in range(rows.size):
+            r = rows[k]
+            t[j, k] = 0.0 if span_of[r] >= 0 and span_of[r] == span_of[c] else gamma * _distance(data[r], b)
+
+
 @njit(cache=True, nogil=True)
-def _rbf_excess_between(K, at, data, rows, cols, weights, span_of, gamma, slack, transposed, out):
+def _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, slack, d, transposed, out):
     """out[k] = sum_j excess(K[at[rows[k]], at[cols[j]]]) weights[j] over the cols j outside rows[k]'s span (all of
-    them where it has none: span_of -1), the rbf's entries recomputed from data's differences; transposed: K's
-    other copy of each entry, K[at[cols[j]], at[rows[k]]]. A nan entry counts (as nan), never as right."""
-    d = data.shape[1]
+    them where it has none: span_of -1), against values[j, k] = exp(-t[j, k]) recomputed (_rbf_exponents_between)
+    and rbf_row_excess's allowance; transposed: K's other copy of each entry, K[at[cols[j]], at[rows[k]]]. A nan
+    entry counts (as nan), never as right."""
+    tiny = np.finfo(np.float64).tiny
     out[:] = 0.0
     for j in range(cols.size):  # column by column: K's rows read in order where transposed
         c = cols[j]
@@ -292,7 +309,7 @@ def _rbf_excess_between(K, at, data, rows, cols, weights, span_of, gamma, slack,
             if span_of[r] >= 0 and span_of[r] == span_of[c]:
                 continue
             used = K[at[c], at[r]] if transposed else K[at[r], at[c]]
-            excess = _rbf_entry_excess(used, gamma * _distance(data[r], data[c]), slack, d)
+            excess = abs(used - values[j, k]) - (slack * (1.0 + (d + 2) * t[j, k]) * values[j, k] + tiny)
             if not excess <= 0.0:
                 out[k] += excess * weights[j]
 
@@ -327,5 +344,6 @@ def warm() -> None:
     point = np.zeros((1, 1))
     rbf_row_excess(1.0, point, point, np.ones((1, 1)), np.ones(1))
     one, position = np.ones(1), np.zeros(1, dtype=np.int64)
-    _rbf_excess_between(point, position, point, position, position, one, position, 1.0, 1.0, False, np.empty(1))
+    _rbf_exponents_between(point, position, position, position, 1.0, point.copy())
+    _rbf_excess_between(point, position, position, position, one, position, point, point, 1.0, 1, False, np.empty(1))
     _rbf_span_excess(point, 0, 1, point, 1.0, 1.0, position, position.copy(), np.empty(1))
