@@ -64,7 +64,8 @@ def kernel_error(kernel: Kernel, X: np.ndarray, gram, u: np.ndarray, margins: np
 def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[float, int]:
     """(max over `rows` of sum_j excess_ij |u_j| over `cols`, the entries audited): kernel_error's sums. The rbf
     on a gram read in place with audited spans (experiments.estimator_gram.PairBlock): the entries between spans
-    recomputed by one compiled pass, those within a span read from its SpanAudit."""
+    recomputed (their exponents and excess by compiled passes over K in place, their exp by numpy's), those within
+    a span read from its SpanAudit."""
     weights = np.abs(u[cols])
     spans = getattr(gram, "audited_spans", None)
     if kernel.name != "rbf" or spans is None or issparse(X):
