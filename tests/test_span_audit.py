@@ -20,11 +20,12 @@ from solvers.solution import OPTIMAL
 TOL = get_profile("default").check_tol
 
 
-def _digits(classes: int = 4) -> SharedGram:
-    """The first `classes` digits' shared Gram matrix (rbf, SVC's gamma="scale")."""
+def _digits(classes: int = 5) -> SharedGram:
+    """The first `classes` digits' shared Gram matrix (rbf, SVC's gamma="scale"); 5 classes: each class in 4 pairs
+    (SHARED_AUDIT_MIN_PAIRS), its block audited once."""
     X, y = load_digits(return_X_y=True)
     keep = y < classes
-    X, y = X[keep][:400], y[keep][:400]
+    X, y = X[keep][:450], y[keep][:450]
     return SharedGram.of(Kernel("rbf", gamma=1 / (X.shape[1] * X.var())), X, np.arange(len(y)), y, classes)
 
 
@@ -55,13 +56,13 @@ def _audit(block, signs, C=1.0):
 
 @pytest.mark.parametrize("both", [True, False])
 def test_a_wrong_within_class_entry_fails_every_pair_that_holds_the_class(both):
-    """Class 1's entries of one sample 1e-3 off (both copies, or only its row): each of the 3 pairs holding class 1
+    """Class 1's entries of one sample 1e-3 off (both copies, or only its row): each of the 4 pairs holding class 1
     is refused by the kernel audit (err_kernel past the tolerance, status not optimal); the other pairs verify."""
     shared = _digits()
     _corrupt(shared, 1, 5, 1.0 + 1e-3, both)
-    for i, j in _pairs(4):
+    for i, j in _pairs(5):
         _, signs, block = shared.pair_in_place(i, j)
-        assert isinstance(block, PairBlock)
+        assert isinstance(block, PairBlock) and len(block.audits) == 2
         sol = smo_gram.solve(block, signs, 1.0)
         if 1 in (i, j):
             assert sol.status != OPTIMAL and sol.checks["err_kernel"] > TOL, (i, j)
@@ -85,7 +86,7 @@ def test_the_shared_audit_is_the_pairs_own_audit(where):
         shared.K[other, lo + 3] *= 1.0 + 1e-2
     else:
         _corrupt(shared, 2, 3, np.nan)
-    for i, j in _pairs(4):
+    for i, j in _pairs(5):
         _, signs, block = shared.pair_in_place(i, j)
         _, _, copy = shared.pair(i, j)
         alpha = smo(copy.K, signs, 1.0, tol=1e-8).alpha
@@ -107,18 +108,28 @@ def test_the_shared_audit_is_the_pairs_own_audit(where):
 
 
 def test_each_class_block_is_recomputed_once_a_fit(monkeypatch):
-    """Six pairs of four classes: each class's block is recomputed by one compiled pass, four in all, however many
+    """Ten pairs of five classes: each class's block is recomputed by one compiled pass, five in all, however many
     pairs hold it; the pairs recompute only their entries between the classes."""
     shared = _digits()
     passes = []
     real = kernel_audit._rbf_span_excess
     monkeypatch.setattr(kernel_audit, "_rbf_span_excess", lambda K, lo, hi, *rest: passes.append((lo, hi)) or
                         real(K, lo, hi, *rest))
-    for i, j in _pairs(4):
+    for i, j in _pairs(5):
         _, signs, block = shared.pair_in_place(i, j)
         err, _ = _audit(block, signs)
         assert err == 0.0
-    assert sorted(passes) == [(shared.bounds[c], shared.bounds[c + 1]) for c in range(4)]
+    assert sorted(passes) == [(shared.bounds[c], shared.bounds[c + 1]) for c in range(5)]
+
+
+def test_few_classes_keep_the_pairs_own_audit():
+    """Three classes (each in 2 pairs, below SHARED_AUDIT_MIN_PAIRS): no class block is audited for the fit, each
+    pair recomputes all its entries (a class's whole block cost more than its pairs' share of it)."""
+    shared = _digits(3)
+    for i, j in _pairs(3):
+        _, signs, block = shared.pair_in_place(i, j)
+        assert block.audits == () and block.audited_spans() == []
+    assert shared._audits is None
 
 
 def test_many_wrong_entries_are_all_found():
@@ -135,10 +146,9 @@ def test_many_wrong_entries_are_all_found():
 
 
 def test_a_fit_on_a_wrong_class_block_solves_its_pairs_again(monkeypatch):
-    """Iris with class 1's own block of the fit's Gram matrix 1e-3 off: the two pairs that hold class 1 are refused
-    on it and solved again from their samples through the model layer; the third keeps SMO's verified point; the
-    model is SVC's (the same predictions)."""
-    from sklearn.datasets import load_iris
+    """Five digits (10 pairs, SMO made ahead on the second thread) with class 1's own block of the fit's Gram matrix
+    1e-3 off: the four pairs that hold class 1 are refused on it and solved again from their samples through the
+    model layer; the others keep SMO's verified point; the model is SVC's (the same predictions)."""
     from sklearn.svm import SVC
 
     from experiments.estimator import SVMClassifier
@@ -152,8 +162,9 @@ def test_a_fit_on_a_wrong_class_block_solves_its_pairs_again(monkeypatch):
         return shared
 
     monkeypatch.setattr(SharedGram, "of", classmethod(wrong))
-    X, y = load_iris(return_X_y=True)
+    X, y = load_digits(return_X_y=True)
+    X, y = X[y < 5], y[y < 5]
     fit = SVMClassifier().fit(X, y)
-    layers = [(s.layer, s.status) for s in fit.solutions_]  # pairs (0, 1), (0, 2), (1, 2)
-    assert layers == [("pyomo", OPTIMAL), ("direct", OPTIMAL), ("pyomo", OPTIMAL)]
+    layers = [(s.layer, s.status) for s in fit.solutions_]
+    assert layers == [("pyomo" if 1 in pair else "direct", OPTIMAL) for pair in _pairs(5)]
     np.testing.assert_array_equal(fit.predict(X), SVC().fit(X, y).predict(X))
