@@ -74,7 +74,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from experiments.estimator_gram import SharedGram
+from experiments.estimator_gram import PairBlock, SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
@@ -158,6 +158,15 @@ def _cancelled_on_error(futures):
 #: The points of all pairs together from which each pair's SMO runs ahead on a second thread (SVMClassifier.
 #: _smo_ahead): below, a thread's start and hand-overs cost more than the overlap saves (docs/estimator_speed.md).
 SMO_AHEAD_MIN_POINTS = 2_000
+
+
+def _ahead(block, signs: np.ndarray, C, profile: str):
+    """A pair's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
+    no earlier pair audited them (experiments.estimator_gram.PairBlock: one compiled pass a class), then its first
+    SMO run. Both hold none of the interpreter's lock while they compute."""
+    if isinstance(block, PairBlock):
+        block.audit_classes()
+    return smo_gram.first_run(block, signs, C, profile)
 
 
 @dataclass
@@ -619,8 +628,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 or sum(signs.size for _, signs, _ in held) < SMO_AHEAD_MIN_POINTS):
             return None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [None if b is None else pool.submit(smo_gram.first_run, b[2], b[1], _pair_C(row_C, b[0]),
-                                                      self.profile) for b in blocks]
+        futures = [None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]), self.profile)
+                   for b in blocks]
         pool.shutdown(wait=False)
         return futures
 

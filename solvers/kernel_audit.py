@@ -17,16 +17,22 @@ Which entries: the columns of the support vectors (u_j != 0: no other column ent
 the rows of the free support vectors (they pin b), then those at a bound, then the other points nearest their
 margins, within AUDIT_COST (entries x (features + ENTRY_COST)); every such entry for small problems. A
 precomputed K has no formula to recompute: it is the user's, and not audited.
+
+A multiclass fit's pairs read one Gram matrix (experiments.estimator_gram.PairBlock): there each class's own block
+is audited once for the fit, every entry (SpanAudit), and each pair recomputes only its entries between its two
+classes, adding the within-class entries' excess found once, so its verdict is the one it would reach alone.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numba import njit
 from scipy.sparse import issparse
 
+from formulations.data_matrix import one_type
 from formulations.kernels import EXACT_SLACK, Kernel
 from formulations.recovery import AT_BOUND, FREE
 
@@ -41,31 +47,75 @@ _EPS = np.finfo(float).eps
 
 def kernel_error(kernel: Kernel, X: np.ndarray, gram, u: np.ndarray, margins: np.ndarray,
                  codes: np.ndarray, f_scale: float) -> tuple[float, int]:
-    """(max_i sum_j excess_ij |u_j| / f_scale, the number of entries recomputed) for the K behind `gram`
+    """(max_i sum_j excess_ij |u_j| / f_scale, the number of entries audited) for the K behind `gram`
     (a solvers.reference.Gram: its submatrix) at u = y * alpha. margins: y_i f(x_i) - 1; codes: the points'
-    classes (formulations.recovery.classify)."""
+    classes (formulations.recovery.classify).
+
+    A gram that answers `audited_spans()` and `in_place()` (a pair's block of a multiclass fit's Gram matrix,
+    experiments.estimator_gram.PairBlock) holds runs of its positions whose entries among themselves were audited
+    once for the fit (SpanAudit): for the rbf those entries' excess is read from there, the others recomputed here."""
     sv = np.flatnonzero(u)
     if sv.size == 0:
         return 0.0, 0
-    per_row = max(1, int(AUDIT_COST // (X.shape[1] + ENTRY_COST)))
+    worst, entries = _audit(kernel, X, gram, u, *audited_entries(u, sv, margins, codes, X.shape[1]))
+    return worst / f_scale, entries
+
+
+def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[float, int]:
+    """(max over `rows` of sum_j excess_ij |u_j| over `cols`, the entries audited): kernel_error's sums. The rbf
+    on a gram read in place with audited spans (experiments.estimator_gram.PairBlock): the entries between spans
+    recomputed (their exponents and excess by compiled passes over K in place, their exp by numpy's), those within
+    a span read from its SpanAudit."""
+    weights = np.abs(u[cols])
+    spans = getattr(gram, "audited_spans", None)
+    if kernel.name != "rbf" or spans is None or issparse(X):
+        return float(np.max(row_excess(kernel, X, gram, rows, cols, weights))), rows.size * cols.size
+    spans = spans()
+    span_of = np.full(u.size, -1, dtype=np.int64)
+    for k, (lo, hi, _) in enumerate(spans):
+        span_of[lo:hi] = k
+    K, at = gram.in_place()
+    t = np.empty((cols.size, rows.size))
+    _rbf_exponents_between(one_type(X), rows, cols, span_of, kernel.resolved_gamma(X.shape[1]), t)
+    values = np.exp(np.negative(t))  # numpy's vectorized exp: several times a compiled loop's scalar one
+    totals = np.empty(rows.size)
+    # the copy of each entry GramBlock.submatrix reads: K[col, row] where the columns are fewer
+    _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, RBF_ALLOWANCE * _EPS, X.shape[1],
+                        cols.size < rows.size, totals)
+    for lo, hi, audit in spans:
+        if audit.found()[2].size == 0:  # no wrong entry within the span (the rule): nothing to add
+            continue
+        in_rows, in_cols = (rows >= lo) & (rows < hi), (cols >= lo) & (cols < hi)
+        if in_rows.any() and in_cols.any():
+            at_rows = np.flatnonzero(in_rows)
+            audit.add_row_sums(rows[at_rows] - lo, cols[in_cols] - lo, weights[in_cols], totals, at_rows)
+    return float(np.max(totals)), rows.size * cols.size  # np.max: a nan total stays nan
+
+
+def audited_entries(u: np.ndarray, sv: np.ndarray, margins: np.ndarray, codes: np.ndarray,
+                    d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of the entries audited (the module doc's choice within AUDIT_COST); sv: u's nonzeros."""
+    per_row = max(1, int(AUDIT_COST // (d + ENTRY_COST)))
     cols = sv[np.argsort(-np.abs(u[sv]), kind="stable")][:per_row]
     take = max(1, per_row // cols.size)
     if take >= u.size:  # every point's row: which come first does not matter
-        rows, A = np.arange(u.size), X
-    else:
-        rank = np.where(codes == FREE, 0, np.where(codes == AT_BOUND, 1, 2))
-        rows = np.lexsort((np.abs(margins), -np.abs(u), rank))[:take]
-        A = X[rows]
+        return np.arange(u.size), cols
+    rank = np.where(codes == FREE, 0, np.where(codes == AT_BOUND, 1, 2))
+    return np.lexsort((np.abs(margins), -np.abs(u), rank))[:take], cols
+
+
+def row_excess(kernel: Kernel, X, gram, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_j max(|used_ij - k(x_i, x_j)| - allowed_ij, 0) weights_j for each of `rows` (cols: the j), the entries
+    used read from `gram` and recomputed from X by the other formula; nan where an entry used is nan."""
+    A = X if rows.size == X.shape[0] and np.array_equal(rows, np.arange(rows.size)) else X[rows]
     B = X[cols]
     if issparse(X):  # the few sampled rows dense: the other formula needs their differences
         A, B = A.toarray(), B.toarray()
-    used, weights = gram.submatrix(rows, cols), np.abs(u[cols])
+    used = gram.submatrix(rows, cols)
     if kernel.name == "rbf":
-        worst = rbf_excess(kernel.resolved_gamma(A.shape[1]), A, B, used, weights)
-    else:
-        exact, allowed = exact_values(kernel, A, B)
-        worst = float(np.max(np.maximum(np.abs(used - exact) - allowed, 0.0) @ weights))
-    return worst / f_scale, rows.size * cols.size
+        return rbf_row_excess(kernel.resolved_gamma(A.shape[1]), A, B, used, weights)
+    exact, allowed = exact_values(kernel, A, B)
+    return np.maximum(np.abs(used - exact) - allowed, 0.0) @ weights
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -121,32 +171,180 @@ def rbf_values(gamma: float, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, 
 
 
 def rbf_excess(gamma: float, A: np.ndarray, B: np.ndarray, used: np.ndarray, weights: np.ndarray) -> float:
-    """max_i sum_j max(|used_ij - k(a_i, b_j)| - allowed_ij, 0) weights_j for the rbf: exact_values' values (numpy's
-    vectorized exp) and allowance, then the excess in one compiled pass (no temporaries of the block's size for
-    the allowance and the excess: half the time). nan where an entry used is nan."""
+    """max_i sum_j max(|used_ij - k(a_i, b_j)| - allowed_ij, 0) weights_j for the rbf (rbf_row_excess's maximum):
+    nan where an entry used is nan."""
+    return float(np.max(rbf_row_excess(gamma, A, B, used, weights)))
+
+
+def rbf_row_excess(gamma: float, A: np.ndarray, B: np.ndarray, used: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_j max(|used_ij - k(a_i, b_j)| - allowed_ij, 0) weights_j for each row a_i, for the rbf: exact_values'
+    values (numpy's vectorized exp) and allowance, then the excess in one compiled pass (no temporaries of the
+    block's size for the allowance and the excess: half the time). nan where an entry used is nan."""
     t, values = rbf_values(gamma, A, B)
-    return float(_rbf_excess(np.ascontiguousarray(used, dtype=float), values, t,
-                             np.ascontiguousarray(weights, dtype=float), RBF_ALLOWANCE * _EPS, A.shape[1]))
+    out = np.empty(t.shape[0])
+    _rbf_excess(np.ascontiguousarray(used, dtype=float), values, t, np.ascontiguousarray(weights, dtype=float),
+                RBF_ALLOWANCE * _EPS, A.shape[1], out)
+    return out
 
 
 @njit(cache=True, nogil=True)
-def _rbf_excess(used, values, t, weights, slack, d):
-    """rbf_excess's pass; slack: RBF_ALLOWANCE eps, d: the features."""
+def _rbf_excess(used, values, t, weights, slack, d, out):
+    """rbf_row_excess's pass into out (one total a row); slack: RBF_ALLOWANCE eps, d: the features."""
     tiny = np.finfo(np.float64).tiny
-    worst = 0.0
     for i in range(used.shape[0]):
         total = 0.0
         for j in range(used.shape[1]):
             excess = abs(used[i, j] - values[i, j]) - (slack * (1.0 + (d + 2) * t[i, j]) * values[i, j] + tiny)
             if not excess <= 0.0:  # a nan entry counts (as nan), never as right
                 total += excess * weights[j]
-        if math.isnan(total):
-            return total
-        worst = max(worst, total)
-    return worst
+        out[i] = total
+
+
+class SpanAudit:
+    """The entries of K[lo:hi, lo:hi] (one class's block of a multiclass fit's Gram matrix, the rbf's) audited once,
+    for every pair that holds the class: the entries whose excess is not 0 are kept (normally none), each as the
+    larger of its two copies K_ij, K_ji (a pair reads either, GramBlock.submatrix), and each pair adds the ones its
+    audit covers (add_row_sums), as if it had recomputed them: a wrong entry fails every pair whose support vectors
+    reach it. The pairs' own entries between classes are recomputed by each pair (kernel_error).
+
+    Why: a class's block is audited by each of the pairs that hold it (9 on digits), its entries recomputed each
+    time; this audits it once (its upper triangle: both copies against one recomputed value). Thread-safe: the
+    fit's SMO thread audits the classes ahead of the closings."""
+
+    def __init__(self, kernel: Kernel, data: np.ndarray, K: np.ndarray, lo: int, hi: int):
+        if kernel.name != "rbf":
+            raise ValueError(f"a span's audit recomputes the rbf's entries, not the {kernel.name} kernel's")
+        self._args = (kernel, data, K, lo, hi)
+        self._lock = threading.Lock()
+        self._found = None
+
+    def found(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, cols, excess) of the entries whose excess is not 0 (both (i, j) and (j, i)), positions within the
+        span (audited at the first call)."""
+        with self._lock:
+            if self._found is None:
+                kernel, data, K, lo, hi = self._args
+                rows = np.empty(SPAN_FOUND, dtype=np.int64)
+                cols, excess = np.empty(SPAN_FOUND, dtype=np.int64), np.empty(SPAN_FOUND)
+                count = _rbf_span_excess(K, lo, hi, one_type(data), kernel.resolved_gamma(data.shape[1]),
+                                         RBF_ALLOWANCE * _EPS, rows, cols, excess)
+                if count < 0:  # more wrong entries than kept: all of them, from the arrays
+                    rows, cols, excess = _span_excess_by_arrays(kernel, data[lo:hi], K[lo:hi, lo:hi])
+                else:
+                    rows, cols, excess = rows[:count], cols[:count], excess[:count]
+                self._found = rows, cols, excess
+            return self._found
+
+    def add_row_sums(self, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, totals: np.ndarray,
+                     at: np.ndarray) -> None:
+        """totals[at[k]] += sum_j excess_(rows[k], cols[j]) weights[j] over the kept entries (positions within the
+        span)."""
+        found_rows, found_cols, excess = self.found()
+        if excess.size == 0:
+            return
+        size = self._args[4] - self._args[3]
+        row_at, col_at = np.full(size, -1), np.full(size, -1)
+        row_at[rows], col_at[cols] = np.arange(rows.size), np.arange(cols.size)
+        hit = (row_at[found_rows] >= 0) & (col_at[found_cols] >= 0)  # entries of this audit: not 0 x nan
+        np.add.at(totals, at[row_at[found_rows[hit]]], excess[hit] * weights[col_at[found_cols[hit]]])
+
+
+#: Wrong entries a span's compiled audit keeps (both copies of an entry count once each); beyond, they are found
+#: again from the block's arrays.
+SPAN_FOUND = 4096
+
+
+def _span_excess_by_arrays(kernel: Kernel, A: np.ndarray, used: np.ndarray):
+    """SpanAudit.found's entries from whole arrays (rbf_values and RBF_ALLOWANCE, as rbf_row_excess)."""
+    t, values = rbf_values(kernel.resolved_gamma(A.shape[1]), A, A)
+    allowed = RBF_ALLOWANCE * _EPS * (1.0 + (A.shape[1] + 2) * t) * values + np.finfo(float).tiny
+    excess = np.abs(used - values) - allowed
+    excess = np.where(excess <= 0.0, 0.0, excess)  # nan stays nan
+    excess = np.maximum(excess, excess.T)  # either copy wrong: the entry is (np.maximum keeps nan)
+    rows, cols = np.nonzero(excess != 0.0)  # nan != 0
+    return rows, cols, excess[rows, cols]
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _distance(a, b):
+    """||a - b||^2 from the differences (squared_distances' sum)."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        t = a[k] - b[k]
+        total += t * t
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _rbf_entry_excess(used, t, slack, d):
+    """|used - exp(-t)| less the rbf's allowance (rbf_row_excess's test), t = gamma ||x - z||^2."""
+    value = math.exp(-t)
+    return abs(used - value) - (slack * (1.0 + (d + 2) * t) * value + np.finfo(np.float64).tiny)
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _rbf_exponents_between(data, rows, cols, span_of, gamma, t):
+    """t[j, k] = gamma ||data[rows[k]] - data[cols[j]]||^2 from the differences (squared_distances' sum) for the
+    entries between spans (span_of: each position's span, -1 for none); 0 within one (not read: numpy's exp of
+    a special value such as inf takes a slower path)."""
+    for j in range(cols.size):
+        c = cols[j]
+        b = data[c]
+        for k in range(rows.size):
+            r = rows[k]
+            t[j, k] = 0.0 if span_of[r] >= 0 and span_of[r] == span_of[c] else gamma * _distance(data[r], b)
+
+
+@njit(cache=True, nogil=True)
+def _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, slack, d, transposed, out):
+    """out[k] = sum_j excess(K[at[rows[k]], at[cols[j]]]) weights[j] over the cols j outside rows[k]'s span (all of
+    them where it has none: span_of -1), against values[j, k] = exp(-t[j, k]) recomputed (_rbf_exponents_between)
+    and rbf_row_excess's allowance; transposed: K's other copy of each entry, K[at[cols[j]], at[rows[k]]]. A nan
+    entry counts (as nan), never as right."""
+    tiny = np.finfo(np.float64).tiny
+    out[:] = 0.0
+    for j in range(cols.size):  # column by column: K's rows read in order where transposed
+        c = cols[j]
+        for k in range(rows.size):
+            r = rows[k]
+            if span_of[r] >= 0 and span_of[r] == span_of[c]:
+                continue
+            used = K[at[c], at[r]] if transposed else K[at[r], at[c]]
+            excess = abs(used - values[j, k]) - (slack * (1.0 + (d + 2) * t[j, k]) * values[j, k] + tiny)
+            if not excess <= 0.0:
+                out[k] += excess * weights[j]
+
+
+@njit(cache=True, nogil=True)
+def _rbf_span_excess(K, lo, hi, data, gamma, slack, rows, cols, excess):
+    """SpanAudit's pass over K[lo:hi, lo:hi]'s upper triangle: each entry's excess over both its copies (nan where
+    either is nan), those not <= 0 written at (i, j) and (j, i) (positions from lo) into rows, cols, excess; their
+    number, or -1 where they do not fit."""
+    d = data.shape[1]
+    count = 0
+    for i in range(lo, hi):
+        for j in range(i, hi):
+            t = gamma * _distance(data[i], data[j])
+            upper = _rbf_entry_excess(K[i, j], t, slack, d)
+            lower = _rbf_entry_excess(K[j, i], t, slack, d)
+            worst = upper if math.isnan(upper) or upper > lower else lower
+            if worst <= 0.0:
+                continue
+            if count + 2 > rows.size:
+                return -1
+            rows[count], cols[count], excess[count] = i - lo, j - lo, worst
+            count += 1
+            if i != j:
+                rows[count], cols[count], excess[count] = j - lo, i - lo, worst
+                count += 1
+    return count
 
 
 def warm() -> None:
     """The compiled functions loaded from numba's cache (or compiled), so that the checks do not wait for them."""
     point = np.zeros((1, 1))
-    rbf_excess(1.0, point, point, np.ones((1, 1)), np.ones(1))
+    rbf_row_excess(1.0, point, point, np.ones((1, 1)), np.ones(1))
+    one, position = np.ones(1), np.zeros(1, dtype=np.int64)
+    _rbf_exponents_between(point, position, position, position, 1.0, point.copy())
+    _rbf_excess_between(point, position, position, position, one, position, point, point, 1.0, 1, False, np.empty(1))
+    _rbf_span_excess(point, 0, 1, point, 1.0, 1.0, position, position.copy(), np.empty(1))

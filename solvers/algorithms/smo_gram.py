@@ -53,7 +53,7 @@ def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "def
     arguments (then max_iter None and no deadline), taken as the first run."""
     prof = get_profile(profile)
     tol = prof.check_tol / TIGHTEN
-    K = source.row_cache()  # a block read in place, through its rows; a whole K as it is
+    K = None  # the rows SMO reads here (not where the first run was made ahead: it has its own)
     alpha = grad = None
     steps, in_smo, began = 0, 0.0, time.perf_counter()
     while True:
@@ -61,6 +61,7 @@ def solve(source: FullGram | GramBlock, y: np.ndarray, C, *, profile: str = "def
         if first is not None:  # the run made ahead: its own seconds, not the wait for it
             (res, seconds), first = first.result(), None
         else:
+            K = source.row_cache() if K is None else K  # a block read in place, through its rows; a whole K as it is
             start = time.perf_counter()
             res = smo(K, y, C, alpha0=alpha, grad0=grad, tol=tol, max_iter=10**9 if left is None else left,
                       deadline=deadline)
