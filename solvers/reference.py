@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -380,13 +381,14 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g[free]), float(balance_rhs))
-    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True)
+    x, singular, system = _free_solve(gram, free, yF, g[free], float(balance_rhs), least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
     # move the points that crossed a bound (_move), which proves what a fit too large to try would give up on.
-    if not _in_bounds(x[:m], C_free) and (singular or M.size <= BVLS_MAX_ENTRIES):
+    if not _in_bounds(x[:m], C_free) and (singular or (m + 1) ** 2 <= BVLS_MAX_ENTRIES):
+        M, rhs = system if system is not None else _free_system(
+            one_type(gram.submatrix(free, free)), one_type(yF), one_type(g[free]), float(balance_rhs))
         lower = np.append(np.zeros(m), -np.inf)
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
         x = bounded_fit(M, rhs, lower, upper)
@@ -394,6 +396,32 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     u_free = np.zeros(n)
     u_free[free] = yF * a[free]
     return a, g + gram.times(u_free), float(x[m]), None
+
+
+#: The last large free-point system's answer (REMEMBERED_ENTRIES), by what its matrix is made of: the Gram object
+#: itself (a weak reference: the same rows give the same entries), the free points, their labels and the bound points'
+#: part g_F of their margins. The finish of a working set and the closing checks prove the same sets with the same
+#: rows: the second finds the answer without forming K_FF, the system and its digest again (the proof tests the
+#: answer against the Gram's own products either way).
+_last_sets: tuple[weakref.ref, bytes, np.ndarray] | None = None
+
+
+def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool):
+    """(x, singular, (M, rhs) or None where remembered): the free points' system in (alpha_F, b) solved."""
+    global _last_sets
+    large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
+    if large:
+        h = hashlib.blake2b(digest_size=32)
+        for array in (free.astype(np.int64), one_type(yF), one_type(g_F), np.array([balance_rhs, least_squares])):
+            h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+        key = h.digest()
+        if _last_sets is not None and _last_sets[0]() is gram and _last_sets[1] == key:
+            return _last_sets[2].copy(), False, None
+    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g_F), balance_rhs)
+    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True, remember=not large)
+    if large and not singular:
+        _last_sets = (weakref.ref(gram), key, x.copy())
+    return x, singular, (M, rhs)
 
 
 @njit(cache=True, nogil=True)
@@ -569,16 +597,18 @@ _last_solve: tuple[bytes, np.ndarray, bool] | None = None
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
-                        least_squares: bool = True, saddle: bool = False) -> tuple[np.ndarray, bool]:
+                        least_squares: bool = True, saddle: bool = False,
+                        remember: bool = True) -> tuple[np.ndarray, bool]:
     """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
     orders of magnitude give a system that is badly scaled, not badly conditioned. singular: M is known to be
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
     a singular M ends the proof (NotTried) instead of a least-squares solve (an SVD, far slower than the
     loop's own steps at thousands of free points). saddle: M = [[Q, v], [v', 0]], Q symmetric positive
     semi-definite (_solve_equilibrated). A large system solved last with the very same inputs (to the
-    bit: REMEMBERED_ENTRIES) returns that solve's answer, which solving again would repeat exactly."""
+    bit: REMEMBERED_ENTRIES) returns that solve's answer, which solving again would repeat exactly (remember=False:
+    the caller remembers it, _free_solve)."""
     global _last_solve
-    if M.size < REMEMBERED_ENTRIES:
+    if M.size < REMEMBERED_ENTRIES or not remember:
         return _solve_equilibrated(M, rhs, singular, least_squares, saddle)
     digest = _digest(M, rhs, singular, least_squares, saddle)
     if _last_solve is not None and _last_solve[0] == digest:
