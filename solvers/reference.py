@@ -43,7 +43,7 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
-from solvers import blas
+from solvers import blas, lapack_inplace
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -53,7 +53,8 @@ POLISH_TOL = 1e-8
 #: d + |F| whose whole primal-form system is solved densely.
 MAX_FREE = 4000
 #: The kernel form's dense solve for |F| free points holds DENSE_COPIES arrays of (|F| + 1)^2 doubles at once (the
-#: system M, its equilibrated copy, the factor) and may take DENSE_BYTES for them (dense_limit: 6,688 free points);
+#: system M, its equilibrated copy, which the Cholesky factor overwrites, and LU's factor where Cholesky does not
+#: hold) and may take DENSE_BYTES for them (dense_limit: 6,688 free points);
 #: beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
 DENSE_BYTES = 2**30
 DENSE_COPIES = 3
@@ -637,7 +638,10 @@ def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_sq
     A, r, c = _ruiz(one_type(M), 5)  # one compiled type (warm_compiled)
     if not singular:
         with blas.own_threads_if(M.size >= THREADED_ENTRIES):
-            solve = (_saddle_factor(A) if saddle else None) or _lu_factor(A)
+            solve = _saddle_factor(A) if saddle else None
+            if solve is None and saddle:  # the Cholesky attempt overwrote A's leading block
+                A = _ruiz(one_type(M), 5)[0]
+            solve = solve or _lu_factor(A)
             if solve is not None:
                 x = c * solve(r * rhs)
                 # one step of iterative refinement, its residual summed in twice the working precision (residual):
@@ -669,27 +673,26 @@ def _lu_factor(A: np.ndarray):
 
 
 def _saddle_factor(A: np.ndarray):
-    """x -> A^-1 x for A = [[Q, v], [v', 0]] with Q symmetric: Cholesky Q = L L' (half of LU's flops on the whole,
-    and no pivot search) and the Schur complement s = v' Q^-1 v > 0 for the last unknown. None where Q is not
-    clearly positive definite (CHOLESKY_PIVOT_FLOOR: duplicated points, a semi-definite kernel)."""
+    """x -> A^-1 x for A = [[Q, v], [v', 0]] with Q symmetric: Cholesky Q = L L' in A's own leading block (half of
+    LU's flops on the whole, no pivot search, no copy: solvers.lapack_inplace) and the Schur complement
+    s = v' Q^-1 v > 0 for the last unknown. None where Q is not clearly positive definite (CHOLESKY_PIVOT_FLOOR:
+    duplicated points, a semi-definite kernel); A's leading block is overwritten either way."""
     m = A.shape[0] - 1
     if m < 1:
         return None
-    Q = np.array(A[:m, :m])  # a C-ordered copy: its transpose is the Fortran array LAPACK factors in place
-    top = float(np.max(np.diagonal(Q)))
-    L, info = lapack.dpotrf(Q.T, lower=1, clean=0, overwrite_a=1)
-    if info != 0 or not top > 0:
+    top = float(np.max(np.diagonal(A)[:m]))
+    if not top > 0 or lapack_inplace.cholesky(A, m) != 0:
         return None
-    if not float(np.min(np.diagonal(L))) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top:
+    if not float(np.min(np.diagonal(A)[:m])) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top:
         return None
-    v = np.array(A[:m, m])
-    z = lapack.dpotrs(L, v, lower=1)[0]
+    v = A[:m, m].copy()
+    z = lapack_inplace.cholesky_solve(A, m, v)
     schur = float(v @ z)
     if not (schur > 0 and math.isfinite(schur)):
         return None
 
     def solve(q):
-        t = lapack.dpotrs(L, q[:m], lower=1)[0]
+        t = lapack_inplace.cholesky_solve(A, m, q[:m])
         last = (float(v @ t) - q[m]) / schur
         return np.append(t - z * last, last)
 

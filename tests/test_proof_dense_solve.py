@@ -158,3 +158,27 @@ def test_a_system_too_large_for_memory_is_refused_with_its_size(monkeypatch):
     assert reference.dense_limit() == 199
     ref = reference.polish(reference.Gram(None, K), y, C, alpha, f)
     assert not ref.ok and "300 free points" in ref.reason and "GiB" in ref.reason and "at most 199" in ref.reason
+
+
+def test_the_in_place_cholesky_is_lapack_s_on_the_leading_block():
+    """solvers.lapack_inplace factors the leading block of a larger array where it lies (the rest untouched) and solves
+    with it: numpy's Cholesky factor and solve, to rounding."""
+    from solvers import lapack_inplace
+
+    rng = np.random.default_rng(4)
+    B = rng.normal(size=(30, 30))
+    Q = B @ B.T + 30 * np.eye(30)
+    A = rng.normal(size=(31, 31))
+    A[:30, :30] = Q
+    border = A[:, 30].copy(), A[30].copy()
+    assert lapack_inplace.cholesky(A, 30) == 0
+    L = np.linalg.cholesky(Q)
+    np.testing.assert_allclose(np.triu(A[:30, :30]).T, L, rtol=0, atol=1e-13 * np.abs(L).max())
+    assert np.array_equal(A[:, 30], border[0]) and np.array_equal(A[30], border[1])
+    b = rng.normal(size=30)
+    want = np.linalg.solve(Q, b)
+    np.testing.assert_allclose(lapack_inplace.cholesky_solve(A, 30, b), want, rtol=0, atol=1e-12 * np.abs(want).max())
+    A[:30, :30] = -Q  # not positive definite: LAPACK's info says where
+    assert lapack_inplace.cholesky(A, 30) == 1
+    with pytest.raises(ValueError, match="C-ordered float64"):
+        lapack_inplace.cholesky(np.asfortranarray(A), 30)
