@@ -1,5 +1,5 @@
-"""One BLAS thread for small dense work, BLAS's own threads back for large, without threadpoolctl's per-call
-library scan.
+"""One BLAS thread for small dense work, without threadpoolctl's per-call library scan; the cores BLAS found, for
+the project's own threads.
 
 ``threadpoolctl.threadpool_limits(...)`` finds the loaded BLAS libraries anew at every call, a cost
 comparable to a small SVMClassifier fit. The controller is made at the first use and kept
@@ -42,18 +42,9 @@ def one_thread():
 
 
 def own_threads() -> int:
-    """BLAS's thread count as the process found it (the cores it may use)."""
+    """BLAS's thread count as the process found it, before any limit of ours: the cores the process may use."""
     controller()
     return _own_threads
-
-
-def own_threads_if(large: bool):
-    """BLAS's own thread count (as the process found it) when `large`, also inside one_thread(): a dense factorization
-    of thousands of unknowns is the whole of the work then, and splitting it is the only parallelism left."""
-    if not large:
-        return contextlib.nullcontext()
-    lib = controller()
-    return lib.limit(limits=_own_threads, user_api="blas")
 
 
 def one_thread_if(small: bool):

@@ -633,28 +633,29 @@ def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool,
 def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool, saddle: bool = False):
     """_equilibrated_solve's solve itself. saddle: M = [[Q, v], [v', 0]] with Q symmetric positive semi-definite (the
     free points' system), solved through Q's Cholesky factor where Q is clearly definite (_saddle_factor), else by LU.
-    On a large system (THREADED_ENTRIES) the factorization runs on BLAS's own threads, and its last bits may then
-    depend on their count; below that, one thread as the caller set, the same bits on every machine's BLAS."""
+    LAPACK runs on the caller's BLAS threads (one in the working set's loop and closing): on BLAS's own two threads
+    a busy machine's other process made the factorization several times slower, not faster. The equilibration and
+    the residual are split between threads on a large system, to the same bits."""
     A, r, c = _ruiz(one_type(M), 5)  # one compiled type (warm_compiled)
     if not singular:
-        with blas.own_threads_if(M.size >= THREADED_ENTRIES):
-            solve = _saddle_factor(A) if saddle else None
-            if solve is None and saddle:  # the Cholesky attempt overwrote A's leading block
-                A = _ruiz(one_type(M), 5)[0]
-            solve = solve or _lu_factor(A)
-            if solve is not None:
-                x = c * solve(r * rhs)
-                # one step of iterative refinement, its residual summed in twice the working precision (residual):
-                # the proved optimum then comes out correctly rounded (-0.25 where the solve alone gave
-                # -0.25000000000000006, and SVC's exact toy answers are compared exactly)
-                return x + c * solve(r * residual(M, x, rhs)), False
+        solve = _saddle_factor(A) if saddle else None
+        if solve is None and saddle:  # the Cholesky attempt overwrote A's leading block
+            A = _ruiz(one_type(M), 5)[0]
+        solve = solve or _lu_factor(A)
+        if solve is not None:
+            x = c * solve(r * rhs)
+            # one step of iterative refinement, its residual summed in twice the working precision (residual):
+            # the proved optimum then comes out correctly rounded (-0.25 where the solve alone gave
+            # -0.25000000000000006, and SVC's exact toy answers are compared exactly)
+            return x + c * solve(r * residual(M, x, rhs)), False
     if not least_squares:
         raise NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
     return x, True
 
 
-#: Systems of at least this many entries are factored on BLAS's own threads (solvers.blas.own_threads_if).
+#: Systems of at least this many entries are equilibrated and their residual summed on the process's cores
+#: (solvers.blas.own_threads), in parts whose arithmetic does not depend on how many.
 THREADED_ENTRIES = 10**6
 #: _saddle_factor's Cholesky factor is kept only where each pivot is above this times the block's size times its
 #: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
