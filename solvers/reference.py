@@ -741,7 +741,8 @@ def _split(a):
 @njit(cache=True, nogil=True)
 def _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, hi):
     """out[i] = rhs[i] - sum_j M[i, j] x[j] for lo <= i < hi by Dot2: each product split into its rounded value and
-    exact error (TwoProduct), each running sum's rounding error kept (TwoSum), the errors summed apart and added once."""
+    exact error (TwoProduct), each running sum's rounding error kept (TwoSum), the errors summed apart and added
+    once."""
     for i in range(lo, hi):
         total = rhs[i]
         errors = 0.0
@@ -922,8 +923,8 @@ def _b_slack(y, g, b, C) -> float:
 
 
 def warm() -> None:
-    """The proof's compiled parts (the equilibration, the residual's Dot2, _within, _free_system, _violated) loaded from numba's cache (or
-    compiled), in the types the proof calls them with."""
+    """The proof's compiled parts (the equilibration, the residual's Dot2, _within, _free_system, _violated) loaded
+    from numba's cache (or compiled), in the types the proof calls them with."""
     _equilibrated_solve(np.eye(2), np.ones(2))
     _equilibrated_solve(np.array([[2.0, 1.0], [1.0, 0.0]]), np.ones(2), saddle=True)
     a = np.array([0.5, 0.0])
