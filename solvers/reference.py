@@ -416,8 +416,9 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
         for array in (free.astype(np.int64), one_type(yF), one_type(g_F), np.array([balance_rhs, least_squares])):
             h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
         key = h.digest()
-        if _last_sets is not None and _last_sets[0]() is gram and _last_sets[1] == key:
-            return _last_sets[2].copy(), False, None
+        last = _last_sets  # one snapshot: another thread's proof may replace it meanwhile
+        if last is not None and last[0]() is gram and last[1] == key:
+            return last[2].copy(), False, None
     M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g_F), balance_rhs)
     x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True, remember=not large)
     if large and not singular:

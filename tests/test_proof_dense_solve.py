@@ -19,7 +19,7 @@ EPS = np.finfo(float).eps
 
 
 def _kernel_problem(n: int, duplicates: int, seed: int = 0):
-    """Noisy labels in 3 features, rbf kernel, the solver's point (SVC, precomputed K, tight tolerance); the last
+    """Noisy labels in 3 features, rbf kernel, the solver's point (SVC, precomputed K, tolerance 1e-7); the last
     `duplicates` points copy the first ones, labels and all."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
@@ -28,7 +28,7 @@ def _kernel_problem(n: int, duplicates: int, seed: int = 0):
         X[n - duplicates:], y[n - duplicates:] = X[:duplicates], y[:duplicates]
     K = gram(Kernel("rbf", gamma=0.5), X)
     C = 10.0
-    svc = SVC(C=C, kernel="precomputed", tol=1e-10).fit(K, y)
+    svc = SVC(C=C, kernel="precomputed", tol=1e-7).fit(K, y)
     alpha = np.zeros(n)
     alpha[svc.support_] = np.abs(svc.dual_coef_[0])
     return K, y, C, alpha, svc.decision_function(K) * (1.0 if svc.classes_[1] == 1 else -1.0)
@@ -204,3 +204,21 @@ def test_a_solve_with_more_than_4000_free_points_is_proved():
     sol = api.solve("kernel_dual", X, y, layer="direct", backend="piqp", C=10.0, kernel=Kernel("rbf", gamma=gamma))
     assert sol.checks["n_free_sv"] > 4000
     assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum", sol.checks.get("verdict")
+
+
+def test_the_same_sets_on_the_same_rows_are_solved_once(monkeypatch):
+    """The finish and the closing checks prove the same sets with the same Gram object: the second proof takes the
+    first one's answer without forming the system; another Gram object (or other sets) is solved afresh."""
+    K, y, C, alpha, f = _all_free(1000)
+    assert 1001**2 >= reference.REMEMBERED_ENTRIES
+    monkeypatch.setattr(reference, "_last_sets", None)
+    built = []
+    real = reference._free_system
+    monkeypatch.setattr(reference, "_free_system", lambda *args: (built.append(1), real(*args))[1])
+    rows = reference.Gram(None, K)
+    first = reference.polish(rows, y, C, alpha, f)
+    again = reference.polish(rows, y, C, alpha, f)
+    assert first.ok and again.ok and len(built) == 1
+    assert np.array_equal(first.alpha, again.alpha) and first.b == again.b
+    other = reference.polish(reference.Gram(None, K.copy()), y, C, alpha, f)
+    assert len(built) == 2 and np.array_equal(other.alpha, first.alpha)
