@@ -54,7 +54,7 @@ POLISH_TOL = 1e-8
 MAX_FREE = 4000
 #: The kernel form's dense solve for |F| free points holds DENSE_COPIES arrays of (|F| + 1)^2 doubles at once (the
 #: system M, its equilibrated copy, which the Cholesky factor overwrites, and LU's factor where Cholesky does not
-#: hold) and may take DENSE_BYTES for them (dense_limit: 6,688 free points);
+#: hold) and may take DENSE_BYTES for them (dense_limit: 6,687 free points);
 #: beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
 DENSE_BYTES = 2**30
 DENSE_COPIES = 3
@@ -709,7 +709,7 @@ def residual(M: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """rhs - M x, each entry summed as in twice the working precision and rounded once (Ogita, Rump and Oishi's Dot2:
     error-free products and sums, _dot2_rows): about as accurate as an exact sum rounded, where plain float sums lose
     the digits that the refinement step needs. Rows are independent (same bits on any thread count); a large M's
-    rows run on BLAS's thread count."""
+    rows are shared between the process's cores (solvers.blas.own_threads)."""
     M, x, rhs = one_type(M), one_type(x), one_type(rhs)
     out = np.empty(M.shape[0])
     x_hi, x_lo = _split(x)
@@ -766,7 +766,7 @@ def _ruiz(M, rounds):
     root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps would,
     to the bit (a nan stays nan). Compiled (_ruiz_rows): on a small system the numpy steps' calls cost more than the
     LU; each round's division and the next round's maxima in one pass over A. A large M's rows are split between
-    BLAS's threads (every entry's arithmetic is the same: the same bits on any thread count)."""
+    the process's cores (every entry's arithmetic is the same: the same bits on any thread count)."""
     m, k = M.shape
     A = M.copy()
     r, c = np.ones(m), np.ones(k)
