@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,13 +43,21 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
+from solvers import blas, lapack_inplace
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
 #: and relative to the size of alpha: far below every profile's tolerance (1e-4, 1e-6).
 POLISH_TOL = 1e-8
-#: Largest free set solved for densely ((|F|+1)^2 doubles; 4,000 -> 128 MB, ~1 s).
+#: Linear data: the largest free set whose margin rows are made independent (|F| d <= MAX_FREE^2), and the largest
+#: d + |F| whose whole primal-form system is solved densely.
 MAX_FREE = 4000
+#: The kernel form's dense solve for |F| free points holds DENSE_COPIES arrays of (|F| + 1)^2 doubles at once (the
+#: system M, its equilibrated copy, which the Cholesky factor overwrites, and LU's factor where Cholesky does not
+#: hold) and may take DENSE_BYTES for them (dense_limit: 6,687 free points);
+#: beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
+DENSE_BYTES = 2**30
+DENSE_COPIES = 3
 #: A point this close to its margin (margin units) may be freed when the sets do not balance.
 ON_MARGIN = 1e-6
 ROUNDS = 12
@@ -223,8 +233,8 @@ def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_
         if deadline.passed():
             return Reference(False, STOPPED, rounds=rounds)
         free = np.flatnonzero(codes == FREE)
-        if free.size > MAX_FREE and not _thin(gram, free.size):
-            return Reference(False, f"{free.size} free points (more than {MAX_FREE} to solve for)", rounds=rounds)
+        if free.size > dense_limit() and not _thin(gram, free.size):
+            return Reference(False, _too_large(free.size), rounds=rounds)
         try:
             trial = _Trial(gram, y, C, codes, scale, least_squares)
         except NotTried as exc:
@@ -331,6 +341,18 @@ def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_s
                             "at a bound settles the sets", rounds=rounds)
 
 
+def dense_limit() -> int:
+    """The most free points whose dense system fits in DENSE_BYTES (DENSE_COPIES copies of (|F| + 1)^2 doubles)."""
+    return math.isqrt(DENSE_BYTES // (8 * DENSE_COPIES)) - 1
+
+
+def _too_large(free: int) -> str:
+    """The proof's reason where `free` free points' dense system would not fit in DENSE_BYTES."""
+    need = DENSE_COPIES * 8 * (free + 1) ** 2
+    return (f"{free} free points: their dense system would take {need / 2**30:.2f} GiB, more than the proof's "
+            f"{DENSE_BYTES / 2**30:g} GiB (at most {dense_limit()} free points)")
+
+
 def _unknowns(gram: Gram, free: int) -> int:
     """The unknowns of the dense system _solve_sets solves for `free` free points."""
     if gram.X is None:
@@ -360,13 +382,14 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g[free]), float(balance_rhs))
-    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares)
+    x, singular, system = _free_solve(gram, free, yF, g[free], float(balance_rhs), least_squares)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
     # move the points that crossed a bound (_move), which proves what a fit too large to try would give up on.
-    if not _in_bounds(x[:m], C_free) and (singular or M.size <= BVLS_MAX_ENTRIES):
+    if not _in_bounds(x[:m], C_free) and (singular or (m + 1) ** 2 <= BVLS_MAX_ENTRIES):
+        M, rhs = system if system is not None else _free_system(
+            one_type(gram.submatrix(free, free)), one_type(yF), one_type(g[free]), float(balance_rhs))
         lower = np.append(np.zeros(m), -np.inf)
         upper = np.append(np.broadcast_to(C_free, (m,)).astype(float), np.inf)
         x = bounded_fit(M, rhs, lower, upper)
@@ -374,6 +397,33 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     u_free = np.zeros(n)
     u_free[free] = yF * a[free]
     return a, g + gram.times(u_free), float(x[m]), None
+
+
+#: The last large free-point system's answer (REMEMBERED_ENTRIES), by what its matrix is made of: the Gram object
+#: itself (a weak reference: the same rows give the same entries), the free points, their labels and the bound points'
+#: part g_F of their margins. The finish of a working set and the closing checks prove the same sets with the same
+#: rows: the second finds the answer without forming K_FF, the system and its digest again (the proof tests the
+#: answer against the Gram's own products either way).
+_last_sets: tuple[weakref.ref, bytes, np.ndarray] | None = None
+
+
+def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool):
+    """(x, singular, (M, rhs) or None where remembered): the free points' system in (alpha_F, b) solved."""
+    global _last_sets
+    large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
+    if large:
+        h = hashlib.blake2b(digest_size=32)
+        for array in (free.astype(np.int64), one_type(yF), one_type(g_F), np.array([balance_rhs, least_squares])):
+            h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+        key = h.digest()
+        last = _last_sets  # one snapshot: another thread's proof may replace it meanwhile
+        if last is not None and last[0]() is gram and last[1] == key:
+            return last[2].copy(), False, None
+    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g_F), balance_rhs)
+    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True, remember=not large)
+    if large and not singular:
+        _last_sets = (weakref.ref(gram), key, x.copy())
+    return x, singular, (M, rhs)
 
 
 @njit(cache=True, nogil=True)
@@ -463,7 +513,7 @@ def _wide_solve(XF, yF, w_bound, balance_rhs):
     M[:m, :m] = dense(A @ A.T)
     M[:m, m] = yF
     M[m, :m] = yF
-    z, _ = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]))
+    z, _ = _equilibrated_solve(M, np.concatenate([1.0 - A @ w_bound, [balance_rhs]]), saddle=True)
     a_free, b = z[:m], float(z[m])
     return w_bound + A.T @ a_free, b, a_free
 
@@ -549,87 +599,244 @@ _last_solve: tuple[bytes, np.ndarray, bool] | None = None
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
-                        least_squares: bool = True) -> tuple[np.ndarray, bool]:
+                        least_squares: bool = True, saddle: bool = False,
+                        remember: bool = True) -> tuple[np.ndarray, bool]:
     """M x = rhs after scaling rows and columns to unit size (Ruiz): data whose features differ by
     orders of magnitude give a system that is badly scaled, not badly conditioned. singular: M is known to be
     singular (least squares at once). Returns (x, whether M was singular). least_squares=False:
     a singular M ends the proof (NotTried) instead of a least-squares solve (an SVD, far slower than the
-    loop's own steps at thousands of free points). A large system solved last with the very same inputs (to the
-    bit: REMEMBERED_ENTRIES) returns that solve's answer, which solving again would repeat exactly."""
+    loop's own steps at thousands of free points). saddle: M = [[Q, v], [v', 0]], Q symmetric positive
+    semi-definite (_solve_equilibrated). A large system solved last with the very same inputs (to the
+    bit: REMEMBERED_ENTRIES) returns that solve's answer, which solving again would repeat exactly (remember=False:
+    the caller remembers it, _free_solve)."""
     global _last_solve
-    if M.size < REMEMBERED_ENTRIES:
-        return _solve_equilibrated(M, rhs, singular, least_squares)
-    digest = _digest(M, rhs, singular, least_squares)
+    if M.size < REMEMBERED_ENTRIES or not remember:
+        return _solve_equilibrated(M, rhs, singular, least_squares, saddle)
+    digest = _digest(M, rhs, singular, least_squares, saddle)
     if _last_solve is not None and _last_solve[0] == digest:
         return _last_solve[1].copy(), _last_solve[2]
-    x, was_singular = _solve_equilibrated(M, rhs, singular, least_squares)
+    x, was_singular = _solve_equilibrated(M, rhs, singular, least_squares, saddle)
     _last_solve = (digest, x.copy(), was_singular)
     return x, was_singular
 
 
-def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool) -> bytes:
-    """A digest of every input of _solve_equilibrated: the arrays' shapes and bits, and the two flags."""
+def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool, saddle: bool = False) -> bytes:
+    """A digest of every input of _solve_equilibrated: the arrays' shapes and bits, and the three flags."""
     h = hashlib.blake2b(digest_size=32)
     for array in (M, rhs):
         array = one_type(array)
         h.update(repr(array.shape).encode())
         h.update(memoryview(array).cast("B"))
-    h.update(bytes([singular, least_squares]))
+    h.update(bytes([singular, least_squares, saddle]))
     return h.digest()
 
 
-def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool):
-    """_equilibrated_solve's solve itself."""
+def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool, saddle: bool = False):
+    """_equilibrated_solve's solve itself. saddle: M = [[Q, v], [v', 0]] with Q symmetric positive semi-definite (the
+    free points' system), solved through Q's Cholesky factor where Q is clearly definite (_saddle_factor), else by LU.
+    LAPACK runs on the caller's BLAS threads (one in the working set's loop and closing): on BLAS's own two threads
+    a busy machine's other process made the factorization several times slower, not faster. The equilibration and
+    the residual are split between threads on a large system, to the same bits."""
     A, r, c = _ruiz(one_type(M), 5)  # one compiled type (warm_compiled)
     if not singular:
-        # LAPACK's LU (getrf, getrs) as scipy.linalg.lu_factor and lu_solve call it, without their wrappers'
-        # checks, which cost more than the solve of a small problem's free points
-        lu, piv, info = lapack.dgetrf(A)
-        if info >= 0 and lu.diagonal().all():  # a zero pivot: M exactly singular, least squares below
-            x = c * lapack.dgetrs(lu, piv, r * rhs)[0]
-            # one step of iterative refinement, its residual in extended precision: the proved optimum then
-            # comes out correctly rounded (-0.25 where the LU solve alone gave -0.25000000000000006, and
-            # SVC's exact toy answers are compared exactly)
-            wide = np.longdouble
-            residual = (rhs.astype(wide) - M.astype(wide) @ x.astype(wide)).astype(float)
-            return x + c * lapack.dgetrs(lu, piv, r * residual)[0], False
+        solve = _saddle_factor(A) if saddle else None
+        if solve is None and saddle:  # the Cholesky attempt overwrote A's leading block
+            A = _ruiz(one_type(M), 5)[0]
+        solve = solve or _lu_factor(A)
+        if solve is not None:
+            x = c * solve(r * rhs)
+            # one step of iterative refinement, its residual summed in twice the working precision (residual):
+            # the proved optimum then comes out correctly rounded (-0.25 where the solve alone gave
+            # -0.25000000000000006, and SVC's exact toy answers are compared exactly)
+            return x + c * solve(r * residual(M, x, rhs)), False
     if not least_squares:
         raise NotTried(f"the free points' system ({M.shape[0]} x {M.shape[1]}) is singular")
     x = c * np.linalg.lstsq(A, r * rhs, rcond=None)[0]  # more free points than the rank: any solution
     return x, True
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+#: Systems of at least this many entries are equilibrated and their residual summed on the process's cores
+#: (solvers.blas.own_threads), in parts whose arithmetic does not depend on how many.
+THREADED_ENTRIES = 10**6
+#: _saddle_factor's Cholesky factor is kept only where each pivot is above this times the block's size times its
+#: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
+#: comes out a few eps, of either sign), and a solve through it would be noise; LU then decides, as for any M.
+CHOLESKY_PIVOT_FLOOR = 64 * np.finfo(float).eps
+
+
+def _lu_factor(A: np.ndarray):
+    """x -> A^-1 x by LAPACK's LU (getrf, getrs as scipy.linalg.lu_factor and lu_solve call them, without their
+    wrappers' checks, which cost more than the solve of a small problem's free points); None at a zero pivot (A
+    exactly singular)."""
+    lu, piv, info = lapack.dgetrf(A)
+    if info < 0 or not lu.diagonal().all():
+        return None
+    return lambda q: lapack.dgetrs(lu, piv, q)[0]
+
+
+def _saddle_factor(A: np.ndarray):
+    """x -> A^-1 x for A = [[Q, v], [v', 0]] with Q symmetric: Cholesky Q = L L' in A's own leading block (half of
+    LU's flops on the whole, no pivot search, no copy: solvers.lapack_inplace) and the Schur complement
+    s = v' Q^-1 v > 0 for the last unknown. None where Q is not clearly positive definite (CHOLESKY_PIVOT_FLOOR:
+    duplicated points, a semi-definite kernel); A's leading block is overwritten either way."""
+    m = A.shape[0] - 1
+    if m < 1:
+        return None
+    top = float(np.max(np.diagonal(A)[:m]))
+    if not top > 0 or lapack_inplace.cholesky(A, m) != 0:
+        return None
+    if not float(np.min(np.diagonal(A)[:m])) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top:
+        return None
+    v = A[:m, m].copy()
+    z = lapack_inplace.cholesky_solve(A, m, v)
+    schur = float(v @ z)
+    if not (schur > 0 and math.isfinite(schur)):
+        return None
+
+    def solve(q):
+        t = lapack_inplace.cholesky_solve(A, m, q[:m])
+        last = (float(v @ t) - q[m]) / schur
+        return np.append(t - z * last, last)
+
+    return solve
+
+
+#: Rows of residual's sums handed to one thread at a time.
+RESIDUAL_ROWS = 256
+
+
+def residual(M: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """rhs - M x, each entry summed as in twice the working precision and rounded once (Ogita, Rump and Oishi's Dot2:
+    error-free products and sums, _dot2_rows): about as accurate as an exact sum rounded, where plain float sums lose
+    the digits that the refinement step needs. Rows are independent (same bits on any thread count); a large M's
+    rows are shared between the process's cores (solvers.blas.own_threads)."""
+    M, x, rhs = one_type(M), one_type(x), one_type(rhs)
+    out = np.empty(M.shape[0])
+    x_hi, x_lo = _split(x)
+    threads = blas.own_threads() if M.size >= THREADED_ENTRIES else 1
+    if threads <= 1:
+        _dot2_rows(M, x, x_hi, x_lo, rhs, out, 0, M.shape[0])
+        return out
+    starts = range(0, M.shape[0], RESIDUAL_ROWS)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for done in [pool.submit(_dot2_rows, M, x, x_hi, x_lo, rhs, out, lo, min(lo + RESIDUAL_ROWS, M.shape[0]))
+                     for lo in starts]:
+            done.result()
+    return out
+
+
+#: Veltkamp's splitting constant 2^27 + 1: a double a = hi + lo with hi and lo of 26 bits each, so that their
+#: products are exact (Dekker's TwoProduct without a fused multiply-add).
+SPLITTER = 134217729.0
+
+
+@njit(cache=True, nogil=True)
+def _split(a):
+    hi = np.empty_like(a)
+    for k in range(a.size):
+        t = SPLITTER * a[k]
+        hi[k] = t - (t - a[k])
+    return hi, a - hi
+
+
+@njit(cache=True, nogil=True)
+def _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, hi):
+    """out[i] = rhs[i] - sum_j M[i, j] x[j] for lo <= i < hi by Dot2: each product split into its rounded value and
+    exact error (TwoProduct), each running sum's rounding error kept (TwoSum), the errors summed apart and added
+    once."""
+    for i in range(lo, hi):
+        total = rhs[i]
+        errors = 0.0
+        for j in range(M.shape[1]):
+            a = M[i, j]
+            t = SPLITTER * a
+            a_hi = t - (t - a)
+            a_lo = a - a_hi
+            p = a * x[j]
+            e = a_lo * x_lo[j] - (((p - a_hi * x_hi[j]) - a_lo * x_hi[j]) - a_hi * x_lo[j])  # a x[j] = p + e exactly
+            new = total - p
+            back = new - total
+            errors += ((total - (new - back)) + (-p - back)) - e  # total - p = new + that rounding, exactly
+            total = new
+        out[i] = total + errors
+
+
 def _ruiz(M, rounds):
     """(A, r, c): A = diag(r) M diag(c) after `rounds` rounds of dividing each row and then each column by the square
-    root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps
-    would, to the bit (a nan stays nan). Compiled: on a small system the numpy steps' calls cost more than the LU;
-    with numpy's error model (no divisor is 0: a zero maximum is taken as 1), whose divisions need no zero test."""
+    root of its largest |entry| (one taken from the same A for both; 0 left as 1), as whole-array numpy steps would,
+    to the bit (a nan stays nan). Compiled (_ruiz_rows): on a small system the numpy steps' calls cost more than the
+    LU; each round's division and the next round's maxima in one pass over A. A large M's rows are split between
+    the process's cores (every entry's arithmetic is the same: the same bits on any thread count)."""
     m, k = M.shape
     A = M.copy()
     r, c = np.ones(m), np.ones(k)
-    row, col = np.empty(m), np.empty(k)
-    for _ in range(rounds):
-        row[:] = 0.0
-        col[:] = 0.0
-        for i in range(m):
-            for j in range(k):
-                a = abs(A[i, j])
-                if a > row[i] or math.isnan(a):  # a nan is the row's (and the column's) maximum, as np.max takes it
-                    row[i] = row[i] if math.isnan(row[i]) else a
-                if a > col[j] or math.isnan(a):
-                    col[j] = col[j] if math.isnan(col[j]) else a
-        for i in range(m):
-            row[i] = 1.0 if row[i] == 0 else math.sqrt(row[i])
-        for j in range(k):
-            col[j] = 1.0 if col[j] == 0 else math.sqrt(col[j])
-        for i in range(m):
-            for j in range(k):
-                A[i, j] = A[i, j] / row[i] / col[j]
-            r[i] /= row[i]
-        for j in range(k):
-            c[j] /= col[j]
+    row, col = np.zeros(m), np.zeros(k)  # a pass's maxima of |A|
+    row_d, col_d = np.ones(m), np.ones(k)  # the round's divisors
+    threads = min(blas.own_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
+    bounds = [(m * t // threads, m * (t + 1) // threads) for t in range(threads)]
+    parts = np.zeros((threads, k))  # each thread's column maxima, combined after each pass
+
+    def run(divide: bool, last: bool):
+        parts[:] = 0.0
+        jobs = [(A, row_d, col_d, row, parts[t], lo, hi, divide, last) for t, (lo, hi) in enumerate(bounds)]
+        if threads == 1:
+            _ruiz_rows(*jobs[0])
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for done in [pool.submit(_ruiz_rows, *job) for job in jobs]:
+                    done.result()
+        _max_of_parts(parts, col)
+
+    run(False, rounds == 0)
+    for round_ in range(rounds):
+        _to_scales(row, col, row_d, col_d, r, c)
+        run(True, round_ == rounds - 1)
     return A, r, c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ruiz_rows(A, row_d, col_d, row, col_part, lo, hi, divide, last):
+    """Rows lo..hi of one pass of _ruiz: where `divide`, A[i, j] / row_d[i] / col_d[j] (numpy's error model: no
+    divisor is 0); unless `last`, the row maxima of |A| into row[lo:hi] and the column maxima into col_part (a nan is
+    the maximum, as np.max takes it)."""
+    for i in range(lo, hi):
+        top = 0.0
+        for j in range(A.shape[1]):
+            a = A[i, j]
+            if divide:
+                a = a / row_d[i] / col_d[j]
+                A[i, j] = a
+            if not last:
+                a = abs(a)
+                if a > top or math.isnan(a):
+                    top = top if math.isnan(top) else a
+                if a > col_part[j] or math.isnan(a):
+                    col_part[j] = col_part[j] if math.isnan(col_part[j]) else a
+        if not last:
+            row[i] = top
+
+
+@njit(cache=True, nogil=True)
+def _max_of_parts(parts, col):
+    """col[j] = the largest parts[t, j] over t (nan where one is nan)."""
+    for j in range(col.size):
+        top = 0.0
+        for t in range(parts.shape[0]):
+            a = parts[t, j]
+            if a > top or math.isnan(a):
+                top = top if math.isnan(top) else a
+        col[j] = top
+
+
+@njit(cache=True, nogil=True)
+def _to_scales(row, col, row_d, col_d, r, c):
+    """The maxima to the round's divisors (square roots, 0 as 1), and those into the scalings r and c."""
+    for i in range(row.size):
+        row_d[i] = 1.0 if row[i] == 0 else math.sqrt(row[i])
+        r[i] /= row_d[i]
+    for j in range(col.size):
+        col_d[j] = 1.0 if col[j] == 0 else math.sqrt(col[j])
+        c[j] /= col_d[j]
 
 
 def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:
@@ -717,9 +924,10 @@ def _b_slack(y, g, b, C) -> float:
 
 
 def warm() -> None:
-    """The proof's compiled parts (the equilibration, _within, _free_system, _violated) loaded from numba's cache (or
-    compiled), in the types the proof calls them with."""
+    """The proof's compiled parts (the equilibration, the residual's Dot2, _within, _free_system, _violated) loaded
+    from numba's cache (or compiled), in the types the proof calls them with."""
     _equilibrated_solve(np.eye(2), np.ones(2))
+    _equilibrated_solve(np.array([[2.0, 1.0], [1.0, 0.0]]), np.ones(2), saddle=True)
     a = np.array([0.5, 0.0])
     _in_bounds(a, 1.0)
     _free_system(np.eye(2), a, a, 0.0)
