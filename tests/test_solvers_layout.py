@@ -8,7 +8,7 @@ from pathlib import Path
 
 SOLVERS = Path(__file__).resolve().parents[1] / "solvers"
 CORE = {"__init__", "api", "closing", "checks", "grading", "reference", "solution", "registry", "backends", "profiles",
-        "errors", "lp", "blas", "methods", "deadline", "isolation", "kernel_audit", "family", "family_proof",
+        "errors", "lp", "blas", "lapack_inplace", "methods", "deadline", "isolation", "kernel_audit", "family", "family_proof",
         "family_smo", "family_units"}
 ROOMS = {"adapters": {"__init__", "base", "cvxpy_layer", "pyomo_highs", "pyomo_ipopt", "pyomo_qp"},
          "bridge": {"__init__", "pyomo_standard_form", "pyomo_quadratic"},
