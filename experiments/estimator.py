@@ -594,8 +594,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         where _pairs_on_gram takes it, else through solvers.api.solve. row_C: C, or C_i by row of X."""
         self._smo = self._smo_pairs(formulation, X, K, C)
         pairs = _class_pairs(self.classes_.size)
-        on_gram = self._pairs_on_gram(pairs, kept, y_index) if self._smo else []
-        shared = self._shared_gram(on_gram, kept, X, y_index)
+        budget = memory_budget() if self._smo else None  # read once a fit (psutil), not per pair
+        on_gram = self._pairs_on_gram(pairs, kept, y_index, budget) if self._smo else []
+        shared = self._shared_gram(on_gram, kept, X, y_index, budget)
         blocks = None if shared is None else [shared.pair_in_place(i, j) if (i, j) in on_gram else None
                                               for i, j in pairs]
         ahead = self._smo_ahead(blocks, row_C)
@@ -648,25 +649,24 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
                 and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
-    def _pairs_on_gram(self, pairs, kept: np.ndarray, y_index: np.ndarray) -> set[tuple[int, int]]:
+    def _pairs_on_gram(self, pairs, kept: np.ndarray, y_index: np.ndarray, budget: float) -> set[tuple[int, int]]:
         """The pairs solved on blocks of the fit's one Gram matrix: those whose dual the kernel working set would
         start from its whole matrix (kernel_rows.gram_first: one rule for both). The others go through
         solvers.api.solve on the row source it picks: from kernel_rows.ROWS_FROM_N points rows on demand, which
         become the matrix only where SMO needs many (on easy or unbalanced data SMO visits few rows, and the whole
         matrix costs more than the fit). None of them where a class has no sample of positive weight (its pairs
-        go to solvers.api.solve, which refuses one class)."""
+        go to solvers.api.solve, which refuses one class). budget: bytes (validation.memory_budget)."""
         counts = np.bincount(y_index[kept], minlength=self.classes_.size)
         if np.any(counts == 0):
             return set()
-        budget = memory_budget()  # read once, not per pair
         return {(i, j) for i, j in pairs if gram_first(int(counts[i] + counts[j]), budget)}
 
-    def _shared_gram(self, on_gram, kept: np.ndarray, X, y_index: np.ndarray) -> SharedGram | None:
+    def _shared_gram(self, on_gram, kept: np.ndarray, X, y_index: np.ndarray, budget) -> SharedGram | None:
         """The fit's one Gram matrix (experiments.estimator_gram) of the samples of the classes in the pairs
         `on_gram`, where kernel_rows.gram_allowed; None where there are none or it is not."""
         classes = sorted({c for pair in on_gram for c in pair})
         held = kept[np.isin(y_index[kept], classes)]
-        if not classes or not gram_allowed(held.size):
+        if not classes or not gram_allowed(held.size, budget):
             return None
         return SharedGram.of(self.kernel_, X, held, y_index, self.classes_.size)
 

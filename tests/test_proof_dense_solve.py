@@ -39,6 +39,7 @@ def test_cholesky_and_lu_prove_the_same_point(monkeypatch, duplicates):
     """Where the free points are distinct the Cholesky route solves their system; where some are duplicated it falls
     back to LU (and its least squares); either way the proved optimum is the LU's, to POLISH_TOL."""
     K, y, C, alpha, f = _kernel_problem(300, duplicates)
+    monkeypatch.setattr(reference, "SADDLE_FROM", 0)  # the Cholesky route at this test's size too
     factors = []
     real = reference._saddle_factor
 
@@ -164,6 +165,21 @@ def test_a_system_too_large_for_memory_is_refused_with_its_size(monkeypatch):
     assert reference.dense_limit() == 199
     ref = reference.polish(reference.Gram(None, K), y, C, alpha, f)
     assert not ref.ok and "300 free points" in ref.reason and "GiB" in ref.reason and "at most 199" in ref.reason
+
+
+def test_small_systems_are_solved_by_lu_and_large_ones_by_cholesky(monkeypatch):
+    """Below SADDLE_FROM unknowns LU's one call costs less than the Cholesky route's several: it is not tried there."""
+    tried = []
+    monkeypatch.setattr(reference, "_saddle_factor", lambda A: tried.append(A.shape[0]))
+    rng = np.random.default_rng(3)
+    for m in (reference.SADDLE_FROM - 1, reference.SADDLE_FROM):
+        K = gram(Kernel("rbf", gamma=0.5), rng.normal(size=(m - 1, 3)))
+        y = np.where(rng.normal(size=m - 1) > 0, 1.0, -1.0)
+        M, rhs = reference._free_system(K, y, np.zeros(m - 1), 0.0)
+        x, singular = reference._solve_equilibrated(M, rhs, False, True, saddle=True)
+        assert not singular
+        np.testing.assert_allclose(M @ x, rhs, rtol=0, atol=1e-9 * float(np.max(np.abs(M)) * np.max(np.abs(x))))
+    assert tried == [reference.SADDLE_FROM]
 
 
 def test_the_in_place_cholesky_is_lapack_s_on_the_leading_block():
