@@ -113,3 +113,22 @@ def test_the_polish_stops_within_its_factor_budget(monkeypatch):
     budget = polish.factor_budget(len(y))
     assert polish.polish_block(Q, -np.ones(len(y)), y, float(y @ start), 1.0, start, budget=budget) is None
     assert 0 < sum(float(f) ** 3 for f in factored) <= budget == polish.POLISH_FACTORS * float(len(y)) ** 3
+
+
+def test_rows_that_became_the_whole_matrix_do_not_count_as_work_to_come(monkeypatch):
+    """d = 50, n = 2,000, C = 1: SMO's rows become the whole matrix, and about a third of the points are free. The
+    rows computed before the switch (n d each) no longer count as SMO's work to come, so no dense block of the
+    free points is chosen (it was: 680 points, slower than SMO's remaining steps, which only read rows); SMO to the
+    loop's tolerance and the proof give the optimum, agreeing with SVC."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, label = make_classification(2000, 50, n_informative=10, n_clusters_per_class=3, flip_y=0.08, weights=[0.6],
+                                   class_sep=0.85, random_state=16)
+    X, y = StandardScaler().fit_transform(X), np.where(label == 1, 1.0, -1.0)
+    sizes = _recording_blocks(monkeypatch)
+    sol = solve("kernel_dual", X, y, layer="direct", backend="piqp", C=1.0, kernel=Kernel("rbf", gamma=1 / 50),
+                method="working_set")
+    assert sol.extras["gram_formed"]
+    assert all(size <= smo_dual.BLOCK_ALWAYS for size in sizes), sizes
+    _assert_agrees_with_svc(sol, X, y, 1.0, 1 / 50)

@@ -26,7 +26,7 @@ import numpy as np
 from formulations import penalty
 from solvers import isolation, kernel_audit
 from solvers.algorithms.kernel_rows import AdaptiveRows, FullGram, KernelRows, LinearRows
-from solvers.algorithms.smo import KERNEL_CODES, RowCache, smo
+from solvers.algorithms.smo import GIVEN, KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
@@ -48,9 +48,10 @@ ROUNDS = 4
 #: solver iteration for points that stay bound, where SMO moves the few that do not at a row each.
 NEAR_AT_LEAST = 100
 #: A block pays where its dense solve, ~|B|^3 (each interior-point iteration factors it), is within BLOCK_PAYS
-#: times SMO's work so far (n per step, n d per kernel row computed): SMO to the loop's tolerance takes a few
-#: times the steps that brought it to SMO_TOL, and the proof that follows factors the free points' system a few
-#: times where the solver factors the block's at each of its iterations (figures: docs/benchmarks.md).
+#: times SMO's work so far (n per step, n d per kernel row computed while its rows come from the data): SMO to the
+#: loop's tolerance takes a few times the steps that brought it to SMO_TOL, and the proof that follows factors the
+#: free points' system a few times where the solver factors the block's at each of its iterations (figures:
+#: docs/benchmarks.md).
 BLOCK_PAYS = 50.0
 #: A block of at most this many points is solved whatever SMO cost: its dense solve takes hundredths of a second,
 #: and the answer is then the layer's solve.
@@ -121,7 +122,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
             break
         limit = min(settings.max_q, src.capacity)
         block = _block(loop.alpha, loop.g, y, upper, res.violation, settings, limit)
-        smo_work = n * (loop.smo_steps + rows.rows_computed * _features(src))
+        smo_work = n * (loop.smo_steps + rows.rows_computed * _row_cost(src, rows))
         if not (2 <= block.size <= limit and block_pays(block.size, smo_work)):  # SMO to the loop's tol, the proof
             by_smo, tol = True, settings.tol
             continue
@@ -142,8 +143,13 @@ def block_pays(size: int, smo_work: float) -> bool:
     return size <= BLOCK_ALWAYS or float(size) ** 3 <= BLOCK_PAYS * smo_work
 
 
-def _features(src) -> int:
-    """What one kernel value of the rows SMO computes from the data costs, in flops: d."""
+def _row_cost(src, rows: RowCache) -> int:
+    """What one kernel value of the rows SMO computed from the data stands for in SMO's work to come, in flops: d
+    while it still computes them; 0 once its rows come from the whole matrix (rows that became it: AdaptiveRows).
+    Why: SMO's steps then only read their rows, and counting the rows computed before would overstate what
+    finishing by SMO costs, choosing a dense block of many free points that costs more than SMO's steps."""
+    if rows.kind == GIVEN:
+        return 0
     data = getattr(src, "data", None)
     return 1 if data is None else max(1, int(data.shape[1]))
 
