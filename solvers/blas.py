@@ -1,5 +1,4 @@
-"""One BLAS thread for small dense work, without threadpoolctl's per-call library scan; the cores BLAS found, for
-the project's own threads.
+"""One BLAS thread for small dense work, without threadpoolctl's per-call library scan.
 
 ``threadpoolctl.threadpool_limits(...)`` finds the loaded BLAS libraries anew at every call, a cost
 comparable to a small SVMClassifier fit. The controller is made at the first use and kept
@@ -17,16 +16,13 @@ import contextlib
 from threadpoolctl import ThreadpoolController
 
 _controller: ThreadpoolController | None = None
-_own_threads = 1  # BLAS's thread count when the controller was made (before any limit of ours)
 
 
 def controller() -> ThreadpoolController:
     """The process's ThreadpoolController, made once."""
-    global _controller, _own_threads
+    global _controller
     if _controller is None:
         _controller = ThreadpoolController()
-        counts = [lib.num_threads for lib in _controller.select(user_api="blas").lib_controllers]
-        _own_threads = max(counts, default=1)
     return _controller
 
 
@@ -39,12 +35,6 @@ def refresh() -> None:
 def one_thread():
     """A context in which BLAS runs on one thread (as ``threadpool_limits(limits=1, user_api="blas")``)."""
     return controller().limit(limits=1, user_api="blas")
-
-
-def own_threads() -> int:
-    """BLAS's thread count as the process found it, before any limit of ours: the cores the process may use."""
-    controller()
-    return _own_threads
 
 
 def one_thread_if(small: bool):

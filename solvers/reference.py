@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import math
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +42,8 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
-from solvers import blas, lapack_inplace
+from solvers import lapack_inplace
+from solvers.algorithms.compiled_gram import gram_threads, in_threads
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -656,8 +656,9 @@ def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_sq
     return x, True
 
 
-#: Systems of at least this many entries are equilibrated and their residual summed on the process's cores
-#: (solvers.blas.own_threads), in parts whose arithmetic does not depend on how many.
+#: Systems of at least this many entries are equilibrated and their residual summed on the threads the Gram matrix
+#: uses (compiled_gram.gram_threads: $SVM_THREADS, else the cores), in parts whose arithmetic does not depend on how
+#: many.
 THREADED_ENTRIES = 10**6
 #: _saddle_factor's Cholesky factor is kept only where each pivot is above this times the block's size times its
 #: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
@@ -713,19 +714,16 @@ def residual(M: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """rhs - M x, each entry summed as in twice the working precision and rounded once (Ogita, Rump and Oishi's Dot2:
     error-free products and sums, _dot2_rows): about as accurate as an exact sum rounded, where plain float sums lose
     the digits that the refinement step needs. Rows are independent (same bits on any thread count); a large M's
-    rows are shared between the process's cores (solvers.blas.own_threads)."""
+    rows are shared between threads (THREADED_ENTRIES)."""
     M, x, rhs = one_type(M), one_type(x), one_type(rhs)
     out = np.empty(M.shape[0])
     x_hi, x_lo = _split(x)
-    threads = blas.own_threads() if M.size >= THREADED_ENTRIES else 1
+    threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
     if threads <= 1:
         _dot2_rows(M, x, x_hi, x_lo, rhs, out, 0, M.shape[0])
         return out
-    starts = range(0, M.shape[0], RESIDUAL_ROWS)
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        for done in [pool.submit(_dot2_rows, M, x, x_hi, x_lo, rhs, out, lo, min(lo + RESIDUAL_ROWS, M.shape[0]))
-                     for lo in starts]:
-            done.result()
+    in_threads(lambda lo: _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, min(lo + RESIDUAL_ROWS, M.shape[0])),
+               range(0, M.shape[0], RESIDUAL_ROWS), threads)
     return out
 
 
@@ -777,7 +775,7 @@ def _ruiz(M, rounds):
     r, c = np.ones(m), np.ones(k)
     row, col = np.zeros(m), np.zeros(k)  # a pass's maxima of |A|
     row_d, col_d = np.ones(m), np.ones(k)  # the round's divisors
-    threads = min(blas.own_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
+    threads = min(gram_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
     parts = np.zeros((threads, k))  # each thread's column maxima, combined after each pass
     if threads == 1:
         _ruiz_serial(A, row_d, col_d, row, col, parts, r, c, rounds)
@@ -786,10 +784,8 @@ def _ruiz(M, rounds):
 
     def run(divide: bool, last: bool):
         parts[:] = 0.0
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for done in [pool.submit(_ruiz_rows, A, row_d, col_d, row, parts[t], lo, hi, divide, last)
-                         for t, (lo, hi) in enumerate(bounds)]:
-                done.result()
+        in_threads(lambda t: _ruiz_rows(A, row_d, col_d, row, parts[t], *bounds[t], divide, last), range(threads),
+                   threads)
         _max_of_parts(parts, col)
 
     run(False, rounds == 0)
