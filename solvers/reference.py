@@ -399,30 +399,20 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     return a, g + gram.times(u_free), float(x[m]), None
 
 
-#: The last large free-point system's answer (REMEMBERED_ENTRIES), by what its matrix is made of: the Gram object
-#: itself (a weak reference: the same rows give the same entries), the free points, their labels and the bound points'
-#: part g_F of their margins. The finish of a working set and the closing checks prove the same sets with the same
-#: rows: the second finds the answer without forming K_FF, the system and its digest again (the proof tests the
-#: answer against the Gram's own products either way).
-_last_sets: tuple[weakref.ref, bytes, np.ndarray] | None = None
-
-
 def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool):
-    """(x, singular, (M, rhs) or None where remembered): the free points' system in (alpha_F, b) solved."""
-    global _last_sets
+    """(x, singular, (M, rhs) or None where remembered): the free points' system in (alpha_F, b) solved. A large one
+    is remembered by what it is made of (_recall): the Gram object, the free points, their labels and g_F, so that
+    the closing checks' proof of the finish's sets forms neither K_FF nor the system again."""
     large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
     if large:
-        h = hashlib.blake2b(digest_size=32)
-        for array in (free.astype(np.int64), one_type(yF), one_type(g_F), np.array([balance_rhs, least_squares])):
-            h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
-        key = h.digest()
-        last = _last_sets  # one snapshot: another thread's proof may replace it meanwhile
-        if last is not None and last[0]() is gram and last[1] == key:
-            return last[2].copy(), False, None
+        key = _digest((free, yF, g_F), (balance_rhs, least_squares))
+        known = _recall(gram, key)
+        if known is not None:
+            return known[0], known[1], None
     M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g_F), balance_rhs)
     x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True, remember=not large)
-    if large and not singular:
-        _last_sets = (weakref.ref(gram), key, x.copy())
+    if large:
+        _keep(gram, key, x, singular)
     return x, singular, (M, rhs)
 
 
@@ -591,11 +581,28 @@ def _within(a, C, hard):
     return True
 
 
-#: Systems of at least this many entries are remembered (the last one, by a digest of every input): the finish that
-#: makes a working set's point exact and the closing checks that prove it solve the same free points' system, and at
-#: thousands of free points each solve takes a second, where the digest of M takes a tenth of that.
+#: Systems of at least this many entries are remembered (the last one): the finish that makes a working set's point
+#: exact and the closing checks that prove it solve the same free points' system, and at thousands of free points
+#: each solve takes a second, where a digest of its inputs takes a tenth of that.
 REMEMBERED_ENTRIES = 10**6
-_last_solve: tuple[bytes, np.ndarray, bool] | None = None
+#: (owner, key, x, singular) of the last large solve: owner a weak reference to the Gram object whose rows made the
+#: system (the same rows give the same entries; _free_solve), or None where the key digests the system itself.
+_last_answer: tuple[weakref.ref | None, bytes, np.ndarray, bool] | None = None
+
+
+def _recall(owner: Gram | None, key: bytes) -> tuple[np.ndarray, bool] | None:
+    """(a copy of x, singular) of the last large solve where it had this owner and key; else None."""
+    last = _last_answer  # one snapshot: another thread's proof may replace it meanwhile
+    if last is None or last[1] != key or (last[0] is None) != (owner is None):
+        return None
+    if owner is not None and last[0]() is not owner:  # a collected owner's reference gives None
+        return None
+    return last[2].copy(), last[3]
+
+
+def _keep(owner: Gram | None, key: bytes, x: np.ndarray, singular: bool) -> None:
+    global _last_answer
+    _last_answer = (None if owner is None else weakref.ref(owner), key, x.copy(), singular)
 
 
 def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
@@ -609,25 +616,24 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     semi-definite (_solve_equilibrated). A large system solved last with the very same inputs (to the
     bit: REMEMBERED_ENTRIES) returns that solve's answer, which solving again would repeat exactly (remember=False:
     the caller remembers it, _free_solve)."""
-    global _last_solve
     if M.size < REMEMBERED_ENTRIES or not remember:
         return _solve_equilibrated(M, rhs, singular, least_squares, saddle)
-    digest = _digest(M, rhs, singular, least_squares, saddle)
-    if _last_solve is not None and _last_solve[0] == digest:
-        return _last_solve[1].copy(), _last_solve[2]
-    x, was_singular = _solve_equilibrated(M, rhs, singular, least_squares, saddle)
-    _last_solve = (digest, x.copy(), was_singular)
-    return x, was_singular
+    key = _digest((M, rhs), (singular, least_squares, saddle))
+    known = _recall(None, key)
+    if known is None:
+        known = _solve_equilibrated(M, rhs, singular, least_squares, saddle)
+        _keep(None, key, *known)
+    return known
 
 
-def _digest(M: np.ndarray, rhs: np.ndarray, singular: bool, least_squares: bool, saddle: bool = False) -> bytes:
-    """A digest of every input of _solve_equilibrated: the arrays' shapes and bits, and the three flags."""
+def _digest(arrays, flags) -> bytes:
+    """A digest of a solve's inputs: each array's type, shape and bits, and the flags (numbers)."""
     h = hashlib.blake2b(digest_size=32)
-    for array in (M, rhs):
-        array = one_type(array)
-        h.update(repr(array.shape).encode())
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        h.update(f"{array.dtype.str}{array.shape}".encode())
         h.update(memoryview(array).cast("B"))
-    h.update(bytes([singular, least_squares, saddle]))
+    h.update(np.array(flags, dtype=float).tobytes())
     return h.digest()
 
 

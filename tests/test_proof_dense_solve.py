@@ -227,7 +227,7 @@ def test_the_same_sets_on_the_same_rows_are_solved_once(monkeypatch):
     first one's answer without forming the system; another Gram object (or other sets) is solved afresh."""
     K, y, C, alpha, f = _all_free(1000)
     assert 1001**2 >= reference.REMEMBERED_ENTRIES
-    monkeypatch.setattr(reference, "_last_sets", None)
+    monkeypatch.setattr(reference, "_last_answer", None)
     built = []
     real = reference._free_system
     monkeypatch.setattr(reference, "_free_system", lambda *args: (built.append(1), real(*args))[1])

@@ -18,7 +18,7 @@ def counted(monkeypatch):
     """The number of real solves, with the memory emptied first."""
     calls = []
     real = reference._solve_equilibrated
-    monkeypatch.setattr(reference, "_last_solve", None)
+    monkeypatch.setattr(reference, "_last_answer", None)
     monkeypatch.setattr(reference, "_solve_equilibrated", lambda *args: (calls.append(args[0].shape), real(*args))[1])
     return calls
 
@@ -61,7 +61,7 @@ def test_small_systems_are_not_remembered(counted):
     M, rhs = _system(50)
     reference._equilibrated_solve(M, rhs)
     reference._equilibrated_solve(M, rhs)
-    assert len(counted) == 2 and reference._last_solve is None
+    assert len(counted) == 2 and reference._last_answer is None
 
 
 def test_a_working_set_solve_with_many_free_points_solves_their_system_once(counted):
