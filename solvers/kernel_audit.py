@@ -188,13 +188,19 @@ def rbf_row_excess(gamma: float, A: np.ndarray, B: np.ndarray, used: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _rbf_value_excess(used, value, t, slack, d):
+    """|used - value| less the rbf's allowance for value = exp(-t), t = gamma ||x - z||^2 (RBF_ALLOWANCE eps in slack,
+    d features): the one test every compiled audit pass makes of an entry."""
+    return abs(used - value) - (slack * (1.0 + (d + 2) * t) * value + np.finfo(np.float64).tiny)
+
+
+@njit(cache=True, nogil=True)
 def _rbf_excess(used, values, t, weights, slack, d, out):
     """rbf_row_excess's pass into out (one total a row); slack: RBF_ALLOWANCE eps, d: the features."""
-    tiny = np.finfo(np.float64).tiny
     for i in range(used.shape[0]):
         total = 0.0
         for j in range(used.shape[1]):
-            excess = abs(used[i, j] - values[i, j]) - (slack * (1.0 + (d + 2) * t[i, j]) * values[i, j] + tiny)
+            excess = _rbf_value_excess(used[i, j], values[i, j], t[i, j], slack, d)
             if not excess <= 0.0:  # a nan entry counts (as nan), never as right
                 total += excess * weights[j]
         out[i] = total
@@ -255,9 +261,8 @@ SPAN_FOUND = 4096
 
 
 def _span_excess_by_arrays(kernel: Kernel, A: np.ndarray, used: np.ndarray):
-    """SpanAudit.found's entries from whole arrays (rbf_values and RBF_ALLOWANCE, as rbf_row_excess)."""
-    t, values = rbf_values(kernel.resolved_gamma(A.shape[1]), A, A)
-    allowed = RBF_ALLOWANCE * _EPS * (1.0 + (A.shape[1] + 2) * t) * values + np.finfo(float).tiny
+    """SpanAudit.found's entries from whole arrays (exact_values' values and allowance)."""
+    values, allowed = exact_values(kernel, A, A)
     excess = np.abs(used - values) - allowed
     excess = np.where(excess <= 0.0, 0.0, excess)  # nan stays nan
     excess = np.maximum(excess, excess.T)  # either copy wrong: the entry is (np.maximum keeps nan)
@@ -278,8 +283,7 @@ def _distance(a, b):
 @njit(cache=True, nogil=True)
 def _rbf_entry_excess(used, t, slack, d):
     """|used - exp(-t)| less the rbf's allowance (rbf_row_excess's test), t = gamma ||x - z||^2."""
-    value = math.exp(-t)
-    return abs(used - value) - (slack * (1.0 + (d + 2) * t) * value + np.finfo(np.float64).tiny)
+    return _rbf_value_excess(used, math.exp(-t), t, slack, d)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -301,7 +305,6 @@ def _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, slack, d
     them where it has none: span_of -1), against values[j, k] = exp(-t[j, k]) recomputed (_rbf_exponents_between)
     and rbf_row_excess's allowance; transposed: K's other copy of each entry, K[at[cols[j]], at[rows[k]]]. A nan
     entry counts (as nan), never as right."""
-    tiny = np.finfo(np.float64).tiny
     out[:] = 0.0
     for j in range(cols.size):  # column by column: K's rows read in order where transposed
         c = cols[j]
@@ -310,7 +313,7 @@ def _rbf_excess_between(K, at, rows, cols, weights, span_of, t, values, slack, d
             if span_of[r] >= 0 and span_of[r] == span_of[c]:
                 continue
             used = K[at[c], at[r]] if transposed else K[at[r], at[c]]
-            excess = abs(used - values[j, k]) - (slack * (1.0 + (d + 2) * t[j, k]) * values[j, k] + tiny)
+            excess = _rbf_value_excess(used, values[j, k], t[j, k], slack, d)
             if not excess <= 0.0:
                 out[k] += excess * weights[j]
 
