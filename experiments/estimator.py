@@ -160,13 +160,25 @@ def _cancelled_on_error(futures):
 SMO_AHEAD_MIN_POINTS = 2_000
 
 
-def _ahead(block, signs: np.ndarray, C, profile: str):
-    """A pair's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
+@dataclass
+class _Pace:
+    """The pair whose closing the fit's main thread has reached (SVMClassifier._fit_pairs), read by the SMO thread."""
+
+    closing: int = -1
+
+
+def _ahead(block, signs: np.ndarray, C, profile: str, pace: _Pace, k: int):
+    """Pair k's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
     no earlier pair audited them (experiments.estimator_gram.PairBlock: one compiled pass a class), then its first
-    SMO run. Both hold none of the interpreter's lock while they compute."""
+    SMO run, then, where the closings are behind (an earlier pair's still under way), its closing's compiled passes
+    at that point (PairBlock.prepare_closing); a closing already waiting for the pair makes them itself. All hold
+    none of the interpreter's lock while they compute."""
     if isinstance(block, PairBlock):
         block.audit_classes()
-    return smo_gram.first_run(block, signs, C, profile)
+    run = smo_gram.first_run(block, signs, C, profile)
+    if isinstance(block, PairBlock) and pace.closing < k:
+        block.prepare_closing(signs * run[0].alpha)
+    return run
 
 
 @dataclass
@@ -599,11 +611,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         shared = self._shared_gram(on_gram, kept, X, y_index, budget)
         blocks = None if shared is None else [shared.pair_in_place(i, j) if (i, j) in on_gram else None
                                               for i, j in pairs]
-        ahead = self._smo_ahead(blocks, row_C)
+        pace = _Pace()
+        ahead = self._smo_ahead(blocks, row_C, pace)
         fits = []
         with _cancelled_on_error(ahead):
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
                 began = time.perf_counter()
+                pace.closing = k
                 if blocks is not None and blocks[k] is not None:  # the pair's block of the fit's Gram matrix
                     rows, signs, block = blocks[k]
                 else:
@@ -618,7 +632,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                           f"{time.perf_counter() - began:.3g} s")
         return fits
 
-    def _smo_ahead(self, blocks, row_C) -> list | None:
+    def _smo_ahead(self, blocks, row_C, pace: _Pace) -> list | None:
         """Futures of each pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order (None for
         a pair not on the fit's Gram matrix), where
         several pairs share the fit's Gram matrix and a second core is allowed (compiled_gram.gram_threads): while
@@ -629,8 +643,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 or sum(signs.size for _, signs, _ in held) < SMO_AHEAD_MIN_POINTS):
             return None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]), self.profile)
-                   for b in blocks]
+        futures = [None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]), self.profile, pace, k)
+                   for k, b in enumerate(blocks)]
         pool.shutdown(wait=False)
         return futures
 
