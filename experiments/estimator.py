@@ -609,10 +609,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         budget = memory_budget() if self._smo else None  # read once a fit (psutil), not per pair
         on_gram = self._pairs_on_gram(pairs, kept, y_index, budget) if self._smo else []
         shared = self._shared_gram(on_gram, kept, X, y_index, budget)
-        blocks = None if shared is None else [shared.pair_in_place(i, j) if (i, j) in on_gram else None
-                                              for i, j in pairs]
         pace = _Pace()
-        ahead = self._smo_ahead(blocks, row_C, pace)
+        blocks, ahead = self._smo_ahead(shared, on_gram, pairs, row_C, pace)
         fits = []
         with _cancelled_on_error(ahead):
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
@@ -632,21 +630,31 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                           f"{time.perf_counter() - began:.3g} s")
         return fits
 
-    def _smo_ahead(self, blocks, row_C, pace: _Pace) -> list | None:
-        """Futures of each pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order (None for
-        a pair not on the fit's Gram matrix), where
-        several pairs share the fit's Gram matrix and a second core is allowed (compiled_gram.gram_threads): while
-        a pair's point is closed (Python, holding the interpreter's lock) the next pairs' SMO (compiled, without
-        it) runs beside it. The same runs as one after another, so the same model to the bit."""
-        held = [b for b in blocks or () if b is not None]
+    def _smo_ahead(self, shared: SharedGram | None, on_gram, pairs, row_C,
+                   pace: _Pace) -> tuple[list | None, list | None]:
+        """(each pair's (rows, signs, block) of the fit's Gram matrix, or None for a pair not on it; futures of each
+        pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order, or None). The runs are
+        made ahead where several pairs share the fit's Gram matrix and a second core is allowed
+        (compiled_gram.gram_threads): while a pair's point is closed (Python, holding the interpreter's lock) the
+        next pairs' SMO (compiled, without it) runs beside it; each is asked for as soon as its block is cut, so
+        the first starts while the others are. The same runs as one after another, so the same model to the bit."""
+        if shared is None:
+            return None, None
+        held = [(i, j) for i, j in pairs if (i, j) in on_gram]
+        size = np.diff(shared.bounds)
         if (len(held) < 2 or self.max_iter != -1 or gram_threads() < 2
-                or sum(signs.size for _, signs, _ in held) < SMO_AHEAD_MIN_POINTS):
-            return None
+                or sum(int(size[i] + size[j]) for i, j in held) < SMO_AHEAD_MIN_POINTS):
+            return [shared.pair_in_place(i, j) if (i, j) in on_gram else None for i, j in pairs], None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
-        futures = [None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]), self.profile, pace, k)
-                   for k, b in enumerate(blocks)]
+        blocks, futures = [], []
+        with _cancelled_on_error(futures):
+            for k, (i, j) in enumerate(pairs):
+                b = shared.pair_in_place(i, j) if (i, j) in on_gram else None
+                blocks.append(b)
+                futures.append(None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]),
+                                                                  self.profile, pace, k))
         pool.shutdown(wait=False)
-        return futures
+        return blocks, futures
 
     def _sparse_options(self) -> dict:
         """validate_data's sparse options: sparse X as CSR with 32-bit indices, as SVC (not a precomputed K)."""
