@@ -1,6 +1,7 @@
 """A pair's closing passes made ahead on the estimator's SMO thread (PairBlock.prepare_closing,
-kernel_audit.AuditAhead): the closing takes them only at exactly the point they were made for, so its verdict and values are those it reaches
-alone, a wrong point is still refused, and a wrong entry of the fit's Gram matrix still fails its pairs."""
+kernel_audit.AuditAhead): the closing takes them only at exactly the point they were made for, so its verdict and
+values are those it reaches alone, a wrong point is still refused, and a wrong entry of the fit's Gram matrix still
+fails its pairs."""
 
 from __future__ import annotations
 
