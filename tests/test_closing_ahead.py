@@ -130,3 +130,25 @@ def test_a_fit_prepares_closings_ahead_and_keeps_the_model_to_the_bit(monkeypatc
     np.testing.assert_array_equal(ahead.dual_coef_, alone.dual_coef_)
     np.testing.assert_array_equal(ahead.intercept_, alone.intercept_)
     assert [s.checks for s in ahead.solutions_] == [s.checks for s in alone.solutions_]
+
+
+def test_a_pass_ahead_that_fails_leaves_the_closing_its_own(monkeypatch):
+    """The audit made ahead raising on the SMO thread: the fit still ends, every pair closed by its own passes, with
+    the model of a fit on one thread (to the bit)."""
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    calls = []
+
+    def broken(cls, *args):
+        calls.append(1)
+        raise FloatingPointError("made to fail")
+
+    monkeypatch.setattr(kernel_audit.AuditAhead, "at", classmethod(broken))
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "2")
+    ahead = estimator_module.SVMClassifier().fit(X, y)
+    assert calls  # the passes were tried ahead
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "1")
+    alone = estimator_module.SVMClassifier().fit(X, y)
+    np.testing.assert_array_equal(ahead.dual_coef_, alone.dual_coef_)
+    np.testing.assert_array_equal(ahead.intercept_, alone.intercept_)
+    assert [s.status for s in ahead.solutions_] == [OPTIMAL] * 45
