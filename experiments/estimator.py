@@ -160,28 +160,13 @@ def _cancelled_on_error(futures):
 SMO_AHEAD_MIN_POINTS = 2_000
 
 
-@dataclass
-class _Pace:
-    """The pair whose closing the fit's main thread has reached (SVMClassifier._fit_pairs), read by the SMO thread."""
-
-    closing: int = -1
-
-
-def _ahead(block, signs: np.ndarray, C, profile: str, pace: _Pace, k: int):
-    """Pair k's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
+def _ahead(block, signs: np.ndarray, C, profile: str):
+    """A pair's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
     no earlier pair audited them (experiments.estimator_gram.PairBlock: one compiled pass a class), then its first
-    SMO run, then, where the closings are behind (an earlier pair's still under way), its closing's compiled passes
-    at that point (PairBlock.prepare_closing); a closing already waiting for the pair makes them itself. All hold
-    none of the interpreter's lock while they compute."""
+    SMO run. Both hold none of the interpreter's lock while they compute."""
     if isinstance(block, PairBlock):
         block.audit_classes()
-    run = smo_gram.first_run(block, signs, C, profile)
-    if isinstance(block, PairBlock) and pace.closing < k:
-        try:
-            block.prepare_closing(signs * run[0].alpha)
-        except Exception:  # noqa: BLE001 - a head start only: the closing makes the same passes and meets the cause
-            pass
-    return run
+    return smo_gram.first_run(block, signs, C, profile)
 
 
 @dataclass
@@ -612,13 +597,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         budget = memory_budget() if self._smo else None  # read once a fit (psutil), not per pair
         on_gram = self._pairs_on_gram(pairs, kept, y_index, budget) if self._smo else []
         shared = self._shared_gram(on_gram, kept, X, y_index, budget)
-        pace = _Pace()
-        blocks, ahead = self._smo_ahead(shared, on_gram, pairs, row_C, pace)
+        blocks, ahead = self._smo_ahead(shared, on_gram, pairs, row_C)
         fits = []
         with _cancelled_on_error(ahead):
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
                 began = time.perf_counter()
-                pace.closing = k
                 if blocks is not None and blocks[k] is not None:  # the pair's block of the fit's Gram matrix
                     rows, signs, block = blocks[k]
                 else:
@@ -633,8 +616,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                           f"{time.perf_counter() - began:.3g} s")
         return fits
 
-    def _smo_ahead(self, shared: SharedGram | None, on_gram, pairs, row_C,
-                   pace: _Pace) -> tuple[list | None, list | None]:
+    def _smo_ahead(self, shared: SharedGram | None, on_gram, pairs, row_C) -> tuple[list | None, list | None]:
         """(each pair's (rows, signs, block) of the fit's Gram matrix, or None for a pair not on it; futures of each
         pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order, or None). The runs are
         made ahead where several pairs share the fit's Gram matrix and a second core is allowed
@@ -650,13 +632,15 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             return [shared.pair_in_place(i, j) if (i, j) in on_gram else None for i, j in pairs], None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smo ahead")
         blocks, futures = [], []
-        with _cancelled_on_error(futures):
-            for k, (i, j) in enumerate(pairs):
-                b = shared.pair_in_place(i, j) if (i, j) in on_gram else None
-                blocks.append(b)
-                futures.append(None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]),
-                                                                  self.profile, pace, k))
-        pool.shutdown(wait=False)
+        try:
+            with _cancelled_on_error(futures):
+                for i, j in pairs:
+                    b = shared.pair_in_place(i, j) if (i, j) in on_gram else None
+                    blocks.append(b)
+                    futures.append(None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]),
+                                                                      self.profile))
+        finally:
+            pool.shutdown(wait=False)  # the thread ends once the runs asked for are done
         return blocks, futures
 
     def _sparse_options(self) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 from formulations.kernels import Kernel, gram
 from solvers.algorithms.compiled_gram import rbf_gram
 from solvers.algorithms.kernel_rows import FullGram, GramBlock, compiled_ok
-from solvers.kernel_audit import AuditAhead, SpanAudit
+from solvers.kernel_audit import SpanAudit
 
 
 #: The fewest pairs that hold each class (classes - 1) for which a class's own block is audited once for the fit:
@@ -104,8 +104,6 @@ class PairBlock(GramBlock):
     entries within a class from them and recomputes those between the classes)."""
 
     audits: tuple[SpanAudit, SpanAudit] = ()
-    audit_ahead: AuditAhead | None = None  # the kernel audit at the point prepare_closing was given
-    _times_ahead: tuple[np.ndarray, np.ndarray] | None = None  # (u, K u) made by prepare_closing
 
     def audited_spans(self) -> list[tuple[int, int, SpanAudit]]:
         """(first, stop, audit) of the block's positions of each class."""
@@ -114,23 +112,6 @@ class PairBlock(GramBlock):
     def in_place(self) -> tuple[np.ndarray, np.ndarray]:
         """(the fit's Gram matrix, the block's positions in it): the audit's compiled pass reads the entries there."""
         return self.whole, self.at
-
-    def prepare_closing(self, u: np.ndarray) -> None:
-        """The closing checks' compiled passes at u = y alpha made now (the fit's SMO thread, right after the pair's
-        SMO run, while an earlier pair's closing holds the interpreter's lock): K u (times) and the kernel audit's
-        sums (solvers.kernel_audit.AuditAhead). The closing takes each once, for exactly this u, and computes
-        them itself for any other point: the same passes on the same entries, so the same verdict to the bit."""
-        self._times_ahead = (u.copy(), GramBlock.times(self, u))
-        if self.audits:  # the audit that reads the classes' blocks from their SpanAudit (kernel_error)
-            self.audit_ahead = AuditAhead.at(self.kernel, self.data, self, u)
-
-    def times(self, u: np.ndarray) -> np.ndarray:
-        """K u (GramBlock.times), made ahead where prepare_closing was given this u."""
-        ahead = self._times_ahead
-        if ahead is not None and np.array_equal(ahead[0], u):
-            self._times_ahead = None  # taken once: the array is the caller's now
-            return ahead[1]
-        return GramBlock.times(self, u)
 
     def audit_classes(self) -> None:
         """Both classes' blocks audited now where they were not yet (the fit's SMO thread, ahead of the closing)."""

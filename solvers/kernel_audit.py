@@ -57,43 +57,8 @@ def kernel_error(kernel: Kernel, X: np.ndarray, gram, u: np.ndarray, margins: np
     sv = np.flatnonzero(u)
     if sv.size == 0:
         return 0.0, 0
-    rows, cols = audited_entries(u, sv, margins, codes, X.shape[1])
-    ahead = getattr(gram, "audit_ahead", None)
-    known = None if ahead is None else ahead.answer(kernel, X, u, rows, cols)
-    worst, entries = known if known is not None else _audit(kernel, X, gram, u, rows, cols)
+    worst, entries = _audit(kernel, X, gram, u, *audited_entries(u, sv, margins, codes, X.shape[1]))
     return worst / f_scale, entries
-
-
-class AuditAhead:
-    """kernel_error's sums at one point u, made ahead by the same passes (the estimator's second thread, right
-    after the pair's SMO run, while the closing of an earlier pair holds the interpreter's lock), where the entries
-    audited do not depend on the point's margins (every row audited: audited_entries). kernel_error takes them
-    only for the same kernel, data, u and entries (compared exactly), so any other point is audited anew."""
-
-    def __init__(self, kernel: Kernel, X: np.ndarray, u: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                 result: tuple[float, int]):
-        self._key = (kernel, X, u, rows, cols)
-        self.result = result
-
-    @classmethod
-    def at(cls, kernel: Kernel, X: np.ndarray, gram, u: np.ndarray) -> AuditAhead | None:
-        """The audit of `gram` (its kernel and data X) at u, or None where its rows would depend on the margins."""
-        sv = np.flatnonzero(u)
-        if sv.size == 0:
-            return None
-        cols, take = _audited_columns(u, sv, X.shape[1])
-        if take < u.size:
-            return None
-        rows = np.arange(u.size)
-        return cls(kernel, X, u.copy(), rows, cols, _audit(kernel, X, gram, u, rows, cols))
-
-    def answer(self, kernel: Kernel, X: np.ndarray, u: np.ndarray, rows: np.ndarray,
-               cols: np.ndarray) -> tuple[float, int] | None:
-        """The sums made ahead where they are those of these arguments, else None."""
-        own_kernel, own_X, own_u, own_rows, own_cols = self._key
-        same = (kernel is own_kernel and X is own_X and np.array_equal(u, own_u) and np.array_equal(rows, own_rows)
-                and np.array_equal(cols, own_cols))
-        return self.result if same else None
 
 
 def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[float, int]:
@@ -130,18 +95,13 @@ def _audit(kernel: Kernel, X, gram, u: np.ndarray, rows: np.ndarray, cols: np.nd
 def audited_entries(u: np.ndarray, sv: np.ndarray, margins: np.ndarray, codes: np.ndarray,
                     d: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, columns) of the entries audited (the module doc's choice within AUDIT_COST); sv: u's nonzeros."""
-    cols, take = _audited_columns(u, sv, d)
+    per_row = max(1, int(AUDIT_COST // (d + ENTRY_COST)))
+    cols = sv[np.argsort(-np.abs(u[sv]), kind="stable")][:per_row]
+    take = max(1, per_row // cols.size)
     if take >= u.size:  # every point's row: which come first does not matter
         return np.arange(u.size), cols
     rank = np.where(codes == FREE, 0, np.where(codes == AT_BOUND, 1, 2))
     return np.lexsort((np.abs(margins), -np.abs(u), rank))[:take], cols
-
-
-def _audited_columns(u: np.ndarray, sv: np.ndarray, d: int) -> tuple[np.ndarray, int]:
-    """(the columns audited, how many rows may be): the support vectors by |u_j|, largest first, within AUDIT_COST."""
-    per_row = max(1, int(AUDIT_COST // (d + ENTRY_COST)))
-    cols = sv[np.argsort(-np.abs(u[sv]), kind="stable")][:per_row]
-    return cols, max(1, per_row // cols.size)
 
 
 def row_excess(kernel: Kernel, X, gram, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray) -> np.ndarray:
