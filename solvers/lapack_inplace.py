@@ -1,6 +1,6 @@
 """LAPACK's Cholesky factorization and solve on the leading block of a larger array, in place: scipy's
 documented Cython LAPACK (scipy.linalg.cython_lapack: dpotrf, dpotrs, with a leading dimension) called through
-ctypes. scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
+ctypes; a large block factored by panels on our own threads (blocked_cholesky), each BLAS call on one thread. scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
 system (solvers.reference) would be copied first: at thousands of unknowns that copy is a third array of the
 system's size in memory, and its first touch of fresh pages costs as much time as the factorization.
 
@@ -12,7 +12,10 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from scipy.linalg import cython_lapack
+from scipy.linalg import cython_blas, cython_lapack
+
+from solvers import blas
+from solvers.algorithms.compiled_gram import in_threads
 
 _INT = ctypes.POINTER(ctypes.c_int)
 _DOUBLE = ctypes.POINTER(ctypes.c_double)
@@ -30,6 +33,13 @@ _potrf = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _INT, _DOUBLE, _INT, _INT)(
     _capsule_pointer(cython_lapack.__pyx_capi__["dpotrf"]))
 _potrs = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _INT, _INT, _DOUBLE, _INT, _DOUBLE, _INT, _INT)(
     _capsule_pointer(cython_lapack.__pyx_capi__["dpotrs"]))
+_CHAR, _P = ctypes.c_char_p, ctypes.c_void_p  # BLAS's matrices passed as addresses inside A
+_trsm = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _CHAR, _CHAR, _INT, _INT, _DOUBLE, _P, _INT, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dtrsm"]))
+_syrk = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _INT, _INT, _DOUBLE, _P, _INT, _DOUBLE, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dsyrk"]))
+_gemm = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _INT, _INT, _INT, _DOUBLE, _P, _INT, _P, _INT, _DOUBLE, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dgemm"]))
 
 
 def _checked(A: np.ndarray, m: int) -> None:
@@ -62,3 +72,48 @@ def cholesky_solve(A: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:
     if info.value != 0:
         raise ValueError(f"dpotrs: argument {-info.value} was refused")
     return x
+
+
+#: Columns of a panel of blocked_cholesky (and rows of its row blocks): large enough for BLAS's kernels to run near
+#: their peak, small enough that a 4,000-square factor has a dozen panels to share between threads.
+PANEL = 256
+
+
+def _int(v: int):
+    return ctypes.byref(ctypes.c_int(v))
+
+
+def blocked_cholesky(A: np.ndarray, m: int, threads: int) -> int:
+    """cholesky's factor (and its info) by right-looking panels of PANEL columns: the panel's diagonal block by
+    dpotrf, the rows below it by dtrsm and the trailing block's update by dsyrk/dgemm, each in blocks of PANEL rows
+    or columns that `threads` of our threads take as they finish one (ctypes releases the interpreter's lock). BLAS
+    runs on one thread: its own threads spin while waiting, which on a machine busy with another process made a
+    factorization many times slower; ours only wait. The blocks and each one's operations do not depend on
+    `threads`: the same bits on any thread count (not dpotrf's own, which blocks differently)."""
+    _checked(A, m)
+    lda, base = A.shape[1], A.ctypes.data
+    at = lambda i, j: base + 8 * (i + j * lda)  # LAPACK's (i, j), column-major: A's row j, column i
+    one, minus = ctypes.byref(ctypes.c_double(1.0)), ctypes.byref(ctypes.c_double(-1.0))
+    ld = _int(lda)
+    with blas.one_thread():
+        for k in range(0, m, PANEL):
+            kb, rest = min(PANEL, m - k), m - k - min(PANEL, m - k)
+            info = ctypes.c_int(0)
+            _potrf(b"L", _int(kb), ctypes.cast(at(k, k), _DOUBLE), ld, ctypes.byref(info))
+            if info.value != 0:
+                return k + info.value
+            if rest == 0:
+                return 0
+            below = range(k + kb, m, PANEL)
+            in_threads(lambda i: _trsm(b"R", b"L", b"T", b"N", _int(min(PANEL, m - i)), _int(kb), one, at(k, k), ld,
+                                       at(i, k), ld), below, threads)
+
+            def update(j):
+                jb = min(PANEL, m - j)
+                _syrk(b"L", b"N", _int(jb), _int(kb), minus, at(j, k), ld, one, at(j, j), ld)
+                if m - j - jb > 0:
+                    _gemm(b"N", b"T", _int(m - j - jb), _int(jb), _int(kb), minus, at(j + jb, k), ld, at(j, k), ld,
+                          one, at(j + jb, j), ld)
+
+            in_threads(update, below, threads)
+    return 0

@@ -683,6 +683,9 @@ THREADED_ENTRIES = 10**6
 #: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
 #: comes out a few eps, of either sign), and a solve through it would be noise; LU then decides, as for any M.
 CHOLESKY_PIVOT_FLOOR = 64 * np.finfo(float).eps
+#: The fewest unknowns whose Cholesky factor is shared between threads (_cholesky): below, a few panels leave the
+#: threads little to share.
+BLOCKED_CHOLESKY_FROM = 1024
 #: The fewest unknowns a saddle system is solved for through Cholesky: below, LU's one LAPACK call costs less than the
 #: Cholesky route's several (at 200 unknowns both take about 1.1 ms; at 20, 52 against 129 us).
 SADDLE_FROM = 256
@@ -707,7 +710,7 @@ def _saddle_factor(A: np.ndarray):
     if m < 1:
         return None
     top = float(np.max(np.diagonal(A)[:m]))
-    if not top > 0 or lapack_inplace.cholesky(A, m) != 0:
+    if not top > 0 or _cholesky(A, m) != 0:
         return None
     if not float(np.min(np.diagonal(A)[:m])) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top:
         return None
@@ -723,6 +726,14 @@ def _saddle_factor(A: np.ndarray):
         return np.append(t - z * last, last)
 
     return solve
+
+
+def _cholesky(A: np.ndarray, m: int) -> int:
+    """Q = L L' in A's leading m x m block (lapack_inplace's info): from BLOCKED_CHOLESKY_FROM unknowns by panels on
+    the Gram matrix's threads (the same bits on any thread count), below by LAPACK's dpotrf in one call."""
+    if m >= BLOCKED_CHOLESKY_FROM:
+        return lapack_inplace.blocked_cholesky(A, m, gram_threads())
+    return lapack_inplace.cholesky(A, m)
 
 
 #: Rows of residual's sums handed to one thread at a time.
