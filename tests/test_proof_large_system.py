@@ -133,3 +133,19 @@ def test_a_wrong_factor_is_still_refused(monkeypatch):
     monkeypatch.setattr(reference, "_lu_factor", lambda A: None)  # no other route to a right answer
     got = reference.polish(reference.Gram(None, K), y, C, alpha, f)
     assert not got.ok
+
+
+def test_the_proved_point_does_not_depend_on_the_thread_count(monkeypatch):
+    """1,100 free points (every point): the system formed, equilibrated, factored by panels and its residual summed
+    on 1 and on 3 threads; the proof accepts the same point to the bit."""
+    from tests.test_proof_dense_solve import _all_free
+
+    K, y, C, alpha, f = _all_free(1100)
+    assert 1100 >= reference.BLOCKED_CHOLESKY_FROM
+    got = {}
+    for threads in ("1", "3"):
+        monkeypatch.setenv("SVM_THREADS", threads)
+        reference._keep(None, b"", np.zeros(1), False)  # nothing remembered from the other run
+        got[threads] = reference.polish(reference.Gram(None, K), y, C, alpha, f)
+        assert got[threads].ok, got[threads].reason
+    assert np.array_equal(got["1"].alpha, got["3"].alpha) and got["1"].b == got["3"].b
