@@ -175,7 +175,8 @@ def submatrix(K: np.ndarray, I, J, threads: int | None = None) -> np.ndarray:
     threads = (gram_threads() if large else 1) if threads is None else int(threads)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    out = fresh_doubles(I.size * J.size, populate=large).reshape(I.size, J.size)
+    out = fresh_doubles(I.size * J.size, populate=True) if large else np.empty(I.size * J.size)
+    out = out.reshape(I.size, J.size)
     if threads == 1:
         _submatrix(K, I, J, out)
         return out
