@@ -10,6 +10,7 @@ The array is C-ordered and symmetric; LAPACK reads it column-major, so its lower
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
@@ -83,6 +84,40 @@ def _int(v: int):
     return ctypes.byref(ctypes.c_int(v))
 
 
+_ONE, _MINUS_ONE = ctypes.c_double(1.0), ctypes.c_double(-1.0)
+
+
+class _Blocks:
+    """blocked_cholesky's BLAS calls on the blocks of A's leading m x m block (LAPACK's (i, j), column-major: A's
+    row j, column i), after panel k..k+kb has been factored."""
+
+    def __init__(self, A: np.ndarray, m: int):
+        self.m, self.lda, self.base = m, A.shape[1], A.ctypes.data
+
+    def at(self, i: int, j: int) -> int:
+        return self.base + 8 * (i + j * self.lda)
+
+    def factor(self, k: int, kb: int) -> int:
+        """dpotrf of the diagonal block k..k+kb; its info."""
+        info = ctypes.c_int(0)
+        _potrf(b"L", _int(kb), ctypes.cast(self.at(k, k), _DOUBLE), _int(self.lda), ctypes.byref(info))
+        return info.value
+
+    def below(self, k: int, kb: int, i: int) -> None:
+        """Rows i..i+PANEL of the panel times the diagonal block's L^-T (dtrsm)."""
+        _trsm(b"R", b"L", b"T", b"N", _int(min(PANEL, self.m - i)), _int(kb), ctypes.byref(_ONE), self.at(k, k),
+              _int(self.lda), self.at(i, k), _int(self.lda))
+
+    def update(self, k: int, kb: int, j: int) -> None:
+        """Columns j..j+PANEL of the trailing block less the panel's rows times their transpose (dsyrk on the
+        diagonal, dgemm below it)."""
+        jb, ld, one, minus = min(PANEL, self.m - j), _int(self.lda), ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
+        _syrk(b"L", b"N", _int(jb), _int(kb), minus, self.at(j, k), ld, one, self.at(j, j), ld)
+        if self.m - j - jb > 0:
+            _gemm(b"N", b"T", _int(self.m - j - jb), _int(jb), _int(kb), minus, self.at(j + jb, k), ld,
+                  self.at(j, k), ld, one, self.at(j + jb, j), ld)
+
+
 def blocked_cholesky(A: np.ndarray, m: int, threads: int) -> int:
     """cholesky's factor (and its info) by right-looking panels of PANEL columns: the panel's diagonal block by
     dpotrf, the rows below it by dtrsm and the trailing block's update by dsyrk/dgemm, each in blocks of PANEL rows
@@ -91,29 +126,14 @@ def blocked_cholesky(A: np.ndarray, m: int, threads: int) -> int:
     factorization many times slower; ours only wait. The blocks and each one's operations do not depend on
     `threads`: the same bits on any thread count (not dpotrf's own, which blocks differently)."""
     _checked(A, m)
-    lda, base = A.shape[1], A.ctypes.data
-    at = lambda i, j: base + 8 * (i + j * lda)  # LAPACK's (i, j), column-major: A's row j, column i
-    one, minus = ctypes.byref(ctypes.c_double(1.0)), ctypes.byref(ctypes.c_double(-1.0))
-    ld = _int(lda)
+    blocks = _Blocks(A, m)
     with blas.one_thread():
         for k in range(0, m, PANEL):
-            kb, rest = min(PANEL, m - k), m - k - min(PANEL, m - k)
-            info = ctypes.c_int(0)
-            _potrf(b"L", _int(kb), ctypes.cast(at(k, k), _DOUBLE), ld, ctypes.byref(info))
-            if info.value != 0:
-                return k + info.value
-            if rest == 0:
-                return 0
-            below = range(k + kb, m, PANEL)
-            in_threads(lambda i: _trsm(b"R", b"L", b"T", b"N", _int(min(PANEL, m - i)), _int(kb), one, at(k, k), ld,
-                                       at(i, k), ld), below, threads)
-
-            def update(j):
-                jb = min(PANEL, m - j)
-                _syrk(b"L", b"N", _int(jb), _int(kb), minus, at(j, k), ld, one, at(j, j), ld)
-                if m - j - jb > 0:
-                    _gemm(b"N", b"T", _int(m - j - jb), _int(jb), _int(kb), minus, at(j + jb, k), ld, at(j, k), ld,
-                          one, at(j + jb, j), ld)
-
-            in_threads(update, below, threads)
+            kb = min(PANEL, m - k)
+            info = blocks.factor(k, kb)
+            if info != 0:
+                return k + info
+            rest = range(k + kb, m, PANEL)
+            in_threads(functools.partial(blocks.below, k, kb), rest, threads)
+            in_threads(functools.partial(blocks.update, k, kb), rest, threads)
     return 0
