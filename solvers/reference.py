@@ -418,9 +418,9 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
 
 def _free_system(K_FF, yF, g_F, balance_rhs):
     """The free points' KKT system in (alpha_F, b) and its right-hand side, entry by entry as the array steps made
-    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]. A large one in
-    fresh memory mapped in whole (no wait for huge pages) by bands of rows on the Gram matrix's threads (THREADED_ENTRIES; each entry
-    made alone: the same bits on any thread count)."""
+    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]. A large one
+    (THREADED_ENTRIES) in fresh memory mapped in whole (no wait for huge pages), by bands of rows on the Gram
+    matrix's threads (each entry made alone: the same bits on any thread count)."""
     m = yF.size
     M = fresh_doubles((m + 1) ** 2, populate=True).reshape(m + 1, m + 1)
     rhs = np.empty(m + 1)
@@ -827,7 +827,7 @@ def _ruiz(M, rounds):
 
 
 def _copy(M: np.ndarray, large: bool) -> np.ndarray:
-    """A C-ordered copy of M; a large one in fresh memory mapped in whole (no wait for huge pages, no fault a page)."""
+    """A C-ordered copy of M; a large one in fresh memory mapped in whole (no wait for huge pages, its pages mapped at once)."""
     if not large:
         return M.copy()
     A = fresh_doubles(M.size, populate=True).reshape(M.shape)

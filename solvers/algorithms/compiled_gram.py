@@ -168,8 +168,8 @@ SUBMATRIX_ROWS = 256
 def submatrix(K: np.ndarray, I, J, threads: int | None = None) -> np.ndarray:
     """K[I][:, J] for a K in memory, each entry read where it is: numpy's two takes copy the whole rows of I (or
     columns of J) first, several times the entries kept. A large one (THREADED_ENTRIES) goes into fresh memory
-    mapped in whole (fresh_doubles: no wait for huge pages) by bands of rows on gram_threads() threads (threads: that many); each
-    entry is a copy, the same whatever the threads."""
+    mapped in whole (fresh_doubles: no wait for huge pages), by bands of rows on gram_threads() threads (threads:
+    that many); each entry is a copy, the same whatever the threads."""
     I, J = _indices(I, K.shape[0]), _indices(J, K.shape[1])
     large = I.size * J.size >= THREADED_ENTRIES
     threads = (gram_threads() if large else 1) if threads is None else int(threads)
