@@ -1,6 +1,7 @@
 """LAPACK's Cholesky factorization and solve on the leading block of a larger array, in place: scipy's
 documented Cython LAPACK (scipy.linalg.cython_lapack: dpotrf, dpotrs, with a leading dimension) called through
-ctypes; a large block factored by panels on our own threads (blocked_cholesky), each BLAS call on one thread. scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
+ctypes; a large block factored by panels on our own threads (blocked_cholesky), each BLAS call on one thread.
+scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
 system (solvers.reference) would be copied first: at thousands of unknowns that copy is a third array of the
 system's size in memory, and its first touch of fresh pages costs as much time as the factorization.
 

@@ -827,7 +827,8 @@ def _ruiz(M, rounds):
 
 
 def _copy(M: np.ndarray, large: bool) -> np.ndarray:
-    """A C-ordered copy of M; a large one in fresh memory mapped in whole (no wait for huge pages, its pages mapped at once)."""
+    """A C-ordered copy of M; a large one in fresh memory mapped in whole (no wait for huge pages, its pages mapped
+    at once)."""
     if not large:
         return M.copy()
     A = fresh_doubles(M.size, populate=True).reshape(M.shape)
