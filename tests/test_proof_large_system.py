@@ -2,7 +2,8 @@
 (compiled_gram.submatrix), the system (reference._free_system) and the copy Ruiz scales (reference._ruiz) the same
 bits on any thread count as the whole-array steps; Ruiz stops once a round would divide by 1 everywhere (an rbf's
 system is already scaled) with the same bits as all its rounds; the Cholesky factor by panels on our own threads
-(lapack_inplace.blocked_cholesky): LAPACK's to rounding, the same bits on any thread count, the proof's point LU's, and a wrong factor's point refused."""
+(lapack_inplace.blocked_cholesky): LAPACK's to rounding, the same bits on any thread count, the proof's point
+LU's, and a wrong factor's point refused."""
 
 from __future__ import annotations
 
