@@ -1,6 +1,7 @@
 """LAPACK's Cholesky factorization and solve on the leading block of a larger array, in place: scipy's
 documented Cython LAPACK (scipy.linalg.cython_lapack: dpotrf, dpotrs, with a leading dimension) called through
-ctypes. scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
+ctypes; a large block factored by panels on our own threads (blocked_cholesky), each BLAS call on one thread.
+scipy.linalg.lapack's wrappers take a whole contiguous array, so the kernel block of the proof's free-point
 system (solvers.reference) would be copied first: at thousands of unknowns that copy is a third array of the
 system's size in memory, and its first touch of fresh pages costs as much time as the factorization.
 
@@ -10,9 +11,13 @@ The array is C-ordered and symmetric; LAPACK reads it column-major, so its lower
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
-from scipy.linalg import cython_lapack
+from scipy.linalg import cython_blas, cython_lapack
+
+from solvers import blas
+from solvers.algorithms.compiled_gram import in_threads
 
 _INT = ctypes.POINTER(ctypes.c_int)
 _DOUBLE = ctypes.POINTER(ctypes.c_double)
@@ -30,6 +35,13 @@ _potrf = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _INT, _DOUBLE, _INT, _INT)(
     _capsule_pointer(cython_lapack.__pyx_capi__["dpotrf"]))
 _potrs = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _INT, _INT, _DOUBLE, _INT, _DOUBLE, _INT, _INT)(
     _capsule_pointer(cython_lapack.__pyx_capi__["dpotrs"]))
+_CHAR, _P = ctypes.c_char_p, ctypes.c_void_p  # BLAS's matrices passed as addresses inside A
+_trsm = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _CHAR, _CHAR, _INT, _INT, _DOUBLE, _P, _INT, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dtrsm"]))
+_syrk = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _INT, _INT, _DOUBLE, _P, _INT, _DOUBLE, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dsyrk"]))
+_gemm = ctypes.CFUNCTYPE(None, _CHAR, _CHAR, _INT, _INT, _INT, _DOUBLE, _P, _INT, _P, _INT, _DOUBLE, _P, _INT)(
+    _capsule_pointer(cython_blas.__pyx_capi__["dgemm"]))
 
 
 def _checked(A: np.ndarray, m: int) -> None:
@@ -62,3 +74,67 @@ def cholesky_solve(A: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:
     if info.value != 0:
         raise ValueError(f"dpotrs: argument {-info.value} was refused")
     return x
+
+
+#: Columns of a panel of blocked_cholesky (and rows of its row blocks): large enough for BLAS's kernels to run near
+#: their peak, small enough that a 4,000-square factor has a dozen panels to share between threads.
+PANEL = 256
+
+
+def _int(v: int):
+    return ctypes.byref(ctypes.c_int(v))
+
+
+_ONE, _MINUS_ONE = ctypes.c_double(1.0), ctypes.c_double(-1.0)
+
+
+class _Blocks:
+    """blocked_cholesky's BLAS calls on the blocks of A's leading m x m block (LAPACK's (i, j), column-major: A's
+    row j, column i), after panel k..k+kb has been factored."""
+
+    def __init__(self, A: np.ndarray, m: int):
+        self.m, self.lda, self.base = m, A.shape[1], A.ctypes.data
+
+    def at(self, i: int, j: int) -> int:
+        return self.base + 8 * (i + j * self.lda)
+
+    def factor(self, k: int, kb: int) -> int:
+        """dpotrf of the diagonal block k..k+kb; its info."""
+        info = ctypes.c_int(0)
+        _potrf(b"L", _int(kb), ctypes.cast(self.at(k, k), _DOUBLE), _int(self.lda), ctypes.byref(info))
+        return info.value
+
+    def below(self, k: int, kb: int, i: int) -> None:
+        """Rows i..i+PANEL of the panel times the diagonal block's L^-T (dtrsm)."""
+        _trsm(b"R", b"L", b"T", b"N", _int(min(PANEL, self.m - i)), _int(kb), ctypes.byref(_ONE), self.at(k, k),
+              _int(self.lda), self.at(i, k), _int(self.lda))
+
+    def update(self, k: int, kb: int, j: int) -> None:
+        """Columns j..j+PANEL of the trailing block less the panel's rows times their transpose (dsyrk on the
+        diagonal, dgemm below it)."""
+        jb, ld, one, minus = min(PANEL, self.m - j), _int(self.lda), ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
+        _syrk(b"L", b"N", _int(jb), _int(kb), minus, self.at(j, k), ld, one, self.at(j, j), ld)
+        if self.m - j - jb > 0:
+            _gemm(b"N", b"T", _int(self.m - j - jb), _int(jb), _int(kb), minus, self.at(j + jb, k), ld,
+                  self.at(j, k), ld, one, self.at(j + jb, j), ld)
+
+
+def blocked_cholesky(A: np.ndarray, m: int, threads: int) -> int:
+    """cholesky's factor (and its info) by right-looking panels of PANEL columns: the panel's diagonal block by
+    dpotrf, the rows below it by dtrsm and the trailing block's update by dsyrk/dgemm, each in blocks of PANEL rows
+    or columns that `threads` of our threads take as they finish one (ctypes releases the interpreter's lock). BLAS
+    runs on one thread: its own threads spin while waiting, which on a machine busy with another process made a
+    factorization many times slower; ours only wait. The blocks and each one's operations do not depend on
+    `threads`: the same bits on any thread count (not dpotrf's own, which blocks differently)."""
+    _checked(A, m)
+    blocks = _Blocks(A, m)
+    with blas.one_thread():
+        for k in range(0, m, PANEL):
+            kb = min(PANEL, m - k)
+            info = blocks.factor(k, kb)
+            if info != 0:
+                return k + info
+            rest = range(k + kb, m, PANEL)
+            in_threads(functools.partial(blocks.below, k, kb), rest, threads)
+            in_threads(functools.partial(blocks.update, k, kb), rest, threads)
+    return 0

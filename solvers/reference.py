@@ -43,7 +43,7 @@ from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
 from solvers import lapack_inplace
-from solvers.algorithms.compiled_gram import gram_threads, in_threads
+from solvers.algorithms.compiled_gram import fresh_doubles, gram_threads, in_threads
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -416,21 +416,34 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
     return x, singular, (M, rhs)
 
 
-@njit(cache=True, nogil=True)
 def _free_system(K_FF, yF, g_F, balance_rhs):
     """The free points' KKT system in (alpha_F, b) and its right-hand side, entry by entry as the array steps made
-    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]."""
+    them: M = [[Y_F K_FF Y_F, y_F], [y_F', 0]] ((y_i K_ij) y_j), rhs = [1 - y_F g_F, balance_rhs]. A large one
+    (THREADED_ENTRIES) in fresh memory mapped in whole (no wait for huge pages), by bands of rows on the Gram
+    matrix's threads (each entry made alone: the same bits on any thread count)."""
     m = yF.size
-    M = np.zeros((m + 1, m + 1))
+    M = fresh_doubles((m + 1) ** 2, populate=True).reshape(m + 1, m + 1)
     rhs = np.empty(m + 1)
-    for i in range(m):
+    M[m, m], rhs[m] = 0.0, balance_rhs
+    threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
+    if threads <= 1:
+        _free_rows(K_FF, yF, g_F, M, rhs, 0, m)
+    else:
+        in_threads(lambda lo: _free_rows(K_FF, yF, g_F, M, rhs, lo, min(lo + RESIDUAL_ROWS, m)),
+                   range(0, m, RESIDUAL_ROWS), threads)
+    return M, rhs
+
+
+@njit(cache=True, nogil=True)
+def _free_rows(K_FF, yF, g_F, M, rhs, lo, hi):
+    """Rows lo..hi of _free_system's M and rhs, and their entries in M's last row and column."""
+    m = yF.size
+    for i in range(lo, hi):
         for j in range(m):
             M[i, j] = (yF[i] * K_FF[i, j]) * yF[j]
         M[i, m] = yF[i]
         M[m, i] = yF[i]
         rhs[i] = 1.0 - yF[i] * g_F[i]
-    rhs[m] = balance_rhs
-    return M, rhs
 
 
 def _solve_primal_form(X, y, C_free, a, bound, free, balance_rhs, thin, whole=True):
@@ -670,6 +683,9 @@ THREADED_ENTRIES = 10**6
 #: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
 #: comes out a few eps, of either sign), and a solve through it would be noise; LU then decides, as for any M.
 CHOLESKY_PIVOT_FLOOR = 64 * np.finfo(float).eps
+#: The fewest unknowns whose Cholesky factor is shared between threads (_cholesky): below, a few panels leave the
+#: threads little to share.
+BLOCKED_CHOLESKY_FROM = 1024
 #: The fewest unknowns a saddle system is solved for through Cholesky: below, LU's one LAPACK call costs less than the
 #: Cholesky route's several (at 200 unknowns both take about 1.1 ms; at 20, 52 against 129 us).
 SADDLE_FROM = 256
@@ -694,7 +710,7 @@ def _saddle_factor(A: np.ndarray):
     if m < 1:
         return None
     top = float(np.max(np.diagonal(A)[:m]))
-    if not top > 0 or lapack_inplace.cholesky(A, m) != 0:
+    if not top > 0 or _cholesky(A, m) != 0:
         return None
     if not float(np.min(np.diagonal(A)[:m])) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top:
         return None
@@ -710,6 +726,14 @@ def _saddle_factor(A: np.ndarray):
         return np.append(t - z * last, last)
 
     return solve
+
+
+def _cholesky(A: np.ndarray, m: int) -> int:
+    """Q = L L' in A's leading m x m block (lapack_inplace's info): from BLOCKED_CHOLESKY_FROM unknowns by panels on
+    the Gram matrix's threads (the same bits on any thread count), below by LAPACK's dpotrf in one call."""
+    if m >= BLOCKED_CHOLESKY_FROM:
+        return lapack_inplace.blocked_cholesky(A, m, gram_threads())
+    return lapack_inplace.cholesky(A, m)
 
 
 #: Rows of residual's sums handed to one thread at a time.
@@ -777,11 +801,11 @@ def _ruiz(M, rounds):
     the process's cores (every entry's arithmetic is the same: the same bits on any thread count); a small one's
     rounds are one compiled call (_ruiz_serial), whose few microseconds are most of a tiny system's solve."""
     m, k = M.shape
-    A = M.copy()
+    threads = min(gram_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
+    A = _copy(M, M.size >= THREADED_ENTRIES)
     r, c = np.ones(m), np.ones(k)
     row, col = np.zeros(m), np.zeros(k)  # a pass's maxima of |A|
     row_d, col_d = np.ones(m), np.ones(k)  # the round's divisors
-    threads = min(gram_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
     parts = np.zeros((threads, k))  # each thread's column maxima, combined after each pass
     if threads == 1:
         _ruiz_serial(A, row_d, col_d, row, col, parts, r, c, rounds)
@@ -796,9 +820,20 @@ def _ruiz(M, rounds):
 
     run(False, rounds == 0)
     for round_ in range(rounds):
-        _to_scales(row, col, row_d, col_d, r, c)
+        if not _to_scales(row, col, row_d, col_d, r, c):
+            break
         run(True, round_ == rounds - 1)
     return A, r, c
+
+
+def _copy(M: np.ndarray, large: bool) -> np.ndarray:
+    """A C-ordered copy of M; a large one in fresh memory mapped in whole (no wait for huge pages, its pages mapped
+    at once)."""
+    if not large:
+        return M.copy()
+    A = fresh_doubles(M.size, populate=True).reshape(M.shape)
+    np.copyto(A, M)
+    return A
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -808,7 +843,8 @@ def _ruiz_serial(A, row_d, col_d, row, col, parts, r, c, rounds):
     _ruiz_rows(A, row_d, col_d, row, parts[0], 0, A.shape[0], False, rounds == 0)
     _max_of_parts(parts, col)
     for round_ in range(rounds):
-        _to_scales(row, col, row_d, col_d, r, c)
+        if not _to_scales(row, col, row_d, col_d, r, c):
+            break
         parts[:] = 0.0
         _ruiz_rows(A, row_d, col_d, row, parts[0], 0, A.shape[0], True, round_ == rounds - 1)
         _max_of_parts(parts, col)
@@ -850,13 +886,19 @@ def _max_of_parts(parts, col):
 
 @njit(cache=True, nogil=True)
 def _to_scales(row, col, row_d, col_d, r, c):
-    """The maxima to the round's divisors (square roots, 0 as 1), and those into the scalings r and c."""
+    """The maxima to the round's divisors (square roots, 0 as 1), and those into the scalings r and c. False where
+    every divisor is 1: this round and all after it would leave A, r and c as they are (an rbf's system, unit
+    diagonal and labels of size 1, is already scaled), so the caller stops."""
+    moves = False
     for i in range(row.size):
         row_d[i] = 1.0 if row[i] == 0 else math.sqrt(row[i])
         r[i] /= row_d[i]
+        moves = moves or row_d[i] != 1.0
     for j in range(col.size):
         col_d[j] = 1.0 if col[j] == 0 else math.sqrt(col[j])
         c[j] /= col_d[j]
+        moves = moves or col_d[j] != 1.0
+    return moves
 
 
 def _violations(codes, a, r, C, scale, eps, margin_eps) -> np.ndarray:

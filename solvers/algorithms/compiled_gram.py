@@ -161,12 +161,27 @@ def _submatrix(K, I, J, out):
             out[a, b] = row[J[b]]
 
 
-def submatrix(K: np.ndarray, I, J) -> np.ndarray:
+#: Rows of a large submatrix a thread takes at a time.
+SUBMATRIX_ROWS = 256
+
+
+def submatrix(K: np.ndarray, I, J, threads: int | None = None) -> np.ndarray:
     """K[I][:, J] for a K in memory, each entry read where it is: numpy's two takes copy the whole rows of I (or
-    columns of J) first, several times the entries kept."""
+    columns of J) first, several times the entries kept. A large one (THREADED_ENTRIES) goes into fresh memory
+    mapped in whole (fresh_doubles: no wait for huge pages), by bands of rows on gram_threads() threads (threads:
+    that many); each entry is a copy, the same whatever the threads."""
     I, J = _indices(I, K.shape[0]), _indices(J, K.shape[1])
-    out = np.empty((I.size, J.size))
-    _submatrix(K, I, J, out)
+    large = I.size * J.size >= THREADED_ENTRIES
+    threads = (gram_threads() if large else 1) if threads is None else int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    out = fresh_doubles(I.size * J.size, populate=True) if large else np.empty(I.size * J.size)
+    out = out.reshape(I.size, J.size)
+    if threads == 1:
+        _submatrix(K, I, J, out)
+        return out
+    in_threads(lambda lo: _submatrix(K, I[lo:lo + SUBMATRIX_ROWS], J, out[lo:lo + SUBMATRIX_ROWS]),
+               range(0, I.size, SUBMATRIX_ROWS), threads)
     return out
 
 
