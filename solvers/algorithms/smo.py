@@ -387,30 +387,87 @@ def _step(i, j, w, comp, work, cache):
 def _sync(w, full, comp, work):
     """alpha and G of the points in play written back, and G of the others brought up to date from the alphas
     that moved since the last sync (snap: alpha then)."""
+    S = work[0]
+    n = S.shape[0]
+    T = _left_out(w, S, n)
+    _update_left_out(w, full, comp, work, T, np.full(w, -1, dtype=np.int64), np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _left_out(w, S, n):
+    """The points not in S[:w], ascending."""
+    out = np.ones(n, dtype=np.bool_)
+    for p in range(w):
+        out[S[p]] = False
+    return np.flatnonzero(out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_left_out(w, full, comp, work, T, slot_at, buf):
+    """_sync's work: alpha and G of the points in play written back, G at the points left out (T) brought up to
+    date from K[j, T] of each point j in play that moved; where slot_at[p] >= 0 that K[S[p], T] also fills the
+    columns T of the row cached in that slot (rows of n entries in buf: the rows kept across an unshrink, each of
+    a point that moved, so no entry is computed for the cache alone)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
-    S, K, XT, XST, kind, gamma, coef0, degree, index = work
+    S = work[0]
     n = y.shape[0]
     for p in range(w):
         alpha[S[p]] = aS[p]
         G[S[p]] = GS[p]
     if w < n:
-        out = np.ones(n, dtype=np.bool_)
+        cols = _columns(T, work)
+        row = np.empty(T.shape[0])
         for p in range(w):
-            out[S[p]] = False
-        T = np.flatnonzero(out)
-        row = np.empty(n)
-        for p in range(w):
-            j = S[p]
+            j, s = S[p], slot_at[p]
             moved = alpha[j] - snap[j]
-            if moved == 0.0:
+            if moved == 0.0 and s < 0:
                 continue
-            c = y[j] * moved
-            _source_row(j, K, XT, kind, gamma, coef0, degree, index, row)
-            for t in T:
-                G[t] += y[t] * c * row[t]
+            _row_at(j, T, cols, work, row)
+            if moved != 0.0:
+                c = y[j] * moved
+                for k in range(T.shape[0]):
+                    t = T[k]
+                    G[t] += y[t] * c * row[k]
+            if s >= 0:
+                for k in range(T.shape[0]):
+                    buf[s * n + T[k]] = row[k]
     for p in range(w):
         snap[S[p]] = alpha[S[p]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _columns(T, work):
+    """The points T as columns (d x (|T| + 1)) for _row_at, the last column left for the point whose entries it
+    computes; empty where K is given."""
+    XT, kind = work[2], work[4]
+    if kind == GIVEN:
+        return np.empty((0, 0))
+    cols = np.empty((XT.shape[0], T.shape[0] + 1))
+    for t in range(XT.shape[0]):
+        for k in range(T.shape[0]):
+            cols[t, k] = XT[t, T[k]]
+    return cols
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _row_at(i, T, cols, work, out):
+    """K[i, T] into out[:|T|], entry by entry the arithmetic of _source_row's whole row (so the same bits)."""
+    S, K, XT, XST, kind, gamma, coef0, degree, index = work
+    m = T.shape[0]
+    if kind == GIVEN:
+        if index.shape[0] == 0:
+            Ki = K[i]
+            for k in range(m):
+                out[k] = Ki[T[k]]
+        else:
+            Ki = K[index[i]]
+            for k in range(m):
+                out[k] = Ki[index[T[k]]]
+    else:
+        for t in range(XT.shape[0]):
+            cols[t, m] = XT[t, i]
+        _fill_row(m, m, cols, kind, gamma, coef0, degree, out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -454,15 +511,67 @@ def _keep_rows(w, kept, new_pos, old_pos, cache):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _all_in_play(w, full, comp, work, cache):
-    """Every point back in play (after a sync); returns n."""
-    S = work[0]
+    """Every point back in play (after a sync); returns n. The cached rows of the points whose alpha moved since
+    the last sync are kept (as LIBSVM's Cache keeps its rows), widened to every point, their new columns being
+    the entries that bring G of the points left out up to date (computed anyway); the others are let go rather
+    than completed (most points leave play again at the next shrinking). A whole K given without an index is
+    read as it is once every point is in play, so there the cache is emptied."""
+    S, kind, index = work[0], work[4], work[8]
     n = S.shape[0]
     if w < n:
-        _sync(w, full, comp, work)
+        keep = kind != GIVEN or index.shape[0] > 0
+        T = _left_out(w, S, n)
+        slot_at = _widen_rows(w, n, S, _moved(w, full, comp, S), cache) if keep else np.full(w, -1, dtype=np.int64)
+        _update_left_out(w, full, comp, work, T, slot_at, cache[0])
         for k in range(n):
             S[k] = k
-        _load(n, full, comp, work, cache)
+        _load(n, full, comp, work, cache, not keep)
     return n
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _moved(w, full, comp, S):
+    """Which positions in play have an alpha that moved since the last sync."""
+    snap, aS = full[4], comp[2]
+    out = np.zeros(w, dtype=np.bool_)
+    for p in range(w):
+        out[p] = aS[p] != snap[S[p]]
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _widen_rows(w, n, S, wanted, cache):
+    """The cached rows of the positions `wanted` over the w points in play moved, in place, to rows over all n
+    points (the points' own columns; those left out not yet filled), the most recently used that fit; each
+    position's new slot (-1: not cached). S[:w] ascending, so each entry moves to an index no smaller than its
+    own: the rows are moved last first, each entry last first."""
+    buf, slot_of, owner, last, meta = cache
+    used = meta[1]
+    kept = np.zeros(used, dtype=np.bool_)
+    for s in range(used):
+        kept[s] = wanted[owner[s]]
+    room = min(n, buf.shape[0] // n)
+    if kept.sum() > room:  # only the most recently used of them
+        kept &= last[:used] >= np.sort(last[:used][kept])[kept.sum() - room]
+    if not kept.all():  # the others let go: the kept packed towards the start at the old width
+        packed = 0
+        for s in range(used):
+            if kept[s]:
+                for c in range(w):
+                    buf[packed * w + c] = buf[s * w + c]
+                owner[packed], last[packed] = owner[s], last[s]
+                packed += 1
+        used = packed
+    slot_at = np.full(w, -1, dtype=np.int64)
+    slot_of[:] = -1
+    for s in range(used - 1, -1, -1):
+        for c in range(w - 1, -1, -1):
+            buf[s * n + S[c]] = buf[s * w + c]
+        slot_at[owner[s]] = s
+        owner[s] = S[owner[s]]
+        slot_of[owner[s]] = s
+    meta[1] = used
+    return slot_at
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
