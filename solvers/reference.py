@@ -43,7 +43,7 @@ from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
 from solvers import lapack_inplace
-from solvers.algorithms.compiled_gram import fresh_doubles, gram_threads, in_threads
+from solvers.algorithms.compiled_gram import fresh_doubles, gram_threads, in_bands, in_threads
 from solvers.deadline import NEVER, Deadline
 
 #: KKT conditions of the polished point hold to this, in margin units (y f = 1 is the margin)
@@ -426,11 +426,7 @@ def _free_system(K_FF, yF, g_F, balance_rhs):
     rhs = np.empty(m + 1)
     M[m, m], rhs[m] = 0.0, balance_rhs
     threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
-    if threads <= 1:
-        _free_rows(K_FF, yF, g_F, M, rhs, 0, m)
-    else:
-        in_threads(lambda lo: _free_rows(K_FF, yF, g_F, M, rhs, lo, min(lo + RESIDUAL_ROWS, m)),
-                   range(0, m, RESIDUAL_ROWS), threads)
+    in_bands(lambda lo, hi: _free_rows(K_FF, yF, g_F, M, rhs, lo, hi), m, RESIDUAL_ROWS, threads)
     return M, rhs
 
 
@@ -749,11 +745,7 @@ def residual(M: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     out = np.empty(M.shape[0])
     x_hi, x_lo = _split(x)
     threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
-    if threads <= 1:
-        _dot2_rows(M, x, x_hi, x_lo, rhs, out, 0, M.shape[0])
-        return out
-    in_threads(lambda lo: _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, min(lo + RESIDUAL_ROWS, M.shape[0])),
-               range(0, M.shape[0], RESIDUAL_ROWS), threads)
+    in_bands(lambda lo, hi: _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, hi), M.shape[0], RESIDUAL_ROWS, threads)
     return out
 
 

@@ -75,6 +75,15 @@ def in_threads(work, items, threads: int) -> list:
         return [done.result() for done in [pool.submit(work, item) for item in items]]
 
 
+def in_bands(work, n: int, band: int, threads: int) -> None:
+    """work(lo, hi) over 0..n in bands of `band` on `threads` threads (in_threads); on one thread a single
+    work(0, n), one compiled call. For work whose result for an index does not depend on its band."""
+    if threads <= 1:
+        work(0, n)
+        return
+    in_threads(lambda lo: work(lo, min(lo + band, n)), range(0, n, band), threads)
+
+
 #: Rows summed into a partial sum before it is added to the result: the rounding of a combination of m rows then
 #: grows like m / SUM_BLOCK + SUM_BLOCK / 4 additions, not m / 4 (the sums of solvers.reference's KKT tests allow a
 #: few eps of their terms: MARGIN_ROUNDING).
@@ -135,9 +144,8 @@ def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) 
     threads = (gram_threads() if I.size * n >= THREADED_ENTRIES else 1) if threads is None else int(threads)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    step = max(1, -(-n // (BANDS_PER_THREAD * threads))) if threads > 1 else max(n, 1)
-    in_threads(lambda lo: add_combination(K, I, coef, out, lo, min(n, lo + step), absolute), range(0, n, step),
-                threads)
+    step = max(1, -(-n // (BANDS_PER_THREAD * threads)))
+    in_bands(lambda lo, hi: add_combination(K, I, coef, out, lo, hi, absolute), n, step, threads)
     return out
 
 
@@ -177,11 +185,7 @@ def submatrix(K: np.ndarray, I, J, threads: int | None = None) -> np.ndarray:
         raise ValueError(f"threads must be >= 1, got {threads}")
     out = fresh_doubles(I.size * J.size, populate=True) if large else np.empty(I.size * J.size)
     out = out.reshape(I.size, J.size)
-    if threads == 1:
-        _submatrix(K, I, J, out)
-        return out
-    in_threads(lambda lo: _submatrix(K, I[lo:lo + SUBMATRIX_ROWS], J, out[lo:lo + SUBMATRIX_ROWS]),
-               range(0, I.size, SUBMATRIX_ROWS), threads)
+    in_bands(lambda lo, hi: _submatrix(K, I[lo:hi], J, out[lo:hi]), I.size, SUBMATRIX_ROWS, threads)
     return out
 
 
