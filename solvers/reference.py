@@ -54,8 +54,8 @@ POLISH_TOL = 1e-8
 MAX_FREE = 4000
 #: The kernel form's dense solve for |F| free points holds DENSE_COPIES arrays of (|F| + 1)^2 doubles at once (the
 #: system M, its equilibrated copy, which the Cholesky factor overwrites, and LU's factor where Cholesky does not
-#: hold) and may take DENSE_BYTES for them (dense_limit: 6,687 free points);
-#: beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
+#: hold; an rbf's system solved in K_FF's memory holds one, but falls back to these: _in_place_solve) and may take
+#: DENSE_BYTES for them (dense_limit: 6,687 free points); beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
 DENSE_BYTES = 2**30
 DENSE_COPIES = 3
 #: A point this close to its margin (margin units) may be freed when the sets do not balance.
@@ -400,20 +400,34 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
 
 
 def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool):
-    """(x, singular, (M, rhs) or None where remembered): the free points' system in (alpha_F, b) solved. A large one
-    is remembered by what it is made of (_recall): the Gram object, the free points, their labels and g_F, so that
-    the closing checks' proof of the finish's sets forms neither K_FF nor the system again."""
+    """(x, singular, (M, rhs) or None): the free points' system in (alpha_F, b) solved; None where M was not formed
+    (_in_place_solve) or the answer was remembered. A large one is remembered by what it is made of (_recall): the
+    Gram object, the free points, their labels and g_F, so that the closing checks' proof of the finish's sets forms
+    neither K_FF nor the system again."""
     large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
     if large:
         key = _digest((free, yF, g_F), (balance_rhs, least_squares))
         known = _recall(gram, key)
         if known is not None:
             return known[0], known[1], None
-    M, rhs = _free_system(one_type(gram.submatrix(free, free)), one_type(yF), one_type(g_F), balance_rhs)
-    x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=True, remember=not large)
+    K_FF = one_type(gram.submatrix(free, free))
+    x, factored = None, False
+    if (free.size + 1) ** 2 >= IN_PLACE_ENTRIES:
+        if gram.K is not None and np.may_share_memory(K_FF, gram.K):  # a view of the Gram matrix: not ours to factor
+            K_FF = K_FF.copy()
+        x, factored = _in_place_solve(K_FF, one_type(yF), np.append(1.0 - yF * g_F, balance_rhs))
+    if x is not None:
+        singular, system = False, None
+    else:
+        M, rhs = _free_system(K_FF, one_type(yF), one_type(g_F), balance_rhs)
+        del K_FF  # the equilibration's copy and LU's factor take its place (DENSE_COPIES)
+        # where K_FF's Cholesky factor did not hold, M's (the same matrix up to signs) would not either: LU at once
+        x, singular = _equilibrated_solve(M, rhs, least_squares=least_squares, saddle=not factored,
+                                          remember=not large)
+        system = (M, rhs)
     if large:
         _keep(gram, key, x, singular)
-    return x, singular, (M, rhs)
+    return x, singular, system
 
 
 def _free_system(K_FF, yF, g_F, balance_rhs):
@@ -732,6 +746,134 @@ def _cholesky(A: np.ndarray, m: int) -> int:
     return lapack_inplace.cholesky(A, m)
 
 
+#: The fewest entries of the free points' system solved in K_FF's own memory (_in_place_solve) where it is already
+#: equilibrated: the system M, Ruiz's copy of it and their fresh pages cost about as much as the factorization.
+IN_PLACE_ENTRIES = 10**6
+
+
+def _in_place_solve(K: np.ndarray, yF: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray | None, bool]:
+    """(x, factored): the free points' system M x = rhs, M = [[Y K Y, y], [y', 0]], solved in K's memory without
+    forming M, where every Ruiz divisor of M would be 1 (|K_ij| <= 1, y = +-1: an rbf's system) so that _ruiz's copy
+    would be M itself. With u = Y alpha the system is [[K, 1], [1', 0]] (u, b) = (Y rhs_F, rhs_b): K = L L' in place
+    (L' in K's upper triangle, K's lower one kept, its diagonal saved), b through the Schur complement 1' K^-1 1, and
+    one step of refinement with the residual of M summed by Dot2 from K's kept triangle (_saddle_residual). None
+    where M is not so scaled or K not clearly positive definite (CHOLESKY_PIVOT_FLOOR): K is then as it was (the
+    lower triangle mirrored), and `factored` says whether the factor was tried."""
+    m = yF.size
+    diag = np.empty(m)
+    if not _unit_scaled(K, yF, diag):
+        return None, False
+    top = float(np.max(diag))
+    if not (top > 0 and _cholesky(K, m) == 0 and float(np.min(np.diagonal(K))) ** 2 > CHOLESKY_PIVOT_FLOOR * m * top):
+        _unfactor(K, diag)
+        return None, True
+    ones = np.ones(m)
+    both = lapack_inplace.cholesky_solve_many(K, m, np.stack([ones, yF * rhs[:m]]))  # one pass over the factor
+    z, schur = both[0], float(ones @ both[0])
+    if not (schur > 0 and math.isfinite(schur)):
+        _unfactor(K, diag)
+        return None, True
+
+    def finish(t: np.ndarray, last_rhs: float) -> np.ndarray:
+        last = (float(ones @ t) - last_rhs) / schur  # y' (Y t) of M's route
+        return np.append(yF * (t - z * last), last)
+
+    x = finish(both[1], rhs[m])
+    r = _saddle_residual(K, diag, yF, x, rhs)  # as residual(M, x, rhs), M's entries read from K
+    return x + finish(lapack_inplace.cholesky_solve(K, m, yF * r[:m]), r[m]), True
+
+
+def _unit_scaled(K: np.ndarray, yF: np.ndarray, diag: np.ndarray) -> bool:
+    """Whether every entry of K is at most 1 in size (a nan is not) and every label is +-1, K's diagonal copied into
+    `diag` (rows by bands on the Gram matrix's threads)."""
+    if not np.all(np.abs(yF) == 1.0):
+        return False
+    m = yF.size
+    fine = np.zeros(m, dtype=np.bool_)
+    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    in_bands(lambda lo, hi: _unit_rows(K, diag, fine, lo, hi), m, RESIDUAL_ROWS, threads)
+    return bool(fine.all())
+
+
+@njit(cache=True, nogil=True)
+def _unit_rows(K, diag, fine, lo, hi):
+    """fine[i] = every |K[i, j]| <= 1 (a nan fails), diag[i] = K[i, i], for lo <= i < hi."""
+    for i in range(lo, hi):
+        ok = True
+        for j in range(K.shape[1]):
+            ok = ok and abs(K[i, j]) <= 1.0
+        fine[i] = ok
+        diag[i] = K[i, i]
+
+
+def _unfactor(K: np.ndarray, diag: np.ndarray) -> None:
+    """K as it was before _cholesky wrote its factor into the upper triangle: the kept lower triangle mirrored and the
+    saved diagonal put back (exactly K where K was symmetric; else its lower triangle's symmetric matrix)."""
+    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    in_bands(lambda lo, hi: _mirror_rows(K, diag, lo, hi), K.shape[0], RESIDUAL_ROWS, threads)
+
+
+@njit(cache=True, nogil=True)
+def _mirror_rows(K, diag, lo, hi):
+    """K[i, j] = K[j, i] for j > i and K[i, i] = diag[i], lo <= i < hi; read in blocks of rows below the band."""
+    m = K.shape[0]
+    for i in range(lo, hi):
+        K[i, i] = diag[i]
+        for j in range(i + 1, hi):
+            K[i, j] = K[j, i]
+    for first in range(hi, m, SUM_ROWS):
+        for i in range(lo, hi):
+            for j in range(first, min(first + SUM_ROWS, m)):
+                K[i, j] = K[j, i]
+
+
+#: Rows below a band that _mirror_rows reads at a time along the band's columns (a block that stays in cache).
+SUM_ROWS = 64
+
+
+def _saddle_residual(K: np.ndarray, diag: np.ndarray, yF: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """residual(M, x, rhs) for M = [[Y K Y, y], [y', 0]] with K's entries read from K's lower triangle and `diag`
+    (_cholesky's factor holds the upper one): row i < m as y_i times row i of [[K, 1]] at (Y x_F, x_b) against
+    y_i rhs_i, which Dot2 sums to the same bits (a sign changes no rounding), where K is symmetric; row m as residual's
+    own. Rows by bands on the Gram matrix's threads, each row's terms in the order of its columns whatever the band."""
+    m = yF.size
+    v = np.append(yF * x[:m], x[m])
+    v_hi, v_lo = _split(v)
+    out = np.empty(m + 1)
+    b = yF * rhs[:m]
+    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, b, out, lo, hi), m, RESIDUAL_ROWS, threads)
+    out[:m] *= yF
+    last = np.append(yF, 0.0)[None, :]
+    _dot2_rows(last, x, *_split(x), rhs[m:], out[m:], 0, 1)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, b, out, lo, hi):
+    """out[i] = b[i] - sum_{j < m} K_ij v[j] - v[m] for lo <= i < hi by Dot2 (_dot2_step), K_ij from K's lower
+    triangle: K[i, j] left of the diagonal, diag[i] on it, K[j, i] right of it (read along row j for the whole band:
+    the rows' running sums are kept in arrays)."""
+    m = diag.size
+    n = hi - lo
+    total = b[lo:hi].copy()
+    errors = np.zeros(n)
+    for i in range(lo, hi):
+        t, e = total[i - lo], errors[i - lo]
+        for j in range(i):
+            t, e = _dot2_step(t, e, K[i, j], v[j], v_hi[j], v_lo[j])
+        t, e = _dot2_step(t, e, diag[i], v[i], v_hi[i], v_lo[i])
+        for j in range(i + 1, hi):
+            t, e = _dot2_step(t, e, K[j, i], v[j], v_hi[j], v_lo[j])
+        total[i - lo], errors[i - lo] = t, e
+    for j in range(hi, m):
+        for i in range(lo, hi):
+            total[i - lo], errors[i - lo] = _dot2_step(total[i - lo], errors[i - lo], K[j, i], v[j], v_hi[j], v_lo[j])
+    for i in range(lo, hi):
+        t, e = _dot2_step(total[i - lo], errors[i - lo], 1.0, v[m], v_hi[m], v_lo[m])
+        out[i] = t + e
+
+
 #: Rows of residual's sums handed to one thread at a time.
 RESIDUAL_ROWS = 256
 
@@ -765,24 +907,28 @@ def _split(a):
 
 @njit(cache=True, nogil=True)
 def _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, hi):
-    """out[i] = rhs[i] - sum_j M[i, j] x[j] for lo <= i < hi by Dot2: each product split into its rounded value and
-    exact error (TwoProduct), each running sum's rounding error kept (TwoSum), the errors summed apart and added
-    once."""
+    """out[i] = rhs[i] - sum_j M[i, j] x[j] for lo <= i < hi by Dot2 (_dot2_step)."""
     for i in range(lo, hi):
         total = rhs[i]
         errors = 0.0
         for j in range(M.shape[1]):
-            a = M[i, j]
-            t = SPLITTER * a
-            a_hi = t - (t - a)
-            a_lo = a - a_hi
-            p = a * x[j]
-            e = a_lo * x_lo[j] - (((p - a_hi * x_hi[j]) - a_lo * x_hi[j]) - a_hi * x_lo[j])  # a x[j] = p + e exactly
-            new = total - p
-            back = new - total
-            errors += ((total - (new - back)) + (-p - back)) - e  # total - p = new + that rounding, exactly
-            total = new
+            total, errors = _dot2_step(total, errors, M[i, j], x[j], x_hi[j], x_lo[j])
         out[i] = total + errors
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dot2_step(total, errors, a, x, x_hi, x_lo):
+    """(total - a x, errors) of one Dot2 term: the product split into its rounded value and exact error (TwoProduct),
+    the running sum's rounding error kept (TwoSum), the errors summed apart to be added once."""
+    t = SPLITTER * a
+    a_hi = t - (t - a)
+    a_lo = a - a_hi
+    p = a * x
+    e = a_lo * x_lo - (((p - a_hi * x_hi) - a_lo * x_hi) - a_hi * x_lo)  # a x = p + e exactly
+    new = total - p
+    back = new - total
+    errors += ((total - (new - back)) + (-p - back)) - e  # total - p = new + that rounding, exactly
+    return new, errors
 
 
 def _ruiz(M, rounds):
@@ -978,10 +1124,13 @@ def _b_slack(y, g, b, C) -> float:
 
 
 def warm() -> None:
-    """The proof's compiled parts (the equilibration, the residual's Dot2, _within, _free_system, _violated) loaded
+    """The proof's compiled parts (the equilibration, the residual's Dot2, the in-place route's scan, residual and
+    mirror, _within, _free_system, _violated) loaded
     from numba's cache (or compiled), in the types the proof calls them with."""
     _equilibrated_solve(np.eye(2), np.ones(2))
     _equilibrated_solve(np.array([[2.0, 1.0], [1.0, 0.0]]), np.ones(2), saddle=True)
+    _in_place_solve(np.eye(2), np.array([1.0, -1.0]), np.ones(3))
+    _unfactor(np.eye(2), np.ones(2))
     a = np.array([0.5, 0.0])
     _in_bounds(a, 1.0)
     _free_system(np.eye(2), a, a, 0.0)
