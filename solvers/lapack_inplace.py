@@ -132,19 +132,40 @@ class _Blocks:
 def blocked_cholesky(A: np.ndarray, m: int, threads: int) -> int:
     """cholesky's factor (and its info) by right-looking panels of PANEL columns: the panel's diagonal block by
     dpotrf, the rows below it by dtrsm and the trailing block's update by dsyrk/dgemm, each in blocks of PANEL rows
-    or columns that `threads` of our threads take as they finish one (ctypes releases the interpreter's lock). BLAS
-    runs on one thread: its own threads spin while waiting, which on a machine busy with another process made a
-    factorization many times slower; ours only wait. The blocks and each one's operations do not depend on
-    `threads`: the same bits on any thread count (not dpotrf's own, which blocks differently)."""
+    or columns that `threads` of our threads take as they finish one (ctypes releases the interpreter's lock). One
+    step ahead: while the other threads update the trailing columns with panel k, the first updates panel k + 1's
+    own columns, factors them and solves the rows below (_next_panel), so no thread waits on the panel's serial
+    steps. BLAS runs on one thread: its own threads spin while waiting, which on a machine busy with another process
+    made a factorization many times slower; ours only wait. The blocks and each one's operations, in their order
+    on each block, do not depend on `threads`: the same bits on any thread count (not dpotrf's own, which blocks
+    differently)."""
     _checked(A, m)
     blocks = _Blocks(A, m)
     with blas.one_thread():
-        for k in range(0, m, PANEL):
-            kb = min(PANEL, m - k)
-            info = blocks.factor(k, kb)
-            if info != 0:
-                return k + info
-            rest = range(k + kb, m, PANEL)
-            in_threads(functools.partial(blocks.below, k, kb), rest, threads)
-            in_threads(functools.partial(blocks.update, k, kb), rest, threads)
+        kb = min(PANEL, m)
+        info = blocks.factor(0, kb)
+        if info != 0:
+            return info
+        in_threads(functools.partial(blocks.below, 0, kb), range(kb, m, PANEL), threads)
+        for k in range(0, m - kb, PANEL):
+            kb, failed = min(PANEL, m - k), []
+            rest = [None, *range(k + 2 * PANEL, m, PANEL)]  # None: the next panel's chain, started first
+            in_threads(lambda j: _next_panel(blocks, k, kb, failed) if j is None else blocks.update(k, kb, j), rest,
+                       threads)
+            if failed:
+                return failed[0]
     return 0
+
+
+def _next_panel(blocks: _Blocks, k: int, kb: int, failed: list) -> None:
+    """Panel k + PANEL made ready: its columns updated with panel k, its diagonal block factored (a failure's info
+    into `failed`), the rows below it solved."""
+    j = k + kb
+    blocks.update(k, kb, j)
+    jb = min(PANEL, blocks.m - j)
+    info = blocks.factor(j, jb)
+    if info != 0:
+        failed.append(j + info)
+        return
+    for i in range(j + jb, blocks.m, PANEL):
+        blocks.below(j, jb, i)
