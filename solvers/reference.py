@@ -815,19 +815,22 @@ def _unfactor(K: np.ndarray, diag: np.ndarray) -> None:
 
 @njit(cache=True, nogil=True)
 def _mirror_rows(K, diag, lo, hi):
-    """K[i, j] = K[j, i] for j > i and K[i, i] = diag[i], lo <= i < hi; read in blocks of rows below the band."""
+    """K[i, j] = K[j, i] for j > i and K[i, i] = diag[i], lo <= i < hi; by SUM_ROWS x SUM_ROWS blocks (cache)."""
     m = K.shape[0]
-    for i in range(lo, hi):
-        K[i, i] = diag[i]
-        for j in range(i + 1, hi):
-            K[i, j] = K[j, i]
-    for first in range(hi, m, SUM_ROWS):
-        for i in range(lo, hi):
-            for j in range(first, min(first + SUM_ROWS, m)):
+    for first in range(lo, hi, SUM_ROWS):
+        last = min(first + SUM_ROWS, hi)
+        for i in range(first, last):
+            K[i, i] = diag[i]
+            for j in range(i + 1, last):
                 K[i, j] = K[j, i]
+        for below in range(last, m, SUM_ROWS):
+            for i in range(first, last):
+                for j in range(below, min(below + SUM_ROWS, m)):
+                    K[i, j] = K[j, i]
 
 
-#: Rows below a band that _mirror_rows reads at a time along the band's columns (a block that stays in cache).
+#: Rows that _dot2_symmetric_rows and _mirror_rows take at a time where they read K along its columns (a block
+#: that stays in cache).
 SUM_ROWS = 64
 
 
@@ -852,26 +855,28 @@ def _saddle_residual(K: np.ndarray, diag: np.ndarray, yF: np.ndarray, x: np.ndar
 @njit(cache=True, nogil=True)
 def _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, b, out, lo, hi):
     """out[i] = b[i] - sum_{j < m} K_ij v[j] - v[m] for lo <= i < hi by Dot2 (_dot2_step), K_ij from K's lower
-    triangle: K[i, j] left of the diagonal, diag[i] on it, K[j, i] right of it (read along row j for the whole band:
-    the rows' running sums are kept in arrays)."""
+    triangle: K[i, j] left of the diagonal, diag[i] on it, K[j, i] right of it. By blocks of SUM_ROWS rows, whose
+    columns right of the block are read along row j for the whole block (the rows' running sums kept in arrays);
+    each row's terms in its columns' order, whatever the blocks."""
     m = diag.size
-    n = hi - lo
-    total = b[lo:hi].copy()
-    errors = np.zeros(n)
-    for i in range(lo, hi):
-        t, e = total[i - lo], errors[i - lo]
-        for j in range(i):
-            t, e = _dot2_step(t, e, K[i, j], v[j], v_hi[j], v_lo[j])
-        t, e = _dot2_step(t, e, diag[i], v[i], v_hi[i], v_lo[i])
-        for j in range(i + 1, hi):
-            t, e = _dot2_step(t, e, K[j, i], v[j], v_hi[j], v_lo[j])
-        total[i - lo], errors[i - lo] = t, e
-    for j in range(hi, m):
-        for i in range(lo, hi):
-            total[i - lo], errors[i - lo] = _dot2_step(total[i - lo], errors[i - lo], K[j, i], v[j], v_hi[j], v_lo[j])
-    for i in range(lo, hi):
-        t, e = _dot2_step(total[i - lo], errors[i - lo], 1.0, v[m], v_hi[m], v_lo[m])
-        out[i] = t + e
+    total, errors = np.empty(SUM_ROWS), np.empty(SUM_ROWS)
+    for first in range(lo, hi, SUM_ROWS):
+        last = min(first + SUM_ROWS, hi)
+        for i in range(first, last):
+            t, e = b[i], 0.0
+            for j in range(i):
+                t, e = _dot2_step(t, e, K[i, j], v[j], v_hi[j], v_lo[j])
+            t, e = _dot2_step(t, e, diag[i], v[i], v_hi[i], v_lo[i])
+            for j in range(i + 1, last):
+                t, e = _dot2_step(t, e, K[j, i], v[j], v_hi[j], v_lo[j])
+            total[i - first], errors[i - first] = t, e
+        for j in range(last, m):
+            for i in range(first, last):
+                total[i - first], errors[i - first] = _dot2_step(total[i - first], errors[i - first], K[j, i], v[j],
+                                                                 v_hi[j], v_lo[j])
+        for i in range(first, last):
+            t, e = _dot2_step(total[i - first], errors[i - first], 1.0, v[m], v_hi[m], v_lo[m])
+            out[i] = t + e
 
 
 #: Rows of residual's sums handed to one thread at a time.
