@@ -66,18 +66,22 @@ def cholesky_solve(A: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:
     x = np.array(b, dtype=np.float64, order="C")
     if x.shape != (m,):
         raise ValueError(f"{m} values are needed, not {x.shape}")
-    return cholesky_solve_many(A, m, x[None, :])[0]
+    return _potrs_rows(A, m, x[None, :])[0]
 
 
 def cholesky_solve_many(A: np.ndarray, m: int, B: np.ndarray) -> np.ndarray:
     """Q^-1 b for each row b of B (k x m) through the factor `cholesky` left in A's leading block, in one dpotrs call
     (the factor read once for all k; a new k x m array)."""
-    _checked(A, m)
     X = np.array(B, dtype=np.float64, order="C")
     if X.ndim != 2 or X.shape[1] != m or X.shape[0] < 1:
         raise ValueError(f"rows of {m} values are needed, not {X.shape}")
+    return _potrs_rows(A, m, X)
+
+
+def _potrs_rows(A: np.ndarray, m: int, X: np.ndarray) -> np.ndarray:
+    """X's rows overwritten by Q^-1 of them (LAPACK's B is column-major m x k: X's rows are its columns)."""
+    _checked(A, m)
     info = ctypes.c_int(0)
-    # LAPACK's B is column-major m x k: X's rows are its columns
     _potrs(b"L", ctypes.byref(ctypes.c_int(m)), ctypes.byref(ctypes.c_int(X.shape[0])), A.ctypes.data_as(_DOUBLE),
            ctypes.byref(ctypes.c_int(A.shape[1])), X.ctypes.data_as(_DOUBLE), ctypes.byref(ctypes.c_int(m)),
            ctypes.byref(info))
