@@ -55,7 +55,8 @@ MAX_FREE = 4000
 #: The kernel form's dense solve for |F| free points holds DENSE_COPIES arrays of (|F| + 1)^2 doubles at once (the
 #: system M, its equilibrated copy, which the Cholesky factor overwrites, and LU's factor where Cholesky does not
 #: hold; an rbf's system solved in K_FF's memory holds one, but falls back to these: _in_place_solve) and may take
-#: DENSE_BYTES for them (dense_limit: 6,687 free points); beyond that the proof refuses with the memory it would need, and the weaker gap bound decides.
+#: DENSE_BYTES for them (dense_limit: 6,687 free points); beyond that the proof refuses with the memory it would
+#: need, and the weaker gap bound decides.
 DENSE_BYTES = 2**30
 DENSE_COPIES = 3
 #: A point this close to its margin (margin units) may be freed when the sets do not balance.
