@@ -25,6 +25,7 @@ at larger n while it fits, and the cached rows otherwise.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -502,6 +503,28 @@ def switch_entries(n: int, d: int) -> float:
     return n * n * MATRIX_ENTRY / (d + ROW_EXP)
 
 
+#: Where the matrix is formed on another core while SMO runs (background_allowed), SMO's rows give way to it once
+#: they hold OVERLAP_SHARE n^2 entries, or switch_entries if fewer: about what SMO computes on one core while the
+#: other forms the matrix (one thread forms it in the time SMO computes 0.4-0.6 n^2 entries at d = 8-50), so that
+#: SMO seldom waits for it and reads it, not computed rows, from then on (docs/background_gram.md).
+OVERLAP_SHARE = 0.5
+
+
+def overlap_entries(n: int, d: int) -> float:
+    """Entries of rows the compiled SMO computes from n points of d features before it reads the matrix formed on
+    another core (waiting for it where it is not done): a count of work, never a time, so that the steps and the
+    answer are the same bits however fast the other core is."""
+    return min(switch_entries(n, d), OVERLAP_SHARE * n * n)
+
+
+def background_allowed(n: int) -> bool:
+    """Whether the Gram matrix of n points is formed on another core while SMO runs: where a second core is there
+    for it (compiled_gram.gram_threads() >= 2: $SVM_THREADS=1 keeps every step on one core)."""
+    from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
+
+    return n > 0 and gram_threads() >= 2
+
+
 class AdaptiveRows(KernelRows):
     """Rows on demand that become the whole Gram matrix once the compiled SMO has shown it needs many of them.
 
@@ -519,13 +542,17 @@ class AdaptiveRows(KernelRows):
 
     def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES,
                  entries: float | None = None):
-        """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries)."""
+        """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries, or
+        overlap_entries where it is formed on another core meanwhile; infinite: never)."""
         if kernel.name != "rbf" or issparse(X):
             raise ValueError("adaptive rows are the rbf kernel's on dense data (the compiled SMO's and rbf_gram's)")
         super().__init__(kernel, X, cache_bytes)
         self.switch_entries = switch_entries(*self.data.shape) if entries is None else float(entries)
+        # with the matrix formed on another core (background_allowed)
+        self.overlap_entries = overlap_entries(*self.data.shape) if entries is None else float(entries)
         self.gram: FullGram | None = None
         self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
+        self._background = None  # the matrix being formed on another core (background_gram.BackgroundGram)
 
     def row_cache(self, y: np.ndarray | None = None, upper: np.ndarray | None = None):
         """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
@@ -536,8 +563,30 @@ class AdaptiveRows(KernelRows):
             self.form()
         if self.gram is not None:
             return self.gram.row_cache()
-        self._compiled = super().row_cache(entries_limit=self.switch_entries, on_limit=self.form)
+        self.drop_background()
+        limit = self.switch_entries
+        if background_allowed(self.n) and math.isfinite(self.overlap_entries):
+            from solvers.algorithms.background_gram import BackgroundGram
+
+            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
+                                              gate=self.background_gate)
+            limit = self.overlap_entries
+        self._compiled = super().row_cache(entries_limit=limit, on_limit=self.form)
         return self._compiled
+
+    #: An event the background matrix waits for before it starts (None: none): tests make it arrive late with it.
+    background_gate = None
+
+    def drop_background(self) -> None:
+        """Where the matrix is being formed on another core and SMO has not needed it: the work stopped and the
+        compiled rows' switch back at switch_entries (the steps after go as without the background work). The
+        caller does no BLAS work of its own before this (background_gram's docstring)."""
+        if self._background is None:
+            return
+        self._background.drop()
+        self._background = None
+        if self._compiled is not None and self._compiled.on_limit is not None:
+            self._compiled.entries_limit = self.switch_entries
 
     @property
     def entries_computed(self) -> int:
@@ -547,7 +596,11 @@ class AdaptiveRows(KernelRows):
     def form(self) -> np.ndarray:
         """The whole Gram matrix, formed once (the rows cached so far are let go)."""
         if self.gram is None:
-            self.gram = full_gram(self.kernel, self.data)
+            if self._background is not None:  # formed on another core: waited for where it is not done yet
+                background, self._background = self._background, None
+                self.gram = FullGram(background.result(), self.kernel, self.data)
+            else:
+                self.gram = full_gram(self.kernel, self.data)
             self.capacity = self.n
             self._cache.clear()
             self._products.clear()
