@@ -149,3 +149,24 @@ def test_the_api_leaves_no_thread_and_gives_the_one_thread_answer_where_smo_ends
         assert sol.status == "optimal" and not _forming()
         answers[threads] = np.asarray(sol.alpha)
     assert np.array_equal(answers["1"], answers["2"]) and started == [1]  # the work began with two threads only
+
+
+def test_no_background_work_where_the_budget_does_not_allow_the_matrix(two_threads):
+    X, y = _data(False)
+    source = AdaptiveRows(KERNEL, X, budget=16.0 * N * N)  # below gram_fits's 24 n^2 bytes
+    rows = source.row_cache()
+    assert source._background is None and not _forming() and rows.entries_limit == source.switch_entries
+
+
+def test_blas_has_its_threads_back_once_the_matrix_is_read(two_threads, monkeypatch):
+    """The background work runs BLAS on one thread, process-wide: after the switch the caller's BLAS has its own
+    count again."""
+    from solvers import blas
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in blas.controller().info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
+    X, y = _data(False)
+    _, source, _ = _switched_solve(X, y, "late", monkeypatch)
+    assert source.gram is not None and blas_threads() == before

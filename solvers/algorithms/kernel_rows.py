@@ -517,12 +517,13 @@ def overlap_entries(n: int, d: int) -> float:
     return min(switch_entries(n, d), OVERLAP_SHARE * n * n)
 
 
-def background_allowed(n: int) -> bool:
+def background_allowed(n: int, budget: float | None = None) -> bool:
     """Whether the Gram matrix of n points is formed on another core while SMO runs: where a second core is there
-    for it (compiled_gram.gram_threads() >= 2: $SVM_THREADS=1 keeps every step on one core)."""
+    for it (compiled_gram.gram_threads() >= 2: $SVM_THREADS=1 keeps every step on one core) and the matrix is
+    allowed (gram_allowed: beside SMO's rows, at most half the budget, it takes at most a third of it)."""
     from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
 
-    return n > 0 and gram_threads() >= 2
+    return n > 0 and gram_threads() >= 2 and gram_allowed(n, budget)
 
 
 class AdaptiveRows(KernelRows):
@@ -541,9 +542,10 @@ class AdaptiveRows(KernelRows):
     """
 
     def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES,
-                 entries: float | None = None):
+                 entries: float | None = None, budget: float | None = None):
         """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries, or
-        overlap_entries where it is formed on another core meanwhile; infinite: never)."""
+        overlap_entries where it is formed on another core meanwhile; infinite: never). budget: bytes for the
+        matrix formed on another core (background_allowed; None: validation.memory_budget())."""
         if kernel.name != "rbf" or issparse(X):
             raise ValueError("adaptive rows are the rbf kernel's on dense data (the compiled SMO's and rbf_gram's)")
         super().__init__(kernel, X, cache_bytes)
@@ -553,6 +555,7 @@ class AdaptiveRows(KernelRows):
         self.gram: FullGram | None = None
         self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
         self._background = None  # the matrix being formed on another core (background_gram.BackgroundGram)
+        self.budget = budget
 
     def row_cache(self, y: np.ndarray | None = None, upper: np.ndarray | None = None):
         """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
@@ -565,7 +568,7 @@ class AdaptiveRows(KernelRows):
             return self.gram.row_cache()
         self.drop_background()
         limit = self.switch_entries
-        if background_allowed(self.n) and math.isfinite(self.overlap_entries):
+        if math.isfinite(self.overlap_entries) and background_allowed(self.n, self.budget):
             from solvers.algorithms.background_gram import BackgroundGram
 
             self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
@@ -707,6 +710,6 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if gram_allowed(n, allowed):
         if not gram_first(n, allowed) and kernel.name == "rbf" and not issparse(X):
-            return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
+            return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2), budget=allowed)
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
