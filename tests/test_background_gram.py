@@ -61,13 +61,16 @@ def _switched_solve(X, y, arrive: str, monkeypatch):
 
         def start_and_finish(self, *args, **kwargs):
             start(self, *args, **kwargs)
-            assert self.result() is not None  # formed before SMO's first step
+            assert self.result() is not None  # formed before SMO's next step
 
         monkeypatch.setattr(BackgroundGram, "__init__", start_and_finish)
     rows = source.row_cache()
+    started_at = []
+    on_limit = rows.on_limit
+    rows.on_limit = lambda: (started_at.append(rows.entries_computed), on_limit())[1]
     res = smo(rows, y, C, tol=1e-9)
     source.drop_background()
-    return res, source, rows.entries_computed
+    return res, source, started_at
 
 
 def test_the_background_matrix_is_rbf_grams_to_the_bit():
@@ -78,14 +81,16 @@ def test_the_background_matrix_is_rbf_grams_to_the_bit():
 
 def test_the_switch_and_the_answer_do_not_depend_on_when_the_matrix_arrives(two_threads, monkeypatch):
     X, y = _data(False)
-    early, source, early_entries = _switched_solve(X, y, "early", monkeypatch)
+    early, source, early_points = _switched_solve(X, y, "early", monkeypatch)
     monkeypatch.undo()
     monkeypatch.setenv(THREADS_ENV, "2")
-    late, late_source, late_entries = _switched_solve(X, y, "late", monkeypatch)
-    limit = overlap_entries(N, D)
+    late, late_source, late_points = _switched_solve(X, y, "late", monkeypatch)
+    start, limit = kernel_rows.START_SHARE * overlap_entries(N, D), overlap_entries(N, D)
     assert limit < switch_entries(N, D)  # the switch comes earlier than without the second core
-    # SMO stopped at the limit (a step's two rows past it at most) both times, then read the matrix
-    assert limit <= early_entries == late_entries < limit + 2 * N
+    # the other core started, then SMO stopped and read the matrix, each at its count of entries (a step's two
+    # rows past it at most), both times
+    assert early_points == late_points and len(early_points) == 2
+    assert start <= early_points[0] < start + 2 * N and limit <= early_points[1] < limit + 2 * N
     assert source.gram is not None and late_source.gram is not None and not _forming()
     assert early.iterations == late.iterations
     assert np.array_equal(early.alpha, late.alpha) and np.array_equal(early.grad, late.grad)
@@ -98,14 +103,15 @@ def test_the_switch_and_the_answer_do_not_depend_on_when_the_matrix_arrives(two_
 
 def test_the_work_is_dropped_where_smo_ends_before_the_switch(two_threads, monkeypatch):
     X, y = _data(True)
-    # the matrix never starts on its own: it is surely still wanted when SMO ends
+    # the matrix never starts on its own: it is surely still wanted when SMO ends; the other core from the start
     monkeypatch.setattr(AdaptiveRows, "background_gate", threading.Event())
+    monkeypatch.setattr(kernel_rows, "START_SHARE", 0.0)
     answers = []
     for _ in range(2):  # a second solve right after the first
         source = AdaptiveRows(KERNEL, X)
         rows = source.row_cache()
-        assert len(_forming()) == 1 and rows.entries_limit == overlap_entries(N, D)
         res = smo(rows, y, C, tol=1e-9)
+        assert len(_forming()) == 1 and rows.entries_limit == overlap_entries(N, D)
         assert res.converged and rows.entries_computed < overlap_entries(N, D)
         source.drop_background()
         assert not _forming() and source.gram is None
@@ -134,6 +140,7 @@ def test_the_api_leaves_no_thread_and_gives_the_one_thread_answer_where_smo_ends
     from solvers.api import solve
 
     monkeypatch.setattr(kernel_rows, "ROWS_FROM_N", N)
+    monkeypatch.setattr(kernel_rows, "START_SHARE", 0.0)  # the other core from SMO's first step
     X, y = _data(True)
     started, start = [], BackgroundGram.__init__
 
@@ -170,3 +177,16 @@ def test_blas_has_its_threads_back_once_the_matrix_is_read(two_threads, monkeypa
     X, y = _data(False)
     _, source, _ = _switched_solve(X, y, "late", monkeypatch)
     assert source.gram is not None and blas_threads() == before
+
+
+def test_smo_that_needs_few_rows_never_starts_the_other_core(two_threads, monkeypatch):
+    X, y = _data(True)
+    needed = RowCache.from_data(KERNEL, X)
+    smo(needed, y, C, tol=1e-9)
+    started = []
+    monkeypatch.setattr(BackgroundGram, "__init__", lambda self, *a, **k: started.append(1))
+    # the start point just past the entries this solve needs
+    source = AdaptiveRows(KERNEL, X, entries=1.01 * needed.entries_computed / kernel_rows.START_SHARE)
+    rows = source.row_cache()
+    res = smo(rows, y, C, tol=1e-9)
+    assert res.converged and rows.entries_computed == needed.entries_computed and not started

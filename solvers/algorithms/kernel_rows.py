@@ -503,11 +503,11 @@ def switch_entries(n: int, d: int) -> float:
     return n * n * MATRIX_ENTRY / (d + ROW_EXP)
 
 
-#: Where the matrix is formed on another core while SMO runs (background_allowed), SMO's rows give way to it once
-#: they hold OVERLAP_SHARE n^2 entries, or switch_entries if fewer: about what SMO computes on one core while the
-#: other forms the matrix (one thread forms it in the time SMO computes 0.4-0.6 n^2 entries at d = 8-50), so that
-#: SMO seldom waits for it and reads it, not computed rows, from then on (docs/background_gram.md).
-OVERLAP_SHARE = 0.5
+#: Where the matrix may be formed on another core while SMO runs (background_allowed), the other core starts on it
+#: once SMO's rows hold START_SHARE of the switch point's entries (SMO on data that needs few rows ends before and
+#: leaves that core alone), and SMO's rows give way to it once they hold OVERLAP_SHARE n^2 entries, or
+#: switch_entries if fewer (docs/background_gram.md).
+START_SHARE, OVERLAP_SHARE = 0.25, 0.5
 
 
 def overlap_entries(n: int, d: int) -> float:
@@ -555,6 +555,7 @@ class AdaptiveRows(KernelRows):
         self.gram: FullGram | None = None
         self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
         self._background = None  # the matrix being formed on another core (background_gram.BackgroundGram)
+        self._overlap = False  # whether the compiled rows may still start it (row_cache, _on_limit)
         self.budget = budget
 
     def row_cache(self, y: np.ndarray | None = None, upper: np.ndarray | None = None):
@@ -567,29 +568,38 @@ class AdaptiveRows(KernelRows):
         if self.gram is not None:
             return self.gram.row_cache()
         self.drop_background()
-        limit = self.switch_entries
-        if math.isfinite(self.overlap_entries) and background_allowed(self.n, self.budget):
-            from solvers.algorithms.background_gram import BackgroundGram
-
-            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
-                                              gate=self.background_gate)
-            limit = self.overlap_entries
-        self._compiled = super().row_cache(entries_limit=limit, on_limit=self.form)
+        # the other core is started at a point of the work (_on_limit), if at all; without it the matrix is formed
+        # here once the rows hold switch_entries
+        self._overlap = math.isfinite(self.overlap_entries) and background_allowed(self.n, self.budget)
+        limit = START_SHARE * self.overlap_entries if self._overlap else self.switch_entries
+        self._compiled = super().row_cache(entries_limit=limit, on_limit=self._on_limit)
         return self._compiled
 
     #: An event the background matrix waits for before it starts (None: none): tests make it arrive late with it.
     background_gate = None
 
+    def _on_limit(self) -> np.ndarray | None:
+        """The compiled rows' on_limit: at the start point the matrix begun on another core (None: the rows go on
+        up to overlap_entries); at the switch, the matrix (form)."""
+        if self._overlap and self._background is None:
+            from solvers.algorithms.background_gram import BackgroundGram
+
+            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
+                                              gate=self.background_gate)
+            self._compiled.entries_limit = self.overlap_entries
+            return None
+        return self.form()
+
     def drop_background(self) -> None:
-        """Where the matrix is being formed on another core and SMO has not needed it: the work stopped and the
-        compiled rows' switch back at switch_entries (the steps after go as without the background work). The
-        caller does no BLAS work of its own before this (background_gram's docstring)."""
-        if self._background is None:
-            return
-        self._background.drop()
-        self._background = None
+        """The matrix not formed on another core from here on, and the work stopped where SMO has not needed it
+        yet: the compiled rows' switch is back at switch_entries (the steps after go as without the background
+        work). The caller does no BLAS work of its own before this (background_gram's docstring)."""
+        self._overlap = False
         if self._compiled is not None and self._compiled.on_limit is not None:
             self._compiled.entries_limit = self.switch_entries
+        if self._background is not None:
+            self._background.drop()
+            self._background = None
 
     @property
     def entries_computed(self) -> int:
