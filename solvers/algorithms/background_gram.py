@@ -3,7 +3,8 @@
 `BackgroundGram` does compiled_gram.rbf_gram's work (the lower triangle by blocks of GRAM_ROWS rows, the longest
 first, then the mirror) on one thread of its own with BLAS on one thread: every entry is made by the same operations
 as rbf_gram's, so the matrix is the same to the bit. It looks at its stop flag between row blocks, so a solve that
-ends before it needs the matrix drops the work within one block.
+ends before it needs the matrix drops the work within one block. The thread runs at the lowest priority: on a
+machine whose cores are all busy it does not slow the SMO it is meant to help.
 
 BLAS's thread count is process-wide (solvers.blas): it is one while the thread runs. The one who starts it must
 therefore do no BLAS work of its own until `result` or `drop` has joined the thread (the compiled SMO does none:
@@ -12,6 +13,7 @@ its rows are numba loops), so that neither side's BLAS runs with the other's thr
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -20,6 +22,23 @@ from formulations.data_matrix import one_type
 from formulations.kernels import Points, RbfRows
 from solvers import blas
 from solvers.algorithms.compiled_gram import GRAM_ROWS, _fresh_matrix
+
+
+#: The background thread's niceness: on a machine whose cores are all busy it takes the time others leave (the SMO
+#: beside it among them), on one with an idle core it has that core.
+NICENESS = 19
+
+
+def _yield_to_others() -> None:
+    """This thread at NICENESS where the platform sets a thread's own priority (Linux: a thread is a process to
+    setpriority); as it is elsewhere."""
+    native = getattr(threading, "get_native_id", None)
+    if native is None or not hasattr(os, "setpriority"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, native(), NICENESS)
+    except OSError:  # a sandbox that refuses it: the work is the same, only less polite
+        pass
 
 
 class BackgroundGram:
@@ -38,6 +57,7 @@ class BackgroundGram:
 
     def _form(self, gamma: float, X: np.ndarray, gate: threading.Event | None) -> None:
         try:
+            _yield_to_others()
             while gate is not None and not gate.wait(0.01):  # a test's late matrix; still droppable meanwhile
                 if self._stop.is_set():
                     return

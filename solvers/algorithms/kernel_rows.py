@@ -507,7 +507,7 @@ def switch_entries(n: int, d: int) -> float:
 #: once SMO's rows hold START_SHARE of the switch point's entries (SMO on data that needs few rows ends before and
 #: leaves that core alone), and SMO's rows give way to it once they hold OVERLAP_SHARE n^2 entries, or
 #: switch_entries if fewer (docs/background_gram.md).
-START_SHARE, OVERLAP_SHARE = 0.25, 0.5
+START_SHARE, OVERLAP_SHARE = 0.25, 0.6
 
 
 def overlap_entries(n: int, d: int) -> float:
