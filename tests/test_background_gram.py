@@ -18,7 +18,7 @@ from solvers.algorithms.compiled_gram import THREADS_ENV, rbf_gram
 from solvers.algorithms.kernel_rows import AdaptiveRows, overlap_entries, switch_entries
 from solvers.algorithms.smo import RowCache, smo
 
-N, D, C = 600, 20, 1.0
+N, D, C = 600, 10, 1.0
 KERNEL = Kernel("rbf", gamma=1.0 / D)
 #: A solve through rows that became the matrix against one on the matrix from the start: the dual objectives within
 #: this of each other relative to the objective (SMO's tol 1e-9 on both: their points agree far past it).
