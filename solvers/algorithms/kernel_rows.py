@@ -535,6 +535,11 @@ class AdaptiveRows(KernelRows):
     the proof) is answered by that matrix (`gram`), the one copy; before, by the rows (KernelRows: the products
     reuse the rows and products already computed).
 
+    With a second core (background_allowed) the matrix is formed on it while SMO computes rows, from the start
+    point (START_SHARE) on, and SMO reads it from overlap_entries on, waiting for it there if it is not done: both
+    points are counts of work, and the matrix is the same bits either way, so the answer does not depend on when
+    it arrives. An SMO run that ends before drops the work (drop_background; docs/background_gram.md).
+
     Why: SMO from alpha = 0 computes about two new rows a step until it has met the support vectors. Where they
     are few (separated classes, most of them at C) the rows cost far less than the matrix; where rows are computed
     again and again (a cache smaller than n rows, many rounds at a large C) or cost more (many features), the
