@@ -25,6 +25,7 @@ at larger n while it fits, and the cached rows otherwise.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -502,6 +503,29 @@ def switch_entries(n: int, d: int) -> float:
     return n * n * MATRIX_ENTRY / (d + ROW_EXP)
 
 
+#: Where the matrix may be formed on another core while SMO runs (background_allowed), the other core starts on it
+#: once SMO's rows hold START_SHARE of the switch point's entries (SMO on data that needs few rows ends before and
+#: leaves that core alone), and SMO's rows give way to it once they hold OVERLAP_SHARE n^2 entries, or
+#: switch_entries if fewer (docs/background_gram.md).
+START_SHARE, OVERLAP_SHARE = 0.25, 0.6
+
+
+def overlap_entries(n: int, d: int) -> float:
+    """Entries of rows the compiled SMO computes from n points of d features before it reads the matrix formed on
+    another core (waiting for it where it is not done): a count of work, never a time, so that the steps and the
+    answer are the same bits however fast the other core is."""
+    return min(switch_entries(n, d), OVERLAP_SHARE * n * n)
+
+
+def background_allowed(n: int, budget: float | None = None) -> bool:
+    """Whether the Gram matrix of n points is formed on another core while SMO runs: where a second core is there
+    for it (compiled_gram.gram_threads() >= 2: $SVM_THREADS=1 keeps every step on one core) and the matrix is
+    allowed (gram_allowed: beside SMO's rows, at most half the budget, it takes at most a third of it)."""
+    from solvers.algorithms.compiled_gram import gram_threads  # numba, loaded where it is used
+
+    return n > 0 and gram_threads() >= 2 and gram_allowed(n, budget)
+
+
 class AdaptiveRows(KernelRows):
     """Rows on demand that become the whole Gram matrix once the compiled SMO has shown it needs many of them.
 
@@ -511,6 +535,11 @@ class AdaptiveRows(KernelRows):
     the proof) is answered by that matrix (`gram`), the one copy; before, by the rows (KernelRows: the products
     reuse the rows and products already computed).
 
+    With a second core (background_allowed) the matrix is formed on it while SMO computes rows, from the start
+    point (START_SHARE) on, and SMO reads it from overlap_entries on, waiting for it there if it is not done: both
+    points are counts of work, and the matrix is the same bits either way, so the answer does not depend on when
+    it arrives. An SMO run that ends before drops the work (drop_background; docs/background_gram.md).
+
     Why: SMO from alpha = 0 computes about two new rows a step until it has met the support vectors. Where they
     are few (separated classes, most of them at C) the rows cost far less than the matrix; where rows are computed
     again and again (a cache smaller than n rows, many rounds at a large C) or cost more (many features), the
@@ -518,14 +547,21 @@ class AdaptiveRows(KernelRows):
     """
 
     def __init__(self, kernel, X: np.ndarray, cache_bytes: float = DEFAULT_CACHE_BYTES,
-                 entries: float | None = None):
-        """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries)."""
+                 entries: float | None = None, budget: float | None = None):
+        """entries: of rows computed by the compiled SMO before the matrix is formed (None: switch_entries, or
+        overlap_entries where it is formed on another core meanwhile; infinite: never). budget: bytes for the
+        matrix formed on another core (background_allowed; None: validation.memory_budget())."""
         if kernel.name != "rbf" or issparse(X):
             raise ValueError("adaptive rows are the rbf kernel's on dense data (the compiled SMO's and rbf_gram's)")
         super().__init__(kernel, X, cache_bytes)
         self.switch_entries = switch_entries(*self.data.shape) if entries is None else float(entries)
+        # with the matrix formed on another core (background_allowed)
+        self.overlap_entries = overlap_entries(*self.data.shape) if entries is None else float(entries)
         self.gram: FullGram | None = None
         self._compiled = None  # the compiled rows handed out from the data (their count of entries computed)
+        self._background = None  # the matrix being formed on another core (background_gram.BackgroundGram)
+        self._overlap = False  # whether the compiled rows may still start it (row_cache, _on_limit)
+        self.budget = budget
 
     def row_cache(self, y: np.ndarray | None = None, upper: np.ndarray | None = None):
         """The compiled SMO's rows: from the data, forming the matrix (`form`) once they hold switch_entries
@@ -536,8 +572,39 @@ class AdaptiveRows(KernelRows):
             self.form()
         if self.gram is not None:
             return self.gram.row_cache()
-        self._compiled = super().row_cache(entries_limit=self.switch_entries, on_limit=self.form)
+        self.drop_background()
+        # the other core is started at a point of the work (_on_limit), if at all; without it the matrix is formed
+        # here once the rows hold switch_entries
+        self._overlap = math.isfinite(self.overlap_entries) and background_allowed(self.n, self.budget)
+        limit = START_SHARE * self.overlap_entries if self._overlap else self.switch_entries
+        self._compiled = super().row_cache(entries_limit=limit, on_limit=self._on_limit)
         return self._compiled
+
+    #: An event the background matrix waits for before it starts (None: none): tests make it arrive late with it.
+    background_gate = None
+
+    def _on_limit(self) -> np.ndarray | None:
+        """The compiled rows' on_limit: at the start point the matrix begun on another core (None: the rows go on
+        up to overlap_entries); at the switch, the matrix (form)."""
+        if self._overlap and self._background is None:
+            from solvers.algorithms.background_gram import BackgroundGram
+
+            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
+                                              gate=self.background_gate)
+            self._compiled.entries_limit = self.overlap_entries
+            return None
+        return self.form()
+
+    def drop_background(self) -> None:
+        """The matrix not formed on another core from here on, and the work stopped where SMO has not needed it
+        yet: the compiled rows' switch is back at switch_entries (the steps after go as without the background
+        work). The caller does no BLAS work of its own before this (background_gram's docstring)."""
+        self._overlap = False
+        if self._compiled is not None and self._compiled.on_limit is not None:
+            self._compiled.entries_limit = self.switch_entries
+        if self._background is not None:
+            self._background.drop()
+            self._background = None
 
     @property
     def entries_computed(self) -> int:
@@ -547,7 +614,11 @@ class AdaptiveRows(KernelRows):
     def form(self) -> np.ndarray:
         """The whole Gram matrix, formed once (the rows cached so far are let go)."""
         if self.gram is None:
-            self.gram = full_gram(self.kernel, self.data)
+            if self._background is not None:  # formed on another core: waited for where it is not done yet
+                background, self._background = self._background, None
+                self.gram = FullGram(background.result(), self.kernel, self.data)
+            else:
+                self.gram = full_gram(self.kernel, self.data)
             self.capacity = self.n
             self._cache.clear()
             self._products.clear()
@@ -654,6 +725,6 @@ def row_source(kernel, X: np.ndarray, *, budget: float | None = None,
         return LinearRows(X, cache_bytes=min(cache_bytes, allowed / 2))
     if gram_allowed(n, allowed):
         if not gram_first(n, allowed) and kernel.name == "rbf" and not issparse(X):
-            return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))
+            return AdaptiveRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2), budget=allowed)
         return full_gram(kernel, X)
     return KernelRows(kernel, X, cache_bytes=min(cache_bytes, allowed / 2))

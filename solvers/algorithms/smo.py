@@ -709,7 +709,8 @@ class RowCache:
         """Rows k(x_i, .) computed from dense X for a formulations.kernels.Kernel (rbf, linear, poly, sigmoid),
         at most cache_bytes of them kept (never fewer than 2 rows). index: each variable's point (class
         docstring). on_limit: called (no arguments) once the rows computed hold entries_limit entries in all; it
-        returns the variables' whole K (n x n), from which smo reads every later row (`become_whole`)."""
+        returns the variables' whole K (n x n), from which smo reads every later row (`become_whole`), or None
+        where the rows go on from the data up to a later entries_limit it has set."""
         if kernel.name not in KERNEL_CODES:
             raise ValueError(f"the compiled rows know {sorted(KERNEL_CODES)}, not kernel {kernel.name!r}")
         X = one_type(X)
@@ -886,12 +887,15 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
                          shrink_every, SHRINK_SHARE, nu, rows.entries_limit)
         spent = time.perf_counter() - began
-        if rows.limited:  # the steps go on from here on the whole K, every point in play
+        whole = rows.on_limit() if rows.limited else None
+        if whole is not None:  # the steps go on from here on the whole K, every point in play
             _sync(state[0], full, comp, work)
-            rows.become_whole(rows.on_limit())
+            rows.become_whole(whole)
             full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
             state[0] = n
             _load(n, full, comp, work, cache)
+        elif rows.limited:
+            raise RuntimeError("on_limit returned no matrix and left the rows' entries_limit where it was")
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point

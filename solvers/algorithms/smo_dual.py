@@ -107,7 +107,11 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     by_smo = False  # no block: SMO to the loop's tol, then the proof
     for loop.it in range(1, ROUNDS + 1):
         isolation.stage(f"the SMO steps of round {loop.it}")
-        res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=deadline)
+        try:
+            res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=deadline)
+        finally:  # the matrix SMO did not need is not formed on: the steps below do BLAS work of their own
+            if isinstance(src, AdaptiveRows):
+                src.drop_background()
         loop.alpha, loop.g = res.alpha, res.grad
         loop.smo_steps += res.iterations
         if res.timed_out:
