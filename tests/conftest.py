@@ -1,9 +1,15 @@
-"""Shared fixtures: the backend registry as pytest parameters, and per-backend tolerances."""
+"""Shared fixtures: the backend registry as pytest parameters, and per-backend tolerances; under pytest-xdist, numba's
+cache filled once before the workers' tests."""
 
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
+import subprocess
+import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +93,56 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
+
+
+# numba's cache (`@njit(cache=True)`, files beside the sources) is not safe to fill from two processes at once: each
+# names a new signature's data file from the index it read, so two workers compiling different signatures of one
+# function together can leave the index pointing one signature at the other's machine code. In a distributed run the
+# controller fills it in one process of its own while the workers start and collect, and the workers' tests wait
+# for that process (a lock it holds until it exits, however it ends): no worker then compiles what a solve uses.
+WARM_LOCK = "numba_warm_lock"
+
+
+def _distributed(config) -> bool:
+    """Whether this process is the controller of a run on pytest-xdist's workers (xdist's own test)."""
+    return (not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+            and bool(config.getoption("tx", None)) and not config.getoption("collectonly"))
+
+
+def pytest_configure(config):
+    if not _distributed(config):
+        return  # a worker, or a run in this one process (which compiles as it goes, alone)
+    import fcntl  # here: Linux and macOS only, where the suite runs distributed
+
+    lock = Path(tempfile.mkdtemp(prefix="svm-duality-warm-")) / "lock"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the child's copy of the descriptor keeps the lock until the child exits
+        config._numba_warm = subprocess.Popen(
+            [sys.executable, "-c", "from solvers.isolation import warm_compiled; warm_compiled()"],
+            cwd=config.rootpath, pass_fds=(held.fileno(),), stdin=subprocess.DEVNULL)
+    config._numba_warm_lock = lock
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist
+def pytest_configure_node(node):
+    node.workerinput[WARM_LOCK] = str(node.config._numba_warm_lock)
+
+
+def pytest_unconfigure(config):
+    warm = getattr(config, "_numba_warm", None)
+    if warm is not None:
+        warm.terminate()  # ended by then, unless the run stopped before its tests (numba's writes are atomic)
+        warm.wait()
+        os.unlink(config._numba_warm_lock)
+        os.rmdir(config._numba_warm_lock.parent)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _numba_cache_filled(request):
+    lock = getattr(request.config, "workerinput", {}).get(WARM_LOCK)
+    if lock is None:
+        return
+    import fcntl
+
+    with open(lock) as waiting:
+        fcntl.flock(waiting, fcntl.LOCK_SH)  # blocks until the controller's warming process has exited

@@ -73,9 +73,19 @@ def _expected_failed_checks(est) -> dict[str, str]:
     return failed
 
 
-def _laplacian_kernel(A, B):
-    """A callable kernel, exp(-0.1 ||a - b||_1) (module level: clone and pickle need it by name)."""
-    return laplacian_kernel(A, B, gamma=0.1)
+class _LaplacianKernel:
+    """A callable kernel, exp(-0.1 ||a - b||_1) (module level: clone and pickle need it by name). An object with a
+    repr of its own: a function's repr carries its address, which differs between pytest-xdist's workers, and the
+    checks' test ids (made from the estimator's repr) must be the same in every worker."""
+
+    def __call__(self, A, B):
+        return laplacian_kernel(A, B, gamma=0.1)
+
+    def __repr__(self):
+        return "laplacian_kernel_gamma_0.1"
+
+
+_laplacian_kernel = _LaplacianKernel()
 
 
 # Fast backends with the default profile: every check runs in a few seconds in all.
