@@ -12,7 +12,7 @@ CORE = {"__init__", "api", "closing", "checks", "grading", "reference", "solutio
         "family_smo", "family_units"}
 ROOMS = {"adapters": {"__init__", "base", "cvxpy_layer", "pyomo_highs", "pyomo_ipopt", "pyomo_qp"},
          "bridge": {"__init__", "pyomo_standard_form", "pyomo_quadratic"},
-         "algorithms": {"__init__", "direct", "working_set/", "primal_working_set", "kernel_rows", "compiled_gram", "smo", "smo_dual", "smo_gram"},
+         "algorithms": {"__init__", "direct", "working_set/", "primal_working_set", "kernel_rows", "compiled_gram", "background_gram", "smo", "smo_dual", "smo_gram"},
          "algorithms/working_set": {"__init__", "optimality", "subproblems", "polish", "pair_steps", "start",
                                     "selection", "proof", "state", "loop", "solver"}}
 

@@ -21,7 +21,7 @@ import numpy as np
 from formulations.data_matrix import one_type
 from formulations.kernels import Points, RbfRows
 from solvers import blas
-from solvers.algorithms.compiled_gram import GRAM_ROWS, _fresh_matrix
+from solvers.algorithms.compiled_gram import GRAM_ROWS, fresh_doubles
 
 
 #: The background thread's niceness: on a machine whose cores are all busy it takes the time others leave (the SMO
@@ -64,7 +64,7 @@ class BackgroundGram:
             n = X.shape[0]
             points = Points.of(X)
             # pages faulted in by the blocks as they are written, on this thread (no populated mapping up front)
-            rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=False))
+            rows = RbfRows(gamma, points, points, fresh_doubles(n * n).reshape(n, n))
             blocks = range(0, n, GRAM_ROWS)
             with blas.one_thread():
                 for lo in reversed(blocks):  # rbf_gram's order: the longest rows first

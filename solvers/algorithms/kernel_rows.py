@@ -587,7 +587,7 @@ class AdaptiveRows(KernelRows):
         """The compiled rows' on_limit: at the start point the matrix begun on another core (None: the rows go on
         up to overlap_entries); at the switch, the matrix (form)."""
         if self._overlap and self._background is None:
-            from solvers.algorithms.background_gram import BackgroundGram
+            from solvers.algorithms.background_gram import BackgroundGram  # numba, loaded where it is used
 
             self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
                                               gate=self.background_gate)
