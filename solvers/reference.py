@@ -407,7 +407,7 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
     neither K_FF nor the system again."""
     large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
     if large:
-        key = _digest((free, yF, g_F), (balance_rhs, least_squares))
+        key = digest((free, yF, g_F), (balance_rhs, least_squares))
         known = _recall(gram, key)
         if known is not None:
             return known[0], known[1], None
@@ -642,7 +642,7 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     the caller remembers it, _free_solve)."""
     if M.size < REMEMBERED_ENTRIES or not remember:
         return _solve_equilibrated(M, rhs, singular, least_squares, saddle)
-    key = _digest((M, rhs), (singular, least_squares, saddle))
+    key = digest((M, rhs), (singular, least_squares, saddle))
     known = _recall(None, key)
     if known is None:
         known = _solve_equilibrated(M, rhs, singular, least_squares, saddle)
@@ -650,8 +650,9 @@ def _equilibrated_solve(M: np.ndarray, rhs: np.ndarray, singular: bool = False,
     return known
 
 
-def _digest(arrays, flags) -> bytes:
-    """A digest of a solve's inputs: each array's type, shape and bits, and the flags (numbers)."""
+def digest(arrays, flags) -> bytes:
+    """A digest of arrays and flags (numbers): each array's type, shape and bits. What identifies a solve's inputs
+    here, and a product K u (kernel_rows.FullGram.times)."""
     h = hashlib.blake2b(digest_size=32)
     for array in arrays:
         array = np.ascontiguousarray(array)

@@ -106,6 +106,30 @@ def test_the_gram_matrix_s_products_read_rows_in_place(X):
     assert np.max(np.abs(full.combination(I, c) - c @ K[I]) / (np.abs(c) @ K[I])) <= 1e-14
 
 
+def test_the_gram_matrix_remembers_its_last_products_by_their_vector(X, monkeypatch):
+    """K u asked again for the same u (the closing checks' proof of the finish's sets) is not computed again: the
+    same bits, a copy the caller may change; a vector that differs in one bit, or one asked after PRODUCTS_KEPT
+    others, is computed."""
+    full = FullGram(rbf_gram(0.3, X))
+    computed = []
+    real = FullGram._times
+    monkeypatch.setattr(FullGram, "_times", lambda self, u: (computed.append(1), real(self, u))[1])
+    rng = np.random.default_rng(5)
+    bound, free = rng.normal(size=N), np.where(rng.random(N) < 0.3, rng.normal(size=N), 0.0)
+    first = [full.times(bound), full.times(free)]
+    again = [full.times(bound), full.times(free)]
+    assert len(computed) == 2 and all(np.array_equal(a, b) for a, b in zip(first, again))
+    again[0][:] = 0.0  # the caller's copy
+    assert np.array_equal(full.times(bound), first[0]) and len(computed) == 2
+    nudged = bound.copy()
+    nudged[7] = np.nextafter(nudged[7], np.inf)
+    full.times(nudged)
+    assert len(computed) == 3
+    full.times(free), full.times(rng.normal(size=N))  # bound is now the third newest
+    full.times(bound)
+    assert len(computed) == 5
+
+
 def test_the_threads_follow_the_environment(monkeypatch):
     monkeypatch.setenv(compiled_gram.THREADS_ENV, "1")
     assert compiled_gram.gram_threads() == 1

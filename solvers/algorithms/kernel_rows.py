@@ -34,7 +34,7 @@ import numpy as np
 from formulations import validation
 from formulations.data_matrix import as_data, issparse, squared_row_norms
 from formulations.kernels import Points, gram, rbf_values
-from solvers.reference import Gram
+from solvers.reference import Gram, digest
 
 #: Rows cached by default: LIBSVM's SVC uses 200 MB; more rows mean fewer recomputed ones.
 DEFAULT_CACHE_BYTES = 512 * 2**20
@@ -69,6 +69,7 @@ class FullGram(Gram):
         self.n = len(self.K)
         self.capacity = self.n  # every row is held
         self.rows_computed = 0  # nothing is computed: every row is there
+        self._products_kept: tuple = ()  # (u's digest, K u) of the last PRODUCTS_KEPT `times`, the newest last
 
     def rows(self, I) -> np.ndarray:
         return self.K[I]
@@ -105,7 +106,22 @@ class FullGram(Gram):
     def times(self, u: np.ndarray) -> np.ndarray:
         """K u: the whole product where u is mostly nonzero, else from the rows where u != 0 (K symmetric: rows
         are contiguous, columns are not), read in place where K goes to the compiled functions
-        (compiled_gram.combination) and gathered otherwise."""
+        (compiled_gram.combination) and gathered otherwise. The last products are remembered by u's digest: the
+        closing checks prove the finish's point from the same sets, asking for the same products again, each a
+        pass over all of K (the product over the bound points, then over the free ones)."""
+        key = digest((u,), ())
+        kept = self._products_kept  # one snapshot: another thread may replace it meanwhile
+        for known, product in kept:
+            if known == key:
+                return product.copy()
+        out = self._times(u)
+        self._products_kept = (*kept, (key, out.copy()))[-self.PRODUCTS_KEPT:]
+        return out
+
+    #: Products K u that `times` remembers.
+    PRODUCTS_KEPT = 2
+
+    def _times(self, u: np.ndarray) -> np.ndarray:
         nz = np.flatnonzero(u)
         if 8 * nz.size > self.n:  # K u itself: a user's K is symmetric only to validation's tolerance
             return self.K @ u
