@@ -109,7 +109,7 @@ def test_the_gram_matrix_s_products_read_rows_in_place(X):
 def test_the_gram_matrix_remembers_its_last_products_by_their_vector(X, monkeypatch):
     """K u asked again for the same u (the closing checks' proof of the finish's sets) is not computed again: the
     same bits, a copy the caller may change; a vector that differs in one bit, or one asked after PRODUCTS_KEPT
-    others, is computed."""
+    others, is computed; so are its magnitudes, remembered apart."""
     full = FullGram(rbf_gram(0.3, X))
     computed = []
     real = FullGram._times
@@ -125,9 +125,13 @@ def test_the_gram_matrix_remembers_its_last_products_by_their_vector(X, monkeypa
     nudged[7] = np.nextafter(nudged[7], np.inf)
     full.times(nudged)
     assert len(computed) == 3
-    full.times(free), full.times(rng.normal(size=N))  # bound is now the third newest
+    full.times(free), full.times(rng.normal(size=N)), full.times(rng.normal(size=N))  # bound: now 4th newest
     full.times(bound)
-    assert len(computed) == 5
+    assert len(computed) == 6
+    # sum_j |K_ij u_j| likewise, told apart from K u of the same vector
+    sizes = full.magnitudes(free)
+    assert np.array_equal(full.magnitudes(free), sizes) and not np.array_equal(sizes, first[1])
+    assert np.array_equal(full.times(free), first[1])
 
 
 def test_the_threads_follow_the_environment(monkeypatch):

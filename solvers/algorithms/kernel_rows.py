@@ -109,17 +109,22 @@ class FullGram(Gram):
         (compiled_gram.combination) and gathered otherwise. The last products are remembered by u's digest: the
         closing checks prove the finish's point from the same sets, asking for the same products again, each a
         pass over all of K (the product over the bound points, then over the free ones)."""
-        key = digest((u,), ())
+        return self._remembered(0, u, self._times)
+
+    #: Products (K u, and sum_j |K_ij u_j|) that `times` and `magnitudes` remember.
+    PRODUCTS_KEPT = 3
+
+    def _remembered(self, kind: int, u: np.ndarray, compute) -> np.ndarray:
+        """compute(u), or a copy of it where one of the last PRODUCTS_KEPT products asked was this one (kind: which
+        product; u by its digest)."""
+        key = digest((u,), (kind,))
         kept = self._products_kept  # one snapshot: another thread may replace it meanwhile
         for known, product in kept:
             if known == key:
                 return product.copy()
-        out = self._times(u)
+        out = compute(u)
         self._products_kept = (*kept, (key, out.copy()))[-self.PRODUCTS_KEPT:]
         return out
-
-    #: Products K u that `times` remembers.
-    PRODUCTS_KEPT = 2
 
     def _times(self, u: np.ndarray) -> np.ndarray:
         nz = np.flatnonzero(u)
@@ -133,7 +138,11 @@ class FullGram(Gram):
 
     def magnitudes(self, u: np.ndarray) -> np.ndarray:
         """sum_j |K_ij u_j| for each i (solvers.reference.Gram's), from the rows of u's nonzeros read in place (K
-        symmetric): gathering |K[:, nz]| would copy most of K twice, a large share of the solve."""
+        symmetric): gathering |K[:, nz]| would copy most of K twice, a large share of the solve. Remembered as
+        `times`' products are (the closing checks' proof asks for the finish's again)."""
+        return self._remembered(1, u, self._magnitudes)
+
+    def _magnitudes(self, u: np.ndarray) -> np.ndarray:
         K = self.K
         if not compiled_ok(K):
             return super().magnitudes(u)
