@@ -69,7 +69,7 @@ class FullGram(Gram):
         self.n = len(self.K)
         self.capacity = self.n  # every row is held
         self.rows_computed = 0  # nothing is computed: every row is there
-        self._products_kept: tuple = ()  # (u's digest, K u) of the last PRODUCTS_KEPT `times`, the newest last
+        self._products_kept: tuple = ()  # (digest, product) of the last PRODUCTS_KEPT (_remembered), the newest last
 
     def rows(self, I) -> np.ndarray:
         return self.K[I]
