@@ -42,6 +42,7 @@ from scipy.optimize import lsq_linear
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
+from formulations.rbf_exponents import mirror
 from solvers import lapack_inplace
 from solvers.algorithms.compiled_gram import fresh_doubles, gram_threads, in_bands, in_threads
 from solvers.deadline import NEVER, Deadline
@@ -809,29 +810,15 @@ def _unit_rows(K, diag, fine, lo, hi):
 
 
 def _unfactor(K: np.ndarray, diag: np.ndarray) -> None:
-    """K as it was before _cholesky wrote its factor into the upper triangle: the kept lower triangle mirrored and the
-    saved diagonal put back (exactly K where K was symmetric; else its lower triangle's symmetric matrix)."""
+    """K as it was before _cholesky wrote its factor into the upper triangle: the kept lower triangle mirrored (the
+    Gram matrix's own mirror, by bands on the Gram matrix's threads) and the saved diagonal put back (exactly K
+    where K was symmetric; else its lower triangle's symmetric matrix)."""
     threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
-    in_bands(lambda lo, hi: _mirror_rows(K, diag, lo, hi), K.shape[0], RESIDUAL_ROWS, threads)
+    in_bands(lambda lo, hi: mirror(K, lo, hi), K.shape[0], RESIDUAL_ROWS, threads)
+    np.fill_diagonal(K, diag)
 
 
-@njit(cache=True, nogil=True)
-def _mirror_rows(K, diag, lo, hi):
-    """K[i, j] = K[j, i] for j > i and K[i, i] = diag[i], lo <= i < hi; by SUM_ROWS x SUM_ROWS blocks (cache)."""
-    m = K.shape[0]
-    for first in range(lo, hi, SUM_ROWS):
-        last = min(first + SUM_ROWS, hi)
-        for i in range(first, last):
-            K[i, i] = diag[i]
-            for j in range(i + 1, last):
-                K[i, j] = K[j, i]
-        for below in range(last, m, SUM_ROWS):
-            for i in range(first, last):
-                for j in range(below, min(below + SUM_ROWS, m)):
-                    K[i, j] = K[j, i]
-
-
-#: Rows that _dot2_symmetric_rows and _mirror_rows take at a time where they read K along its columns (a block
+#: Rows that _dot2_symmetric_rows takes at a time where it reads K along its columns (a block
 #: that stays in cache).
 SUM_ROWS = 64
 

@@ -32,6 +32,20 @@ def _data(separated: bool):
     return ds.X, ds.y.astype(float)
 
 
+def _held_back(monkeypatch) -> threading.Event:
+    """The background matrix held back until the returned event is set (or its work is dropped meanwhile)."""
+    gate = threading.Event()
+    real = background_gram.rbf_gram
+
+    def late(gamma, X, threads=None, stop=None):
+        while not (gate.wait(0.01) or stop.is_set()):  # an event, not a time: the poll only notices the drop
+            pass
+        return real(gamma, X, threads=threads, stop=stop)
+
+    monkeypatch.setattr(background_gram, "rbf_gram", late)
+    return gate
+
+
 def _forming() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "form the Gram matrix" and t.is_alive()]
 
@@ -52,8 +66,7 @@ def _switched_solve(X, y, arrive: str, monkeypatch):
     once SMO waits for it at the switch ("late"); (result, source, entries computed)."""
     source = AdaptiveRows(KERNEL, X)
     if arrive == "late":
-        gate = threading.Event()
-        monkeypatch.setattr(AdaptiveRows, "background_gate", gate)
+        gate = _held_back(monkeypatch)
         form = source.form
         monkeypatch.setattr(source, "form", lambda: (gate.set(), form())[1])
     else:
@@ -104,7 +117,7 @@ def test_the_switch_and_the_answer_do_not_depend_on_when_the_matrix_arrives(two_
 def test_the_work_is_dropped_where_smo_ends_before_the_switch(two_threads, monkeypatch):
     X, y = _data(True)
     # the matrix never starts on its own: it is surely still wanted when SMO ends; the other core from the start
-    monkeypatch.setattr(AdaptiveRows, "background_gate", threading.Event())
+    _held_back(monkeypatch)
     monkeypatch.setattr(kernel_rows, "START_SHARE", 0.0)
     answers = []
     for _ in range(2):  # a second solve right after the first

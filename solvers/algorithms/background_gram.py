@@ -1,10 +1,9 @@
 """The rbf's Gram matrix formed on another core while the compiled SMO computes its rows on this one.
 
-`BackgroundGram` does compiled_gram.rbf_gram's work (the lower triangle by blocks of GRAM_ROWS rows, the longest
-first, then the mirror) on one thread of its own with BLAS on one thread: every entry is made by the same operations
-as rbf_gram's, so the matrix is the same to the bit. It looks at its stop flag between row blocks, so a solve that
-ends before it needs the matrix drops the work within one block. The thread runs at the lowest priority: on a
-machine whose cores are all busy it does not slow the SMO it is meant to help.
+`BackgroundGram` runs compiled_gram.rbf_gram on one thread of its own (BLAS on one thread), so the matrix is
+rbf_gram's to the bit. rbf_gram looks at the stop flag between row blocks, so a solve that ends before it needs
+the matrix drops the work within one block. The thread runs at the lowest priority: on a machine whose cores are
+all busy it does not slow the SMO it is meant to help.
 
 BLAS's thread count is process-wide (solvers.blas): it is one while the thread runs. The one who starts it must
 therefore do no BLAS work of its own until `result` or `drop` has joined the thread (the compiled SMO does none:
@@ -19,9 +18,7 @@ import threading
 import numpy as np
 
 from formulations.data_matrix import one_type
-from formulations.kernels import Points, RbfRows
-from solvers import blas
-from solvers.algorithms.compiled_gram import GRAM_ROWS, fresh_doubles
+from solvers.algorithms.compiled_gram import rbf_gram
 
 
 #: The background thread's niceness: on a machine whose cores are all busy it takes the time others leave (the SMO
@@ -42,51 +39,22 @@ def _yield_to_others() -> None:
 
 
 class BackgroundGram:
-    """The rbf's Gram matrix of dense X with parameter gamma, formed on a thread started at once (module docstring).
+    """The rbf's Gram matrix of dense X with parameter gamma, formed on a thread started at once (module docstring)."""
 
-    gate: an event the thread waits for before its first block (None: none); for tests that make the matrix arrive
-    late, after the solve has reached the point where it needs it."""
-
-    def __init__(self, gamma: float, X: np.ndarray, gate: threading.Event | None = None):
+    def __init__(self, gamma: float, X: np.ndarray):
         self._stop = threading.Event()
         self._matrix: np.ndarray | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._form, args=(float(gamma), one_type(X), gate),
+        self._thread = threading.Thread(target=self._form, args=(float(gamma), one_type(X)),
                                         name="form the Gram matrix", daemon=True)
         self._thread.start()
 
-    def _form(self, gamma: float, X: np.ndarray, gate: threading.Event | None) -> None:
+    def _form(self, gamma: float, X: np.ndarray) -> None:
         try:
             _yield_to_others()
-            while gate is not None and not gate.wait(0.01):  # a test's late matrix; still droppable meanwhile
-                if self._stop.is_set():
-                    return
-            n = X.shape[0]
-            points = Points.of(X)
-            # pages faulted in by the blocks as they are written, on this thread (no populated mapping up front)
-            rows = RbfRows(gamma, points, points, fresh_doubles(n * n).reshape(n, n))
-            blocks = range(0, n, GRAM_ROWS)
-            with blas.one_thread():
-                for lo in reversed(blocks):  # rbf_gram's order: the longest rows first
-                    if self._stop.is_set():
-                        return
-                    rows.fill(lo, lo + GRAM_ROWS)
-            for lo in blocks:
-                if self._stop.is_set():
-                    return
-                rows.mirror(lo, lo + GRAM_ROWS)
-            self._matrix = rows.out
+            self._matrix = rbf_gram(gamma, X, threads=1, stop=self._stop)
         except BaseException as error:  # raised again where the matrix is asked for
             self._error = error
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    @property
-    def ready(self) -> bool:
-        """Whether the matrix is formed (the thread has ended without being stopped)."""
-        return not self._thread.is_alive() and self._matrix is not None
 
     def result(self) -> np.ndarray:
         """The matrix, waiting for the thread if it is not done; its error, if it failed."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -39,7 +40,8 @@ def gram_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
+def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None,
+             stop: threading.Event | None = None) -> np.ndarray | None:
     """The rbf's Gram matrix of dense X by formulations.kernels.gram's rule (formulations.kernels.RbfRows: right to
     rounding at any translation and scale; the same values to the last few bits, each row block's product being
     its own BLAS call), by row blocks on several threads: the lower triangle, then mirrored
@@ -48,7 +50,11 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     threads (default: gram_threads()): the row blocks go to that many threads, the largest first (BLAS's product,
     the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
     runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
-    the same to the bit."""
+    the same to the bit.
+
+    stop: where it is set, the blocks not begun are left out and None is returned (a matrix formed on another core
+    and dropped: solvers.algorithms.background_gram); its pages are then faulted in as the blocks are written,
+    not mapped in whole at once."""
     X = one_type(X)
     n = X.shape[0]
     threads = gram_threads() if threads is None else int(threads)
@@ -57,12 +63,16 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndar
     threads = min(threads, max(1, -(-n // GRAM_ROWS)))
     points = Points.of(X)
     # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
-    rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1))
+    rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1 and stop is None))
     blocks = range(0, n, GRAM_ROWS)
+
+    def unless_stopped(step):
+        return lambda lo: None if stop is not None and stop.is_set() else step(lo, lo + GRAM_ROWS)
+
     with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
-        in_threads(lambda lo: rows.fill(lo, lo + GRAM_ROWS), reversed(blocks), threads)  # the longest rows first
-    in_threads(lambda lo: rows.mirror(lo, lo + GRAM_ROWS), blocks, threads)  # the first rows: the most to mirror
-    return rows.out
+        in_threads(unless_stopped(rows.fill), reversed(blocks), threads)  # the longest rows first
+    in_threads(unless_stopped(rows.mirror), blocks, threads)  # the first rows: the most to mirror
+    return None if stop is not None and stop.is_set() else rows.out
 
 
 def in_threads(work, items, threads: int) -> list:

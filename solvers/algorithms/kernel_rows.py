@@ -605,17 +605,13 @@ class AdaptiveRows(KernelRows):
         self._compiled = super().row_cache(entries_limit=limit, on_limit=self._on_limit)
         return self._compiled
 
-    #: An event the background matrix waits for before it starts (None: none): tests make it arrive late with it.
-    background_gate = None
-
     def _on_limit(self) -> np.ndarray | None:
         """The compiled rows' on_limit: at the start point the matrix begun on another core (None: the rows go on
         up to overlap_entries); at the switch, the matrix (form)."""
         if self._overlap and self._background is None:
             from solvers.algorithms.background_gram import BackgroundGram  # numba, loaded where it is used
 
-            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data,
-                                              gate=self.background_gate)
+            self._background = BackgroundGram(self.kernel.resolved_gamma(self.data.shape[1]), self.data)
             self._compiled.entries_limit = self.overlap_entries
             return None
         return self.form()
