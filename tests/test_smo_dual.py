@@ -173,3 +173,37 @@ def test_a_tiny_C_keeps_the_block_to_its_free_points_and_a_few_bound_ones(data, 
     sol = ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False)
     _assert_is_reference(sol, ref)
     assert seen and all(size - free <= max(free, smo_dual.NEAR_AT_LEAST) for size, free in seen), seen
+
+
+@pytest.fixture(scope="module")
+def many_free():
+    """gamma 10 on 10 features: K near I, every point free at C = 100 (more than proof.TAIL_MIN_FREE), and
+    their block too large to pay: SMO finishes, the proof from the active set makes the point exact."""
+    ds = hard(1200, d=10, seed=3)
+    return gram(Kernel("rbf", gamma=10.0), ds.X), ds.y.astype(float)
+
+
+def test_many_free_points_are_proved_at_the_early_tolerance(many_free, monkeypatch):
+    """The proof tried once SMO is within EARLY_PROOF_TOL ends the solve there: the same proved optimum as SMO run
+    to the loop's tolerance first, in fewer SMO steps."""
+    K, y = many_free
+    early = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    monkeypatch.setattr(smo_dual, "EARLY_PROOF_TOL", 0.0)  # never above the loop's tolerance: no early proof
+    late = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    _assert_is_reference(early, late)
+    assert int(np.count_nonzero((early.alpha > 0) & (early.alpha < 100.0))) >= 1000
+    assert early.extras["proved_at_step"] == 1 and late.extras["proved_at_step"] == 0  # round 1: by SMO from there
+    assert early.extras["smo_steps"] < late.extras["smo_steps"]
+
+
+def test_an_early_proof_that_does_not_settle_leaves_smo_to_finish(many_free, monkeypatch):
+    """Where the proof at EARLY_PROOF_TOL does not settle the point, SMO goes on from it to the loop's tolerance
+    and the finish proves that point, as without the early proof."""
+    K, y = many_free
+    early = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    tried = []
+    monkeypatch.setattr(smo_dual, "finished_by_proof", lambda *args, **kwargs: tried.append(1) and False)
+    unsettled = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    _assert_is_reference(unsettled, early)
+    assert tried == [1] and unsettled.extras["proved_at_step"] == 0
+    assert unsettled.extras["smo_steps"] > early.extras["smo_steps"]

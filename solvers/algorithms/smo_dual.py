@@ -11,7 +11,9 @@ this module) and closed by the same checks.
 
 Where the free points are more than a block holds (max_q), or the block's dense solve would cost more than
 finishing by SMO (`block_pays`), no block is solved: SMO runs to the loop's tolerance and the proof from the
-active set makes the point exact.
+active set makes the point exact. With many free points it is tried first at EARLY_PROOF_TOL (`_proved_early`):
+SMO's steps from there to the loop's tolerance mostly refine the values of an active set already final, which
+the proof's one solve gives exactly.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
 from solvers.algorithms.working_set.polish import factor_budget
+from solvers.algorithms.working_set.proof import finished_by_proof
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -43,6 +46,10 @@ SMO_TOL = 1e-2
 BAND = 1.0
 #: Most SMO runs, each followed by a block.
 ROUNDS = 4
+#: SMO's violation at which the proof from the active set is tried before SMO goes on to the loop's tolerance,
+#: where no block pays and the free points are many (proof.TAIL_MIN_FREE): the tightest at which, on noisy data,
+#: the active set was final at most (docs/benchmarks.md).
+EARLY_PROOF_TOL = 1e-4
 #: The band's bound points join the block up to as many as it has free points, and at least this many: where
 #: nearly every point is bound and near the margin (a tiny C), a dense block of them all would cost |B|^3 a
 #: solver iteration for points that stay bound, where SMO moves the few that do not at a row each.
@@ -106,16 +113,8 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     by_smo = False  # no block: SMO to the loop's tol, then the proof
     for loop.it in range(1, ROUNDS + 1):
-        isolation.stage(f"the SMO steps of round {loop.it}")
-        try:
-            res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=deadline)
-        finally:  # the matrix SMO did not need is not formed on: the steps below do BLAS work of their own
-            if isinstance(src, AdaptiveRows):
-                src.drop_background()
-        loop.alpha, loop.g = res.alpha, res.grad
-        loop.smo_steps += res.iterations
+        res = _smo_steps(src, rows, y, upper, loop, tol)
         if res.timed_out:
-            loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
             break
         violation, converged = _converged(src, y, C, loop, settings)
         if loop.it == 1 and isinstance(src, KernelRows):  # the proof's product over the points at C, ahead
@@ -129,6 +128,11 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         smo_work = n * (loop.smo_steps + rows.rows_computed * _row_cost(src, rows))
         if not (2 <= block.size <= limit and block_pays(block.size, smo_work)):  # SMO to the loop's tol, the proof
             by_smo, tol = True, settings.tol
+            if _proved_early(src, rows, y, C, upper, loop, settings):
+                violation, converged = _converged(src, y, C, loop, settings)
+                break
+            if loop.timed_out:
+                break
             continue
         if not _block_step(src, y, C, loop, block, subsolve, backend, opts, settings):
             break
@@ -139,6 +143,35 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     result = finish(src, y, C, loop, violation, converged, False, settings)
     result.rows_computed += rows.rows_computed
     return result
+
+
+def _smo_steps(src, rows: RowCache, y, upper, loop, tol: float):
+    """SMO from the loop's point to violation tol (loop.alpha, loop.g and its step count updated); its result."""
+    isolation.stage(f"the SMO steps of round {loop.it}")
+    try:
+        res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=loop.deadline)
+    finally:  # the matrix SMO did not need is not formed on: the steps below do BLAS work of their own
+        if isinstance(src, AdaptiveRows):
+            src.drop_background()
+    loop.alpha, loop.g = res.alpha, res.grad
+    loop.smo_steps += res.iterations
+    if res.timed_out:
+        loop.timed_out, loop.stopped_in = True, f"in the SMO steps of round {loop.it}"
+    return res
+
+
+def _proved_early(src, rows: RowCache, y, C, upper, loop, settings) -> bool:
+    """Whether SMO run to EARLY_PROOF_TOL gives way to the optimum proved from its active set (proof.finished_by_proof:
+    many free points, every row in memory; loop.alpha and loop.g are then that optimum's). Otherwise SMO goes on
+    from its point to the loop's tolerance, one proof's solve the cost where the set was not yet final."""
+    if settings.tol >= EARLY_PROOF_TOL:
+        return False
+    res = _smo_steps(src, rows, y, upper, loop, EARLY_PROOF_TOL)
+    if res.timed_out or not res.converged:
+        return False
+    eps = settings.bound_tol * alpha_scale(loop.alpha, C)
+    # by least squares, as the closing checks prove the same sets: their proof then recalls this one's solve
+    return finished_by_proof(src, y, C, eps, loop, settings.gap_tol, least_squares=True)
 
 
 def block_pays(size: int, smo_work: float) -> bool:

@@ -24,11 +24,12 @@ TAIL_GAP = 0.2
 TAIL_MIN_FREE = 1000
 
 
-def finished_by_proof(src, y, C, eps, loop: LoopState, gap_tol: float) -> bool:
+def finished_by_proof(src, y, C, eps, loop: LoopState, gap_tol: float, least_squares: bool = False) -> bool:
     """Whether the loop's point, where it is in the tail (TAIL_GAP, TAIL_MIN_FREE), gives way to the optimum
     proved from its active set (loop.alpha and loop.g are then that optimum's). Tried again only after the
     gap has fallen tenfold, and only where K's products are cheap: a Gram matrix in memory, the linear
-    kernel's X, or a cache that holds every row (each round forms K u over the points at C)."""
+    kernel's X, or a cache that holds every row (each round forms K u over the points at C).
+    least_squares: a singular system solved by least squares (else given up at once)."""
     alpha, g = loop.alpha, loop.g
     if int(np.count_nonzero((alpha > eps) & (alpha < C - eps))) < TAIL_MIN_FREE:
         return False
@@ -39,8 +40,8 @@ def finished_by_proof(src, y, C, eps, loop: LoopState, gap_tol: float) -> bool:
     if f is None or not gap_tol < gap <= min(TAIL_GAP, loop.tail_gap / 10):
         return False
     loop.tail_gap = gap
-    # a singular system (duplicated points) gives up at once: its least squares cost more than the steps
-    proved, Ku, settled = _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares=False, deadline=loop.deadline)
+    # by default a singular system (duplicated points) gives up at once: its least squares cost more than the steps
+    proved, Ku, settled = _proved(src, y, C, alpha, Ku, gap, f, gap_tol, least_squares, deadline=loop.deadline)
     if not settled:
         if loop.deadline.passed():  # the proof's rounds stopped at it: the loop stops before its next block
             loop.stopped_in = f"in the proof of step {loop.it} (the tail's)"
