@@ -207,3 +207,21 @@ def test_an_early_proof_that_does_not_settle_leaves_smo_to_finish(many_free, mon
     _assert_is_reference(unsettled, early)
     assert tried == [1] and unsettled.extras["proved_at_step"] == 0
     assert unsettled.extras["smo_steps"] > early.extras["smo_steps"]
+
+
+def test_a_few_free_points_keep_smo_s_run_to_the_loop_s_tolerance(data, monkeypatch):
+    """Below proof.TAIL_MIN_FREE free points (the block loop's own threshold for its tail's proof) SMO's runs are as
+    they were: none stops at EARLY_PROOF_TOL."""
+    X, y, K = data
+    tols = []
+    real = smo_module.smo
+
+    def spy(*args, **kwargs):
+        tols.append(kwargs["tol"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(smo_dual, "smo", spy)
+    monkeypatch.setattr(smo_dual, "block_pays", lambda size, work: False)  # SMO to the loop's tol, then the proof
+    sol = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
+    assert smo_dual.EARLY_PROOF_TOL not in tols and len(tols) == 2, tols

@@ -33,7 +33,7 @@ from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
 from solvers.algorithms.working_set.polish import factor_budget
-from solvers.algorithms.working_set.proof import finished_by_proof
+from solvers.algorithms.working_set.proof import TAIL_MIN_FREE, finished_by_proof
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -164,7 +164,8 @@ def _proved_early(src, rows: RowCache, y, C, upper, loop, settings) -> bool:
     """Whether SMO run to EARLY_PROOF_TOL gives way to the optimum proved from its active set (proof.finished_by_proof:
     many free points, every row in memory; loop.alpha and loop.g are then that optimum's). Otherwise SMO goes on
     from its point to the loop's tolerance, one proof's solve the cost where the set was not yet final."""
-    if settings.tol >= EARLY_PROOF_TOL:
+    free = int(np.count_nonzero((loop.alpha > 0) & (loop.alpha < upper)))
+    if settings.tol >= EARLY_PROOF_TOL or free < TAIL_MIN_FREE:  # a few free points: SMO's run as it was
         return False
     res = _smo_steps(src, rows, y, upper, loop, EARLY_PROOF_TOL)
     if res.timed_out or not res.converged:
