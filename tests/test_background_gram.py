@@ -33,16 +33,17 @@ def _data(separated: bool):
 
 
 def _held_back(monkeypatch) -> threading.Event:
-    """The background matrix held back until the returned event is set (or its work is dropped meanwhile)."""
+    """The background thread held back, before it begins, until the returned event is set (or its work is dropped
+    meanwhile): SMO then finds it not begun and waits for it whole."""
     gate = threading.Event()
-    real = background_gram.rbf_gram
+    real = BackgroundGram._form
 
-    def late(gamma, X, threads=None, stop=None):
-        while not (gate.wait(0.01) or stop.is_set()):  # an event, not a time: the poll only notices the drop
+    def late(self):
+        while not (gate.wait(0.01) or self._work.stop.is_set()):  # an event, not a time: the poll notices the drop
             pass
-        return real(gamma, X, threads=threads, stop=stop)
+        real(self)
 
-    monkeypatch.setattr(background_gram, "rbf_gram", late)
+    monkeypatch.setattr(BackgroundGram, "_form", late)
     return gate
 
 
@@ -205,3 +206,38 @@ def test_smo_that_needs_few_rows_never_starts_the_other_core(two_threads, monkey
     rows = source.row_cache()
     res = smo(rows, y, C, tol=1e-9)
     assert res.converged and rows.entries_computed == needed.entries_computed and not started
+
+
+def test_the_solve_takes_the_blocks_left_where_the_matrix_is_not_done(monkeypatch):
+    """The background thread held inside its first row block: the caller asking for the matrix does every other
+    block itself (then both mirror), and the matrix is still rbf_gram's to the bit."""
+    from formulations.kernels import RbfRows
+    from solvers.algorithms import compiled_gram
+
+    monkeypatch.setattr(compiled_gram, "GRAM_ROWS", 32)  # 19 row blocks of the 600 points
+    blocks = -(-N // 32)
+    X, _ = _data(False)
+    gamma = KERNEL.resolved_gamma(D)
+    inside, release = threading.Event(), threading.Event()
+    filled = {"background": 0, "caller": 0}
+    real = RbfRows.fill
+
+    def fill(self, lo, hi):
+        if threading.current_thread().name == "form the Gram matrix":
+            if filled["background"] == 0:
+                inside.set()
+                release.wait(timeout=60)  # a guard against a hang only: the caller's last block releases it
+            filled["background"] += 1
+            return real(self, lo, hi)
+        real(self, lo, hi)
+        filled["caller"] += 1
+        if filled["caller"] == blocks - 1:
+            release.set()
+
+    monkeypatch.setattr(RbfRows, "fill", fill)
+    background = BackgroundGram(gamma, X)
+    assert inside.wait(timeout=60)
+    K = background.result()
+    assert filled == {"background": 1, "caller": blocks - 1}
+    monkeypatch.setattr(RbfRows, "fill", real)
+    assert np.array_equal(K, rbf_gram(gamma, X)) and not _forming()

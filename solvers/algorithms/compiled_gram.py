@@ -47,32 +47,80 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None,
     its own BLAS call), by row blocks on several threads: the lower triangle, then mirrored
     (exactly symmetric, 1 on the diagonal).
 
-    threads (default: gram_threads()): the row blocks go to that many threads, the largest first (BLAS's product,
-    the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by bands of rows. BLAS
-    runs on one thread, so every entry is made by the same operations whatever the number of threads: the matrix is
-    the same to the bit.
+    threads (default: gram_threads()): that many threads take the row blocks (GramWork), the largest first
+    (BLAS's product, the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by
+    bands of rows. BLAS runs on one thread, so every entry is made by the same operations whatever the number of
+    threads: the matrix is the same to the bit.
 
-    stop: where it is set, the blocks not begun are left out and None is returned (a matrix formed on another core
-    and dropped: solvers.algorithms.background_gram); its pages are then faulted in as the blocks are written,
-    not mapped in whole at once."""
+    stop: where it is set, the blocks not begun are left out and None is returned."""
     X = one_type(X)
     n = X.shape[0]
     threads = gram_threads() if threads is None else int(threads)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     threads = min(threads, max(1, -(-n // GRAM_ROWS)))
-    points = Points.of(X)
     # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
-    rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=threads == 1 and stop is None))
-    blocks = range(0, n, GRAM_ROWS)
-
-    def unless_stopped(step):
-        return lambda lo: None if stop is not None and stop.is_set() else step(lo, lo + GRAM_ROWS)
-
+    work = GramWork(gamma, X, populate=threads == 1 and stop is None, stop=stop)
     with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
-        in_threads(unless_stopped(rows.fill), reversed(blocks), threads)  # the longest rows first
-    in_threads(unless_stopped(rows.mirror), blocks, threads)  # the first rows: the most to mirror
-    return None if stop is not None and stop.is_set() else rows.out
+        in_threads(lambda _: work.work(), range(threads), threads)
+    return work.matrix
+
+
+class GramWork:
+    """rbf_gram's work as blocks any thread may take: the lower triangle's row blocks, the longest first, then the
+    mirror's bands, the first rows first (the most to mirror); each phase begins only once every block of the one
+    before is done. Threads join by calling `work`: rbf_gram's own, and a caller that needs the matrix before the
+    thread forming it on another core is done (solvers.algorithms.background_gram).
+
+    populate: the matrix's memory mapped in whole at once (else its pages are faulted in as the blocks are
+    written: a matrix that may be dropped). stop: set (`halt`) to leave out the blocks not begun."""
+
+    def __init__(self, gamma: float, X: np.ndarray, populate: bool = False, stop: threading.Event | None = None):
+        X = one_type(X)
+        n = X.shape[0]
+        points = Points.of(X)
+        self.rows = RbfRows(gamma, points, points, _fresh_matrix(n, populate=populate))
+        blocks = range(0, n, GRAM_ROWS)
+        self._phases = ((self.rows.fill, tuple(reversed(blocks))), (self.rows.mirror, tuple(blocks)))
+        self._taken, self._done = [0, 0], [0, 0]
+        self._changed = threading.Condition()
+        self.stop = threading.Event() if stop is None else stop
+
+    def work(self) -> None:
+        """Take blocks until none is left, waiting between the phases for those other threads hold; return once
+        every block is done, or at once where the work is halted. An error in a block halts the others' work too."""
+        for phase, (step, starts) in enumerate(self._phases):
+            while (k := self._take(phase)) is not None:
+                try:
+                    step(starts[k], starts[k] + GRAM_ROWS)
+                except BaseException:
+                    self.halt()
+                    raise
+                with self._changed:
+                    self._done[phase] += 1
+                    self._changed.notify_all()
+            with self._changed:
+                self._changed.wait_for(lambda: self._done[phase] == len(starts) or self.stop.is_set())
+            if self.stop.is_set():
+                return
+
+    def _take(self, phase: int) -> int | None:
+        with self._changed:
+            if self.stop.is_set() or self._taken[phase] == len(self._phases[phase][1]):
+                return None
+            self._taken[phase] += 1
+            return self._taken[phase] - 1
+
+    def halt(self) -> None:
+        """The blocks not begun left out; the threads waiting between phases woken."""
+        self.stop.set()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def matrix(self) -> np.ndarray | None:
+        """The matrix once `work` has returned (None where the work was halted)."""
+        return None if self.stop.is_set() else self.rows.out
 
 
 def in_threads(work, items, threads: int) -> list:
