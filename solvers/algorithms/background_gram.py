@@ -11,6 +11,7 @@ therefore do no BLAS work of its own until `result` or `drop` has joined the thr
 its rows are numba loops), so that neither side's BLAS runs with the other's thread count; `result`'s blocks are
 taken only while the thread holds BLAS at one thread, which it does until every block is done.
 """
+
 from __future__ import annotations
 
 import os
