@@ -9,7 +9,8 @@ exclusive `fcntl.flock` on `<index>.lock` beside the index, and `load` under a s
 index, its choice of number and both writes are one step to every other process, and no load sees half of it.
 
 Every module with a cached function takes `njit` from here (tests/test_numba_cache.py checks it), so the lock is in
-place before any of them is compiled or loaded. Installing is idempotent.
+place before any of them is compiled or loaded. Installing is idempotent. A process forked while one of its threads
+holds a lock closes its copy of the lock file, so the lock ends with that thread's call, not with the child.
 
 The internal relied on (tests/test_numba_cache.py checks its shape; pyproject.toml bounds numba to the releases
 read, whose class is the same text from 0.60 to 0.68): `numba.core.caching.IndexDataCacheFile`, its `save(key,
@@ -44,11 +45,24 @@ def lock_path(cache_file: IndexDataCacheFile) -> str:
     return cache_file._index_path + LOCK_SUFFIX
 
 
+_held: set[int] = set()  # this process's lock files open now
+
+
 def _open_lock(path: str) -> int | None:
-    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):  # read-only: a shared lock still works on a folder kept read-only
+    """The lock file opened, created where missing; read-only where it cannot be written (flock works on either)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
         with contextlib.suppress(OSError):
             return os.open(path, flags, 0o666)
     return None
+
+
+def _close_inherited() -> None:
+    """In a child forked while a thread of its parent held a lock: its copy closed, else the lock would stay held
+    for the child's whole life, there being no thread in it to release it."""
+    for fd in list(_held):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
 
 
 @contextlib.contextmanager
@@ -58,10 +72,12 @@ def index_lock(cache_file: IndexDataCacheFile, exclusive: bool):
     if fd is None:
         yield
         return
+    _held.add(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield
     finally:
+        _held.discard(fd)
         os.close(fd)  # releases the lock: it belongs to this open file, so a crash releases it too
 
 
@@ -86,6 +102,7 @@ def install() -> None:
     for name, exclusive in (("save", True), ("flush", True), ("load", False)):
         setattr(IndexDataCacheFile, name, _locked(getattr(IndexDataCacheFile, name), exclusive))
     setattr(IndexDataCacheFile, _MARK, True)
+    os.register_at_fork(after_in_child=_close_inherited)
 
 
 install()

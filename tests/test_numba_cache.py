@@ -104,6 +104,32 @@ def test_a_save_holds_the_lock_from_its_read_of_the_index(tmp_path):
     assert _lock_is_free(saving, fcntl.LOCK_EX)
 
 
+def test_a_child_forked_during_a_save_does_not_keep_its_lock(tmp_path):
+    """A process forked while one of its threads is inside a save (a solve server's child, a fork pool's worker)
+    gets no thread to release the lock: its copy of the lock file is closed, so the lock ends with the save."""
+    saving = _cache_file(tmp_path)
+    inside, release = _held_after_reading_the_index(saving)
+    thread = _in_thread(saving.save, ("sig", "float64"), ("code", "float64"))
+    assert inside.wait(HANG_GUARD)
+    started_read, started_write = os.pipe()
+    go_read, go_write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: alive (its fork handlers run), holding what it kept, until the test lets it go
+        os.write(started_write, b"s")
+        os.read(go_read, 1)
+        os._exit(0)
+    try:
+        assert os.read(started_read, 1) == b"s"
+        release.set()
+        thread.join(HANG_GUARD)
+        assert _lock_is_free(saving, fcntl.LOCK_EX)
+    finally:
+        os.write(go_write, b"g")
+        os.waitpid(child, 0)
+        for fd in (started_read, started_write, go_read, go_write):
+            os.close(fd)
+
+
 def test_loads_share_the_lock(tmp_path):
     """A load keeps saves out and lets other loads in."""
     _cache_file(tmp_path).save(("sig", "int64"), ("code", "int64"))
