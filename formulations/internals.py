@@ -1,9 +1,10 @@
-"""Every use of a dependency's private internals in the project, in this one module.
+"""Every use of a dependency's private internals in the project, in this one module (numba's cache aside).
 
 The Pyomo internals are here because the public API is too slow at the sizes the project solves
 (n = 1e5 rows; docs/benchmarks.md); the solvers' warnings, because they have no class of their own.
-Everything else uses public APIs. pyproject.toml bounds Pyomo, cvxpy and qpsolvers below the next
-minor version the test suite has not passed on, and tests/test_internals.py fails, naming the
+numba's cache file is wrapped in formulations/numba_cache.py instead: every compiled module imports it, and
+those load without Pyomo. Everything else uses public APIs. pyproject.toml bounds Pyomo, cvxpy and qpsolvers
+below the next minor version the test suite has not passed on, and tests/test_internals.py fails, naming the
 internal, when one of them changes (`check_internals` and the warning tests).
 
 - `MatrixRows`: Pyomo's `MatrixConstraint` (pyomo.repn.beta.matrix, constraint rows kept as CSR

@@ -6,7 +6,8 @@ made (importing numba costs a fraction of a second)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 
 _EPS = float(np.finfo(float).eps)
 

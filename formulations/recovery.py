@@ -17,10 +17,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from formulations import penalty
 from formulations.data_matrix import one_type
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 
 # The rule that produced b*, recorded in every result table.
 B_FREE_SV = "free_sv_mean"

@@ -51,12 +51,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import absolute, one_type, signed, squared_row_norms
 from formulations.model import HARD_PRIMAL, KERNEL_DUAL, PRIMAL_FORMULATIONS
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 from formulations.recovery import AT_BOUND, FREE, classify, nan_max, per_point
 from solvers.solution import (
     ERROR, INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, TIME_LIMIT, UNBOUNDED

@@ -29,11 +29,11 @@ import math
 import threading
 
 import numpy as np
-from numba import njit
 from scipy.sparse import issparse
 
 from formulations.data_matrix import one_type
 from formulations.kernels import EXACT_SLACK, Kernel
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 from formulations.recovery import AT_BOUND, FREE
 
 #: Entries x (features + ENTRY_COST) recomputed at most (n = 5,000, d = 10, 2,400 support vectors: 170 rows): a

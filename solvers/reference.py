@@ -35,12 +35,12 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
 from formulations.data_matrix import column_max_abs, dense, one_type, signed, squared_row_norms
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 from formulations.recovery import AT_BOUND, FREE, ZERO, classify, clip_value, hinge_argmin, per_point
 from formulations.rbf_exponents import mirror
 from solvers import lapack_inplace

@@ -1,5 +1,5 @@
 """Shared fixtures: the backend registry as pytest parameters, and per-backend tolerances; under pytest-xdist, numba's
-cache filled once before the workers' tests."""
+cache filled once before the workers' tests (each worker would otherwise compile the same functions)."""
 
 from __future__ import annotations
 
@@ -95,11 +95,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-# numba's cache (`@njit(cache=True)`, files beside the sources) is not safe to fill from two processes at once: each
-# names a new signature's data file from the index it read, so two workers compiling different signatures of one
-# function together can leave the index pointing one signature at the other's machine code. In a distributed run the
-# controller fills it in one process of its own while the workers start and collect, and the workers' tests wait
-# for that process (a lock it holds until it exits, however it ends): no worker then compiles what a solve uses.
+# numba's cache (`@njit(cache=True)`, files beside the sources) is safe to fill from several processes at once
+# (formulations/numba_cache.py locks it), but each worker finding it empty would compile the same functions for
+# itself. In a distributed run the controller fills it in one process of its own while the workers start and
+# collect, and the workers' tests wait for that process (a lock it holds until it exits, however it ends): no worker
+# then compiles what a solve uses, and their tests' time is not each a compile's.
 WARM_LOCK = "numba_warm_lock"
 
 

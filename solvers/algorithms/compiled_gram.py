@@ -10,10 +10,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
 
 from formulations.data_matrix import one_type
 from formulations.kernels import Points, RbfRows
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 from solvers import blas
 
 

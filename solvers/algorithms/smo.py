@@ -45,9 +45,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from formulations.data_matrix import one_type
+from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
 from solvers.algorithms.compiled_gram import abs_combination, combination, fresh_doubles, rbf_gram, submatrix
 from solvers.deadline import NEVER, Deadline
 

@@ -1,0 +1,108 @@
+"""numba's on-disk cache (`@njit(cache=True)`) made safe to fill from several processes at once.
+
+numba's `IndexDataCacheFile.save` reads a function's index (signature -> data file), names a new signature's data
+file by the first number the index does not use, writes the index, then the data file, with no lock. Two fresh
+processes compiling different signatures of one function together can both take `<name>.1.nbc`: the index then
+points one signature at the other's machine code, which numba runs on the wrong types. A reader can also find a new
+index entry before its data file is written. Here `save` (and `flush`, which empties the index) run under an
+exclusive `fcntl.flock` on `<index>.lock` beside the index, and `load` under a shared one: a save's read of the
+index, its choice of number and both writes are one step to every other process, and no load sees half of it.
+
+Every module with a cached function takes `njit` from here (tests/test_numba_cache.py checks it), so the lock is in
+place before any of them is compiled or loaded. Installing is idempotent. A process forked while one of its threads
+holds a lock closes its copy of the lock file, so the lock ends with that thread's call, not with the child.
+
+The internal relied on (tests/test_numba_cache.py checks its shape; pyproject.toml bounds numba to the releases
+read, whose class is the same text from 0.60 to 0.68): `numba.core.caching.IndexDataCacheFile`, its `save(key,
+data)`, `load(key)` and `flush()`, and its `_index_path`; `save` reads the index itself (`_load_index`), so inside the
+lock it sees every earlier save. On a platform without `fcntl` (Windows) nothing is wrapped: numba's own behaviour,
+where processes filling one cache at once can still collide. Where the lock file cannot be opened (a cache folder
+this user may not write), the call runs unlocked: no process of this user can save there either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+from numba import njit
+from numba.core.caching import IndexDataCacheFile
+
+try:
+    import fcntl
+except ImportError:  # Windows: see the module's docstring
+    fcntl = None
+
+__all__ = ["LOCK_SUFFIX", "install", "installed", "lock_path", "njit"]
+
+LOCK_SUFFIX = ".lock"
+_MARK = "_svm_duality_locked"  # set on the class once its methods are wrapped
+
+
+def lock_path(cache_file: IndexDataCacheFile) -> str:
+    """The lock file of a cache file's index: beside it, named after it."""
+    return cache_file._index_path + LOCK_SUFFIX
+
+
+_held: set[int] = set()  # this process's lock files open now
+
+
+def _open_lock(path: str) -> int | None:
+    """The lock file opened, created where missing; read-only where it cannot be written (flock works on either)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        with contextlib.suppress(OSError):
+            return os.open(path, flags, 0o666)
+    return None
+
+
+def _close_inherited() -> None:
+    """In a child forked while a thread of its parent held a lock: its copy closed, else the lock would stay held
+    for the child's whole life, there being no thread in it to release it."""
+    for fd in list(_held):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+
+
+@contextlib.contextmanager
+def index_lock(cache_file: IndexDataCacheFile, exclusive: bool):
+    """Hold the flock of `cache_file`'s index (exclusive to write, shared to read) for the block."""
+    fd = _open_lock(lock_path(cache_file))
+    if fd is None:
+        yield
+        return
+    _held.add(fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        _held.discard(fd)
+        os.close(fd)  # releases the lock: it belongs to this open file, so a crash releases it too
+
+
+def _locked(method, exclusive: bool):
+    @functools.wraps(method)
+    def under_lock(self, *args, **kwargs):
+        with index_lock(self, exclusive):
+            return method(self, *args, **kwargs)
+
+    return under_lock
+
+
+def installed() -> bool:
+    """Whether IndexDataCacheFile's save, flush and load run under the lock."""
+    return bool(getattr(IndexDataCacheFile, _MARK, False))
+
+
+def install() -> None:
+    """Wrap IndexDataCacheFile's save and flush (exclusive) and load (shared) in the index's lock, once."""
+    if fcntl is None or installed():
+        return
+    for name, exclusive in (("save", True), ("flush", True), ("load", False)):
+        setattr(IndexDataCacheFile, name, _locked(getattr(IndexDataCacheFile, name), exclusive))
+    setattr(IndexDataCacheFile, _MARK, True)
+    os.register_at_fork(after_in_child=_close_inherited)
+
+
+install()
