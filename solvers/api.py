@@ -62,7 +62,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     """The method a solve uses: `method` itself unless "auto"; then the working set for a formulation
     that has one (finite C) from AUTO_MIN_N[(formulation, layer)] points on, else the full problem.
     The kernel dual takes the kernel dual's thresholds whatever its kernel (the linear one too: its whole
-    QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d),
+    QP is the dense n x n one). The soft primal (d features) takes it where primal_working_set.pays(n, d), and
+    where every point can lie on its margin (on_the_margin: d >= n, the whole QP then verified only by the proof),
     except through a cvxpy `backend` that returns no duals (Ipopt): its restricted QPs' multipliers are the
     alpha the proof needs (the checks would read nan where the full QP is verified).
     An explicit "working_set" where there is none is an SVMInputError naming why."""
@@ -82,7 +83,8 @@ def choose_method(formulation: str, n: int, layer: str, C: float = 1.0, method: 
     if method != "auto":
         return method
     if formulation == SOFT_PRIMAL and layer != "direct":
-        return "working_set" if eligible and not no_duals and primal_working_set.pays(n, d) else "full"
+        fits = primal_working_set.pays(n, d) or primal_working_set.on_the_margin(n, d)
+        return "working_set" if eligible and not no_duals and fits else "full"
     return "working_set" if eligible and n >= AUTO_MIN_N[(formulation, layer)] else "full"
 
 

@@ -72,6 +72,43 @@ def test_auto_takes_the_restricted_qps_from_their_n_unless_d_is_near_n(layer):
         assert api.choose_method("soft_primal", n, layer, np.ones(n), d=20) == "working_set"  # per-sample C too
 
 
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo", "direct"])
+def test_auto_takes_the_working_set_where_every_point_can_lie_on_its_margin(layer):
+    """d >= n: the whole QP through a layer came back 3e-4 off the proved optimum (PIQP) and was refused; auto
+    takes the working set, whose first QP holds every point (start_settings), at any n."""
+    working_set = lambda n, d: api.choose_method("soft_primal", n, layer, 1.0, d=d) == "working_set"
+    assert working_set(300, 300) and working_set(300, 3_000) and working_set(5_000, 5_000)
+    if layer != "direct":
+        assert not working_set(300, 299)
+    assert pws.start_settings(300, 3_000) == {"sample": 300}
+    assert pws.start_settings(5_000, 5_000) == {"sample": 5_000}
+    assert pws.start_settings(5_000, 20)["start"] == "smoothed"
+
+
+@pytest.fixture(scope="module")
+def more_features():
+    """More features than points, clustered with flipped labels: the outside trial's set, on which the whole QP
+    through either layer was refused (decision values 2.7e-4 off the proved optimum)."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(300, 3_000, n_informative=5, n_clusters_per_class=3, flip_y=0.08, weights=[0.6],
+                               class_sep=0.85, random_state=59)
+    X, y = StandardScaler().fit_transform(X), np.where(y == 1, 1.0, -1.0)
+    ref = api.solve("soft_primal", X, y, layer="direct", backend="piqp", C=1.0)  # the solver alone: proved
+    assert ref.status == OPTIMAL
+    return X, y, X @ ref.w + ref.b
+
+
+@pytest.mark.parametrize("layer", ["cvxpy", "pyomo"])
+def test_more_features_than_points_are_proved_through_the_layers(more_features, layer):
+    X, y, f_ref = more_features
+    sol = api.solve("soft_primal", X, y, layer=layer, backend="piqp", C=1.0)
+    assert sol.status == OPTIMAL and sol.extras["method"] == "working_set"
+    f = X @ sol.w + sol.b
+    assert np.max(np.abs(f - f_ref)) <= 1e-7 * np.max(np.abs(f_ref))
+
+
 def test_above_the_sample_the_loop_starts_from_the_smoothed_primal(monkeypatch):
     seen, rows = {}, []
     real, real_qp = pws.decompose, pws.SUBSOLVERS["cvxpy"]
