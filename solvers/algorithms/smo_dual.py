@@ -47,8 +47,8 @@ BAND = 1.0
 #: Most SMO runs, each followed by a block.
 ROUNDS = 4
 #: SMO's violation at which the proof from the active set is tried before SMO goes on to the loop's tolerance,
-#: where no block pays and the free points are many (proof.TAIL_MIN_FREE): the tightest at which, on noisy data,
-#: the active set was final at most (docs/benchmarks.md).
+#: where no block pays and the free points are many (proof.TAIL_MIN_FREE): the loosest at which, on the noisy data
+#: measured, the proof settled in one round on most sets (docs/benchmarks.md).
 EARLY_PROOF_TOL = 1e-4
 #: The band's bound points join the block up to as many as it has free points, and at least this many: where
 #: nearly every point is bound and near the margin (a tiny C), a dense block of them all would cost |B|^3 a
