@@ -198,17 +198,20 @@ def _independent_free(gram: Gram, y, C, alpha, decision, codes):
     size = np.max(np.abs(rows), axis=0)
     size[size == 0] = 1.0
     rows = rows / size
-    basis = np.zeros((0, rows.shape[1]))
+    kept = np.zeros((min(rows.shape), rows.shape[1]))  # the basis's rows, kept[:m] (no copy of them per row)
+    m = 0
     dependent = np.zeros(order.size, dtype=bool)
     for k, row in enumerate(rows):
+        basis = kept[:m]
         length = float(np.linalg.norm(row))
         rest = row - basis.T @ (basis @ row)
         rest -= basis.T @ (basis @ rest)  # twice: the classical Gram-Schmidt step loses orthogonality once
         left = float(np.linalg.norm(rest))
-        if left <= DEPENDENT_ROW * length or basis.shape[0] == rows.shape[1]:
+        if left <= DEPENDENT_ROW * length or m == rows.shape[1]:
             dependent[k] = True
         else:
-            basis = np.vstack([basis, rest / left])
+            kept[m] = rest / left
+            m += 1
     if not dependent.any():
         return None
     moved = order[dependent]
