@@ -444,7 +444,7 @@ def _free_system(K_FF, yF, g_F, balance_rhs):
     M = fresh_doubles((m + 1) ** 2, populate=True).reshape(m + 1, m + 1)
     rhs = np.empty(m + 1)
     M[m, m], rhs[m] = 0.0, balance_rhs
-    threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
+    threads = _threads_for(M)
     in_bands(lambda lo, hi: _free_rows(K_FF, yF, g_F, M, rhs, lo, hi), m, RESIDUAL_ROWS, threads)
     return M, rhs
 
@@ -695,6 +695,13 @@ def _solve_equilibrated(M: np.ndarray, rhs: np.ndarray, singular: bool, least_sq
 #: uses (compiled_gram.gram_threads: $SVM_THREADS, else the cores), in parts whose arithmetic does not depend on how
 #: many.
 THREADED_ENTRIES = 10**6
+
+
+def _threads_for(A: np.ndarray) -> int:
+    """The threads for a pass over A: the Gram matrix's (gram_threads) from THREADED_ENTRIES entries, else one."""
+    return gram_threads() if A.size >= THREADED_ENTRIES else 1
+
+
 #: _saddle_factor's Cholesky factor is kept only where each pivot is above this times the block's size times its
 #: largest diagonal entry: a smaller one is rounding (duplicated points make Q exactly singular, yet their pivot
 #: comes out a few eps, of either sign), and a solve through it would be noise; LU then decides, as for any M.
@@ -796,7 +803,7 @@ def _unit_scaled(K: np.ndarray, yF: np.ndarray, diag: np.ndarray) -> bool:
         return False
     m = yF.size
     fine = np.zeros(m, dtype=np.bool_)
-    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    threads = _threads_for(K)
     in_bands(lambda lo, hi: _unit_rows(K, diag, fine, lo, hi), m, RESIDUAL_ROWS, threads)
     return bool(fine.all())
 
@@ -816,7 +823,7 @@ def _unfactor(K: np.ndarray, diag: np.ndarray) -> None:
     """K as it was before _cholesky wrote its factor into the upper triangle: the kept lower triangle mirrored (the
     Gram matrix's own mirror, by bands on the Gram matrix's threads) and the saved diagonal put back (exactly K
     where K was symmetric; else its lower triangle's symmetric matrix)."""
-    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    threads = _threads_for(K)
     in_bands(lambda lo, hi: mirror(K, lo, hi), K.shape[0], RESIDUAL_ROWS, threads)
     np.fill_diagonal(K, diag)
 
@@ -836,7 +843,7 @@ def _saddle_residual(K: np.ndarray, diag: np.ndarray, yF: np.ndarray, x: np.ndar
     v_hi, v_lo = _split(v)
     out = np.empty(m + 1)
     b = yF * rhs[:m]
-    threads = gram_threads() if K.size >= THREADED_ENTRIES else 1
+    threads = _threads_for(K)
     in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, b, out, lo, hi), m, RESIDUAL_ROWS, threads)
     out[:m] *= yF
     last = np.append(yF, 0.0)[None, :]
@@ -883,7 +890,7 @@ def residual(M: np.ndarray, x: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     M, x, rhs = one_type(M), one_type(x), one_type(rhs)
     out = np.empty(M.shape[0])
     x_hi, x_lo = _split(x)
-    threads = gram_threads() if M.size >= THREADED_ENTRIES else 1
+    threads = _threads_for(M)
     in_bands(lambda lo, hi: _dot2_rows(M, x, x_hi, x_lo, rhs, out, lo, hi), M.shape[0], RESIDUAL_ROWS, threads)
     return out
 
@@ -936,7 +943,7 @@ def _ruiz(M, rounds):
     the process's cores (every entry's arithmetic is the same: the same bits on any thread count); a small one's
     rounds are one compiled call (_ruiz_serial), whose few microseconds are most of a tiny system's solve."""
     m, k = M.shape
-    threads = min(gram_threads() if M.size >= THREADED_ENTRIES else 1, max(m, 1))
+    threads = min(_threads_for(M), max(m, 1))
     A = _copy(M, M.size >= THREADED_ENTRIES)
     r, c = np.ones(m), np.ones(k)
     row, col = np.zeros(m), np.zeros(k)  # a pass's maxima of |A|

@@ -132,17 +132,24 @@ def test_threads_leave_the_bits_alone(monkeypatch):
     assert np.array_equal(threaded, reference.residual(M, x, rhs))
 
 
-def _all_free(n: int, seed: int = 0):
+def _all_free(n: int, seed: int = 0, duplicates: int = 0):
     """A kernel near I (rbf, gamma 2 over 10 features) whose KKT system's solution has every alpha inside
-    (0, C): every point free at the optimum. The point given to the proof is that optimum perturbed by 1e-7."""
+    (0, C): every point free at the optimum; the last `duplicates` points copies of the first ones sharing their
+    alphas. The point given to the proof is that optimum perturbed by 1e-7."""
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 10))
-    y = np.where(rng.random(n) < 0.45, 1.0, -1.0)
+    distinct = n - duplicates
+    X = rng.normal(size=(distinct, 10))
+    y = np.where(rng.random(distinct) < 0.45, 1.0, -1.0)
     K = gram(Kernel("rbf", gamma=2.0), X)
     M = np.block([[(y[:, None] * K) * y[None, :], y[:, None]], [y[None, :], np.zeros((1, 1))]])
-    z = np.linalg.solve(M, np.append(np.ones(n), 0.0))
-    alpha, b = z[:n], z[n]
+    z = np.linalg.solve(M, np.append(np.ones(distinct), 0.0))
+    alpha, b = z[:distinct], z[distinct]
     assert alpha.min() > 0  # the construction's premise
+    if duplicates:
+        X, y = np.vstack([X, X[:duplicates]]), np.append(y, y[:duplicates])
+        alpha = np.append(alpha, 0.5 * alpha[:duplicates])
+        alpha[:duplicates] *= 0.5
+        K = gram(Kernel("rbf", gamma=2.0), X)
     C = 2.0 * float(alpha.max())
     alpha = alpha * (1 + 1e-7 * rng.normal(size=n))
     return K, y, C, alpha, K @ (y * alpha) + b

@@ -9,30 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formulations.kernels import Kernel, gram
 from solvers import lapack_inplace, reference
-
-
-def _free_problem(n: int, duplicates: int = 0, seed: int = 0):
-    """Every point free at the optimum (a kernel near I: rbf, gamma 2 over 10 features), the last `duplicates` points
-    copies of the first ones sharing their alphas; the point given to the proof is the optimum perturbed by 1e-7."""
-    rng = np.random.default_rng(seed)
-    distinct = n - duplicates
-    X = rng.normal(size=(distinct, 10))
-    y = np.where(rng.random(distinct) < 0.45, 1.0, -1.0)
-    K = gram(Kernel("rbf", gamma=2.0), X)
-    M = np.block([[(y[:, None] * K) * y[None, :], y[:, None]], [y[None, :], np.zeros((1, 1))]])
-    z = np.linalg.solve(M, np.append(np.ones(distinct), 0.0))
-    alpha, b = z[:distinct], z[distinct]
-    assert alpha.min() > 0  # the construction's premise
-    if duplicates:
-        X, y = np.vstack([X, X[:duplicates]]), np.append(y, y[:duplicates])
-        alpha = np.append(alpha, 0.5 * alpha[:duplicates])
-        alpha[:duplicates] *= 0.5
-        K = gram(Kernel("rbf", gamma=2.0), X)
-    C = 2.0 * float(alpha.max())
-    alpha = alpha * (1 + 1e-7 * rng.normal(size=n))
-    return K, y, C, alpha, K @ (y * alpha) + b
+from tests.test_proof_dense_solve import _all_free
 
 
 def _proved(monkeypatch, K, y, C, alpha, f, in_place: bool):
@@ -62,7 +40,7 @@ def test_the_in_place_route_proves_the_equilibrated_route_s_point(monkeypatch, t
     squares); either way the decision values are that route's to POLISH_TOL of their size, and alpha where it is
     unique (distinct points)."""
     monkeypatch.setenv("SVM_THREADS", threads)
-    K, y, C, alpha, f = _free_problem(1040, duplicates)
+    K, y, C, alpha, f = _all_free(1040, duplicates=duplicates)
     assert 1041**2 >= reference.IN_PLACE_ENTRIES
     got, solved = _proved(monkeypatch, K, y, C, alpha, f, in_place=True)
     assert solved and all(solved) == (duplicates == 0)
@@ -76,7 +54,7 @@ def test_the_in_place_route_proves_the_equilibrated_route_s_point(monkeypatch, t
 
 
 def test_the_in_place_point_does_not_depend_on_the_thread_count(monkeypatch):
-    K, y, C, alpha, f = _free_problem(1040)
+    K, y, C, alpha, f = _all_free(1040)
     got = {}
     for threads in ("1", "3"):
         monkeypatch.setenv("SVM_THREADS", threads)
@@ -91,7 +69,7 @@ def test_the_residual_from_the_kept_triangle_is_m_s_to_the_bit(monkeypatch, thre
     diagonal is residual(M, x, rhs) with M formed whole, to the bit; mirroring puts K back exactly."""
     monkeypatch.setenv("SVM_THREADS", threads)
     rng = np.random.default_rng(3)
-    K, y, _, _, _ = _free_problem(1030)
+    K, y, _, _, _ = _all_free(1030)
     x, rhs = rng.normal(size=1031), rng.normal(size=1031)
     M, _ = reference._free_system(K, y, np.zeros(1030), 0.0)
     want = reference.residual(M, x, rhs)
@@ -106,7 +84,7 @@ def test_the_residual_from_the_kept_triangle_is_m_s_to_the_bit(monkeypatch, thre
 def test_a_system_that_needs_scaling_is_still_equilibrated(monkeypatch):
     """K times 1e3 (entries above 1: Ruiz divides them): the in-place route declines before factoring, Ruiz runs
     its rounds on M, and the proof's point is the optimum of the scaled problem (alpha / 1e3, the same f)."""
-    K, y, C, alpha, f = _free_problem(1040)
+    K, y, C, alpha, f = _all_free(1040)
     rounds = []
     real_ruiz = reference._to_scales
 
@@ -135,7 +113,7 @@ def test_a_system_that_needs_scaling_is_still_equilibrated(monkeypatch):
 def test_a_wrong_factor_in_place_is_still_refused(monkeypatch):
     """The in-place factor of twice K's upper triangle (the residual still reads the right K: each solve is off by
     a factor of 2, the refinement leaves a quarter): the KKT checks refuse the point; no other route is left."""
-    K, y, C, alpha, f = _free_problem(1040)
+    K, y, C, alpha, f = _all_free(1040)
     real = reference._cholesky
 
     def doubled(A, m):

@@ -537,7 +537,7 @@ START_SHARE, OVERLAP_SHARE = 0.25, 0.6
 
 def overlap_entries(n: int, d: int) -> float:
     """Entries of rows the compiled SMO computes from n points of d features before it reads the matrix formed on
-    another core (waiting for it where it is not done): a count of work, never a time, so that the steps and the
+    another core (finishing its blocks left where it is not done): a count of work, never a time, so that the steps and the
     answer are the same bits however fast the other core is."""
     return min(switch_entries(n, d), OVERLAP_SHARE * n * n)
 
@@ -561,7 +561,7 @@ class AdaptiveRows(KernelRows):
     reuse the rows and products already computed).
 
     With a second core (background_allowed) the matrix is formed on it while SMO computes rows, from the start
-    point (START_SHARE) on, and SMO reads it from overlap_entries on, waiting for it there if it is not done: both
+    point (START_SHARE) on, and SMO reads it from overlap_entries on, forming its blocks left if it is not done: both
     points are counts of work, and the matrix is the same bits either way, so the answer does not depend on when
     it arrives. An SMO run that ends before drops the work (drop_background; docs/background_gram.md).
 
@@ -635,7 +635,7 @@ class AdaptiveRows(KernelRows):
     def form(self) -> np.ndarray:
         """The whole Gram matrix, formed once (the rows cached so far are let go)."""
         if self.gram is None:
-            if self._background is not None:  # formed on another core: waited for where it is not done yet
+            if self._background is not None:  # formed on another core: its blocks left taken here (result)
                 background, self._background = self._background, None
                 self.gram = FullGram(background.result(), self.kernel, self.data)
             else:
