@@ -4,10 +4,12 @@ Each python block runs in a fresh interpreter (a fresh namespace, nothing carrie
 another block), with the repository root as working directory and MPLBACKEND=Agg, so a
 snippet that uses a name it never defines (the estimator snippet's `X` once) fails here.
 
-The bash commands run one by one, in the README's order, in one temporary folder holding a copy
-of `examples/` (what they write, e.g. results/sample, stays there; a later command reads what an
-earlier one wrote, as a reader's would). A command that cannot run here is listed in NOT_RUN with
-the reason, and every entry of NOT_RUN must still be in the README.
+Each bash command runs in a fresh temporary folder holding a copy of `examples/`. A command that
+reads what an earlier one wrote (the report reads results/sample) is listed in READS and runs
+after that one, in the same test and folder, as a reader's would: the order then holds however
+the tests are spread over workers, and a command that needs an undeclared earlier one fails
+every time, not by the luck of the spread. A command that cannot run here is listed in NOT_RUN
+with the reason, and every entry of NOT_RUN must still be in the README.
 
 Convention for python blocks that must not run in the test suite (e.g. a run of many minutes):
 make the block's first line the comment ``# readme-test: skip (REASON)``; the reason is
@@ -44,6 +46,15 @@ NOT_RUN = {
 }
 
 
+#: README commands that read what an earlier README command wrote: command -> that earlier command.
+READS = {
+    "python -m experiments.report results/sample":
+        "python -m experiments.run --data examples/sample.csv --label-column species --C 0.1,1,10 --out results/sample",
+    "python -m experiments.grade --data exercises/hard-7/data.csv --answer exercises/hard-7-key/key.json --out grades":
+        "python -m experiments.exercise --kind hard --seed 7",
+}
+
+
 def python_blocks(text: str) -> list[tuple[int, str]]:
     """(line number, code) of every ```python block of a Markdown text."""
     return [(text.count("\n", 0, m.start()) + 1, m.group("code")) for m in BLOCK.finditer(text)]
@@ -61,8 +72,24 @@ def bash_commands(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def command_runs(commands: list[tuple[int, str]], reads: dict[str, str]) -> list[list[tuple[int, str]]]:
+    """The commands grouped into runs that share a folder: a command another reads from runs first in that one's."""
+    by_command = {command: (line, command) for line, command in commands}
+    read_from = set(reads.values())
+    runs = []
+    for line, command in commands:
+        if command in read_from:
+            continue
+        run = [(line, command)]
+        while run[0][1] in reads:
+            run.insert(0, by_command[reads[run[0][1]]])
+        runs.append(run)
+    return runs
+
+
 BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
 COMMANDS = bash_commands(README.read_text(encoding="utf-8"))
+RUNS = command_runs(COMMANDS, READS)
 
 
 def test_readme_has_python_blocks():
@@ -94,30 +121,46 @@ def test_command_finder_reads_commands_without_their_comments():
     assert bash_commands(text) == [(2, "python -m a --x 1"), (5, 'pip install -e ".[test]" && b')]
 
 
+def test_command_runs_put_what_is_read_first_and_keep_every_command():
+    commands = [(2, "a --out r"), (3, "b"), (5, "c r"), (7, "d")]
+    assert command_runs(commands, {"c r": "a --out r"}) == [[(3, "b")], [(2, "a --out r"), (5, "c r")], [(7, "d")]]
+    assert command_runs(commands, {}) == [[c] for c in commands]
+
+
+def test_every_command_read_from_comes_earlier_in_the_readme():
+    line_of = {command: line for line, command in COMMANDS}
+    for command, earlier in READS.items():
+        assert command in line_of and earlier in line_of, (command, earlier)
+        assert line_of[earlier] < line_of[command], (command, earlier)
+    assert sorted(c for run in RUNS for c in run) == sorted(COMMANDS)
+
+
 def test_every_command_not_run_is_still_in_the_readme_with_a_reason():
     commands = {command for _, command in COMMANDS}
     assert set(NOT_RUN) <= commands, set(NOT_RUN) - commands
     assert all(reason.strip() for reason in NOT_RUN.values())
 
 
-@pytest.fixture(scope="module")
-def reader_folder(tmp_path_factory):
+@pytest.fixture
+def reader_folder(tmp_path):
     """A reader's working folder: the README's sample CSV where the README says it is."""
-    folder = tmp_path_factory.mktemp("reader")
-    shutil.copytree(ROOT / "examples", folder / "examples")
-    return folder
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    return tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("line, command", COMMANDS, ids=[f"README.md:{line}" for line, _ in COMMANDS])
-def test_readme_command_runs(line, command, reader_folder):
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("run", RUNS, ids=[f"README.md:{run[-1][0]}" for run in RUNS])
+def test_readme_command_runs(run, reader_folder):
+    line, command = run[-1]
     if command in NOT_RUN:
         pytest.skip(f"README.md:{line} not run: {NOT_RUN[command]}")
     env = dict(os.environ, MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    if "experiments.notebooks" in command:
-        del env["MPLBACKEND"]  # the notebooks' kernels draw with Jupyter's inline backend, as in Jupyter
-    done = subprocess.run(["bash", "-c", command], cwd=reader_folder, env=env, capture_output=True, text=True,
-                          timeout=880)
-    assert done.returncode == 0, f"README.md:{line}: {command}\n{done.stderr[-3000:]}"
+    for line, command in run:
+        step_env = dict(env)
+        if "experiments.notebooks" in command:
+            del step_env["MPLBACKEND"]  # the notebooks' kernels draw with Jupyter's inline backend, as in Jupyter
+        done = subprocess.run(["bash", "-c", command], cwd=reader_folder, env=step_env, capture_output=True,
+                              text=True, timeout=880)
+        assert done.returncode == 0, f"README.md:{line}: {command}\n{done.stderr[-3000:]}"
