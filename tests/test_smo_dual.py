@@ -69,8 +69,9 @@ def test_the_engine_reaches_the_proved_optimum_through_the_layer(data, reference
     sol = ws.solve(K, y, C, backend="piqp", layer=layer, q=60, validate=False)
     _assert_is_reference(sol, reference[C])
     assert sol.extras["start"] == "smo from zero" and sol.extras["smo_steps"] > 0
-    free = int(np.count_nonzero((sol.alpha > 0) & (sol.alpha < C)))
-    assert blocks and blocks[-1] >= free  # the last block holds the free points, solved through the layer
+    # the free points as the checks count them: the proof's alpha can end a rounding away from a bound
+    # (C - 1.4e-14 on one machine's BLAS), which a strict 0 < alpha < C would count as free
+    assert blocks and blocks[-1] >= sol.extras["n_free_sv"]  # the last block holds the free points, through the layer
     assert sol.extras["polished_blocks"] >= 1
 
 
