@@ -554,15 +554,21 @@ def prepare_to_fork() -> None:
 
 def warm_compiled() -> None:
     """Every compiled function a solve uses, in the types it uses, loaded from numba's cache (compiled into it where
-    it is empty): the SMO's (solvers.algorithms.smo.warm), the rbf values' (formulations.rbf_exponents.warm), and
-    the closing checks' (the kernel audit, b's recovery, the proof's compiled parts, the KKT maxima)."""
-    import numpy as np  # here: the caller's process imports this module without the compiled functions
+    it is empty): the SMO's (solvers.algorithms.smo.warm), then what comes after it (warm_after_smo)."""
+    from solvers.algorithms import smo  # here: the caller's process imports this module without the compiled functions
+
+    smo.warm()
+    warm_after_smo()
+
+
+def warm_after_smo() -> None:
+    """The compiled functions a kernel solve calls after its SMO, loaded: the rbf values' (formulations.rbf_exponents.warm)
+    and the closing checks' (the kernel audit, b's recovery, the proof's compiled parts, the KKT maxima)."""
+    import numpy as np  # as smo above
 
     from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
     from solvers import checks, kernel_audit, reference  # as recovery
-    from solvers.algorithms import smo  # as recovery
 
-    smo.warm()
     rbf_exponents.warm()
     kernel_audit.warm()
     y, g = np.array([1.0, -1.0]), np.array([0.5, -0.5])

@@ -143,12 +143,13 @@ print(sol.status, compiled == [len(getattr(smo, name).signatures) for name in ("
     assert out.stdout.split()[-2:] == [OPTIMAL, "True"]
 
 
-def test_the_audits_warm_up_starts_once_per_process(data, monkeypatch):
-    """The thread that loads the kernel audit starts once per process: loaded once, it needs no second one."""
+def test_the_checks_warm_up_starts_once_per_process(data, monkeypatch):
+    """The thread that loads what comes after the SMO (the closing checks) starts once per process: loaded once, it
+    needs no second one."""
     X, y, K = data
     warmed = []
-    monkeypatch.setattr(smo_dual, "_AUDIT_WARMED", set())
-    monkeypatch.setattr(smo_dual.kernel_audit, "warm", lambda: warmed.append(os.getpid()))
+    monkeypatch.setattr(smo_dual, "_WARMED", set())
+    monkeypatch.setattr(smo_dual.isolation, "warm_after_smo", lambda: warmed.append(os.getpid()))
     for C in (1.0, 100.0):
         assert ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False).status == OPTIMAL
     assert warmed == [os.getpid()]

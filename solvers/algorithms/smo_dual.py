@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from formulations import penalty
-from solvers import isolation, kernel_audit
+from solvers import isolation
 from solvers.algorithms.kernel_rows import AdaptiveRows, FullGram, KernelRows, LinearRows
 from solvers.algorithms.smo import GIVEN, KERNEL_CODES, RowCache, smo
 from solvers.algorithms.working_set import subproblems
@@ -81,18 +81,19 @@ def compiled_rows(src, y=None, upper=None) -> RowCache:
     return src.row_cache(y, upper) if isinstance(src, AdaptiveRows) else src.row_cache()
 
 
-_AUDIT_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it
-_AUDIT_LOCK = threading.Lock()
+_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it
+_WARM_LOCK = threading.Lock()
 
 
-def _warm_audit() -> None:
-    """The closing checks' compiled audit loaded on another core while the SMO holds none of the interpreter's
-    lock: once per process (a loaded function stays loaded; a thread per solve would only pile up)."""
-    with _AUDIT_LOCK:
-        if os.getpid() in _AUDIT_WARMED:
+def _warm_after_smo() -> None:
+    """What the solve calls after its SMO (the rbf values, the closing checks) loaded from numba's cache on another
+    core while the SMO holds none of the interpreter's lock: once per process (a loaded function stays loaded; a
+    thread per solve would only pile up). A solve server has loaded them already (isolation.warm_compiled)."""
+    with _WARM_LOCK:
+        if os.getpid() in _WARMED:
             return
-        _AUDIT_WARMED.add(os.getpid())
-    threading.Thread(target=kernel_audit.warm, name="load the kernel audit", daemon=True).start()
+        _WARMED.add(os.getpid())
+    threading.Thread(target=isolation.warm_after_smo, name="load the compiled checks", daemon=True).start()
 
 
 def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline, finish: Callable,
@@ -109,7 +110,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         loop.alpha = check_alpha0(alpha0, y, C)
         loop.g = rows.gradient(y, loop.alpha)
     subsolve = subproblems.SUBSOLVERS[layer]
-    _warm_audit()
+    _warm_after_smo()
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     by_smo = False  # no block: SMO to the loop's tol, then the proof
     for loop.it in range(1, ROUNDS + 1):
