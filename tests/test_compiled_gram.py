@@ -145,3 +145,20 @@ def test_the_threads_follow_the_environment(monkeypatch):
             compiled_gram.gram_threads()
     monkeypatch.delenv(compiled_gram.THREADS_ENV)
     assert compiled_gram.gram_threads() >= 1
+
+
+def test_memory_mapped_ahead_goes_to_the_next_request_it_holds(monkeypatch):
+    """map_ahead's memory is taken by the next fresh_doubles(populate=True) of at most its size (a view of it), not by
+    a larger request or one that asks for no mapping, and drop_ahead lets an unused one go."""
+    monkeypatch.setattr(compiled_gram, "HEAP_BYTES", 8 * 1000)  # these small sizes through fresh memory
+    compiled_gram.map_ahead(5000)
+    assert compiled_gram.fresh_doubles(6000, populate=True).base.shape != (5000,)  # too large: fresh memory
+    assert compiled_gram.fresh_doubles(4000).base.shape != (5000,) and compiled_gram._AHEAD  # no mapping asked
+    taken = compiled_gram.fresh_doubles(4000, populate=True)
+    assert taken.shape == (4000,) and taken.base.shape == (5000,) and not compiled_gram._AHEAD
+    taken[:] = 1.0  # writable
+    compiled_gram.map_ahead(5000)
+    compiled_gram.drop_ahead()
+    assert not compiled_gram._AHEAD and compiled_gram.fresh_doubles(4000, populate=True).base.shape != (5000,)
+    compiled_gram.map_ahead(10)  # within the heap: nothing mapped ahead
+    assert not compiled_gram._AHEAD

@@ -15,6 +15,7 @@ import pytest
 from experiments.datasets import hard
 from formulations.kernels import Kernel, gram
 from solvers.solution import OPTIMAL
+from solvers.algorithms import compiled_gram
 from solvers.algorithms import smo as smo_module
 from solvers.algorithms import smo_dual
 from solvers.algorithms import working_set as ws
@@ -209,6 +210,29 @@ def test_an_early_proof_that_does_not_settle_leaves_smo_to_finish(many_free, mon
     _assert_is_reference(unsettled, early)
     assert tried == [1] and unsettled.extras["proved_at_step"] == 0
     assert unsettled.extras["smo_steps"] > early.extras["smo_steps"]
+
+
+def test_the_early_proof_s_matrix_is_mapped_in_on_the_other_core_while_smo_runs(many_free, monkeypatch):
+    """Before SMO's run to EARLY_PROOF_TOL the proof's K_FF (the free points' block, with a margin for more of them)
+    is mapped in ahead on another thread, and the proof's gather takes that memory: the same proved optimum. With
+    one thread allowed ($SVM_THREADS=1) nothing is mapped ahead."""
+    K, y = many_free
+    monkeypatch.setattr(compiled_gram, "HEAP_BYTES", 2**20)  # this small K_FF through fresh memory, as a large one
+    monkeypatch.setattr(compiled_gram, "THREADED_ENTRIES", 2**16)
+    asked, taken = [], []
+    real_ahead, real_take = compiled_gram.map_ahead, compiled_gram._take_ahead
+    monkeypatch.setattr(smo_dual, "map_ahead", lambda count: asked.append(count) or real_ahead(count))
+    monkeypatch.setattr(compiled_gram, "_take_ahead", lambda count: taken.append(real_take(count)) or taken[-1])
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "2")
+    ahead = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    free = int(np.count_nonzero((ahead.alpha > 0) & (ahead.alpha < 100.0)))
+    assert ahead.extras["proved_at_step"] == 1 and len(asked) == 1 and asked[0] >= free ** 2
+    assert any(t is not None and t.size >= free ** 2 for t in taken) and not compiled_gram._AHEAD
+    asked.clear()
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "1")
+    alone = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
+    assert asked == []
+    _assert_is_reference(ahead, alone)
 
 
 def test_a_few_free_points_keep_smo_s_run_to_the_loop_s_tolerance(data, monkeypatch):

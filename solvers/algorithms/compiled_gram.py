@@ -262,6 +262,48 @@ def _indices(I, size: int) -> np.ndarray:
 HEAP_BYTES = 32 * 2**20
 
 
+_AHEAD: list = []  # at most one (doubles, the thread mapping them in, [the array once mapped])
+_AHEAD_LOCK = threading.Lock()
+
+
+def map_ahead(count: int) -> None:
+    """`count` doubles mapped in on a thread of their own, for the next fresh_doubles(populate=True) of at most that
+    many (in any thread: it is only memory). Why: a process's first touch of fresh memory costs what the
+    kernel (and, in a virtual machine, the host) does per page, 2.5 ms per MB on some machines; the caller knows the
+    size of a matrix it will need while its own core is busy with other work. A later call replaces an unused one."""
+    if 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
+        return
+    mapped: list = []
+    thread = threading.Thread(target=lambda: mapped.append(_touched(count)), name="map memory ahead", daemon=True)
+    with _AHEAD_LOCK:
+        _AHEAD[:] = [(count, thread, mapped)]
+    thread.start()
+
+
+def _touched(count: int) -> np.ndarray:
+    """`count` doubles in fresh memory, each page written once. Why not MAP_POPULATE: it holds the process's
+    memory-map lock until every page is in, and the other threads' allocations wait for it that long."""
+    out = _mapped(count, populate=False)
+    out[::mmap.PAGESIZE // 8] = 0.0
+    return out
+
+
+def drop_ahead() -> None:
+    """The memory mapped ahead let go where no one took it (freed once its thread is done)."""
+    with _AHEAD_LOCK:
+        _AHEAD.clear()
+
+
+def _take_ahead(count: int) -> np.ndarray | None:
+    """The first `count` doubles of the memory mapped ahead (waiting for its thread), if it holds that many."""
+    with _AHEAD_LOCK:
+        if not _AHEAD or _AHEAD[0][0] < count:
+            return None
+        _, thread, mapped = _AHEAD.pop()
+    thread.join()
+    return mapped[0][:count] if mapped else None
+
+
 def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
     """An n x n float64 array (fresh_doubles), mapped in whole where `populate`."""
     return fresh_doubles(n * n, populate).reshape(n, n)
@@ -269,11 +311,18 @@ def _fresh_matrix(n: int, populate: bool = True) -> np.ndarray:
 
 def fresh_doubles(count: int, populate: bool = False) -> np.ndarray:
     """`count` float64 values: from the heap up to HEAP_BYTES, else in fresh memory, mapped in whole where `populate`
-    (MAP_POPULATE where the platform has it). numpy asks large arrays for transparent huge pages, whose first use in
-    a process waited for the kernel to compact memory: the first write of a large matrix (or of the compiled SMO's
-    rows) then took several times longer (docs/kernel_smo.md)."""
-    populate = getattr(mmap, "MAP_POPULATE", 0) if populate else 0
+    (MAP_POPULATE where the platform has it; memory mapped in ahead, map_ahead, where it is large enough). numpy asks
+    large arrays for transparent huge pages, whose first use in a process waited for the kernel to compact memory:
+    the first write of a large matrix (or of the compiled SMO's rows) then took several times longer
+    (docs/kernel_smo.md)."""
     if count == 0 or 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
         return np.empty(count)
+    ahead = _take_ahead(count) if populate else None
+    return ahead if ahead is not None else _mapped(count, populate)
+
+
+def _mapped(count: int, populate: bool) -> np.ndarray:
+    """`count` float64 values in fresh memory, mapped in whole where `populate`."""
+    populate = getattr(mmap, "MAP_POPULATE", 0) if populate else 0
     buffer = mmap.mmap(-1, 8 * count, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
     return np.frombuffer(buffer, dtype=np.float64)
