@@ -174,7 +174,7 @@ def _method_for(formulation: str, X, y, *, layer: str, backend: str, C, method: 
     # the working sets stop between subproblems; one whole QP needs the backend to stop, or the solve server's kill
     if method == "full" and not isolation.ISOLATE:
         check_time_limit(layer, backend, time_limit)
-    _warn_if_it_stalls(backend, len(y), time_limit)
+    _warn_if_it_stalls(backend, formulation, len(y), time_limit)
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
@@ -186,15 +186,15 @@ class StallWarning(UserWarning):
     """The backend's QP solver is known to stall on problems of this size, and no time limit was given."""
 
 
-def _warn_if_it_stalls(backend: str, n: int, time_limit: float | None) -> None:
-    """Warn a call without a time limit that its backend's QP solver stalls at this n (its record's
-    qp_stalls_from_n): such a call may not return."""
-    stalls_from = RECORDS[backend].qp_stalls_from_n
+def _warn_if_it_stalls(backend: str, formulation: str, n: int, time_limit: float | None) -> None:
+    """Warn a call without a time limit that its backend's QP solver stalls on this formulation at this n (its
+    record's stalls_from): such a call may not return."""
+    stalls_from = RECORDS[backend].stalls_from(formulation)
     if time_limit is None and stalls_from is not None and n >= stalls_from:
         fastest = ranked("speed")[0]
-        warnings.warn(f"{RECORDS[backend].title}'s QP solver stalls on SVM problems from n = {stalls_from:,} "
-                      f"(here n = {n:,}): this call may not return; pass time_limit=... or choose backend="
-                      f"{fastest!r}", StallWarning, stacklevel=3)
+        warnings.warn(f"{RECORDS[backend].title}'s QP solver stalls on SVM {formulation} problems from n = "
+                      f"{stalls_from:,} (here n = {n:,}): this call may not return; pass time_limit=... or choose "
+                      f"backend={fastest!r}", StallWarning, stacklevel=3)
 
 
 def _checked_inputs(formulation, X, y, *, layer, backend, C, kernel, K, kernel_form, profile, time_limit, options,

@@ -220,7 +220,8 @@ def test_highs_banner_stays_off_the_console():
 
 def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
     """HiGHS's QP solver stalls on the SVM QPs from n = 1,000 (its record): a call there without a time limit
-    may not return, and says so; with a limit, or below that n, or with another backend, nothing is said."""
+    may not return, and says so; with a limit, or below that n, or with another backend, nothing is said. ProxQP's
+    stall on the linear dual is said for the dual only."""
     import warnings
 
     from experiments.datasets import overlapping
@@ -232,14 +233,22 @@ def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
     monkeypatch.setattr(api, "_solve_full", lambda *args, **kwargs: Solution(
         formulation="soft_primal", layer="cvxpy", backend="highs", status=ERROR, solver_status=ERROR,
         raw_status="not run"))  # the stalling solve itself is not run here
-    ds = overlapping(RECORDS["highs"].qp_stalls_from_n, d=3, seed=0)
-    with pytest.warns(api.StallWarning, match=r"stalls on SVM problems from n = 1,000 \(here n = 1,000\).*'piqp'"):
+    ds = overlapping(RECORDS["highs"].stalls_from("soft_primal"), d=3, seed=0)
+    with pytest.warns(api.StallWarning,
+                      match=r"stalls on SVM soft_primal problems from n = 1,000 \(here n = 1,000\).*'piqp'"):
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, method="full")
     with warnings.catch_warnings():
         warnings.simplefilter("error", api.StallWarning)
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="highs", C=1.0, method="full", time_limit=600.0)
         solve("soft_primal", ds.X[:999], ds.y[:999], layer="cvxpy", backend="highs", C=1.0, method="full")
         solve("soft_primal", ds.X, ds.y, layer="cvxpy", backend="clarabel", C=1.0, method="full")
+    # a stall named for one formulation (ProxQP's on the linear dual) is said for that formulation only
+    wide = overlapping(RECORDS["proxqp"].stalls_from("dual"), d=3, seed=0)
+    with pytest.warns(api.StallWarning, match=r"ProxQP's QP solver stalls on SVM dual problems from n = 1,500"):
+        solve("dual", wide.X, wide.y, layer="pyomo", backend="proxqp", C=1.0, method="full")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", api.StallWarning)
+        solve("soft_primal", wide.X, wide.y, layer="pyomo", backend="proxqp", C=1.0, method="full")
 
 
 def test_an_installed_backend_that_is_not_usable_fails_the_tests_never_skips(monkeypatch):

@@ -183,7 +183,7 @@ def test_warm_up_leaves_this_process_environment_as_it_was(monkeypatch):
 
 def test_a_user_csv_leaves_out_the_backends_that_stall_at_its_size(tmp_path, capsys):
     """A CSV of 1,500 points: HiGHS's QP solver stalls on SVM QPs from n = 1,000 (its record's
-    qp_stalls_from_n), so its QP rows are left out with a note that says how to include them; the other
+    stalls_from), so its QP rows are left out with a note that says how to include them; the other
     pairs run. The pairs that HiGHS's record does not name stay."""
     import json
 
@@ -193,7 +193,7 @@ def test_a_user_csv_leaves_out_the_backends_that_stall_at_its_size(tmp_path, cap
     from experiments.runner import results_table
     from solvers.backends import RECORDS
 
-    assert RECORDS["highs"].qp_stalls_from_n == 1_000
+    assert RECORDS["highs"].stalls_from("soft_primal") == 1_000
     ds = hard(1_500, d=5, seed=1)
     path = tmp_path / "user.csv"
     pd.DataFrame(ds.X, columns=[f"x{k}" for k in range(5)]).assign(label=ds.y).to_csv(path, index=False)
@@ -227,6 +227,24 @@ def test_a_stalling_backend_named_on_the_command_line_is_kept_and_the_lecture_sw
     datasets, maps = build_datasets(problems, args)
     lecture = sweep.make_tasks(problems, datasets, pairs, suite="default", label_maps=maps)
     assert sweep.leave_out_stalls(lecture, None) == (lecture, [])
+
+
+def test_a_stall_named_for_one_formulation_leaves_out_that_formulation_only():
+    """ProxQP's record names the linear dual's whole QP (from 1,500 points): at n = 1,600 its dual tasks are left out,
+    with a note naming the dual, and its soft primal and kernel dual tasks stay; below 1,500 every task stays."""
+    from solvers.backends import RECORDS
+
+    assert RECORDS["proxqp"].stalls_from("dual") == 1_500 and RECORDS["proxqp"].stalls_from("soft_primal") is None
+    pairs = [("pyomo", "proxqp"), ("cvxpy", "proxqp"), ("pyomo", "piqp")]
+    args = ["--C", "1", "--formulations", "soft_primal,dual,kernel_dual"]
+    big = _tasks(["--datasets", "overlapping(n=1600,d=3)", *args], pairs=pairs)
+    kept, notes = sweep.leave_out_stalls(big, None)
+    assert {(t.layer, t.formulation) for t in big} - {(t.layer, t.formulation) for t in kept if t.backend == "proxqp"} \
+        == {("pyomo", "dual"), ("cvxpy", "dual")}
+    assert len(notes) == 2 and all("on dual" in note and "stalls on SVM dual problems from n = 1,500" in note
+                                   and "--backends proxqp" in note for note in notes), notes
+    small = _tasks(["--datasets", "overlapping(n=1400,d=3)", *args], pairs=pairs)
+    assert sweep.leave_out_stalls(small, None) == (small, [])
 
 
 def test_the_dask_executor_stops_a_solve_far_slower_than_its_problems_fastest(tmp_path):

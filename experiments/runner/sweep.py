@@ -202,14 +202,14 @@ def make_tasks(
 
 
 def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tuple[list[SolveTask], list[str]]:
-    """The tasks less those of a backend whose record says its QP solver stalls at their n (RECORDS'
-    qp_stalls_from_n: HiGHS from 1,000 points, minutes a solve), unless the backend is `named` (--backends);
-    and one line per left-out (layer, backend, formulation) saying why and how to include it. LP tasks stay
-    (the stall is the QP solver's)."""
+    """The tasks less those of a backend whose record says its QP solver stalls on their formulation at their n
+    (RECORDS' stalls_from: HiGHS from 1,000 points, minutes a solve; ProxQP on the linear dual from 1,500), unless
+    the backend is `named` (--backends); and one line per left-out (layer, backend, formulation) saying why and how
+    to include it. LP tasks stay (the stall is the QP solver's)."""
     named = set(named or ())
     kept, left = [], {}
     for task in tasks:
-        stalls_from = RECORDS[task.backend].qp_stalls_from_n
+        stalls_from = RECORDS[task.backend].stalls_from(task.formulation)
         if (task.method is not None or task.backend in named or stalls_from is None
                 or len(task.y) < stalls_from):
             kept.append(task)
@@ -217,7 +217,8 @@ def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tup
         group = left.setdefault((task.layer, task.backend, task.formulation), [stalls_from, set()])
         group[1].add(len(task.y))
     notes = [f"note: left out {layer}/{backend} on {formulation} (n = {', '.join(f'{n:,}' for n in sorted(sizes))}): "
-             f"{RECORDS[backend].title}'s QP solver stalls on SVM problems from n = {stalls_from:,} (solvers/backends.py); "
+             f"{RECORDS[backend].title}'s QP solver stalls on SVM {formulation} problems from n = {stalls_from:,} "
+             f"(solvers/backends.py); "
              f"include it with --backends {backend},..."
              for (layer, backend, formulation), (stalls_from, sizes) in left.items()]
     return kept, notes
