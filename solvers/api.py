@@ -174,7 +174,7 @@ def _method_for(formulation: str, X, y, *, layer: str, backend: str, C, method: 
     # the working sets stop between subproblems; one whole QP needs the backend to stop, or the solve server's kill
     if method == "full" and not isolation.ISOLATE:
         check_time_limit(layer, backend, time_limit)
-    _warn_if_it_stalls(backend, formulation, len(y), time_limit)
+    _warn_if_it_stalls(backend, formulation, method, len(y), time_limit)
     if method == "full" and layer == "direct":
         raise validation.SVMInputError(
             "layer 'direct' (the solver alone) runs the working sets only: use method='working_set' or "
@@ -186,10 +186,10 @@ class StallWarning(UserWarning):
     """The backend's QP solver is known to stall on problems of this size, and no time limit was given."""
 
 
-def _warn_if_it_stalls(backend: str, formulation: str, n: int, time_limit: float | None) -> None:
-    """Warn a call without a time limit that its backend's QP solver stalls on this formulation at this n (its
-    record's stalls_from): such a call may not return."""
-    stalls_from = RECORDS[backend].stalls_from(formulation)
+def _warn_if_it_stalls(backend: str, formulation: str, method: str, n: int, time_limit: float | None) -> None:
+    """Warn a call without a time limit that its backend's QP solver stalls on this formulation, by this method, at
+    this n (its record's stalls_from): such a call may not return."""
+    stalls_from = RECORDS[backend].stalls_from(formulation, method)
     if time_limit is None and stalls_from is not None and n >= stalls_from:
         fastest = ranked("speed")[0]
         warnings.warn(f"{RECORDS[backend].title}'s QP solver stalls on SVM {formulation} problems from n = "

@@ -77,9 +77,9 @@ class BackendRecord:
     cvxpy_method_key: str | None = None
     cvxpy_duals: bool = True       # cvxpy returns constraint duals for it
     quirks: str = ""               # what a user should know about it (the checks found it)
-    # Its QP solver stalls on the SVM QPs from this many points on, per formulation ("*": every QP; none named: not
-    # seen; stalls_from): solvers.api warns a call without a time limit there, which may not return, and the runner
-    # leaves such pairs out on a user's data unless they are named.
+    # Its QP solver stalls on the SVM QPs from this many points on, per formulation's whole QP ("*": every QP, a
+    # working set's too; none named: not seen; stalls_from): solvers.api warns a call without a time limit there,
+    # which may not return, and the runner leaves such pairs out on a user's data unless they are named.
     qp_stalls_from_n: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -97,9 +97,12 @@ class BackendRecord:
         """The installed version of its distribution ("" if it is not installed)."""
         return _installed_version(self.distribution)
 
-    def stalls_from(self, formulation: str) -> int | None:
-        """The n from which its QP solver stalls on `formulation` (None: not seen)."""
-        return self.qp_stalls_from_n.get(formulation, self.qp_stalls_from_n.get("*"))
+    def stalls_from(self, formulation: str, method: str = "full") -> int | None:
+        """The n from which its QP solver stalls on `formulation` solved by `method` (None: not seen): a stall named
+        for a formulation is its whole QP's ("full"); "*" any QP's."""
+        if method == "full" and formulation in self.qp_stalls_from_n:
+            return self.qp_stalls_from_n[formulation]
+        return self.qp_stalls_from_n.get("*")
 
     @property
     def takes_lp(self) -> bool:

@@ -249,6 +249,7 @@ def test_a_call_without_a_limit_is_warned_where_its_backend_stalls(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", api.StallWarning)
         solve("soft_primal", wide.X, wide.y, layer="pyomo", backend="proxqp", C=1.0, method="full")
+        solve("dual", wide.X, wide.y, layer="direct", backend="proxqp", C=1.0, method="working_set")  # small QPs
 
 
 def test_an_installed_backend_that_is_not_usable_fails_the_tests_never_skips(monkeypatch):

@@ -245,6 +245,8 @@ def test_a_stall_named_for_one_formulation_leaves_out_that_formulation_only():
                                    and "--backends proxqp" in note for note in notes), notes
     small = _tasks(["--datasets", "overlapping(n=1400,d=3)", *args], pairs=pairs)
     assert sweep.leave_out_stalls(small, None) == (small, [])
+    by_set = _tasks(["--datasets", "overlapping(n=1600,d=3)", *args, "--method", "working_set"], pairs=pairs)
+    assert sweep.leave_out_stalls(by_set, None) == (by_set, [])  # its stall is the whole QP's: small QPs stay
 
 
 def test_the_dask_executor_stops_a_solve_far_slower_than_its_problems_fastest(tmp_path):

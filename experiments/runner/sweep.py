@@ -209,7 +209,7 @@ def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tup
     named = set(named or ())
     kept, left = [], {}
     for task in tasks:
-        stalls_from = RECORDS[task.backend].stalls_from(task.formulation)
+        stalls_from = RECORDS[task.backend].stalls_from(task.formulation, _solve_method(task))
         if (task.method is not None or task.backend in named or stalls_from is None
                 or len(task.y) < stalls_from):
             kept.append(task)
@@ -222,6 +222,18 @@ def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tup
              f"include it with --backends {backend},..."
              for (layer, backend, formulation), (stalls_from, sizes) in left.items()]
     return kept, notes
+
+
+def _solve_method(task: SolveTask) -> str:
+    """The method solvers.api.solve takes for a QP task (its choose_method; "full" where the task's own asks for one
+    it cannot take: that solve's row says why)."""
+    from solvers.api import choose_method  # solvers.api imports the layers: here, where it is used
+
+    try:
+        return choose_method(task.formulation, len(task.y), task.layer, task.C, task.solve_method or "auto",
+                             d=task.X.shape[1], backend=task.backend)
+    except SVMInputError:
+        return "full"
 
 
 def separability_task(ds, *, profile: str = "default", timeout: float | None = None, run_id: str = "",
