@@ -209,7 +209,10 @@ def leave_out_stalls(tasks: list[SolveTask], named: Iterable[str] | None) -> tup
     named = set(named or ())
     kept, left = [], {}
     for task in tasks:
-        stalls_from = RECORDS[task.backend].stalls_from(task.formulation, _solve_method(task))
+        record = RECORDS[task.backend]
+        # the method is asked (solvers.api, imported then) only where a stall of the record is within reach
+        stalls_from = (record.stalls_from(task.formulation, _solve_method(task))
+                       if len(task.y) >= min(record.qp_stalls_from_n.values(), default=math.inf) else None)
         if (task.method is not None or task.backend in named or stalls_from is None
                 or len(task.y) < stalls_from):
             kept.append(task)
