@@ -562,8 +562,9 @@ def warm_compiled() -> None:
 
 
 def warm_after_smo() -> None:
-    """The compiled functions a kernel solve calls after its SMO, loaded: the rbf values' (formulations.rbf_exponents.warm)
-    and the closing checks' (the kernel audit, b's recovery, the proof's compiled parts, the KKT maxima)."""
+    """The compiled functions a kernel solve calls after its SMO, loaded: the rbf values'
+    (formulations.rbf_exponents.warm) and the closing checks' (the kernel audit, b's recovery, the proof's compiled
+    parts, the KKT maxima)."""
     import numpy as np  # as smo above
 
     from formulations import rbf_exponents, recovery  # as numpy: only a server (and a test) loads them up front
