@@ -235,6 +235,21 @@ def test_the_early_proof_s_matrix_is_mapped_in_on_the_other_core_while_smo_runs(
     _assert_is_reference(ahead, alone)
 
 
+def test_no_memory_is_mapped_ahead_where_the_proof_cannot_run(monkeypatch):
+    """Rows on demand whose cache holds fewer than every row: the tail's proof is not tried there
+    (proof.products_cheap), so its matrix is not mapped ahead either (at n = 50,000 it would be memory for nothing)."""
+    ds = hard(1200, d=10, seed=3)
+    rows = KernelRows(Kernel("rbf", gamma=10.0), ds.X, cache_bytes=8 * 1200 * 100)
+    asked = []
+    monkeypatch.setattr(smo_dual, "map_ahead", asked.append)
+    monkeypatch.setenv(compiled_gram.THREADS_ENV, "2")
+    tried = []
+    real = smo_dual._smo_steps
+    monkeypatch.setattr(smo_dual, "_smo_steps", lambda *args: tried.append(args[-1]) or real(*args))
+    sol = ws.solve(rows, ds.y.astype(float), 100.0, backend="piqp", layer="direct", validate=False)
+    assert sol.status == OPTIMAL and smo_dual.EARLY_PROOF_TOL in tried and asked == []
+
+
 def test_a_few_free_points_keep_smo_s_run_to_the_loop_s_tolerance(data, monkeypatch):
     """Below proof.TAIL_MIN_FREE free points (the block loop's own threshold for its tail's proof) SMO's runs are as
     they were: none stops at EARLY_PROOF_TOL."""

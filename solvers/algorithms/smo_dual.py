@@ -34,7 +34,7 @@ from solvers.algorithms.working_set import subproblems
 from solvers.algorithms.working_set.optimality import (alpha_scale, max_violation, relative_gap,
                                                         violating_sets)
 from solvers.algorithms.working_set.polish import factor_budget
-from solvers.algorithms.working_set.proof import TAIL_MIN_FREE, finished_by_proof
+from solvers.algorithms.working_set.proof import TAIL_MIN_FREE, finished_by_proof, products_cheap
 from solvers.algorithms.working_set.start import check_alpha0
 from solvers.algorithms.working_set.state import LoopState
 from solvers.deadline import Deadline
@@ -173,7 +173,8 @@ def _proved_early(src, rows: RowCache, y, C, upper, loop, settings) -> bool:
     free = int(np.count_nonzero((loop.alpha > 0) & (loop.alpha < upper)))
     if settings.tol >= EARLY_PROOF_TOL or free < TAIL_MIN_FREE:  # a few free points: SMO's run as it was
         return False
-    if gram_threads() >= 2 and free <= dense_limit():  # the proof's K_FF mapped in on the other core meanwhile
+    # the proof's K_FF mapped in on the other core meanwhile, where the proof can run (finished_by_proof's rules)
+    if gram_threads() >= 2 and free <= dense_limit() and products_cheap(src, len(y)):
         map_ahead((free + max(AHEAD_MARGIN, free // 50)) ** 2)
     try:
         res = _smo_steps(src, rows, y, upper, loop, EARLY_PROOF_TOL)

@@ -33,7 +33,7 @@ def finished_by_proof(src, y, C, eps, loop: LoopState, gap_tol: float, least_squ
     alpha, g = loop.alpha, loop.g
     if int(np.count_nonzero((alpha > eps) & (alpha < C - eps))) < TAIL_MIN_FREE:
         return False
-    if not (isinstance(src, LinearRows) or src.capacity >= len(y)):  # a FullGram holds every row
+    if not products_cheap(src, len(y)):
         return False
     Ku = y * (g + 1.0)
     gap, f = gap_and_decision(alpha, Ku, y, C, src.max_diagonal())
@@ -50,6 +50,12 @@ def finished_by_proof(src, y, C, eps, loop: LoopState, gap_tol: float, least_squ
     g[:] = y * Ku - 1.0
     loop.proved_at = loop.it
     return True
+
+
+def products_cheap(src, n: int) -> bool:
+    """Whether K's products over n points are cheap enough for the tail's proof: the linear kernel's X, or every
+    row in memory (a FullGram holds every row)."""
+    return isinstance(src, LinearRows) or src.capacity >= n
 
 
 def settle(src, y, C, alpha, Ku, gap_tol, deadline: Deadline = NEVER):
