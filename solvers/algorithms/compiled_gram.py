@@ -40,8 +40,7 @@ def gram_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None,
-             stop: threading.Event | None = None) -> np.ndarray | None:
+def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None) -> np.ndarray:
     """The rbf's Gram matrix of dense X by formulations.kernels.gram's rule (formulations.kernels.RbfRows: right to
     rounding at any translation and scale; the same values to the last few bits, each row block's product being
     its own BLAS call), by row blocks on several threads: the lower triangle, then mirrored
@@ -50,9 +49,7 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None,
     threads (default: gram_threads()): that many threads take the row blocks (GramWork), the largest first
     (BLAS's product, the compiled pass and numpy's exp all release the interpreter's lock); then the mirror, by
     bands of rows. BLAS runs on one thread, so every entry is made by the same operations whatever the number of
-    threads: the matrix is the same to the bit.
-
-    stop: where it is set, the blocks not begun are left out and None is returned."""
+    threads: the matrix is the same to the bit."""
     X = one_type(X)
     n = X.shape[0]
     threads = gram_threads() if threads is None else int(threads)
@@ -60,7 +57,7 @@ def rbf_gram(gamma: float, X: np.ndarray, threads: int | None = None,
         raise ValueError(f"threads must be >= 1, got {threads}")
     threads = min(threads, max(1, -(-n // GRAM_ROWS)))
     # one thread: the whole matrix mapped in by the kernel at once; several: each faults in the rows it writes
-    work = GramWork(gamma, X, populate=threads == 1 and stop is None, stop=stop)
+    work = GramWork(gamma, X, populate=threads == 1)
     with blas.one_thread_if(n > GRAM_ROWS):  # and these threads are the parallelism: BLAS's would contend
         in_threads(lambda _: work.work(), range(threads), threads)
     return work.matrix
@@ -75,7 +72,7 @@ class GramWork:
     populate: the matrix's memory mapped in whole at once (else its pages are faulted in as the blocks are
     written: a matrix that may be dropped). stop: set (`halt`) to leave out the blocks not begun."""
 
-    def __init__(self, gamma: float, X: np.ndarray, populate: bool = False, stop: threading.Event | None = None):
+    def __init__(self, gamma: float, X: np.ndarray, populate: bool = False):
         X = one_type(X)
         n = X.shape[0]
         points = Points.of(X)
@@ -84,7 +81,7 @@ class GramWork:
         self._phases = ((self.rows.fill, tuple(reversed(blocks))), (self.rows.mirror, tuple(blocks)))
         self._taken, self._done = [0, 0], [0, 0]
         self._changed = threading.Condition()
-        self.stop = threading.Event() if stop is None else stop
+        self.stop = threading.Event()
 
     def work(self) -> None:
         """Take blocks until none is left, waiting between the phases for those other threads hold; return once
@@ -271,7 +268,7 @@ def map_ahead(count: int) -> None:
     many (in any thread: it is only memory). Why: a process's first touch of fresh memory costs what the
     kernel (and, in a virtual machine, the host) does per page, 2.5 ms per MB on some machines; the caller knows the
     size of a matrix it will need while its own core is busy with other work. A later call replaces an unused one."""
-    if 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
+    if _from_heap(count):
         return
     mapped: list = []
     thread = threading.Thread(target=lambda: mapped.append(_touched(count)), name="map memory ahead", daemon=True)
@@ -315,10 +312,16 @@ def fresh_doubles(count: int, populate: bool = False) -> np.ndarray:
     large arrays for transparent huge pages, whose first use in a process waited for the kernel to compact memory:
     the first write of a large matrix (or of the compiled SMO's rows) then took several times longer
     (docs/kernel_smo.md)."""
-    if count == 0 or 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
+    if count == 0 or _from_heap(count):
         return np.empty(count)
     ahead = _take_ahead(count) if populate else None
     return ahead if ahead is not None else _mapped(count, populate)
+
+
+def _from_heap(count: int) -> bool:
+    """Whether `count` doubles come from the heap (fresh_doubles' rule): up to HEAP_BYTES, or where there is no
+    anonymous mapping."""
+    return 8 * count <= HEAP_BYTES or not hasattr(mmap, "MAP_ANONYMOUS")
 
 
 def _mapped(count: int, populate: bool) -> np.ndarray:

@@ -537,8 +537,8 @@ START_SHARE, OVERLAP_SHARE = 0.25, 0.6
 
 def overlap_entries(n: int, d: int) -> float:
     """Entries of rows the compiled SMO computes from n points of d features before it reads the matrix formed on
-    another core (finishing its blocks left where it is not done): a count of work, never a time, so that the steps and the
-    answer are the same bits however fast the other core is."""
+    another core (finishing its blocks left where it is not done): a count of work, never a time, so that the steps
+    and the answer are the same bits however fast the other core is."""
     return min(switch_entries(n, d), OVERLAP_SHARE * n * n)
 
 
