@@ -37,6 +37,8 @@ from solvers.profiles import Profile
 HAND_ROUNDED = 1e-3
 #: How a condition on multipliers the checks estimated from a w, b answer says so.
 ESTIMATED = " (alpha estimated from w, b: the points on their margin to the tolerance)"
+#: The conditions that a w, b answer's multipliers decide (estimated where it handed in none).
+MULTIPLIER_CONDITIONS = ("dual feasibility", "balance", "stationarity", "complementarity", "duality gap")
 TIGHT = 1e-6
 #: The tight solve that gives the optimum a point is measured against.
 REFERENCE = {"layer": "cvxpy", "backend": "clarabel", "profile": "high"}
@@ -270,16 +272,20 @@ def _conditions(sol: Solution, X, y, C, given: dict, tol: float, claimed_objecti
     why = (f"alpha = {alpha[i]:.6g} but its margin is {margin[i]:.6g} (> 1, outside: alpha must be 0)"
            if margin[i] > 1 else f"xi = {xi_i:.6g} (inside the margin) but alpha = {alpha[i]:.6g} < C = {bound:.6g}")
     out.append(_pointwise("complementarity", checks["kkt_complementarity"], tol, i, why))
-    if estimated:  # the multipliers' conditions: on the alpha the checks estimated, not on what was handed in
-        for k, c in enumerate(out):
-            if c.name in ("dual feasibility", "balance", "stationarity", "complementarity"):
-                said = ESTIMATED in c.why or c.holds
-                out[k] = replace(c, estimated=True, why=c.why if said else c.why + ESTIMATED)
 
     primal = sol.formulation in PRIMAL_FORMULATIONS
     gap = checks["rel_duality_gap"] if primal else max(0.0, checks["rel_duality_gap"] - checks["gap_rounding"])
+    # D from no multipliers at all reads as the largest gap: say why, or a near answer looks far off
+    none_found = estimated and not np.any(alpha)
     out.append(_whole("duality gap", gap, tol, f"P = {checks['primal_objective']:.8g}, D = "
-                      f"{checks['dual_objective']:.8g}: |P - D| = {gap:.2e} of P"))
+                      f"{checks['dual_objective']:.8g}: |P - D| = {gap:.2e} of P" + (
+                          f"; D = 0: no point is on its margin (|y f - 1| <= {tol:g}), so no multipliers were "
+                          "estimated" if none_found else "")))
+    if estimated:  # the multipliers' conditions: on the alpha the checks estimated, not on what was handed in
+        for k, c in enumerate(out):
+            if c.name in MULTIPLIER_CONDITIONS:
+                said = ESTIMATED in c.why or c.holds
+                out[k] = replace(c, estimated=True, why=c.why if said else c.why + ESTIMATED)
 
     if "xi" in given:
         derived = np.maximum(0.0, 1.0 - margin)

@@ -14,7 +14,7 @@ from experiments.runner.run_report import escape_cell, md
 from experiments.grading.rubric import Rubric
 
 SUMMARY_COLUMNS = ["answer", "student", "formulation", "verdict", "credit", "points", "failed", "first failure",
-                   "duality gap", "distance to optimum", "error"]
+                   "duality gap", "multipliers", "distance to optimum", "error"]
 
 
 def answer_page(name: str, answer: dict, result, rubric: Rubric, problem: str) -> str:
@@ -59,11 +59,13 @@ def _short(value) -> str:
 
 
 def summary_row(name: str, answer: dict, result, rubric: Rubric) -> dict:
-    failed = result.failed
+    failed = sorted(result.failed, key=lambda c: c.estimated)  # as PointCheck.summary: what was handed in first
     return {"answer": name, "student": answer.get("student", ""), "formulation": result.formulation,
             "verdict": result.verdict, "credit": rubric.credit(result.conditions), "points": rubric.points,
             "failed": ", ".join(c.name for c in failed), "first failure": failed[0].why if failed else "",
             "duality gap": next((c.value for c in result.conditions if c.name == "duality gap"), math.nan),
+            # the gap and the other multipliers' conditions of a w, b answer are on alpha the checks estimated
+            "multipliers": "estimated from w, b" if any(c.estimated for c in result.conditions) else "handed in",
             "distance to optimum": next((c.value for c in result.conditions if c.name == "optimum"), math.nan),
             "error": ""}
 
@@ -72,7 +74,7 @@ def error_row(name: str, message: str, rubric: Rubric) -> dict:
     """An answer that could not be graded: its row says why, and it gets no credit."""
     return {"answer": name, "student": "", "formulation": "", "verdict": "not graded", "credit": 0.0,
             "points": rubric.points, "failed": "", "first failure": "", "duality gap": math.nan,
-            "distance to optimum": math.nan, "error": message}
+            "multipliers": "", "distance to optimum": math.nan, "error": message}
 
 
 def summary_page(table: pd.DataFrame, problem: str, rubric: Rubric) -> str:
