@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.grading.answers import AnswerError, read_answer
-from experiments.grading.pages import answer_page, error_row, summary_page, summary_row
+from experiments.grading.pages import SUMMARY_COLUMNS, answer_page, error_row, summary_page, summary_row
 from experiments.runner.cli import UsageError as DataError, read_csv_dataset
 from experiments.typeset import write_html
 from formulations.errors import SVMInputError
@@ -46,7 +46,7 @@ def grade_all(args, files: list[Path], settings: dict, rubric, out: Path, batch:
     for stem, page in pages.items():
         (out / f"{stem}.md").write_text(page)
     if batch:  # the class's table as the runner writes its own: CSV and Parquet, Markdown and a self-contained HTML
-        table = pd.DataFrame(rows, columns=list(rows[0]))
+        table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
         table.to_csv(out / "summary.csv", index=False)
         table.to_parquet(out / "summary.parquet", index=False)
         (out / "summary.md").write_text(summary_page(table, problem, rubric))
