@@ -363,3 +363,6 @@ def _check_working_set_backend(layer: str, backend: str) -> None:
                 f"{', '.join(usable)}, or a layer 'pyomo' or 'cvxpy'")
     else:
         get_backend(layer, backend)  # BackendUnavailableError naming the available ones
+
+
+isolation.warm_where_interactive()  # in a notebook: numba starts while the data load

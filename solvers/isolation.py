@@ -561,6 +561,40 @@ def warm_compiled() -> None:
     warm_after_smo()
 
 
+#: The process (pid) and its thread loading the compiled functions where a person types the calls.
+_WARMING: dict[int, threading.Thread] = {}
+
+
+def warm_where_interactive() -> None:
+    """warm_compiled on a thread of its own, once per process, where a person types the calls (a notebook, IPython,
+    the interactive interpreter): numba's start, most of the 0.3 s a process's first kernel solve pays, is then
+    spent while they load their data. Not in a script, whose next steps run at once: there the thread would only
+    move that cost into the import. A fork waits for the thread (_finish_warming)."""
+    if not _interactive() or os.getpid() in _WARMING:
+        return
+    if not _WARMING:  # once: the hook stays registered for the life of the process, as os.register_at_fork's do
+        os.register_at_fork(before=_finish_warming)
+    thread = threading.Thread(target=warm_compiled, name="load the compiled functions", daemon=True)
+    _WARMING[os.getpid()] = thread
+    thread.start()
+
+
+def _interactive() -> bool:
+    """Whether a person types this process's calls: a Jupyter kernel or IPython (they set __IPYTHON__), the
+    interpreter's prompt (sys.ps1) or python -i."""
+    import builtins
+
+    return bool(getattr(builtins, "__IPYTHON__", False) or hasattr(sys, "ps1") or sys.flags.interactive)
+
+
+def _finish_warming() -> None:
+    """Before a fork, the loading thread finished: a child must not inherit numba's compile lock held by a thread
+    it does not have."""
+    thread = _WARMING.get(os.getpid())
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
 def warm_after_smo() -> None:
     """The compiled functions a kernel solve calls after its SMO, loaded: the rbf values'
     (formulations.rbf_exponents.warm) and the closing checks' (the kernel audit, b's recovery, the proof's compiled

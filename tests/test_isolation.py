@@ -535,3 +535,33 @@ def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["status"] == OPTIMAL
     assert result["new"] == {}
+
+
+_INTERACTIVE_CHECK = r"""
+import json, os, threading
+import numba
+from solvers import api
+from solvers.algorithms import smo
+
+loading = [t for t in threading.enumerate() if t.name == "load the compiled functions"]
+pid = os.fork()  # the hook waits for the loading thread: a child must not inherit numba's lock held
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps({"threads": len(loading), "alive after the fork": any(t.is_alive() for t in loading),
+                  "SMO loaded": len(smo._run.signatures)}))
+"""
+
+
+@pytest.mark.parametrize("interactive", [True, False])
+def test_an_interactive_session_loads_the_compiled_functions_on_a_thread_and_a_fork_waits_for_it(interactive):
+    """Where a person types the calls (python -i here; a notebook, IPython), importing solvers.api starts
+    warm_compiled on a thread of its own, and a fork waits until it has finished; a script starts none (the thread
+    there would only move numba's start into the import)."""
+    flags = ["-i"] if interactive else []
+    out = subprocess.run([sys.executable, *flags, "-c", _INTERACTIVE_CHECK], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))})
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["threads"] == int(interactive) and not result["alive after the fork"]
+    assert (result["SMO loaded"] > 0) == interactive  # nothing else in the script called the SMO
