@@ -539,7 +539,6 @@ def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses
 
 _INTERACTIVE_CHECK = r"""
 import json, os, threading
-import numba
 from solvers import api
 from solvers.algorithms import smo
 
