@@ -241,16 +241,17 @@ def test_a_batch_with_a_malformed_answer_grades_the_rest(classroom, tmp_path, ca
     assert list(table.verdict) == ["optimal", "optimal", "not optimal", "not graded"]
     assert table.loc["dee.json", "error"] == "dee.json: w has 1 entries but needs 2 (one per feature, d = 2)"
     assert table.loc["cy.json", "failed"].startswith("primal feasibility")
-    assert 0 < float(table.loc["cy.json", "credit"]) < 10 == float(table.loc["ada.json", "credit"])
+    assert float(table.loc["cy.json", "credit"]) == 0 < 10 == float(table.loc["ada.json", "credit"])
     page = (out / "cy.md").read_text()
     assert "| primal feasibility | NO" in page and "tolerance: 0.001" in page
     assert "dee.json" in (out / "summary.md").read_text()
     parquet = pd.read_parquet(out / "summary.parquet").set_index("answer")
-    assert list(parquet.verdict) == list(table.verdict) and parquet.loc["cy.json", "duality gap"] == 1.0
-    # cy's b is 0.1 off: no point is on its margin, so its gap is on no multipliers, and the table says whose they are
-    assert table.loc["cy.json", "multipliers"] == "estimated from w, b"
+    assert list(parquet.verdict) == list(table.verdict) and np.isnan(parquet.loc["cy.json", "duality gap"])
+    # cy's b is 0.1 off: no point is on its margin, so no multipliers are estimated and none of their conditions is
+    # met (alpha = 0 met three for nothing); the table says so
+    assert table.loc["cy.json", "multipliers"] == "none: no point on its margin"
     assert table.loc["bo.csv", "multipliers"] == "handed in" and table.loc["dee.json", "multipliers"] == ""
-    assert "D = 0: no point is on its margin" in page and "so no multipliers were estimated" in page
+    assert "no multipliers: no point is on its margin" in page
     html = (out / "summary.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "<table>" in html and "dee.json" in html
 
@@ -354,3 +355,21 @@ def test_the_default_tolerance_passes_the_notes_printed_answer_and_a_w_b_answer_
     first = sorted(scaled.failed, key=lambda c: c.estimated)[0]
     assert not first.estimated and first.why in scaled.summary()
     assert all(c.estimated for c in scaled.conditions if c.name in MULTIPLIER_CONDITIONS)
+
+
+def test_a_w_b_answer_with_no_point_on_its_margin_gets_no_credit_for_multipliers_none_could_give():
+    """Where no point is on its margin, no alpha is estimated: alpha = 0 met dual feasibility, balance and
+    complementarity for nothing, so a wild answer got the credit of a near one. Now the multipliers' conditions are
+    not met there, with the reason, and a 3-decimal answer (within the bar of the optimum) gets more than a wild one."""
+    from experiments.grading.rubric import Rubric
+    from solvers.grading import MULTIPLIER_CONDITIONS
+
+    ds = example_5_1()
+    near = check_point("hard_primal", ds.X, ds.y, w=[-0.923, 0.763], b=1.198)
+    wild = check_point("hard_primal", ds.X, ds.y, w=[1.0, 1.0], b=0.0)
+    judged = {c.name: c for c in wild.conditions if c.name in MULTIPLIER_CONDITIONS}
+    assert len(judged) == 5 and not any(c.holds for c in judged.values())
+    assert all(math.isnan(c.value) and c.why.startswith("no multipliers: no point is on its margin")
+               for c in judged.values())
+    assert all(math.isfinite(c.value) for c in near.conditions)  # a point on its margin: alpha estimated
+    assert Rubric().credit(wild.conditions) == 0 < Rubric().credit(near.conditions)

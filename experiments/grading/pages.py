@@ -64,10 +64,17 @@ def summary_row(name: str, answer: dict, result, rubric: Rubric) -> dict:
             "verdict": result.verdict, "credit": rubric.credit(result.conditions), "points": rubric.points,
             "failed": ", ".join(c.name for c in failed), "first failure": failed[0].why if failed else "",
             "duality gap": next((c.value for c in result.conditions if c.name == "duality gap"), math.nan),
-            # the gap and the other multipliers' conditions of a w, b answer are on alpha the checks estimated
-            "multipliers": "estimated from w, b" if any(c.estimated for c in result.conditions) else "handed in",
+            "multipliers": _multipliers(result),
             "distance to optimum": next((c.value for c in result.conditions if c.name == "optimum"), math.nan),
             "error": ""}
+
+
+def _multipliers(result) -> str:
+    """Whose alpha the gap and the other multipliers' conditions were judged on (a w, b answer hands in none)."""
+    estimated = [c for c in result.conditions if c.estimated]
+    if not estimated:
+        return "handed in"
+    return "none: no point on its margin" if all(math.isnan(c.value) for c in estimated) else "estimated from w, b"
 
 
 def error_row(name: str, message: str, rubric: Rubric) -> dict:
