@@ -1,7 +1,7 @@
 """The scaling benchmark: every path to the SVM optimum, growing n, against LIBLINEAR and LIBSVM.
 
     python -m experiments.bench                 # the full run (n up to 1e5 linear, 20,000 kernel)
-    python -m experiments.bench --quick         # tiny n, a minute: what the tests run
+    python -m experiments.bench --quick         # tiny n, about 20 s: what the tests run
     python -m experiments.bench --budget 60 --out results/bench
 
 Problems (one optimum each, shared by all paths):
@@ -782,7 +782,7 @@ def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> 
 def _parser() -> argparse.ArgumentParser:
     """The command line of python -m experiments.bench."""
     parser = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny n (a minute): the version the tests run")
+    parser.add_argument("--quick", action="store_true", help="tiny n (about 20 s): the version the tests run")
     parser.add_argument("--budget", type=float, default=None,
                         help="per-solve budget in seconds: a path that exceeds it is not run at larger n "
                              "(default 60, quick 20); a worker is killed after --kill-after")
