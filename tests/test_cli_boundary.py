@@ -39,6 +39,8 @@ def _refused(capsys, argv: list[str], *words: str) -> str:
     (["--kernel", "poly", "--degree", "2.5"], ["--degree", "'2.5' is not a whole number"]),
     (["--C", "1e400"], ["--C", "'1e400' is too large", "infinity"]),
     (["--C", "1,1e999"], ["--C", "'1e999' is too large"]),
+    (["--C", "1,-1"], ["--C: C must be > 0", "-1.0"]),
+    (["--C", "0"], ["--C: C must be > 0", "0.0"]),
     (["--gamma", "1e400", "--kernel", "rbf"], ["--gamma", "too large"]),
     (["--kernel", "precomputed"], ["precomputed", "Gram matrix", "solvers.api.solve"]),
     (["--timeout", "nan"], ["--timeout", "finite", "nan"]),

@@ -310,8 +310,11 @@ def problems_from(args) -> tuple[str, list]:
         if args.data:
             specs.append((f"csv:{args.data}", {}))
         Cs = parse_floats(args.C, "--C") if args.C is not None else [1.0]
-        for c in Cs:  # refused here, before any solve (C = inf is the hard margin)
-            check_C(c, allow_infinite=True)
+        for c in Cs:  # refused here, before any solve (C = inf is the hard margin), naming the option
+            try:
+                check_C(c, allow_infinite=True)
+            except SVMInputError as exc:
+                raise UsageError(f"--C: {exc}") from None
         problems = grid(specs, Cs=Cs, kernels=kernels_from(args), formulations=forms,
                         profile=args.profile or "default")
         name = "custom"
