@@ -214,16 +214,16 @@ def test_memory_budget_from_environment(monkeypatch):
 
 # Bad CSV files: (id, file text, extra CLI arguments, words the message must contain).
 BAD_CSVS = [
-    ("csv NaN", "x1,x2,label\n0,1,a\n1,,a\n3,1,b\n4,3,b\n", [], ("NaN", "row 1", "column 1")),
-    ("csv inf", "x1,x2,label\n0,1,a\n1,inf,a\n3,1,b\n4,3,b\n", [], ("infinity", "row 1", "column 1")),
+    ("csv NaN", "x1,x2,label\n0,1,a\n1,,a\n3,1,b\n4,3,b\n", [], ("line 3, column 'x2'", "NaN", "empty cell")),  # the file's line
+    ("csv inf", "x1,x2,label\n0,1,a\n1,inf,a\n3,1,b\n4,3,b\n", [], ("line 3, column 'x2'", "infinity")),
     ("csv huge", "x1,x2,label\n0,1,a\n1,3e160,a\n3,1,b\n4,3,b\n", [], ("x'x overflows",)),
     ("csv text feature", "x1,x2,label\n0,1,a\n1,high,a\n3,1,b\n4,3,b\n", [], ("numeric",)),
     ("csv one class", "x1,x2,label\n0,1,a\n1,2,a\n3,1,a\n", [], ("class",)),
     ("csv three classes", "x1,x2,label\n0,1,a\n1,2,b\n3,1,c\n", [], ("class",)),
-    ("csv missing label", "x1,x2,label\n0,1,a\n1,2,\n3,1,b\n4,3,b\n", [], ("label", "row 1")),
+    ("csv missing label", "x1,x2,label\n0,1,a\n1,2,\n3,1,b\n4,3,b\n", [], ("label", "on line 3")),
     ("csv empty", "x1,x2,label\n", [], ("empty",)),
     ("csv no label column", "x1,x2,label\n0,1,a\n3,1,b\n", ["--label-column", "target"], ("target",)),
-    ("csv C zero", "x1,x2,label\n0,1,a\n1,2,a\n3,1,b\n4,3,b\n", ["--C", "0"], ("C",)),
+    ("csv C zero", "x1,x2,label\n0,1,a\n1,2,a\n3,1,b\n4,3,b\n", ["--C", "0"], ("--C: C must be > 0",)),
     ("csv file missing", None, [], ("no_such_file",)),
 ]
 

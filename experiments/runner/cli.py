@@ -185,14 +185,22 @@ def read_csv_dataset(path: str, label_column: str | None) -> tuple[Dataset, dict
         raise UsageError(f"{p.name}: feature columns must be numeric; not numeric: {', '.join(map(str, non_numeric))}")
     if features.shape[1] == 0:
         raise UsageError(f"{p.name}: no feature columns besides {label_column!r}")
-    try:  # NaN (an empty cell) / infinity named by row and column, as the API does
-        check_X(features.to_numpy(dtype=float))
+    values = features.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():  # named by the file's line (1 is the header) and the column's name, where a spreadsheet shows it
+        row, col = np.argwhere(bad)[0]
+        kind = "NaN (an empty cell reads as NaN)" if np.isnan(values[row, col]) else "infinity"
+        count = int(bad.sum())
+        raise UsageError(f"{p.name}: line {row + 2}, column {features.columns[col]!r} holds {kind}; "
+                         f"{count} such cell{'s' if count > 1 else ''} in all")
+    try:  # what else the API refuses in X (values whose products overflow)
+        check_X(values)
     except SVMInputError as exc:
-        raise UsageError(f"{p.name}: {exc}; an empty cell reads as NaN "
-                         f"(feature columns: {', '.join(map(str, features.columns))})") from None
+        raise UsageError(f"{p.name}: {exc}") from None
     missing = frame[label_column].isna().to_numpy()
     if missing.any():
-        raise UsageError(f"{p.name}: label column {label_column!r} has a missing label at row {int(np.argmax(missing))}")
+        raise UsageError(f"{p.name}: label column {label_column!r} has a missing label on line "
+                         f"{int(np.argmax(missing)) + 2}")
     try:
         # a plain list -> numpy picks a numeric or a unicode dtype (object arrays of str trip np.unique users)
         y, labels = check_labels(np.asarray(frame[label_column].tolist()))
