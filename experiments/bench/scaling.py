@@ -61,6 +61,7 @@ from experiments.coursework.l1_compare import lp_timings
 from experiments.datasets import (breast_cancer, digits_parity, hard, iris_one_vs_rest, overlapping,
                                   wine_one_vs_rest)
 from experiments.progress import Progress
+from experiments.runner.options import OneLineParser
 from formulations import validation
 from formulations.kernels import Kernel, factorize, gram
 from formulations.recovery import primal_objective
@@ -781,7 +782,7 @@ def run_lp(quick: bool, budget: float, out_dir: Path, progress: bool = True) -> 
 
 def _parser() -> argparse.ArgumentParser:
     """The command line of python -m experiments.bench."""
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m experiments.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny n (about 20 s): the version the tests run")
     parser.add_argument("--budget", type=float, default=None,
                         help="per-solve budget in seconds: a path that exceeds it is not run at larger n "
@@ -873,12 +874,17 @@ def main(argv=None) -> int:
     budget = args.budget if args.budget is not None else (20.0 if args.quick else 60.0)
     if budget <= 0:
         parser.error("--budget must be > 0 seconds")
-    out = args.out or Path("results/bench_quick" if args.quick else "results/bench")
-    out.mkdir(parents=True, exist_ok=True)
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
     unknown = sorted(set(backends) - set(ALL_BACKENDS))
     if unknown:
         parser.error(f"unknown backends {unknown}; choose from {ALL_BACKENDS}")
+    if args.only and not args.report_only and not any(_matches(p, args.only) for p in plan(args.quick, backends,
+                                                                                         families)):
+        problems = sorted({p.problem for p in plan(args.quick, backends, families)})
+        parser.error(f"--only {args.only!r} matches no path of --family {','.join(families)}: give a problem "
+                     f"({', '.join(problems)}), a part of a path's label, or problem:label-part")
+    out = args.out or Path("results/bench_quick" if args.quick else "results/bench")
+    out.mkdir(parents=True, exist_ok=True)  # after every check: a refused command leaves no folder
     import pandas as pd
 
     runs_file = out / "runs.json"
