@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import lapack, qr
 from scipy.optimize import lsq_linear
 
 from formulations import penalty
@@ -198,6 +198,9 @@ def _independent_free(gram: Gram, y, C, alpha, decision, codes):
     size = np.max(np.abs(rows), axis=0)
     size[size == 0] = 1.0
     rows = rows / size
+    if rows.shape[1] > rows.shape[0]:  # wide: the rows' coordinates in an orthonormal basis of their span (rows' =
+        # QR, coordinates R'), every length and projection below the same, at m instead of d + 1 per row
+        rows = qr(rows.T, mode="r", overwrite_a=True, check_finite=False)[0][: rows.shape[0]].T
     kept = np.zeros((min(rows.shape), rows.shape[1]))  # the basis's rows, kept[:m] (no copy of them per row)
     m = 0
     dependent = np.zeros(order.size, dtype=bool)

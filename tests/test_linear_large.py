@@ -486,3 +486,57 @@ def test_the_ambiguous_proof_is_the_same_under_permutation_label_flip_and_rescal
     np.testing.assert_allclose(got.w * scale, sign * opt.w, rtol=0, atol=1e-9 * np.linalg.norm(opt.w))
     assert abs(got.b - sign * opt.b) <= 1e-9 * np.max(np.abs(f))
     np.testing.assert_allclose(got.alpha * scale**2, opt.alpha[perm], rtol=0, atol=1e-9)
+
+
+def _wide_problem(n=60, d=400, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, :5].sum(axis=1) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.mark.parametrize("layer", ["direct", "cvxpy", "pyomo"])
+@pytest.mark.parametrize("held", [False, True])
+def test_a_restricted_qp_in_the_span_of_its_points_is_the_same_qp(layer, held):
+    """d >> |rows|: the restricted QP solved on the rows' coordinates in an orthonormal basis of their span (and of
+    the held points' sum) gives the w, b and alpha of the same QP in the d original coordinates, in every layer."""
+    X, y = _wide_problem()
+    rows, C = np.arange(40), 1.0
+    inside = (X[40:], y[40:], np.full(20, C)) if held else None
+    span = pws.in_span(X[rows], C, inside)
+    assert span is not None and span[0].shape == (40, 40 + held) and span[2].shape == (400, 40 + held)
+    qp = functools.partial(pws.SUBSOLVERS[layer], y=y[rows], C=C, backend="clarabel", options={}, time_limit=None)
+    whole, _, _ = qp(X[rows], inside=inside)
+    turned, _, _ = qp(span[0], inside=span[1])
+    w = span[2] @ np.asarray(turned["w"])
+    assert np.max(np.abs(w - whole["w"])) <= 1e-6 * np.max(np.abs(whole["w"]))  # two solves to Clarabel's 1e-8
+    assert abs(turned["b"] - whole["b"]) <= 1e-6 * max(abs(whole["b"]), np.max(np.abs(X[rows] @ whole["w"])))
+    assert np.max(np.abs(np.asarray(turned["alpha"]) - whole["alpha"])) <= 1e-6 * C
+
+
+def test_the_span_is_taken_only_where_it_has_fewer_coordinates():
+    """No basis where the rows (and the held sum) are as many as the features, nor for sparse rows (a dense basis
+    of a sparse matrix's span could be far larger than the matrix)."""
+    import scipy.sparse as sp
+
+    X, y = _wide_problem(n=60, d=40)
+    assert pws.in_span(X[:40], 1.0, None) is None and pws.in_span(X[:39], 1.0, (X[39:], y[39:])) is None
+    assert pws.in_span(X[:39], 1.0, None) is not None
+    assert pws.in_span(sp.csr_matrix(X[:10]), 1.0, None) is None
+
+
+def test_wide_free_rows_that_depend_on_nearer_ones_go_to_a_bound():
+    """The proof's independent free rows on wide data (d + 1 > free points), found in the rows' own coordinates:
+    rows 10..14 are combinations of rows 0..9 and come later in the order of their margin residuals, so exactly
+    they are sent to a bound, as the d-long Gram-Schmidt sends them."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((30, 500))
+    y = np.where(np.arange(30) % 2 == 0, 1.0, -1.0)
+    for k in range(10, 15):  # [y_k x_k, y_k] = sum_j c_j [y_j x_j, y_j] over j < 10, with y_k = 1
+        c = rng.standard_normal(10)
+        c /= c @ y[:10]
+        X[k], y[k] = c @ (y[:10, None] * X[:10]), 1.0
+    decision = y * (1.0 + 1e-3 * np.arange(30))  # residuals growing with the index: the order is the index
+    codes = np.full(30, FREE)
+    new = reference._independent_free(reference.Gram(X, None), y, 1.0, np.full(30, 0.5), decision, codes)
+    assert new is not None and set(np.flatnonzero(new != FREE)) == set(range(10, 15))
