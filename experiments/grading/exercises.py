@@ -21,8 +21,8 @@ import math
 import sys
 from pathlib import Path
 
-from experiments.runner.options import UsageError  # the command lines' one bad-input error
 from experiments.grading.rubric import DEFAULT_TOLERANCE
+from experiments.runner.options import UsageError  # the command lines' one bad-input error
 
 KINDS = {
     "hard": {"formulation": "hard_primal", "C": None, "kernel": None, "per_class": 10,
@@ -189,8 +189,8 @@ def statement(kind: str, seed: int, spec: dict, X, y) -> str:
             "The same points are in data.csv (columns x1, x2, y). Hand in a JSON file such as\n"
             '`{"student": "NAME", "formulation": "' + spec["formulation"] + '", ...}` or a CSV with one field a '
             "line (`w,0.5,-1.2` / `b,0.3`); see docs/grading.md.\n\n"
-            f"Give numbers to at least 4 decimals: each condition is graded to {DEFAULT_TOLERANCE:g} on its own scale, and a w "
-            "and b rounded to 3 decimals can move a decision value by more than that.\n")
+            f"Give numbers to at least 4 decimals: each condition is graded to {DEFAULT_TOLERANCE:g} on its own scale, "
+            "and a w and b rounded to 3 decimals can move a decision value by more than that.\n")
 
 
 def key_page(kind: str, seed: int, answer: dict) -> str:
