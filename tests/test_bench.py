@@ -452,7 +452,7 @@ def test_quick_bench_measures_the_hard_and_bundled_families(tmp_path):
         bench.main(["--quick", "--family", "easy", "--out", str(tmp_path)])
 
 
-def test_an_only_that_matches_no_path_is_one_line_and_exit_2(tmp_path, capsys):
+def test_an_only_that_matches_no_path_or_a_report_without_a_run_is_one_line_and_exit_2(tmp_path, capsys):
     """--only naming no problem or label of the chosen families ran nothing and ended in a traceback (an empty table
     has no 'problem' column); it is refused before anything runs, naming the problems it could take."""
     from experiments.bench.scaling import main
@@ -463,6 +463,11 @@ def test_an_only_that_matches_no_path_is_one_line_and_exit_2(tmp_path, capsys):
     assert exit_.value.code == 2 and len(err) == 1, err
     assert "--only 'hard_seed' matches no path" in err[0] and "kernel_hard_seed0" in err[0]
     assert not (tmp_path / "out").exists()  # refused before the output folder
+    with pytest.raises(SystemExit) as exit_:  # a report of a run that never was: one line, not a traceback
+        main(["--report-only", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1 and "results.csv does not exist" in err[0], err
+    assert not (tmp_path / "out").exists()
 
 
 def test_progress_is_a_line_per_measurement_in_a_log(tmp_path, monkeypatch, capsys):

@@ -884,6 +884,8 @@ def main(argv=None) -> int:
         parser.error(f"--only {args.only!r} matches no path of --family {','.join(families)}: give a problem "
                      f"({', '.join(problems)}), a part of a path's label, or problem:label-part")
     out = args.out or Path("results/bench_quick" if args.quick else "results/bench")
+    if args.report_only and not (out / "results.csv").is_file():
+        parser.error(f"--report-only: {out / 'results.csv'} does not exist (run the benchmark into {out} first)")
     out.mkdir(parents=True, exist_ok=True)  # after every check: a refused command leaves no folder
     import pandas as pd
 
