@@ -538,11 +538,11 @@ def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses
 
 
 _INTERACTIVE_CHECK = r"""
-import json, os, threading
-from solvers import api
+import json, os
+from solvers import api, isolation
 from solvers.algorithms import smo
 
-loading = [t for t in threading.enumerate() if t.name == "load the compiled functions"]
+loading = list(isolation._WARMING.values())  # the thread it started (running or done: no race with its end)
 pid = os.fork()  # the hook waits for the loading thread: a child must not inherit numba's lock held
 if pid == 0:
     os._exit(0)
