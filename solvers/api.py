@@ -125,8 +125,9 @@ def solve(
     solves on standardized features and reports w*, b* in the original units.
     An O(n^2) Gram matrix is refused (MemoryBudgetError) if it would exceed
     `memory_budget` bytes (default: $SVM_MEMORY_BUDGET or half the free memory).
-    The returned status is `optimal` only for a verified point; otherwise no w*,
-    b* or objective is reported (solvers.checks.review, withhold_unverified).
+    The returned status is `optimal` only for a verified point. An `optimal_inaccurate` one (a solver's claimed
+    optimum the checks could not verify) keeps its w*, b* and objective, marked unverified by that status; any
+    other status reports none (solvers.checks.review, withhold_unverified).
 
     method: "full" (the whole QP as one model), "working_set" (the kernel or linear dual by
     solvers.algorithms.working_set, the soft primal by solvers.algorithms.primal_working_set: small subproblems, each a

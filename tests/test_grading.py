@@ -252,6 +252,7 @@ def test_a_batch_with_a_malformed_answer_grades_the_rest(classroom, tmp_path, ca
     assert table.loc["cy.json", "multipliers"] == "none: no point on its margin"
     assert table.loc["bo.csv", "multipliers"] == "handed in" and table.loc["dee.json", "multipliers"] == ""
     assert "no multipliers: no point is on its margin" in page
+    assert "verdict: " in page and "(on alpha = 0: no multipliers could be estimated" in page  # its gap of 1 explained
     html = (out / "summary.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "<table>" in html and "dee.json" in html
 

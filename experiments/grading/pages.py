@@ -28,7 +28,9 @@ def answer_page(name: str, answer: dict, result, rubric: Rubric, problem: str) -
              f"- tolerance: {rubric.tolerance:g} (rubric: {rubric.source}); every residual on its own scale "
              "(docs/grading.md)",
              f"- credit: {credit:.4g} / {rubric.points:g}",
-             f"- the closing checks' verdict: {result.message or '(none)'}", "",
+             f"- the closing checks' verdict: {result.message or '(none)'}"
+             + (" (on alpha = 0: no multipliers could be estimated, so the conditions below leave theirs blank)"
+                if _multipliers(result).startswith("none") else ""), "",
              "## Conditions", ""]
     rows = pd.DataFrame([{"condition": c.name, "holds": "yes" if c.holds else "NO",
                           "residual": c.value, "tolerance": rubric.tolerance,

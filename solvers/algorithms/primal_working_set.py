@@ -505,8 +505,10 @@ def _solve(X, y, C, *, backend, layer, sample, profile, options, time_limit, see
               else ERROR if res.failed or not np.all(np.isfinite(res.w)) else ITERATION_LIMIT)
     sol = Solution(
         formulation=SOFT_PRIMAL, layer=layer, backend=backend, status=status, solver_status=status,
+        # outer_iterations counts the QPs after the first one (the sample's: every point where n <= sample)
         raw_status=f"primal working set: {res.wrong_side} points on the wrong side after "
-                   f"{res.outer_iterations} restricted QPs (last |W| = {res.working_set})",
+                   f"{'the smoothed start' if start_with.get('start') == 'smoothed' else 'the first QP'} and "
+                   f"{res.outer_iterations} restricted QPs more (last |W| = {res.working_set})",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
         iterations=res.outer_iterations, profile=prof.name, message=res.message,
         extras={"labels": labels.as_dict(), "method": "primal_working_set", "start": start_with.get("start", "sample"),
