@@ -561,21 +561,39 @@ def warm_compiled() -> None:
     warm_after_smo()
 
 
-#: The process (pid) and its thread loading the compiled functions where a person types the calls.
-_WARMING: dict[int, threading.Thread] = {}
+#: The threads loading compiled functions, by (process, what they load): each starts once per process (a loaded
+#: function stays loaded; a forked child starts its own).
+_WARMING: dict[tuple[int, str], threading.Thread] = {}
+_WARMING_LOCK = threading.Lock()
 
 
 def warm_where_interactive() -> None:
     """warm_compiled on a thread of its own, once per process, where a person types the calls (a notebook, IPython,
     the interactive interpreter): numba's start, most of the 0.3 s a process's first kernel solve pays, is then
     spent while they load their data. Not in a script, whose next steps run at once: there the thread would only
-    move that cost into the import. A fork waits for the thread (_finish_warming)."""
-    if not _interactive() or os.getpid() in _WARMING:
-        return
-    if not _WARMING:  # once: the hook stays registered for the life of the process, as os.register_at_fork's do
-        os.register_at_fork(before=_finish_warming)
-    thread = threading.Thread(target=warm_compiled, name="load the compiled functions", daemon=True)
-    _WARMING[os.getpid()] = thread
+    move that cost into the import."""
+    if _interactive():
+        _in_background("warm_compiled")
+
+
+def warm_after_smo_in_background() -> None:
+    """warm_after_smo on a thread of its own, once per process: a kernel solve starts it as its SMO begins (the SMO
+    holds none of the interpreter's lock). None where warm_compiled's thread, which loads these too, has begun."""
+    _in_background("warm_after_smo")
+
+
+def _in_background(what: str) -> None:
+    """This module's function `what` on a daemon thread, once per process. A fork waits for such threads
+    (_finish_warming)."""
+    pid = os.getpid()
+    with _WARMING_LOCK:
+        if (pid, what) in _WARMING or (pid, "warm_compiled") in _WARMING:
+            return
+        if not _WARMING:  # once: the hook stays registered for the life of the process, as os.register_at_fork's do
+            os.register_at_fork(before=_finish_warming)
+        target = globals()[what]  # looked up now: a test may stand in for it
+        thread = threading.Thread(target=target, name="load the compiled functions", daemon=True)
+        _WARMING[(pid, what)] = thread
     thread.start()
 
 
@@ -588,11 +606,12 @@ def _interactive() -> bool:
 
 
 def _finish_warming() -> None:
-    """Before a fork, the loading thread finished: a child must not inherit numba's compile lock held by a thread
+    """Before a fork, the loading threads finished: a child must not inherit numba's compile lock held by a thread
     it does not have."""
-    thread = _WARMING.get(os.getpid())
-    if thread is not None and thread is not threading.current_thread():
-        thread.join()
+    pid = os.getpid()
+    for (owner, _), thread in list(_WARMING.items()):
+        if owner == pid and thread is not threading.current_thread():
+            thread.join()
 
 
 def warm_after_smo() -> None:

@@ -149,7 +149,7 @@ def test_the_checks_warm_up_starts_once_per_process(data, monkeypatch):
     needs no second one."""
     X, y, K = data
     warmed = []
-    monkeypatch.setattr(smo_dual, "_WARMED", set())
+    monkeypatch.setattr(smo_dual.isolation, "_WARMING", {})
     monkeypatch.setattr(smo_dual.isolation, "warm_after_smo", lambda: warmed.append(os.getpid()))
     for C in (1.0, 100.0):
         assert ws.solve(K, y, C, backend="piqp", layer="direct", q=60, validate=False).status == OPTIMAL

@@ -19,8 +19,6 @@ the proof's one solve gives exactly.
 from __future__ import annotations
 
 import math
-import os
-import threading
 from typing import Callable
 
 import numpy as np
@@ -86,21 +84,6 @@ def compiled_rows(src, y=None, upper=None) -> RowCache:
     return src.row_cache(y, upper) if isinstance(src, AdaptiveRows) else src.row_cache()
 
 
-_WARMED: set[int] = set()  # the processes (pid: a forked child starts none of its parent's threads) that began it
-_WARM_LOCK = threading.Lock()
-
-
-def _warm_after_smo() -> None:
-    """What the solve calls after its SMO (the rbf values, the closing checks) loaded from numba's cache on another
-    core while the SMO holds none of the interpreter's lock: once per process (a loaded function stays loaded; a
-    thread per solve would only pile up). A solve server has loaded them already (isolation.warm_compiled)."""
-    with _WARM_LOCK:
-        if os.getpid() in _WARMED:
-            return
-        _WARMED.add(os.getpid())
-    threading.Thread(target=isolation.warm_after_smo, name="load the compiled checks", daemon=True).start()
-
-
 def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, deadline: Deadline, finish: Callable,
               alpha0=None):
     """The kernel dual at C (one number or C_i per point) on a row source that `applies` (module docstring), as a
@@ -115,7 +98,7 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
         loop.alpha = check_alpha0(alpha0, y, C)
         loop.g = rows.gradient(y, loop.alpha)
     subsolve = subproblems.SUBSOLVERS[layer]
-    _warm_after_smo()
+    isolation.warm_after_smo_in_background()  # the closing checks' compiled code, on the other core meanwhile
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     by_smo = False  # no block: SMO to the loop's tol, then the proof
     for loop.it in range(1, ROUNDS + 1):
