@@ -9,7 +9,8 @@ exclusive `fcntl.flock` on `<index>.lock` beside the index, and `load` under a s
 index, its choice of number and both writes are one step to every other process, and no load sees half of it.
 
 Every module with a cached function takes `njit` from here (tests/test_numba_cache.py checks it), so the lock is in
-place before any of them is compiled or loaded. Installing is idempotent. A process forked while one of its threads
+place before any of them is compiled or loaded, and each function gets its entries built ahead of time where they
+exist (formulations.ahead_of_time). Installing is idempotent. A process forked while one of its threads
 holds a lock closes its copy of the lock file, so the lock ends with that thread's call, not with the child.
 
 The internal relied on (tests/test_numba_cache.py checks its shape; pyproject.toml bounds numba to the releases
@@ -26,8 +27,11 @@ import contextlib
 import functools
 import os
 
-from numba import njit
+import numba
 from numba.core.caching import IndexDataCacheFile
+from numba.core.registry import CPUDispatcher
+
+from formulations import ahead_of_time
 
 try:
     import fcntl
@@ -38,6 +42,14 @@ __all__ = ["LOCK_SUFFIX", "install", "installed", "lock_path", "njit"]
 
 LOCK_SUFFIX = ".lock"
 _MARK = "_svm_duality_locked"  # set on the class once its methods are wrapped
+
+
+def njit(*args, **options):
+    """numba.njit, with the function's entries built ahead of time attached (formulations.ahead_of_time)."""
+    made = numba.njit(*args, **options)
+    if isinstance(made, CPUDispatcher):
+        return ahead_of_time.attach(made)
+    return lambda function: ahead_of_time.attach(made(function))
 
 
 def lock_path(cache_file: IndexDataCacheFile) -> str:

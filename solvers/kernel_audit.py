@@ -165,7 +165,7 @@ def exact_values(kernel: Kernel, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarr
 
 def rbf_values(gamma: float, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(t, exp(-t)), t = gamma ||a_i - b_j||^2 from the differences (squared_distances): the rbf's other formula."""
-    t = squared_distances(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float))
+    t = squared_distances(one_type(A), one_type(B))  # one array type: the one the warm-up loads
     t *= gamma
     return t, np.exp(-t)
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from experiments.datasets import example_5_1
+from formulations import ahead_of_time
 from formulations.errors import SVMInputError
 from solvers import api, isolation
 from solvers.solution import ERROR, OPTIMAL, TIME_LIMIT
@@ -531,7 +532,8 @@ def test_the_servers_warm_up_covers_every_compiled_type_a_kernel_dual_solve_uses
     compiles anew within its user's limit. Checked in a fresh process (this one's tests have loaded other types),
     over every compiled function of the project's modules, with no limit (no child)."""
     out = subprocess.run([sys.executable, "-c", _WARM_CHECK, json.dumps(C)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}, check=True)
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
+                              ahead_of_time.ENV: "0"}, check=True)  # numba's own loading: what a server preloads
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["status"] == OPTIMAL
     assert result["new"] == {}
@@ -560,7 +562,8 @@ def test_an_interactive_session_loads_the_compiled_functions_on_a_thread_and_a_f
     flags = ["-i"] if interactive else []
     out = subprocess.run([sys.executable, *flags, "-c", _INTERACTIVE_CHECK], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
+                              ahead_of_time.ENV: "0"})  # numba's own loading, which the thread is for
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["threads"] == int(interactive) and not result["alive after the fork"]
     assert (result["SMO loaded"] > 0) == interactive  # nothing else in the script called the SMO

@@ -471,7 +471,7 @@ def _row_at(i, T, cols, work, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _load(w, full, comp, work, cache, flush=True):
+def _load(w, full, comp, work, cache, flush):
     """The points S[:w] copied into the arrays of the points in play; the row cache emptied (flush)."""
     y, upper, alpha, G, snap, diag = full
     yS, uS, aS, GS, dS = comp
@@ -893,7 +893,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
             rows.become_whole(whole)
             full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
             state[0] = n
-            _load(n, full, comp, work, cache)
+            _load(n, full, comp, work, cache, True)
         elif rows.limited:
             raise RuntimeError("on_limit returned no matrix and left the rows' entries_limit where it was")
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
