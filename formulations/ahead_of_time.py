@@ -15,12 +15,12 @@ functions, in the types a solve passes them, loads in a millisecond and needs ne
   source files, numba, Python and CPU), the function's entries go into its dispatcher's table: a call in those types
   runs the built code, and any other types go to numba as before.
 - Where no index is current, the first process that makes a compiled function starts the build in the background
-  (one at a time: a lock; never again for the same sources where it failed, e.g. with no C compiler), and later
-  processes load it. SVM_DUALITY_AHEAD_OF_TIME=0 keeps a process to numba's own loading and starts no build.
+  (one at a time: a lock; none where no C compiler is found; none again for the same sources after a failure), and
+  later processes load it. SVM_DUALITY_AHEAD_OF_TIME=0 keeps a process to numba's own loading and starts no build.
 
 numba internals relied on (tests/test_ahead_of_time.py checks them; pyproject.toml bounds numba to the releases
-read): `Dispatcher._insert(type codes, builtin function, object mode)`, which add_overload calls; numba.pycc's `CC`,
-and the `Flags` its module compiler takes by name from `numba.pycc.compiler`.
+read): `Dispatcher._insert(type codes, builtin function, object mode)`, which add_overload calls; the type manager's
+`set_compatible`; numba.pycc's `CC`, and the `Flags` its module compiler takes by name from `numba.pycc.compiler`.
 """
 
 from __future__ import annotations
@@ -298,19 +298,20 @@ def main(argv: list[str]) -> int:
     written to FAILED (with the sources it was for) and no process starts another for them."""
     where = Path(argv[0])
     where.mkdir(parents=True, exist_ok=True)
-    with _build_lock(where, wait="--wait" in argv[1:]) as free:
-        if not free or _current_index(where) is not None:
-            return 0
-        try:
-            build(where)
-        except Exception as exc:  # no compiler, a linker error, a function pycc cannot take: numba's own loading
-            (where / FAILED).write_text(f"{_sources_key(where)}\n{type(exc).__name__}: {exc}\n")
-            raise
-        finally:  # the empty numba cache _start_build made for this build
-            scratch = os.environ.get("NUMBA_CACHE_DIR", "")
-            if Path(scratch).name.startswith(SCRATCH_PREFIX):
-                shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    try:
+        with _build_lock(where, wait="--wait" in argv[1:]) as free:
+            if not free or _current_index(where) is not None:
+                return 0
+            try:
+                build(where)
+            except Exception as exc:  # no compiler, a linker error, a function pycc cannot take: numba's loading
+                (where / FAILED).write_text(f"{_sources_key(where)}\n{type(exc).__name__}: {exc}\n")
+                raise
+        return 0
+    finally:  # the empty numba cache _start_build made for this process, whether it built or not
+        scratch = os.environ.get("NUMBA_CACHE_DIR", "")
+        if Path(scratch).name.startswith(SCRATCH_PREFIX):
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":  # run as the imported module: numba_cache.njit attaches to that one's _made

@@ -162,6 +162,19 @@ def test_a_failed_build_is_written_down_and_not_started_again_for_the_same_sourc
     assert len(started) == 1
 
 
+def test_a_build_that_finds_another_running_ends_at_once_and_removes_its_scratch_cache(tmp_path, monkeypatch):
+    """Two processes may start a build together: the second finds the lock held, builds nothing, and removes the
+    empty numba cache it was given."""
+    scratch = tmp_path / f"{ahead_of_time.SCRATCH_PREFIX}x"
+    scratch.mkdir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(scratch))
+    monkeypatch.setattr(ahead_of_time, "build", lambda where: pytest.fail("built while another build ran"))
+    with ahead_of_time._build_lock(tmp_path) as free:
+        assert free
+        assert ahead_of_time.main([str(tmp_path)]) == 0
+    assert not scratch.exists()
+
+
 _FRESH_SOLVE = r"""
 import json, sys
 import numpy as np
