@@ -175,13 +175,16 @@ def _start_build(where: Path) -> None:
     with _build_lock(where) as free:
         if not free:
             return
-    env = {**os.environ, ENV: "build", "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix=SCRATCH_PREFIX),
+    env = {**os.environ, ENV: "build",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
-    # through a shell that leaves it running and returns at once: no child of this process outlives it unreaped
-    command = 'nohup "$0" -m formulations.ahead_of_time "$1" >"$2" 2>&1 </dev/null &'
+    # Through a shell that leaves it running and returns at once, so no child of this process outlives it unreaped;
+    # in a session of its own, so a signal to this process's group (Ctrl-C, a killed test) does not stop it halfway.
+    # The shell makes its empty numba cache, which the build removes (main).
+    command = ('NUMBA_CACHE_DIR="$(mktemp -d "$3/$4XXXXXXXX")" '
+               'nohup "$0" -m formulations.ahead_of_time "$1" >"$2" 2>&1 </dev/null &')
     with contextlib.suppress(OSError):
-        subprocess.run(["/bin/sh", "-c", command, sys.executable, str(where), str(where / LOG)], env=env,
-                       check=False, timeout=30)
+        subprocess.run(["/bin/sh", "-c", command, sys.executable, str(where), str(where / LOG), tempfile.gettempdir(),
+                        SCRATCH_PREFIX], env=env, check=False, timeout=30, start_new_session=True)
 
 
 @contextlib.contextmanager
