@@ -182,7 +182,7 @@ def _start_build(where: Path) -> None:
     # The shell makes its empty numba cache, which the build removes (main).
     command = ('NUMBA_CACHE_DIR="$(mktemp -d "$3/$4XXXXXXXX")" '
                'nohup "$0" -m formulations.ahead_of_time "$1" >"$2" 2>&1 </dev/null &')
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, subprocess.SubprocessError):  # no shell, or none that returns: no build
         subprocess.run(["/bin/sh", "-c", command, sys.executable, str(where), str(where / LOG), tempfile.gettempdir(),
                         SCRATCH_PREFIX], env=env, check=False, timeout=30, start_new_session=True)
 
@@ -273,11 +273,11 @@ def _calling(dispatcher, arity: int):
 def _compile(exports, where: Path, library: str) -> None:
     """The extension module `library` in `where`: every export, for this machine's CPU, each releasing the
     interpreter's lock while it runs."""
-    import numba.pycc.compiler as pycc_compiler
     from numba.core.compiler import Flags
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pycc's pending deprecation: the internal is bounded with numba's release
+        import numba.pycc.compiler as pycc_compiler
         from numba.pycc import CC
 
     class Releasing(Flags):
