@@ -152,17 +152,25 @@ def _load(where: Path, index: dict) -> dict:
 
 
 def _sources_key(where: Path) -> str:
-    """The sources and machine a failed build was for: no second attempt for the same."""
+    """The sources, machine and C compiler a failed build was for: no second attempt for the same (a compiler
+    installed or named in CC since is another attempt)."""
     root = Path(__file__).resolve().parents[1]
     files = sorted(str(path) for package in PACKAGES for path in (root / package).rglob("*.py"))
-    return hashlib.sha256(repr((_machine(), _stamps(files))).encode()).hexdigest()
+    compilers = [shutil.which(name) for name in _compilers()]
+    return hashlib.sha256(repr((_machine(), _stamps(files), compilers)).encode()).hexdigest()
+
+
+def _compilers() -> list[str]:
+    """The C compilers a build calls: Python's (sysconfig), and CC's where it is set (setuptools takes it)."""
+    named = [sysconfig.get_config_var("CC") or "cc", os.environ.get("CC", "")]
+    return [command.split()[0] for command in named if command.strip()]
 
 
 def _start_build(where: Path) -> None:
     """`python -m formulations.ahead_of_time where` started in the background, detached from this process, unless a
-    build runs now, the last one failed on these sources, `where` cannot be written or no C compiler is found."""
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if shutil.which(compiler) is None:
+    build runs now, the last one failed on these sources with this compiler, `where` cannot be written or a C
+    compiler it would call (Python's, CC's) is not found."""
+    if any(shutil.which(name) is None for name in _compilers()):
         return
     try:
         where.mkdir(parents=True, exist_ok=True)
