@@ -151,7 +151,7 @@ def _load(where: Path, index: dict) -> dict:
     return entries
 
 
-def _sources_key(where: Path) -> str:
+def _attempt_key() -> str:
     """The sources, machine and C compiler a failed build was for: no second attempt for the same (a compiler
     installed or named in CC since is another attempt)."""
     root = Path(__file__).resolve().parents[1]
@@ -174,7 +174,7 @@ def _start_build(where: Path) -> None:
         return
     try:
         where.mkdir(parents=True, exist_ok=True)
-        if (where / FAILED).read_text().split("\n", 1)[0] == _sources_key(where):
+        if (where / FAILED).read_text().split("\n", 1)[0] == _attempt_key():
             return
     except FileNotFoundError:
         pass
@@ -236,10 +236,13 @@ def build(where: Path, warm_up=None, dispatchers=None) -> Path:
              if name.split(".")[0] in PACKAGES and getattr(m, "__file__", None)]
     index = {"machine": _machine(), "stamps": _stamps(files), "library": library, "entries": entries,
              "conversions": conversions}
-    part = where / f"{INDEX}.{os.getpid()}"
-    with open(part, "wb") as f:
-        pickle.dump(index, f)
-    os.replace(part, where / INDEX)
+    part = where / f"{INDEX}.{os.getpid()}"  # written whole, then renamed: a reader sees the old index or the new
+    try:
+        with open(part, "wb") as f:
+            pickle.dump(index, f)
+        os.replace(part, where / INDEX)
+    finally:
+        part.unlink(missing_ok=True)
     for old in where.glob(f"{MODULE_NAME}-*.so"):  # a process that has one loaded keeps its pages
         if old.name != library:
             old.unlink(missing_ok=True)
@@ -316,7 +319,7 @@ def main(argv: list[str]) -> int:
             try:
                 build(where)
             except Exception as exc:  # no compiler, a linker error, a function pycc cannot take: numba's loading
-                (where / FAILED).write_text(f"{_sources_key(where)}\n{type(exc).__name__}: {exc}\n")
+                (where / FAILED).write_text(f"{_attempt_key()}\n{type(exc).__name__}: {exc}\n")
                 raise
         return 0
     finally:  # the empty numba cache _start_build made for this process, whether it built or not

@@ -168,9 +168,9 @@ def test_a_failed_build_is_written_down_and_not_started_again_for_the_same_sourc
 
 def test_a_failed_build_is_tried_again_once_the_compiler_changes(tmp_path, monkeypatch):
     monkeypatch.delenv("CC", raising=False)
-    failed_with = ahead_of_time._sources_key(tmp_path)
+    failed_with = ahead_of_time._attempt_key()
     monkeypatch.setattr(ahead_of_time.shutil, "which", lambda name: f"/opt/new/{name}")  # a compiler installed since
-    assert ahead_of_time._sources_key(tmp_path) != failed_with
+    assert ahead_of_time._attempt_key() != failed_with
 
 
 def test_a_build_that_finds_another_running_ends_at_once_and_removes_its_scratch_cache(tmp_path, monkeypatch):
