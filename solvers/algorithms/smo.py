@@ -138,47 +138,56 @@ def _source_row(i, K, XT, kind, gamma, coef0, degree, index, out):
         _fill_row(i, out.shape[0], XT, kind, gamma, coef0, degree, out)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _row(p, w, work, cache):
-    """Row p of K over the points in play (positions 0..w-1), from the cache or filled into its least recently
-    used slot. meta: [clock, slots used, rows computed from the data, whole-K rows used as they are, entries
-    computed from the data]."""
-    S, K, XT, XST, kind, gamma, coef0, degree, index = work
-    buf, slot_of, owner, last, meta = cache
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def _cached(p, w, stride, slot_of, last, meta):
+    """Where row p of K over the points in play (positions 0..w-1) starts in _steps' row source, -1 where it is
+    not cached (_fill_slot then fills it). meta: [clock, slots used, rows computed from the data, whole-K rows used
+    as they are, entries computed from the data]."""
     if meta[3] == 1:  # the whole K given and every point in play: its rows as they are
-        return K[p]
+        return p * stride
     meta[0] += 1
     s = slot_of[p]
     if s < 0:
-        capacity = min(w, buf.shape[0] // w)
-        if meta[1] < capacity:
-            s = meta[1]
-            meta[1] += 1
-        else:
-            s = 0
-            oldest = last[0]
-            for k in range(1, capacity):
-                if last[k] < oldest:
-                    oldest = last[k]
-                    s = k
-            slot_of[owner[s]] = -1
-        owner[s] = p
-        slot_of[p] = s
-        out = buf[s * w:(s + 1) * w]
-        if kind == GIVEN and index.shape[0] == 0:
-            Ki = K[S[p]]
-            for q in range(w):
-                out[q] = Ki[S[q]]
-        elif kind == GIVEN:  # K's rows and columns through each variable's point
-            Ki = K[index[S[p]]]
-            for q in range(w):
-                out[q] = Ki[index[S[q]]]
-        else:
-            _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
-            meta[2] += 1
-            meta[4] += w
+        return -1
     last[s] = meta[0]
-    return buf[s * w:(s + 1) * w]
+    return s * w
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _fill_slot(p, w, work, cache):
+    """Row p of K over the points in play computed (or copied from the whole K) into a free slot of the cache or its
+    least recently used one; where that row starts in the cache's buffer."""
+    S, K, XT, XST, kind, gamma, coef0, degree, index = work
+    buf, slot_of, owner, last, meta = cache
+    capacity = min(w, buf.shape[0] // w)
+    if meta[1] < capacity:
+        s = meta[1]
+        meta[1] += 1
+    else:
+        s = 0
+        oldest = last[0]
+        for k in range(1, capacity):
+            if last[k] < oldest:
+                oldest = last[k]
+                s = k
+        slot_of[owner[s]] = -1
+    owner[s] = p
+    slot_of[p] = s
+    last[s] = meta[0]
+    out = buf[s * w:(s + 1) * w]
+    if kind == GIVEN and index.shape[0] == 0:
+        Ki = K[S[p]]
+        for q in range(w):
+            out[q] = Ki[S[q]]
+    elif kind == GIVEN:  # K's rows and columns through each variable's point
+        Ki = K[index[S[p]]]
+        for q in range(w):
+            out[q] = Ki[index[S[q]]]
+    else:
+        _fill_row(p, w, XST, kind, gamma, coef0, degree, out)
+        meta[2] += 1
+        meta[4] += w
+    return s * w
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -242,11 +251,10 @@ def _shrinkable(p, yS, uS, aS, GS, g1, g2, g3, g4):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _partner(w, comp, gp, gn, ip, jn, Kp, Kn):
-    """WSS2's second point, shared by _select (one i for both signs: gp = gn, ip = jn) and _select_nu (an i per
-    sign): the t of I_low whose two-point step with its sign's i (ip, row Kp, for y_t > 0; jn, Kn else) lowers the
-    objective most, j = -1 where none violates; and each sign's max over I_low of -y_t G_t (gp2, gn2)."""
-    yS, uS, aS, GS, dS = comp
+def _partner(w, yS, uS, aS, GS, dS, gp, gn, ip, jn, Kp, Kn):
+    """WSS2's second point, shared by the plain selection (one i for both signs: gp = gn, ip = jn) and Solver_NU's
+    (an i per sign): the t of I_low whose two-point step with its sign's i (ip, row Kp, for y_t > 0; jn, Kn else)
+    lowers the objective most, j = -1 where none violates; and each sign's max over I_low of -y_t G_t (gp2, gn2)."""
     gp2, gn2 = -np.inf, -np.inf
     j = -1
     best = np.inf
@@ -276,54 +284,30 @@ def _partner(w, comp, gp, gn, ip, jn, Kp, Kn):
     return j, gp2, gn2
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _select(w, comp, work, cache):
-    """LIBSVM's WSS2 over the points in play: (p, q, m - M) in positions; q = -1 where no pair violates."""
-    yS, uS, aS, GS, dS = comp
-    gmax = -np.inf
-    i = -1
-    for t in range(w):
-        if yS[t] > 0:
-            if aS[t] < uS[t] and -GS[t] >= gmax:
-                gmax = -GS[t]
-                i = t
-        elif aS[t] > 0.0 and GS[t] >= gmax:
-            gmax = GS[t]
-            i = t
-    if i < 0:  # I_up is empty: every pair holds
-        return i, -1, 0.0
-    Ki = _row(i, w, work, cache)
-    j, gp2, gn2 = _partner(w, comp, gmax, gmax, i, i, Ki, Ki)
-    gmax2 = max(gp2, gn2)
-    if gmax2 == -np.inf:  # I_low is empty
-        return i, -1, 0.0
-    return i, j, gmax + gmax2
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _select_nu(w, comp, work, cache):
-    """Solver_NU's WSS2 over the points in play (nu-SVC, nu-SVR: a second equality, e'alpha or the signs' sums,
-    keeps every pair within one sign): i the most violating point of each sign's I_up, j the point of the same
-    sign's I_low with the best second-order gain; (p, q, the larger of the two signs' m - M), q = -1 where no
-    pair violates."""
-    yS, uS, aS, GS, dS = comp
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def _most_violating(w, yS, uS, aS, GS, nu):
+    """WSS2's first point over the points in play: (ip, gp, jn, gn), the most violating point of I_up (its -y_i G_i)
+    for y = +1 and for y = -1 under Solver_NU's selection (nu), one point for both signs (ip = jn) else; -1 where
+    there is none."""
     gp, gn = -np.inf, -np.inf
     ip, jn = -1, -1
+    if nu:
+        for t in range(w):
+            if yS[t] > 0:
+                if aS[t] < uS[t] and -GS[t] >= gp:
+                    gp, ip = -GS[t], t
+            elif aS[t] > 0.0 and GS[t] >= gn:
+                gn, jn = GS[t], t
+        return ip, gp, jn, gn
     for t in range(w):
         if yS[t] > 0:
             if aS[t] < uS[t] and -GS[t] >= gp:
-                gp, ip = -GS[t], t
-        elif aS[t] > 0.0 and GS[t] >= gn:
-            gn, jn = GS[t], t
-    if ip < 0 and jn < 0:
-        return -1, -1, 0.0
-    Kp = _row(ip if ip >= 0 else jn, w, work, cache)  # a row is read only where its sign has an i
-    Kn = _row(jn if jn >= 0 else ip, w, work, cache)
-    j, gp2, gn2 = _partner(w, comp, gp, gn, ip, jn, Kp, Kn)
-    violation = max(gp + gp2, gn + gn2)
-    if j < 0:
-        return -1, -1, violation
-    return (ip if yS[j] > 0 else jn), j, violation
+                gp = -GS[t]
+                ip = t
+        elif aS[t] > 0.0 and GS[t] >= gp:
+            gp = GS[t]
+            ip = t
+    return ip, gp, ip, gp
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
@@ -339,13 +323,10 @@ def _clip_same_labels(aS, i, j, total, C_i):
         aS[i] = total
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _step(i, j, w, comp, work, cache):
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def _step(i, j, w, yS, uS, aS, GS, dS, Ki, Kj):
     """The two-point subproblem in positions (i, j) solved exactly and clipped (LIBSVM's update), G updated on
-    the points in play."""
-    yS, uS, aS, GS, dS = comp
-    Ki = _row(i, w, work, cache)
-    Kj = _row(j, w, work, cache)
+    the points in play (Ki, Kj: rows i and j over them)."""
     C_i, C_j = uS[i], uS[j]
     old_i, old_j = aS[i], aS[j]
     quad = dS[i] + dS[j] - 2.0 * Ki[j]
@@ -604,17 +585,20 @@ def _shrink(w, full, comp, work, cache, share, nu):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu, entries_limit):
-    """Up to max_steps SMO steps (nu: Solver_NU's selection), fewer where the entries computed from the data reach
-    entries_limit. state: [points in play, unshrunk once, steps to the next shrinking, converged, steps taken in
-    all]; returns the violation m - M over the points in play at the last selection."""
+    """Up to max_steps SMO iterations (nu: Solver_NU's selection), fewer where the entries computed from the data
+    reach entries_limit: _steps between two shrinkings. state: [points in play, unshrunk once, steps to the next
+    shrinking, converged, steps taken in all]; returns the violation m - M over the points in play at the last
+    selection."""
     n = full[0].shape[0]
-    yS, uS, aS, GS, dS = comp
+    yS, uS, aS, GS = comp[0], comp[1], comp[2], comp[3]
     meta = cache[4]
     violation = np.inf
-    for _ in range(max_steps):
+    done = 0
+    while done < max_steps:
         if meta[4] >= entries_limit:
             return violation
         w = state[0]
+        batch = max_steps - done
         if shrink_every > 0:
             state[2] -= 1
             if state[2] <= 0:
@@ -626,20 +610,74 @@ def _run(full, comp, work, cache, state, tol, max_steps, shrink_every, share, nu
                         w = _all_in_play(w, full, comp, work, cache)
                 w = _shrink(w, full, comp, work, cache, share, nu)
                 state[0] = w
-        if nu:
-            i, j, violation = _select_nu(w, comp, work, cache)
-        else:
-            i, j, violation = _select(w, comp, work, cache)
-        if j < 0 or violation <= tol:
+            batch = min(batch, state[2])  # this iteration and those up to the next shrinking
+        taken, settled, violation = _steps(w, comp, work, cache, state, batch, tol, nu, entries_limit)
+        done += taken
+        if shrink_every > 0:
+            state[2] -= taken - 1
+        if settled:
             if w < n:  # the points left out come back; the search goes on unless they hold too
                 state[0] = _all_in_play(w, full, comp, work, cache)
                 state[2] = shrink_every
                 continue
             state[3] = 1
             return violation
-        _step(i, j, w, comp, work, cache)
-        state[4] += 1
     return violation
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _steps(w, comp, work, cache, state, count, tol, nu, entries_limit):
+    """Up to `count` iterations over the w points in play, each a WSS2 selection and, where a pair violates by more
+    than tol, its step; fewer where the entries computed from the data reach entries_limit. Returns (iterations,
+    settled: no pair violates by more than tol, the violation at the last selection).
+
+    Its tuples are unpacked here, once: the loop passes arrays alone to the helpers it inlines, and its rows are
+    slices of one source array. A tuple passed to an inlined helper, or a row that is one of two arrays, costs
+    numba atomic reference counts at every step: they took half of a step's time over 40 points in play. The
+    rows are passed as slices rather than offsets, whose possibly negative indices stop the loops' vectorizing."""
+    yS, uS, aS, GS, dS = comp
+    K = work[1]
+    buf, slot_of, last, meta = cache[0], cache[1], cache[3], cache[4]
+    whole = meta[3] == 1  # rows read from the whole K as they are (_load sets it, and nothing here changes it)
+    src = K.reshape(-1) if whole else buf
+    stride = K.shape[1] if whole else w
+    violation = np.inf
+    for done in range(count):
+        if done > 0 and meta[4] >= entries_limit:
+            return done, False, violation
+        ip, gp, jn, gn = _most_violating(w, yS, uS, aS, GS, nu)
+        if ip < 0 and jn < 0:  # I_up is empty: every pair holds
+            return done + 1, True, 0.0
+        p = ip if ip >= 0 else jn  # a row is read only where its sign has an i
+        op = _cached(p, w, stride, slot_of, last, meta)
+        if op < 0:
+            op = _fill_slot(p, w, work, cache)
+        on = op
+        if nu:
+            q = jn if jn >= 0 else ip
+            on = _cached(q, w, stride, slot_of, last, meta)
+            if on < 0:
+                on = _fill_slot(q, w, work, cache)
+        j, gp2, gn2 = _partner(w, yS, uS, aS, GS, dS, gp, gn, ip, jn, src[op:op + w], src[on:on + w])
+        if nu:
+            violation = max(gp + gp2, gn + gn2)
+            i = (ip if yS[j] > 0 else jn) if j >= 0 else -1
+        else:
+            i, gmax2 = ip, max(gp2, gn2)
+            violation = gp + gmax2
+            if gmax2 == -np.inf:  # I_low is empty
+                j, violation = -1, 0.0
+        if j < 0 or violation <= tol:
+            return done + 1, True, violation
+        oi = _cached(i, w, stride, slot_of, last, meta)
+        if oi < 0:
+            oi = _fill_slot(i, w, work, cache)
+        oj = _cached(j, w, stride, slot_of, last, meta)
+        if oj < 0:
+            oj = _fill_slot(j, w, work, cache)
+        _step(i, j, w, yS, uS, aS, GS, dS, src[oi:oi + w], src[oj:oj + w])
+        state[4] += 1
+    return count, False, violation
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
