@@ -107,6 +107,10 @@ _NOT_FINITE = ("The dual coefficients or intercepts are not finite. The input da
 #: Up to this many samples a pair is solved, and predicted, with one BLAS thread: its dense algebra is too small
 #: to gain from threads, and threads that wait for busy cores cost more than the work (docs/benchmarks.md).
 ONE_BLAS_THREAD_UP_TO = 10_000
+#: Below this many samples BLAS's threads are left as they are: its calls are too small for them to matter (a fit
+#: took the same time either way up to 250 samples, 1.4x longer with them at 300), and limiting them costs a first
+#: fit threadpoolctl's scan of the process's libraries, more than such a fit (docs/benchmarks.md).
+ONE_BLAS_THREAD_FROM = 251
 
 
 def _class_pairs(n_classes: int) -> list[tuple[int, int]]:
@@ -130,8 +134,9 @@ def _ovr(pair_values: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def _blas_threads_for(n: int):
-    """One BLAS thread for a small problem (ONE_BLAS_THREAD_UP_TO), the library's default otherwise."""
-    return blas.one_thread_if(n <= ONE_BLAS_THREAD_UP_TO)
+    """One BLAS thread for a small problem (ONE_BLAS_THREAD_FROM to ONE_BLAS_THREAD_UP_TO samples), the library's
+    default otherwise."""
+    return blas.one_thread_if(ONE_BLAS_THREAD_FROM <= n <= ONE_BLAS_THREAD_UP_TO)
 
 
 class SVMFitError(RuntimeError):
@@ -581,7 +586,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
             row_C[kept] = C_samples
-        self._one_blas_thread = kept.size <= ONE_BLAS_THREAD_UP_TO  # _blas_threads_for's test, for the pairs
+        self._one_blas_thread = kept.size <= ONE_BLAS_THREAD_UP_TO  # the fit's context settles its pairs' threads
         with warnings.catch_warnings(), _blas_threads_for(kept.size):  # scaling: said once above, not per pair
             warnings.simplefilter("ignore", BadScalingWarning)
             fits = self._fit_pairs(formulation, X, K, C, kept, y_index, row_C)

@@ -149,12 +149,24 @@ def test_one_blas_limit_per_fit_where_the_fit_is_small_and_one_per_pair_above(mo
     limits = []
     real = blas.one_thread
     monkeypatch.setattr(blas, "one_thread", lambda: limits.append(1) or real())
+    monkeypatch.setattr(estimator_module, "ONE_BLAS_THREAD_FROM", 100)  # the fit (150) and its pairs (100) in range
     SVMClassifier().fit(X, y)  # 3 pairs
     assert len(limits) == 1
     limits.clear()
     monkeypatch.setattr(estimator_module, "ONE_BLAS_THREAD_UP_TO", 120)  # the fit (150) above, each pair (100) below
     SVMClassifier().fit(X, y)
     assert len(limits) == 3
+
+
+def test_a_fit_of_fewer_samples_than_one_blas_thread_from_never_scans_the_libraries(monkeypatch):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    assert len(y) < estimator_module.ONE_BLAS_THREAD_FROM
+    monkeypatch.setattr(blas, "_controller", None)
+    model = SVMClassifier().fit(X, y)
+    assert blas._controller is None  # no threadpoolctl scan was made
+    assert model.score(X, y) >= 0.95
 
 
 # ----------------------------------------------------------------------------- the benchmark
