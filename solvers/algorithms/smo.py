@@ -633,8 +633,8 @@ def _steps(w, comp, work, cache, state, count, tol, nu, entries_limit):
 
     Its tuples are unpacked here, once: the loop passes arrays alone to the helpers it inlines, and its rows are
     slices of one source array. A tuple passed to an inlined helper, or a row that is one of two arrays, costs
-    numba atomic reference counts at every step: they took half of a step's time over 40 points in play. The
-    rows are passed as slices rather than offsets, whose possibly negative indices stop the loops' vectorizing."""
+    numba atomic reference counts at every step: most of a step's time over 40 points in play. The rows are
+    slices rather than offsets, whose possibly negative indices stop the loops' vectorizing."""
     yS, uS, aS, GS, dS = comp
     K = work[1]
     buf, slot_of, last, meta = cache[0], cache[1], cache[3], cache[4]
