@@ -570,8 +570,8 @@ _WARMING_LOCK = threading.Lock()
 def warm_where_interactive() -> None:
     """warm_compiled on a thread of its own, once per process, where a person types the calls (a notebook, IPython,
     the interactive interpreter): where no build ahead of time is loaded (formulations.ahead_of_time), numba's start,
-    most of the 0.3 s a process's first kernel solve pays, is then spent while they load their data. Not in a script, whose next steps run at once: there the thread would only
-    move that cost into the import."""
+    most of the 0.3 s a process's first kernel solve pays, is then spent while they load their data. Not in a
+    script, whose next steps run at once: there the thread would only move that cost into the import."""
     if _interactive():
         _in_background("warm_compiled")
 

@@ -288,26 +288,20 @@ def _partner(w, yS, uS, aS, GS, dS, gp, gn, ip, jn, Kp, Kn):
 def _most_violating(w, yS, uS, aS, GS, nu):
     """WSS2's first point over the points in play: (ip, gp, jn, gn), the most violating point of I_up (its -y_i G_i)
     for y = +1 and for y = -1 under Solver_NU's selection (nu), one point for both signs (ip = jn) else; -1 where
-    there is none."""
+    there is none. Ties go to the later point, as LIBSVM's `>=` scan."""
     gp, gn = -np.inf, -np.inf
     ip, jn = -1, -1
-    if nu:
-        for t in range(w):
-            if yS[t] > 0:
-                if aS[t] < uS[t] and -GS[t] >= gp:
-                    gp, ip = -GS[t], t
-            elif aS[t] > 0.0 and GS[t] >= gn:
-                gn, jn = GS[t], t
-        return ip, gp, jn, gn
     for t in range(w):
         if yS[t] > 0:
             if aS[t] < uS[t] and -GS[t] >= gp:
-                gp = -GS[t]
-                ip = t
-        elif aS[t] > 0.0 and GS[t] >= gp:
-            gp = GS[t]
-            ip = t
-    return ip, gp, ip, gp
+                gp, ip = -GS[t], t
+        elif aS[t] > 0.0 and GS[t] >= gn:
+            gn, jn = GS[t], t
+    if nu:
+        return ip, gp, jn, gn
+    if gp > gn or (gp == gn and ip > jn):
+        return ip, gp, ip, gp
+    return jn, gn, jn, gn
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
