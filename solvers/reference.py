@@ -17,7 +17,8 @@ y_i f_i <= 1 where alpha_i = C. A point that does is the optimum (the KKT condit
 sufficient for a convex QP), so the distance to it is the returned point's true error.
 A wrong guess of the sets is corrected a few times (points that break their condition
 move to the free set, free alphas that leave [0, C] move to their bound): the primal-dual
-active-set method, which converges in a few rounds from a point near the optimum. Where no
+active-set method, which converges in a few rounds from a point near the optimum (a round whose
+free set is a few points from the last one factored is solved through that factor: _bordered_solve). Where no
 such move changes the sets (free points inside (0, C) off their margins), one free point at
 a time is tried at a bound (_one_to_a_bound).
 
@@ -159,16 +160,17 @@ def polish(gram: Gram, y: np.ndarray, C: float, alpha: np.ndarray, decision: np.
     """
     if codes is None:  # the caller's classify(alpha, y, decision, C) where it has it
         codes = classify(alpha, y, decision, C)
+    kept = KeptFactor()  # each guess's rounds solve sets a few points apart: one factor serves them
     basis = _independent_free(gram, y, C, alpha, decision, codes)
     if basis is not None:  # more free points than their margin rows' rank: the sets are ambiguous
-        proved = _polish_from(gram, y, C, alpha, basis, least_squares, deadline)
+        proved = _polish_from(gram, y, C, alpha, basis, least_squares, deadline, kept)
         if proved.ok or deadline.passed():
             return proved
-    first = _polish_from(gram, y, C, alpha, codes, least_squares, deadline)
+    first = _polish_from(gram, y, C, alpha, codes, least_squares, deadline, kept)
     if first.ok or penalty.is_hard(C) or deadline.passed():
         return first
     rounded = np.where(np.asarray(alpha) >= 0.5 * C, AT_BOUND, ZERO).astype(codes.dtype)
-    second = _polish_from(gram, y, C, alpha, rounded, least_squares, deadline)
+    second = _polish_from(gram, y, C, alpha, rounded, least_squares, deadline, kept)
     return second if second.ok else first
 
 
@@ -225,18 +227,21 @@ def _independent_free(gram: Gram, y, C, alpha, decision, codes):
     return new.astype(codes.dtype)
 
 
-def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True, deadline: Deadline = NEVER) -> Reference:
+def _polish_from(gram: Gram, y, C, alpha, codes, least_squares: bool = True, deadline: Deadline = NEVER,
+                 kept: KeptFactor | None = None) -> Reference:
     # what "a free alpha below 0" is relative to: alpha's size, C where that is smaller (per sample: C_i);
     # not C alone: at C = 1e12 with alpha <= 94 (breast cancer) -1e4 passed for 0
     top = max(float(np.max(alpha)), np.finfo(float).tiny)
     scale = top if penalty.is_hard(C) else np.minimum(C, top)
-    return _rounds(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares, deadline=deadline)
+    return _rounds(gram, y, C, codes, scale, ROUNDS, swaps=True, least_squares=least_squares, deadline=deadline,
+                   kept=kept)
 
 
 def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_squares: bool,
-            deadline: Deadline = NEVER) -> Reference:
+            deadline: Deadline = NEVER, kept: KeptFactor | None = None) -> Reference:
     """The primal-dual active-set rounds from the guess `codes` (module docstring); where no move changes
-    the sets, one free point at a bound (_one_to_a_bound) when `swaps`. None starts past the deadline."""
+    the sets, one free point at a bound (_one_to_a_bound) when `swaps`. None starts past the deadline.
+    kept: the last large free set's factor, which the next round's solve may go through (KeptFactor)."""
     for rounds in range(1, max_rounds + 1):
         if deadline.passed():
             return Reference(False, STOPPED, rounds=rounds)
@@ -244,7 +249,7 @@ def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_
         if free.size > dense_limit() and not _thin(gram, free.size):
             return Reference(False, _too_large(free.size), rounds=rounds)
         try:
-            trial = _Trial(gram, y, C, codes, scale, least_squares)
+            trial = _Trial(gram, y, C, codes, scale, least_squares, kept)
         except NotTried as exc:
             return Reference(False, str(exc), rounds=rounds)
         if trial.a is None:  # no point free and the bound ones do not balance: free the points that pin b
@@ -267,7 +272,7 @@ def _rounds(gram: Gram, y, C, codes, scale, max_rounds: int, swaps: bool, least_
         if np.array_equal(moved, codes):  # only free points inside (0, C) are off their margins
             if not swaps:
                 return Reference(False, "the free points' margins cannot all be met", rounds=rounds)
-            return _one_to_a_bound(gram, y, C, trial, scale, rounds, least_squares, deadline)
+            return _one_to_a_bound(gram, y, C, trial, scale, rounds, least_squares, deadline, kept)
         codes = moved
     return Reference(False, f"the active sets did not settle in {max_rounds} rounds", rounds=max_rounds)
 
@@ -276,10 +281,10 @@ class _Trial:
     """One guess of the sets, solved (_solve_sets) and tested: the KKT conditions' violations at its point,
     and whether it proves the optimum. a is None where no point is free and the bound ones do not balance."""
 
-    def __init__(self, gram: Gram, y, C, codes, scale, least_squares: bool = True):
+    def __init__(self, gram: Gram, y, C, codes, scale, least_squares: bool = True, kept: KeptFactor | None = None):
         self.y, self.C, self.codes = y, C, codes
         free = np.flatnonzero(codes == FREE)
-        self.a, self.g, b, self.w = _solve_sets(gram, y, C, codes, free, least_squares)
+        self.a, self.g, b, self.w = _solve_sets(gram, y, C, codes, free, least_squares, kept)
         self.lo, self.hi = hinge_argmin(y, self.g, penalty.hinge_weights(C))
         if self.a is None:
             return
@@ -316,7 +321,7 @@ SWAP_MAX_UNKNOWNS = 600
 
 
 def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_squares: bool,
-                    deadline: Deadline = NEVER) -> Reference:
+                    deadline: Deadline = NEVER, kept: KeptFactor | None = None) -> Reference:
     """The optimum where the free points' margins cannot all be met and no move mends them: one of the free
     points is at a bound at the optimum, so close to its margin that the point's own alpha could not tell.
 
@@ -339,7 +344,7 @@ def _one_to_a_bound(gram: Gram, y, C, trial: _Trial, scale, rounds: int, least_s
         codes = trial.codes.copy()
         codes[k] = side
         found = _rounds(gram, y, C, codes, scale, SWAP_ROUNDS, swaps=False, least_squares=least_squares,
-                        deadline=deadline)
+                        deadline=deadline, kept=kept)
         if found.reason == STOPPED:
             return found
         if found.ok:
@@ -369,7 +374,7 @@ def _unknowns(gram: Gram, free: int) -> int:
     return d + 1 if _thin(gram, free) else d + free + 1
 
 
-def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
+def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True, kept: KeptFactor | None = None):
     """alpha, g = f - b, b and w (linear) with alpha = C at AT_BOUND, 0 at ZERO, the free ones from KKT."""
     n = len(y)
     a = np.zeros(n)
@@ -390,7 +395,7 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     g = gram.times(y * a) if bound.size else np.zeros(n)
     yF = y[free]
     m = free.size
-    x, singular, system = _free_solve(gram, free, yF, g[free], float(balance_rhs), least_squares)
+    x, singular, system = _free_solve(gram, free, yF, g[free], float(balance_rhs), least_squares, kept)
     C_free = penalty.at(C, free)
     # Free alphas outside [0, C]: where the system is singular (duplicate points) one solution inside [0, C]
     # by bounded least squares; where it is regular and too large for that, the sets are wrong and the rounds
@@ -407,23 +412,33 @@ def _solve_sets(gram: Gram, y, C, codes, free, least_squares: bool = True):
     return a, g + gram.times(u_free), float(x[m]), None
 
 
-def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool):
+def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bool, kept: KeptFactor | None = None):
     """(x, singular, (M, rhs) or None): the free points' system in (alpha_F, b) solved; None where M was not formed
-    (_in_place_solve) or the answer was remembered. A large one is remembered by what it is made of (_recall): the
-    Gram object, the free points, their labels and g_F, so that the closing checks' proof of the finish's sets forms
-    neither K_FF nor the system again."""
+    (_in_place_solve, _bordered_solve) or the answer was remembered. A large one is remembered by what it is made of
+    (_recall): the Gram object, the free points, their labels and g_F, so that the closing checks' proof of the
+    finish's sets forms neither K_FF nor the system again. kept: where it holds the factor of a set a few points
+    from this one, the system is solved through it (_bordered_solve); a new factor made in place is kept there."""
     large = (free.size + 1) ** 2 >= REMEMBERED_ENTRIES
     if large:
         key = digest((free, yF, g_F), (balance_rhs, least_squares))
         known = _recall(gram, key)
         if known is not None:
             return known[0], known[1], None
-    K_FF = one_type(gram.submatrix(free, free))
     x, factored = None, False
-    if (free.size + 1) ** 2 >= IN_PLACE_ENTRIES:
+    in_place = (free.size + 1) ** 2 >= IN_PLACE_ENTRIES
+    if in_place and kept is not None and kept.K is not None:
+        x = _bordered_solve(kept, gram, free, one_type(yF), np.append(1.0 - yF * g_F, balance_rhs))
+        if x is None:
+            kept.drop()  # its memory before the new system's
+    if x is None:
+        K_FF = one_type(gram.submatrix(free, free))
+    if x is None and in_place:
         if gram.K is not None and np.may_share_memory(K_FF, gram.K):  # a view of the Gram matrix: not ours to factor
             K_FF = K_FF.copy()
+        diag = K_FF.diagonal().copy()
         x, factored = _in_place_solve(K_FF, one_type(yF), np.append(1.0 - yF * g_F, balance_rhs))
+        if x is not None and kept is not None:
+            kept.keep(free, K_FF, diag)
     if x is not None:
         singular, system = False, None
     else:
@@ -797,6 +812,113 @@ def _in_place_solve(K: np.ndarray, yF: np.ndarray, rhs: np.ndarray) -> tuple[np.
     x = finish(both[1], rhs[m])
     r = _saddle_residual(K, diag, yF, x, rhs)  # as residual(M, x, rhs), M's entries read from K
     return x + finish(lapack_inplace.cholesky_solve(K, m, yF * r[:m]), r[m]), True
+
+
+class KeptFactor:
+    """The last factor one proof made in place (_in_place_solve): its free points, K_FF's array (the factor L' in
+    the upper triangle, K_FF's own lower triangle below it) and K_FF's diagonal. The proof's rounds move a few
+    points into or out of the free set at a time (2 joined 2,871 on a narrow rbf), and the next set's system
+    solved through this factor (_bordered_solve) costs O(m^2) a moved point, where factoring anew costs m^3 / 3."""
+
+    def __init__(self):
+        self.drop()
+
+    def keep(self, free: np.ndarray, K: np.ndarray, diag: np.ndarray) -> None:
+        self.free, self.K, self.diag = free, K, diag
+
+    def drop(self) -> None:
+        self.free = self.K = self.diag = None
+
+
+#: A free set is solved through the kept factor (_bordered_solve) where at most BORDER_AT_LEAST points, or one in
+#: BORDER_SHARE of the kept set, joined or left it: each is one more solve with the factor, and a column of S.
+BORDER_AT_LEAST = 16
+BORDER_SHARE = 32
+#: The bordered solve's refinement may move x by at most this, relative to x's size; a larger step says the
+#: bordered system was too ill-conditioned to trust, and the free points' system is factored anew.
+BORDER_STEP = 1e-6
+
+
+def _bordered_solve(kept: KeptFactor, gram: Gram, free, yF, rhs) -> np.ndarray | None:
+    """x of the free points' system M x = rhs (_in_place_solve's), through the kept factor of K_00 for the kept set
+    F0, bordered by the points N that joined it and R that left it. In u = Y_F alpha_F, with c = Y_F rhs_F, the
+    unknowns (u_0, u_N, b, lambda_R) solve
+
+        K_00 u_0 + K_0N u_N + b 1 + E_R lambda = c_0      (lambda takes up the rows of R)
+        K_N0 u_0 + K_NN u_N + b 1              = c_N
+        1' u_0 + 1' u_N                        = rhs_b
+        E_R' u_0                               = 0        (R's u are 0)
+
+    With the border B = [K_0N, 1, E_R] and D its own block, the Schur complement S = D - B' K_00^-1 B (|N| + 1 + |R|
+    square, LU) gives the border's unknowns z, then u_0 = K_00^-1 (c_0 - B z); one step of refinement with the
+    residual summed by Dot2 (K_00's entries from the kept triangle). None where more points moved than
+    BORDER_AT_LEAST or 1/BORDER_SHARE of F0, S is singular, or the refinement's step is large (BORDER_STEP)."""
+    F0, K = kept.free, kept.K
+    m0, m = F0.size, free.size
+    stay = np.isin(F0, free, assume_unique=True)
+    left = np.flatnonzero(~stay)
+    new = np.setdiff1d(free, F0, assume_unique=True)
+    k, r = new.size, left.size
+    if k + r > max(BORDER_AT_LEAST, m0 // BORDER_SHARE):
+        return None
+    s = k + 1 + r
+    B = np.zeros((s, m0))  # the border's columns, as rows
+    D = np.zeros((s, s))
+    if k:
+        B[:k] = gram.submatrix(new, F0)
+        D[:k, :k] = gram.submatrix(new, new)
+        D[:k, k] = D[k, :k] = 1.0
+    B[k] = 1.0
+    B[k + 1 + np.arange(r), left] = 1.0
+    W = lapack_inplace.cholesky_solve_many(K, m0, B)  # rows: K_00^-1 times B's columns
+    lu = _lu_factor(D - B @ W.T)
+    if lu is None:
+        return None
+
+    def solve(c0, tail):  # (u_0, z) for the right-hand side (c0 on F0's rows, tail on N's, the balance's, R's)
+        v = lapack_inplace.cholesky_solve(K, m0, c0)
+        z = lu(tail - B @ v)
+        u0 = v - W.T @ z
+        u0[left] = 0.0
+        return u0, z
+
+    at_stay, at_new = np.searchsorted(free, F0[stay]), np.searchsorted(free, new)
+    c = yF * rhs[:m]
+    c0, tail = np.zeros(m0), np.zeros(s)
+    c0[stay], tail[:k], tail[k] = c[at_stay], c[at_new], rhs[m]
+    u0, z = solve(c0, tail)
+    r0, r_tail = _bordered_residual(kept, B[:k], D[:k, :k], u0, z[:k], float(z[k]), c0, tail[: k + 1])
+    r0[left] = 0.0
+    du0, dz = solve(r0, np.concatenate([r_tail, np.zeros(r)]))
+    if not np.sqrt(du0 @ du0 + dz[: k + 1] @ dz[: k + 1]) <= BORDER_STEP * np.sqrt(u0 @ u0 + z[: k + 1] @ z[: k + 1]):
+        return None
+    u0, z = u0 + du0, z + dz
+    x = np.empty(m + 1)
+    x[at_stay], x[at_new], x[m] = yF[at_stay] * u0[stay], yF[at_new] * z[:k], z[k]
+    return x
+
+
+def _bordered_residual(kept: KeptFactor, K_N0, K_NN, u0, uN, b: float, c0, tail):
+    """_bordered_solve's residual in u, by Dot2: c_0 - K_00 u_0 - K_0N u_N - b on F0's rows (K_00 from the kept
+    triangle), then (c_N - K_N0 u_0 - K_NN u_N - b, rhs_b - 1'u) for the new rows and the balance."""
+    K, diag = kept.K, kept.diag
+    m0, k = u0.size, uN.size
+    part = c0.copy()
+    if k:  # c_0 - K_0N u_N first, its few terms by Dot2 too
+        K_0N = np.ascontiguousarray(K_N0.T)
+        _dot2_rows(K_0N, uN, *_split(uN), c0, part, 0, m0)
+    v = np.append(u0, b)
+    v_hi, v_lo = _split(v)
+    r0 = np.empty(m0)
+    in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, part, r0, lo, hi), m0, RESIDUAL_ROWS,
+             _threads_for(K))
+    rows = np.zeros((k + 1, m0 + k + 1))  # [K_N0, K_NN, 1] over [1', 1', 0]
+    rows[:k, :m0], rows[:k, m0:m0 + k], rows[:k, -1] = K_N0, K_NN, 1.0
+    rows[k, :m0 + k] = 1.0
+    x = np.concatenate([u0, uN, [b]])
+    r_tail = np.empty(k + 1)
+    _dot2_rows(rows, x, *_split(x), np.ascontiguousarray(tail), r_tail, 0, k + 1)
+    return r0, r_tail
 
 
 def _unit_scaled(K: np.ndarray, yF: np.ndarray, diag: np.ndarray) -> bool:
