@@ -15,7 +15,7 @@ from formulations.kernels import Kernel, gram
 from solvers.api import solve
 from solvers.solution import OPTIMAL
 from solvers.algorithms import smo_dual
-from solvers.algorithms.working_set import polish
+from solvers.algorithms.working_set import polish, subproblems
 
 #: The decision values' agreement with LIBSVM at a tight tolerance, relative to their largest: LIBSVM's
 #: single-precision kernel cache leaves ~1e-6 on these data.
@@ -92,6 +92,18 @@ def test_block_pays_compares_the_dense_solve_with_smo_so_far(size, steps, pays):
     """A small block always; a larger one where |B|^3 is within BLOCK_PAYS times SMO's n per step (n = 5,000:
     the hard family's block at C = 10, the far clusters' at C = 1)."""
     assert smo_dual.block_pays(size, 5000 * steps) is pays
+
+
+@pytest.mark.parametrize("layer, pays", [("direct", True), ("pyomo", False), ("cvxpy", False)])
+def test_a_block_s_model_counts_against_it_in_its_layer(layer, pays):
+    """The d = 30 set's block at C = 1 (889 points after 3,107 steps at n = 5,000, its rows from the whole matrix):
+    within BLOCK_PAYS as a dense solve alone, not once Pyomo's or cvxpy's model of its 790,000 entries is added."""
+    assert smo_dual.block_pays(889, 5000 * 3107, layer) is pays
+    assert smo_dual.block_pays(smo_dual.BLOCK_ALWAYS, 0.0, layer)  # a small block whatever it costs
+
+
+def test_every_layer_has_a_block_model_cost():
+    assert set(smo_dual.LAYER_ENTRY_COST) == set(subproblems.SUBSOLVERS)
 
 
 def test_the_polish_stops_within_its_factor_budget(monkeypatch):

@@ -264,7 +264,7 @@ def test_a_few_free_points_keep_smo_s_run_to_the_loop_s_tolerance(data, monkeypa
         return real(*args, **kwargs)
 
     monkeypatch.setattr(smo_dual, "smo", spy)
-    monkeypatch.setattr(smo_dual, "block_pays", lambda size, work: False)  # SMO to the loop's tol, then the proof
+    monkeypatch.setattr(smo_dual, "block_pays", lambda size, work, layer: False)  # SMO, then the proof
     sol = ws.solve(K, y, 100.0, backend="piqp", layer="direct", validate=False)
     assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     assert smo_dual.EARLY_PROOF_TOL not in tols and len(tols) == 2, tols
