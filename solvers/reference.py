@@ -426,8 +426,9 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
             return known[0], known[1], None
     x, factored = None, False
     in_place = (free.size + 1) ** 2 >= IN_PLACE_ENTRIES
+    rhs = np.append(1.0 - yF * g_F, balance_rhs)
     if in_place and kept is not None and kept.K is not None:
-        x = _bordered_solve(kept, gram, free, one_type(yF), np.append(1.0 - yF * g_F, balance_rhs))
+        x = _bordered_solve(kept, gram, free, one_type(yF), rhs)
         if x is None:
             kept.drop()  # its memory before the new system's
     if x is None:
@@ -436,7 +437,7 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
         if gram.K is not None and np.may_share_memory(K_FF, gram.K):  # a view of the Gram matrix: not ours to factor
             K_FF = K_FF.copy()
         diag = K_FF.diagonal().copy()
-        x, factored = _in_place_solve(K_FF, one_type(yF), np.append(1.0 - yF * g_F, balance_rhs))
+        x, factored = _in_place_solve(K_FF, one_type(yF), rhs)
         if x is not None and kept is not None:
             kept.keep(free, K_FF, diag)
     if x is not None:
