@@ -356,7 +356,7 @@ def _translation_invariant(formulation: str, kernel, K) -> bool:
 def _check_working_set_backend(layer: str, backend: str) -> None:
     """A backend the working set's subproblems can use in `layer`, or an SVMInputError naming the usable ones."""
     if layer == "direct":
-        # installed, by find_spec: importing qpsolvers imports every solver it finds, 10-20 ms of a fresh process's
+        # installed, by find_spec: importing qpsolvers imports every solver it finds, 7-11 ms of a fresh process's
         # first solve before its first step, where most solves need no block; one that does imports it then
         usable = sorted(name for name, record in RECORDS.items()
                         if record.qpsolvers_name and all(map(importlib.util.find_spec, ("qpsolvers", record.module))))
