@@ -9,7 +9,6 @@ lecture notes do (formulations.recovery).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 import warnings
@@ -21,6 +20,7 @@ import formulations
 from formulations import family, kernels, penalty, scaling, validation
 from formulations.model import DUAL, HARD_PRIMAL, KERNEL_DUAL, SOFT_PRIMAL
 from solvers import isolation
+from solvers.adapters.pyomo_qp import PyomoQPBackend
 from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.algorithms import primal_working_set, working_set
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
@@ -356,10 +356,10 @@ def _translation_invariant(formulation: str, kernel, K) -> bool:
 def _check_working_set_backend(layer: str, backend: str) -> None:
     """A backend the working set's subproblems can use in `layer`, or an SVMInputError naming the usable ones."""
     if layer == "direct":
-        # installed, by find_spec: importing qpsolvers imports every solver it finds, 7-11 ms of a fresh process's
-        # first solve before its first step, where most solves need no block; one that does imports it then
+        # the qpsolvers route's packages installed (its adapter's `installed`, find_spec), not imported: qpsolvers
+        # imports every solver it finds, 7-11 ms before a fresh process's first step; a block's solve imports it
         usable = sorted(name for name, record in RECORDS.items()
-                        if record.qpsolvers_name and all(map(importlib.util.find_spec, ("qpsolvers", record.module))))
+                        if record.qpsolvers_name and PyomoQPBackend(record).installed()[0])
         if backend not in usable:
             raise validation.SVMInputError(
                 f"backend {backend!r} cannot solve the working set's subproblems alone (qpsolvers); choose one of "

@@ -871,26 +871,27 @@ def _bordered_solve(kept: KeptFactor, gram: Gram, free, yF, rhs) -> np.ndarray |
         D[:k, k] = D[k, :k] = 1.0
     B[k] = 1.0
     B[k + 1 + np.arange(r), left] = 1.0
-    W = lapack_inplace.cholesky_solve_many(K, m0, B)  # rows: K_00^-1 times B's columns
+    at_stay, at_new = np.searchsorted(free, F0[stay]), np.searchsorted(free, new)
+    c = yF * rhs[:m]
+    c0, tail = np.zeros(m0), np.zeros(s)
+    c0[stay], tail[:k], tail[k] = c[at_stay], c[at_new], rhs[m]
+    # K_00^-1 times B's columns and c0, in one pass over the factor
+    W = lapack_inplace.cholesky_solve_many(K, m0, np.vstack([B, c0]))
+    W, v = W[:s], W[s]
     lu = _lu_factor(D - B @ W.T)
     if lu is None:
         return None
 
-    def solve(c0, tail):  # (u_0, z) for the right-hand side (c0 on F0's rows, tail on N's, the balance's, R's)
-        v = lapack_inplace.cholesky_solve(K, m0, c0)
+    def solve(v, tail):  # (u_0, z) where v = K_00^-1 c0 (c0 on F0's rows, tail on N's, the balance's, R's)
         z = lu(tail - B @ v)
         u0 = v - W.T @ z
         u0[left] = 0.0
         return u0, z
 
-    at_stay, at_new = np.searchsorted(free, F0[stay]), np.searchsorted(free, new)
-    c = yF * rhs[:m]
-    c0, tail = np.zeros(m0), np.zeros(s)
-    c0[stay], tail[:k], tail[k] = c[at_stay], c[at_new], rhs[m]
-    u0, z = solve(c0, tail)
+    u0, z = solve(v, tail)
     r0, r_tail = _bordered_residual(kept, B[:k], D[:k, :k], u0, z[:k], float(z[k]), c0, tail[: k + 1])
     r0[left] = 0.0
-    du0, dz = solve(r0, np.concatenate([r_tail, np.zeros(r)]))
+    du0, dz = solve(lapack_inplace.cholesky_solve(K, m0, r0), np.concatenate([r_tail, np.zeros(r)]))
     if not np.sqrt(du0 @ du0 + dz[: k + 1] @ dz[: k + 1]) <= BORDER_STEP * np.sqrt(u0 @ u0 + z[: k + 1] @ z[: k + 1]):
         return None
     u0, z = u0 + du0, z + dz
@@ -904,10 +905,7 @@ def _bordered_residual(kept: KeptFactor, K_N0, K_NN, u0, uN, b: float, c0, tail)
     triangle), then (c_N - K_N0 u_0 - K_NN u_N - b, rhs_b - 1'u) for the new rows and the balance."""
     K, diag = kept.K, kept.diag
     m0, k = u0.size, uN.size
-    part = c0.copy()
-    if k:  # c_0 - K_0N u_N first, its few terms by Dot2 too
-        K_0N = np.ascontiguousarray(K_N0.T)
-        _dot2_rows(K_0N, uN, *_split(uN), c0, part, 0, m0)
+    part = residual(K_N0.T, uN, c0) if k else c0  # c_0 - K_0N u_N first, its few terms by Dot2 too
     v = np.append(u0, b)
     v_hi, v_lo = _split(v)
     r0 = np.empty(m0)
@@ -916,10 +914,7 @@ def _bordered_residual(kept: KeptFactor, K_N0, K_NN, u0, uN, b: float, c0, tail)
     rows = np.zeros((k + 1, m0 + k + 1))  # [K_N0, K_NN, 1] over [1', 1', 0]
     rows[:k, :m0], rows[:k, m0:m0 + k], rows[:k, -1] = K_N0, K_NN, 1.0
     rows[k, :m0 + k] = 1.0
-    x = np.concatenate([u0, uN, [b]])
-    r_tail = np.empty(k + 1)
-    _dot2_rows(rows, x, *_split(x), np.ascontiguousarray(tail), r_tail, 0, k + 1)
-    return r0, r_tail
+    return r0, residual(rows, np.concatenate([u0, uN, [b]]), tail)
 
 
 def _unit_scaled(K: np.ndarray, yF: np.ndarray, diag: np.ndarray) -> bool:

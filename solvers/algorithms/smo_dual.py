@@ -181,7 +181,7 @@ def block_pays(size: int, smo_work: float, layer: str = "direct") -> bool:
     tolerance, SMO's work so far being smo_work (BLOCK_PAYS, BLOCK_ALWAYS, LAYER_ENTRY_COST): known before either
     runs, no clock."""
     size = float(size)
-    return size <= BLOCK_ALWAYS or size**3 + LAYER_ENTRY_COST.get(layer, 0.0) * size**2 <= BLOCK_PAYS * smo_work
+    return size <= BLOCK_ALWAYS or size**3 + LAYER_ENTRY_COST[layer] * size**2 <= BLOCK_PAYS * smo_work
 
 
 def _row_cost(src, rows: RowCache) -> int:
