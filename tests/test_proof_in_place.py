@@ -146,3 +146,22 @@ def test_the_two_right_hand_sides_are_two_solves():
         np.testing.assert_allclose(x, lapack_inplace.cholesky_solve(F, 50, b), rtol=0, atol=1e-14 * np.abs(x).max())
     with pytest.raises(ValueError, match="rows of 50 values"):
         lapack_inplace.cholesky_solve_many(F, 50, np.ones(50))
+
+
+@pytest.mark.parametrize("m", [1, 255, 256, 257, 700])
+def test_a_few_right_hand_sides_by_panels_are_lapack_s_solves(m):
+    """Up to ONE_AT_A_TIME_UP_TO rows solved one at a time by panels of dtrsv and dgemv, in the leading block of a
+    wider array, give LAPACK's dpotrs answers (more rows) to rounding of their size; each solves its system."""
+    rng = np.random.default_rng(m)
+    G = rng.normal(size=(m, m))
+    A = G @ G.T + m * np.eye(m)
+    F = np.zeros((m, m + 5))
+    F[:, :m] = A
+    assert lapack_inplace.cholesky(F, m) == 0
+    k = lapack_inplace.ONE_AT_A_TIME_UP_TO
+    B = rng.normal(size=(k + 1, m))
+    by_lapack = lapack_inplace.cholesky_solve_many(F, m, B)
+    by_panels = lapack_inplace.cholesky_solve_many(F, m, B[:k])
+    for b, x, want in zip(B, by_panels, by_lapack):
+        np.testing.assert_allclose(A @ x, b, rtol=0, atol=1e-12 * np.abs(b).max())
+        np.testing.assert_allclose(x, want, rtol=0, atol=1e-13 * np.abs(want).max())

@@ -153,3 +153,23 @@ def test_the_gram_matrix_magnitudes_read_rows_in_place(data):
     u = np.where(np.arange(N) % 3 == 0, -2.0 * y, 0.0)
     want = Gram(None, K).magnitudes(u)
     assert np.max(np.abs(FullGram(K).magnitudes(u) - want) / want) <= 1e-13
+
+
+def test_an_rbf_gram_matrix_magnitudes_are_one_product_and_a_signed_one_s_are_not(data):
+    """An rbf's FullGram takes sum_j |K_ij u_j| as K |u| (its entries are >= 0) where u is mostly nonzero: the compiled
+    pass's sums to rounding; a precomputed K with negative entries keeps |K| (K |u| would be far below it there)."""
+    from solvers.algorithms.compiled_gram import abs_combination
+    from solvers.algorithms.kernel_rows import FullGram
+    from formulations.kernels import Kernel
+
+    X, y, K = data
+    u = np.where(np.arange(N) % 3 == 0, 0.0, -2.0 * y)
+    nz = np.flatnonzero(u)
+    rbf = FullGram(K, Kernel("rbf", gamma=0.1), X)
+    assert rbf.nonnegative() and not FullGram(K).nonnegative()
+    want = abs_combination(K, nz, u[nz])
+    assert np.max(np.abs(rbf.magnitudes(u) - want) / want) <= 1e-13
+    signed = K - 0.5
+    want = abs_combination(signed, nz, u[nz])
+    assert np.array_equal(FullGram(signed).magnitudes(u), want)
+    assert np.min(want - signed @ np.abs(u)) > 1.0
