@@ -83,7 +83,7 @@ from formulations.validation import check_choice, memory_budget, products_finite
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
 from solvers.algorithms import smo_gram
-from solvers.algorithms.compiled_gram import gram_threads
+from solvers.algorithms.compiled_gram import gram_threads, let_go
 from solvers.algorithms.kernel_rows import FullGram, GramBlock, gram_allowed, gram_first
 from solvers.api import solve
 from solvers.backends import get_record
@@ -619,6 +619,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                     print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): "
                           f"{sol.status} via {sol.layer}/{sol.backend}, {sol.iterations} iterations, "
                           f"{time.perf_counter() - began:.3g} s")
+        largest = shared.K.size if shared is not None else 0
+        held, shared, blocks, block = [shared, blocks], None, None, None
+        let_go(held, largest)  # the fit's Gram matrix freed on another core while the fit goes on
         return fits
 
     def _smo_ahead(self, shared: SharedGram | None, on_gram, pairs, row_C) -> tuple[list | None, list | None]:

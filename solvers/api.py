@@ -23,6 +23,7 @@ from solvers import isolation
 from solvers.adapters.pyomo_qp import PyomoQPBackend
 from solvers.solution import RawResult, Solution, TIME_LIMIT
 from solvers.algorithms import primal_working_set, working_set
+from solvers.algorithms.compiled_gram import let_go
 from solvers.algorithms.kernel_rows import ROWS_FROM_N, FullGram, row_source
 from solvers.backends import RECORDS, ranked
 from solvers.closing import (close_model, linear_kernel_w, mark_indefinite, mercer, mercer_by_theorem, mercer_extras,
@@ -319,6 +320,8 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
         sol = working_set.solve(source, y, C, backend=backend, layer=layer, q=working_set.block_size(len(y)),
                                 profile=profile, options=options, time_limit=deadline, validate=False,
                                 linear_X=X if formulation == DUAL else None)
+        held, source = [source], None
+        let_go(held, len(y) ** 2)  # the Gram matrix's (or rows') memory freed on another core while the caller goes on
     sol.extras.update(extras, labels=labels.as_dict(), method="working_set")
     mark_indefinite(sol)  # after the kernel's extras: an allowed indefinite kernel says so
     if formulation == KERNEL_DUAL and K is None:

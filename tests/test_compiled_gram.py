@@ -162,3 +162,41 @@ def test_memory_mapped_ahead_goes_to_the_next_request_it_holds(monkeypatch):
     assert not compiled_gram._AHEAD and compiled_gram.fresh_doubles(4000, populate=True).base.shape != (5000,)
     compiled_gram.map_ahead(10)  # within the heap: nothing mapped ahead
     assert not compiled_gram._AHEAD
+
+
+class _Holder:
+    """An object that holds a matrix (weak references need a class of its own, not an ndarray's base)."""
+
+    def __init__(self, count: int):
+        self.matrix = compiled_gram.fresh_doubles(count)
+        self.matrix[:] = 1.0
+
+
+def test_let_go_frees_fresh_memory_on_a_thread_and_heap_memory_here(monkeypatch):
+    """A matrix in fresh memory is freed by the thread let_go starts (the holder gone once it is joined, and the
+    caller's list empty); one from the heap at once, with no thread."""
+    import threading
+    import weakref
+
+    monkeypatch.setattr(compiled_gram, "HEAP_BYTES", 8 * 1000)
+    started = []
+    real_thread = threading.Thread
+
+    def recorded(*args, **kwargs):
+        thread = real_thread(*args, **kwargs)
+        started.append(thread)
+        return thread
+
+    monkeypatch.setattr(compiled_gram.threading, "Thread", recorded)
+    fresh = _Holder(5000)
+    gone = weakref.ref(fresh)
+    held, fresh = [fresh], None
+    compiled_gram.let_go(held, 5000)
+    assert len(started) == 1
+    started[0].join()
+    assert gone() is None and held == []
+    small = _Holder(500)
+    gone = weakref.ref(small)
+    held, small = [small], None
+    compiled_gram.let_go(held, 500)
+    assert gone() is None and held == [] and len(started) == 1

@@ -291,6 +291,18 @@ def drop_ahead() -> None:
         _AHEAD.clear()
 
 
+def let_go(held: list, largest: int) -> None:
+    """Empty `held`, a list of the last references to objects whose largest matrix has `largest` doubles: on a
+    thread of its own where that matrix is fresh memory (fresh_doubles), whose unmapping costs 14 ms per 200 MB
+    (4 KiB pages) and releases the interpreter's lock, so the caller goes on while another core frees it; here
+    where it came from the heap (a thread's start would cost more). Where the caller still refers to one of them,
+    it is freed where that reference goes, as without this."""
+    if _from_heap(largest):
+        held.clear()
+        return
+    threading.Thread(target=held.clear, name="let memory go", daemon=True).start()
+
+
 def _take_ahead(count: int) -> np.ndarray | None:
     """The first `count` doubles of the memory mapped ahead (waiting for its thread), if it holds that many."""
     with _AHEAD_LOCK:
