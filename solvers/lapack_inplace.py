@@ -82,9 +82,9 @@ def cholesky_solve_many(A: np.ndarray, m: int, B: np.ndarray) -> np.ndarray:
     return _potrs_rows(A, m, X)
 
 
-#: Right-hand sides up to which a solve takes them one at a time, by panels (_solve_one): LAPACK's dpotrs, by dtrsm and dgemm on
-#: a few columns, read a 2,873-square factor at a third of dgemv's pace (7 ms against 2.3 ms for one; 8.4 against
-#: 5.0 ms for two, 8.2 against 9.9 ms for four).
+#: Right-hand sides up to which a solve takes them one at a time, by panels (_solve_one): LAPACK's dpotrs, by dtrsm
+#: and dgemm on a few columns, read a 2,873-square factor at a third of dgemv's pace (7 ms against 2.3 ms for one;
+#: 8.4 against 5.0 ms for two, 8.2 against 9.9 ms for four).
 ONE_AT_A_TIME_UP_TO = 3
 
 

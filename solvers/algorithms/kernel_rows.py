@@ -163,8 +163,7 @@ class GramBlock(Gram):
     copy of it is made. What it answers is what FullGram answers on the copied block, entry for entry, but for K u
     and an rbf's sum_j |K_ij u_j|, which come from the rows of u's nonzeros (combination) where FullGram takes one
     matrix product over a mostly nonzero u: K is the fit's own Gram matrix, symmetric, and the product would need
-    the block. `kernel` and
-    `data` (the block's samples) as FullGram's, for the closing checks' recomputed entries.
+    the block. `kernel` and `data` (the block's samples) as FullGram's, for the closing checks' recomputed entries.
 
     Why: the copy of each pair's block read the whole block out of the fit's matrix, where SMO reads the rows of
     the points it steps on and the closing checks those of the support vectors (docs/estimator_speed.md)."""
