@@ -135,6 +135,20 @@ def test_a_killed_solve_of_the_solver_alone_is_a_time_limit_row_too(monkeypatch)
     assert sol.extras["method"] == "working_set" and sol.backend_version
 
 
+def test_an_answered_working_set_row_names_its_backend_s_version_and_numba_s():
+    """The row the working sets answer names what ran: the subproblems' backend's version (as the killed row above)
+    and the compiled SMO's numba."""
+    import numba
+
+    from solvers.backends import RECORDS
+
+    ds = example_5_1()
+    sol = api.solve("kernel_dual", ds.X, ds.y, layer="direct", backend="osqp", C=1.0, kernel="rbf",
+                    method="working_set")
+    assert sol.status == "optimal"
+    assert sol.backend_version == f"{RECORDS['osqp'].version()}; solvers.algorithms.smo (numba {numba.__version__})"
+
+
 def _server_in_step(preload: tuple[str, ...], step: bytes) -> isolation.Server:
     """The server of `preload`, once it says it is in `step` of its start (isolation._STARTING)."""
     import time

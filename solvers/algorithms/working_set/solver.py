@@ -16,6 +16,7 @@ from solvers.solution import ERROR, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE
 from solvers.algorithms.kernel_rows import FullGram, KernelRows, gram_formed
 from solvers.algorithms.working_set.loop import decompose
 from solvers.algorithms.working_set.optimality import as_rows
+from solvers.backends import RECORDS
 from solvers.closing import close, unanswered
 from solvers.deadline import Deadline
 from solvers.profiles import get_profile
@@ -59,6 +60,17 @@ def _unanswered(y, C, ended, *, backend, layer, profile, deadline, linear_X) -> 
                       extras={"labels": labels.as_dict(), "method": "working_set"})
 
 
+def _versions(backend: str, engine: str) -> str:
+    """The row's backend_version: the subproblems' backend's (as an unanswered row names it), and numba's where the
+    compiled SMO takes the steps (as the family's SMO rows name it)."""
+    own = RECORDS[backend].version() if backend in RECORDS else ""
+    if engine != "smo":
+        return own
+    import numba  # loaded already: the compiled SMO runs on it
+
+    return "; ".join(filter(None, [own, f"solvers.algorithms.smo (numba {numba.__version__})"]))
+
+
 def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, validate, alpha0, stall_floor,
            split_from, selection, shrinking, linear_X, engine="smo") -> Solution:
     """solve, in this process."""
@@ -87,7 +99,7 @@ def _solve(K, y, C, *, backend, layer, q, tol, profile, options, time_limit, val
         raw_status=f"working_set: violation {res.violation:.2e}, relative gap {res.gap:.2e} after "
                    f"{res.outer_iterations} steps",
         objective=res.objective, build_s=total - res.subproblem_s, solve_s=res.subproblem_s,
-        iterations=res.outer_iterations, profile=prof.name,
+        iterations=res.outer_iterations, profile=prof.name, backend_version=_versions(backend, engine),
         message=deadline.stopped_after(done, res.stopped_in) if res.timed_out else res.failure,
         extras={"labels": labels.as_dict(), **({} if linear else {"kernel_form": "working_set"}), "q": q,
                 "kkt_violation": res.violation,
