@@ -436,8 +436,8 @@ def _free_solve(gram: Gram, free, yF, g_F, balance_rhs: float, least_squares: bo
     if x is None and in_place:
         if gram.K is not None and np.may_share_memory(K_FF, gram.K):  # a view of the Gram matrix: not ours to factor
             K_FF = K_FF.copy()
-        diag = K_FF.diagonal().copy()
-        x, factored = _in_place_solve(K_FF, one_type(yF), rhs)
+        diag = np.empty(free.size)  # K_FF's, saved by the solve: the factor overwrites it
+        x, factored = _in_place_solve(K_FF, one_type(yF), rhs, diag)
         if x is not None and kept is not None:
             kept.keep(free, K_FF, diag)
     if x is not None:
@@ -783,16 +783,18 @@ def _cholesky(A: np.ndarray, m: int) -> int:
 IN_PLACE_ENTRIES = 10**6
 
 
-def _in_place_solve(K: np.ndarray, yF: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray | None, bool]:
+def _in_place_solve(K: np.ndarray, yF: np.ndarray, rhs: np.ndarray,
+                    diag: np.ndarray | None = None) -> tuple[np.ndarray | None, bool]:
     """(x, factored): the free points' system M x = rhs, M = [[Y K Y, y], [y', 0]], solved in K's memory without
     forming M, where every Ruiz divisor of M would be 1 (|K_ij| <= 1, y = +-1: an rbf's system) so that _ruiz's copy
     would be M itself. With u = Y alpha the system is [[K, 1], [1', 0]] (u, b) = (Y rhs_F, rhs_b): K = L L' in place
     (L' in K's upper triangle, K's lower one kept, its diagonal saved), b through the Schur complement 1' K^-1 1, and
     one step of refinement with the residual of M summed by Dot2 from K's kept triangle (_saddle_residual). None
     where M is not so scaled or K not clearly positive definite (CHOLESKY_PIVOT_FLOOR): K is then as it was (the
-    lower triangle mirrored), and `factored` says whether the factor was tried."""
+    lower triangle mirrored), and `factored` says whether the factor was tried. diag: where given, K's diagonal is
+    saved there (m values), for a caller that keeps the factor (KeptFactor)."""
     m = yF.size
-    diag = np.empty(m)
+    diag = np.empty(m) if diag is None else diag
     if not _unit_scaled(K, yF, diag):
         return None, False
     top = float(np.max(diag))
@@ -903,14 +905,9 @@ def _bordered_solve(kept: KeptFactor, gram: Gram, free, yF, rhs) -> np.ndarray |
 def _bordered_residual(kept: KeptFactor, K_N0, K_NN, u0, uN, b: float, c0, tail):
     """_bordered_solve's residual in u, by Dot2: c_0 - K_00 u_0 - K_0N u_N - b on F0's rows (K_00 from the kept
     triangle), then (c_N - K_N0 u_0 - K_NN u_N - b, rhs_b - 1'u) for the new rows and the balance."""
-    K, diag = kept.K, kept.diag
     m0, k = u0.size, uN.size
     part = residual(K_N0.T, uN, c0) if k else c0  # c_0 - K_0N u_N first, its few terms by Dot2 too
-    v = np.append(u0, b)
-    v_hi, v_lo = _split(v)
-    r0 = np.empty(m0)
-    in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, part, r0, lo, hi), m0, RESIDUAL_ROWS,
-             _threads_for(K))
+    r0 = _kept_rows_residual(kept.K, kept.diag, u0, b, part, np.empty(m0))
     rows = np.zeros((k + 1, m0 + k + 1))  # [K_N0, K_NN, 1] over [1', 1', 0]
     rows[:k, :m0], rows[:k, m0:m0 + k], rows[:k, -1] = K_N0, K_NN, 1.0
     rows[k, :m0 + k] = 1.0
@@ -960,15 +957,22 @@ def _saddle_residual(K: np.ndarray, diag: np.ndarray, yF: np.ndarray, x: np.ndar
     y_i rhs_i, which Dot2 sums to the same bits (a sign changes no rounding), where K is symmetric; row m as residual's
     own. Rows by bands on the Gram matrix's threads, each row's terms in the order of its columns whatever the band."""
     m = yF.size
-    v = np.append(yF * x[:m], x[m])
-    v_hi, v_lo = _split(v)
     out = np.empty(m + 1)
-    b = yF * rhs[:m]
-    threads = _threads_for(K)
-    in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, b, out, lo, hi), m, RESIDUAL_ROWS, threads)
+    _kept_rows_residual(K, diag, yF * x[:m], x[m], yF * rhs[:m], out[:m])
     out[:m] *= yF
     last = np.append(yF, 0.0)[None, :]
     _dot2_rows(last, x, *_split(x), rhs[m:], out[m:], 0, 1)
+    return out
+
+
+def _kept_rows_residual(K: np.ndarray, diag: np.ndarray, u: np.ndarray, b: float, c: np.ndarray,
+                        out: np.ndarray) -> np.ndarray:
+    """out = c - K u - b by Dot2 (_dot2_symmetric_rows), K's entries read from its lower triangle and `diag` (the
+    factor made in place holds the upper one), by bands of rows on the Gram matrix's threads; out returned."""
+    v = np.append(u, b)
+    v_hi, v_lo = _split(v)
+    in_bands(lambda lo, hi: _dot2_symmetric_rows(K, diag, v, v_hi, v_lo, c, out, lo, hi), u.size, RESIDUAL_ROWS,
+             _threads_for(K))
     return out
 
 
