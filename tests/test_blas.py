@@ -1,5 +1,7 @@
-"""solvers.blas: the project's threadpoolctl controller finds what threadpoolctl's own scan finds."""
+"""solvers.blas: the project's threadpoolctl controller finds numpy's and scipy's BLAS, as threadpoolctl's own scan
+does."""
 
+import os
 import sys
 
 import pytest
@@ -14,13 +16,46 @@ def _found(controller) -> list[tuple[str, str]]:
     return sorted((lib.filepath, lib.internal_api) for lib in controller.lib_controllers)
 
 
+def _blas_of(controller) -> list[tuple[str, str]]:
+    return [(path, api) for path, api in _found(controller) if api in ("openblas", "mkl", "blis", "flexiblas")]
+
+
+def _in_wheel_folders(path: str) -> bool:
+    return os.path.dirname(os.path.realpath(path)) in {os.path.realpath(f) for f in blas._WHEEL_FOLDERS}
+
+
 @linux_only
-def test_the_controller_finds_the_libraries_threadpoolctl_finds():
+def test_the_controller_finds_numpys_and_scipys_blas_as_threadpoolctl_does():
     import numpy  # noqa: F401  (a BLAS, and scikit-learn's OpenMP runtime, loaded)
+    import scipy.linalg  # noqa: F401
     import sklearn.svm  # noqa: F401
-    ours = blas._Controller()
-    assert _found(ours) == _found(threadpoolctl.ThreadpoolController())
-    assert {"openblas", "mkl", "blis", "flexiblas"} & {api for _, api in _found(ours)}  # a BLAS among them
+    ours = _blas_of(blas._Controller())
+    theirs = _blas_of(threadpoolctl.ThreadpoolController())
+    assert ours, "no BLAS found"
+    if all(_in_wheel_folders(path) for path, _ in ours):  # pip's wheels: numpy's and scipy's own
+        assert ours == [lib for lib in theirs if _in_wheel_folders(lib[0])]
+        assert {os.path.dirname(path) for path, _ in ours} == {os.path.realpath(f) for f in blas._WHEEL_FOLDERS}
+    else:  # the whole scan
+        assert ours == theirs
+
+
+@linux_only
+def test_without_a_blas_in_the_wheel_folders_the_whole_scan_is_made(monkeypatch, tmp_path):
+    """A numpy or scipy not from pip's wheels (conda, a distribution's): every loaded library is looked at."""
+    import sklearn.svm  # noqa: F401
+    (tmp_path / "libgfortran-0.so.5").write_bytes(b"")  # a folder with no BLAS in it
+    monkeypatch.setattr(blas, "_WHEEL_FOLDERS", (str(tmp_path), blas._WHEEL_FOLDERS[1]))
+    assert _found(blas._Controller()) == _found(threadpoolctl.ThreadpoolController())
+
+
+@linux_only
+def test_one_thread_limits_the_blas_numpy_calls():
+    blas.refresh()
+    with blas.one_thread():
+        info = threadpoolctl.threadpool_info()
+        found = [lib for lib in info if lib["user_api"] == "blas"]
+        wheels = [lib for lib in found if _in_wheel_folders(lib["filepath"])]
+        assert (wheels or found) and all(lib["num_threads"] == 1 for lib in wheels or found)
 
 
 @linux_only
