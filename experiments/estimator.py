@@ -614,6 +614,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                     signs = np.where(y_index[rows] == j, 1.0, -1.0)
                 pair_C = _pair_C(row_C, rows)
                 fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
+                if blocks is not None:  # the pair's block let go: the next pair's copy of its samples reuses it
+                    blocks[k] = None
+                    if ahead:
+                        ahead[k] = None
                 if self.verbose:
                     sol = fits[-1].solution
                     print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): "

@@ -157,3 +157,39 @@ def test_the_pairs_smo_run_ahead_on_another_thread_gives_the_same_model_to_the_b
     monkeypatch.setenv(compiled_gram.THREADS_ENV, "2")
     SVMClassifier().fit(X, y)
     assert made[-1] is not None and len(made[-1]) == 45
+
+
+def test_a_pair_block_copies_its_samples_when_read_and_the_fit_lets_each_block_go(monkeypatch):
+    """A pair's block holds no copy of its samples until one is read (then the pair's rows of X, in the block's
+    order); the fit lets each pair's block go once it is fitted, so at each pair's closing at most the current
+    pair's copy (and the one before, not yet collected) is held, not all 45."""
+    import weakref
+
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    made = []
+
+    class Counted(estimator_gram.PairBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(estimator_gram, "PairBlock", Counted)
+    shared = estimator_gram.SharedGram.of(SVMClassifier()._resolved_kernel(X), X, np.arange(600), y, 10)
+    rows, _, block = shared.pair_in_place(2, 7)
+    assert block._samples is None
+    np.testing.assert_array_equal(block.data, X[rows])
+
+    held = []
+    real = estimator_module.smo_gram.solve
+
+    def counted(*args, **kwargs):
+        held.append(sum(1 for ref in made if ref() is not None and ref()._samples is not None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(estimator_module.smo_gram, "solve", counted)
+    made.clear()
+    SVMClassifier().fit(X, y)
+    assert len(made) == 45 and len(held) == 45 and max(held) <= 2
