@@ -200,3 +200,39 @@ def test_let_go_frees_fresh_memory_on_a_thread_and_heap_memory_here(monkeypatch)
     held, small = [small], None
     compiled_gram.let_go(held, 500)
     assert gone() is None and held == [] and len(started) == 1
+
+
+def test_in_threads_works_on_the_calling_thread_and_one_helper_fewer():
+    """Every item once, the results in the items' order; the calling thread takes items too, so two threads
+    need one helper, and one thread none."""
+    import threading
+
+    seen = []
+
+    def work(item):
+        seen.append(threading.get_ident())
+        return item * item
+
+    assert compiled_gram.in_threads(work, range(40), 2) == [k * k for k in range(40)]
+    assert len(seen) == 40 and len(set(seen)) <= 2
+    seen.clear()
+    assert compiled_gram.in_threads(work, range(5), 1) == [0, 1, 4, 9, 16]
+    assert set(seen) == {threading.get_ident()}
+
+
+def test_in_threads_raises_an_error_once_every_thread_is_done():
+    """An item's error (on either thread) is raised by in_threads, after the other thread's items are done."""
+    import time
+
+    done = []
+
+    def work(item):
+        if item == 0:
+            raise ValueError("item 0")
+        time.sleep(0.001)
+        done.append(item)
+        return item
+
+    with pytest.raises(ValueError, match="item 0"):
+        compiled_gram.in_threads(work, range(6), 2)
+    assert sorted(done) == [1, 2, 3, 4, 5]

@@ -121,13 +121,34 @@ class GramWork:
 
 
 def in_threads(work, items, threads: int) -> list:
-    """[work(item) for item in items], on `threads` threads taking the next item as they finish one (in this thread
-    where threads <= 1), the results in the items' order; an exception in one is raised here."""
+    """[work(item) for item in items], on `threads` threads taking the next item as they finish one, this thread
+    one of them (the only one where threads <= 1), the results in the items' order; an exception in one is
+    raised here, once every thread is done. Why this thread works rather than waits: a thread started for the work
+    is one more whose stack, memory arena and BLAS buffers are first touched (page faults) in a fresh process."""
     items = list(items)
-    if threads <= 1:
+    if threads <= 1 or len(items) <= 1:
         return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return [done.result() for done in [pool.submit(work, item) for item in items]]
+    results, taken, lock = [None] * len(items), [0], threading.Lock()
+
+    def take() -> None:
+        while True:
+            with lock:
+                k = taken[0]
+                if k == len(items):
+                    return
+                taken[0] += 1
+            results[k] = work(items[k])
+
+    with ThreadPoolExecutor(max_workers=threads - 1) as pool:
+        helpers = [pool.submit(take) for _ in range(min(threads, len(items)) - 1)]
+        try:
+            take()
+        finally:
+            for done in helpers:
+                done.exception()  # waits; an error here is raised below, after every thread is done
+    for done in helpers:
+        done.result()
+    return results
 
 
 def in_bands(work, n: int, band: int, threads: int) -> None:
