@@ -103,9 +103,9 @@ class PairBlock(GramBlock):
     entries within a class from them and recomputes those between the classes).
 
     `data`, the pair's samples, is copied out of the fit's (`points`, in the matrix's order) at its first use, the
-    closing's: the fit lets each pair's block go once the pair is fitted, so each copy is made in the memory the
-    last one held. Cut ahead with their copies, the 45 blocks of digits held 5.8 MB of fresh memory at once, a
-    page fault each 4 KiB (1,400 of a fit's 2,800)."""
+    closing's: the fit lets each pair's block go once the pair is fitted, so each copy reuses the memory of the one
+    before, where copies cut ahead with the blocks were all held at once, in fresh memory (a page fault each 4 KiB:
+    docs/benchmarks.md)."""
 
     audits: tuple[SpanAudit, SpanAudit] = ()
 

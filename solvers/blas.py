@@ -12,11 +12,11 @@ Which libraries: the project's dense algebra is numpy's and scipy's (numpy's pro
 LAPACK, and the compiled functions' BLAS through scipy.linalg.cython_blas), so theirs are the ones
 limited. pip's wheels of both keep their BLAS in a folder beside the package (auditwheel's
 ``numpy.libs``, ``scipy.libs``): the controller is made from the libraries there that the process
-has loaded, a few files. threadpoolctl's own Linux scan reads /proc/self/maps (about 1,400 lines
-once Pyomo, cvxpy and SciPy are imported: 3 ms, most of a fresh process's first small fit's
-overhead) and resolves every path in it. Where either folder holds no loaded BLAS (conda, a
-distribution's numpy), the whole scan is made, passing over Python's extension modules, which are
-never a BLAS or an OpenMP runtime.
+has loaded, a few files, where threadpoolctl's own Linux scan reads /proc/self/maps (about 1,400
+lines once Pyomo, cvxpy and SciPy are imported) and resolves every path in it, a few milliseconds
+of a fresh process's first small fit (docs/benchmarks.md). Where either folder holds no loaded
+BLAS (conda, a distribution's numpy), the whole scan is made, passing over Python's extension
+modules, which are never a BLAS or an OpenMP runtime.
 
 This overrides a private method of threadpoolctl (its Linux scan): this module is the one place
 that does, pyproject bounds the version, and tests/test_blas.py checks that it finds numpy's and
