@@ -60,6 +60,8 @@ import contextlib
 import itertools
 import math
 import numbers
+import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -78,7 +80,7 @@ from experiments.estimator_gram import PairBlock, SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
-from formulations.scaling import BadScalingWarning, check_scaling
+from formulations.scaling import KERNEL_EFFECT, SOLVER_EFFECT, BadScalingWarning, check_scaling
 from formulations.validation import check_choice, memory_budget, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
@@ -163,6 +165,32 @@ def _cancelled_on_error(futures):
 #: The points of all pairs together from which each pair's SMO runs ahead on a second thread (SVMClassifier.
 #: _smo_ahead): below, a thread's start and hand-overs cost more than the overlap saves (docs/estimator_speed.md).
 SMO_AHEAD_MIN_POINTS = 2_000
+
+
+#: The interpreter's switch interval (seconds) while a fit's SMO runs ahead (_short_switch_interval): between its
+#: compiled calls the SMO thread waits for the interpreter's lock, which the closings hold, and at Python's
+#: 5 ms default it waited up to that long each time.
+AHEAD_SWITCH_INTERVAL = 2e-4
+_switching = threading.Lock()
+_switch_users: list = [0, None]  # fits in a short interval now, and the interval they found
+
+
+@contextlib.contextmanager
+def _short_switch_interval():
+    """A context in which the interpreter's switch interval is at most AHEAD_SWITCH_INTERVAL; the interval found
+    is put back when the last such context (of any thread's fit) ends."""
+    with _switching:
+        if _switch_users[0] == 0:
+            _switch_users[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(AHEAD_SWITCH_INTERVAL, _switch_users[1]))
+        _switch_users[0] += 1
+    try:
+        yield
+    finally:
+        with _switching:
+            _switch_users[0] -= 1
+            if _switch_users[0] == 0:
+                sys.setswitchinterval(_switch_users[1])
 
 
 def _ahead(block, signs: np.ndarray, C, profile: str):
@@ -581,7 +609,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.formulation_, self.kernel_ = formulation, kernel
 
         if K is None:  # features, not a precomputed or callable kernel's Gram matrix
-            check_scaling(X, advice=PIPELINE_ADVICE)  # warned at the caller of fit
+            nonlinear = kernel is not None and kernel.name != "linear"
+            check_scaling(X, advice=PIPELINE_ADVICE, effect=KERNEL_EFFECT if nonlinear else SOLVER_EFFECT)
         row_C = C_samples
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
@@ -604,7 +633,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         shared = self._shared_gram(on_gram, kept, X, y_index, budget)
         blocks, ahead = self._smo_ahead(shared, on_gram, pairs, row_C)
         fits = []
-        with _cancelled_on_error(ahead):
+        with _cancelled_on_error(ahead), _short_switch_interval() if ahead else contextlib.nullcontext():
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
                 began = time.perf_counter()
                 if blocks is not None and blocks[k] is not None:  # the pair's block of the fit's Gram matrix

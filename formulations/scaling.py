@@ -75,16 +75,21 @@ def scale_ratio(X: np.ndarray) -> tuple[float, int, int]:
 STANDARDIZE_ADVICE = "Consider standardize=True (w*, b* are mapped back to the original units)."
 
 
+#: What badly scaled features do to a linear SVM's solve (check_scaling's default `effect`).
+SOLVER_EFFECT = "solvers may lose accuracy or return w = 0"
+#: What they do to a kernel SVM (rbf, poly, sigmoid): its answer is exact, but the model is the widest features'.
+KERNEL_EFFECT = "the kernel's values are then set by the widest features alone"
+
+
 def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: bool = True,
-                  advice: str = STANDARDIZE_ADVICE, stacklevel: int = 3) -> float:
-    """Warn (BadScalingWarning, ending with `advice`) when feature scales differ by more than `threshold`; return
-    the ratio."""
+                  advice: str = STANDARDIZE_ADVICE, effect: str = SOLVER_EFFECT, stacklevel: int = 3) -> float:
+    """Warn (BadScalingWarning: `effect`, then `advice`) when feature scales differ by more than `threshold`;
+    return the ratio."""
     ratio, hi, lo = scale_ratio(X)
     if ratio > threshold and warn:
         warnings.warn(
             f"badly scaled features: feature {hi} has a scale {ratio:.3g} times that of feature {lo} "
-            f"(ratio of feature scales {ratio:.3g} > {threshold:g}); solvers may lose accuracy or "
-            f"return w = 0. {advice}",
+            f"(ratio of feature scales {ratio:.3g} > {threshold:g}); {effect}. {advice}",
             BadScalingWarning,
             stacklevel=stacklevel,
         )

@@ -168,3 +168,19 @@ def test_an_argument_error_comes_before_the_heavy_imports(argv, message):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "2 []", done.stdout + done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_estimators_scaling_warning_says_what_bad_scales_do_to_its_kernel():
+    """An rbf fit's warning names the kernel's values set by the widest features (its answer is exact: no w to
+    lose); a linear one's the solver's accuracy and w = 0."""
+    from experiments.estimator import SVMClassifier
+    from formulations.scaling import KERNEL_EFFECT, SOLVER_EFFECT, BadScalingWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[::4], y[::4]
+    for kernel, effect, other in (("rbf", KERNEL_EFFECT, SOLVER_EFFECT), ("linear", SOLVER_EFFECT, KERNEL_EFFECT)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            SVMClassifier(kernel=kernel).fit(X, y)
+        scaling = [str(w.message) for w in caught if issubclass(w.category, BadScalingWarning)]
+        assert len(scaling) == 1 and effect in scaling[0] and other not in scaling[0], (kernel, scaling)
