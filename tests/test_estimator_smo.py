@@ -193,3 +193,43 @@ def test_a_pair_block_copies_its_samples_when_read_and_the_fit_lets_each_block_g
     made.clear()
     SVMClassifier().fit(X, y)
     assert len(made) == 45 and len(held) == 45 and max(held) <= 2
+
+
+def test_the_switch_interval_is_short_while_the_smo_runs_ahead_and_put_back_after(monkeypatch):
+    """While a fit's SMO runs ahead on another thread the interpreter switches threads at least every
+    AHEAD_SWITCH_INTERVAL; the interval found is put back after the fit, after a failed one, and only when the last
+    of two overlapping contexts ends."""
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    before = sys.getswitchinterval()
+    seen = []
+    real = estimator_module.smo_gram.solve
+
+    def watched(*args, **kwargs):
+        seen.append(sys.getswitchinterval())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(estimator_module.smo_gram, "solve", watched)
+    SVMClassifier().fit(X, y)
+    assert len(seen) == 45 and max(seen) <= estimator_module.AHEAD_SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("a pair failed")
+
+    monkeypatch.setattr(estimator_module.smo_gram, "solve", failing)
+    with pytest.raises(RuntimeError, match="a pair failed"):
+        SVMClassifier().fit(X, y)
+    assert sys.getswitchinterval() == before
+
+    first, second = estimator_module._short_switch_interval(), estimator_module._short_switch_interval()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() <= estimator_module.AHEAD_SWITCH_INTERVAL  # the other fit still runs
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before
