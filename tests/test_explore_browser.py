@@ -19,6 +19,7 @@ import pytest
 
 from experiments.explore.compute import LABEL_COLUMN
 from solvers.api import solve
+from tests.browser_home import private_home
 from tests.explorer_server import running_explorer, tail
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def server(tmp_path_factory):
 @pytest.fixture()
 def page(server, tmp_path):
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=private_home(tmp_path))
         context = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
         tab = context.new_page()
         tab.set_default_timeout(PAGE_TIMEOUT_MS)

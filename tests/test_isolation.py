@@ -569,7 +569,8 @@ print(json.dumps({"threads": len(loading), "alive after the fork": any(t.is_aliv
 
 
 @pytest.mark.parametrize("interactive", [True, False])
-def test_an_interactive_session_loads_the_compiled_functions_on_a_thread_and_a_fork_waits_for_it(interactive):
+def test_an_interactive_session_loads_the_compiled_functions_on_a_thread_and_a_fork_waits_for_it(interactive,
+                                                                                               tmp_path):
     """Where a person types the calls (python -i here; a notebook, IPython), importing solvers.api starts
     warm_compiled on a thread of its own, and a fork waits until it has finished; a script starts none (the thread
     there would only move numba's start into the import)."""
@@ -577,6 +578,7 @@ def test_an_interactive_session_loads_the_compiled_functions_on_a_thread_and_a_f
     out = subprocess.run([sys.executable, *flags, "-c", _INTERACTIVE_CHECK], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
+                              "HOME": str(tmp_path),  # python -i writes its history there, not in the user's home
                               ahead_of_time.ENV: "0"})  # numba's own loading, which the thread is for
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["threads"] == int(interactive) and not result["alive after the fork"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from experiments.typeset import INLINE_MATH, markdown_to_html, math_svg, protect_math
 from solvers.solution import ITERATION_LIMIT, Solution
 from solvers.checks import ending_note
+from tests.browser_home import private_home
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -64,8 +66,9 @@ def _shown_in_chromium(page: Path, text_of: str = "body") -> dict:
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install playwright")
     if not Path(CHROMIUM).exists():
         pytest.skip("needs Chromium: apt-get install -y chromium chromium-driver (Debian), then rerun")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    with sync_api.sync_playwright() as p, tempfile.TemporaryDirectory() as home:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"],
+                                    env=private_home(Path(home)))
         try:
             context = browser.new_context(offline=True)
             tab = context.new_page()
