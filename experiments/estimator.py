@@ -80,7 +80,7 @@ from experiments.estimator_gram import PairBlock, SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
-from formulations.scaling import KERNEL_EFFECT, SOLVER_EFFECT, BadScalingWarning, check_scaling
+from formulations.scaling import BadScalingWarning, check_scaling, scaling_effect
 from formulations.validation import check_choice, memory_budget, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
@@ -609,8 +609,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.formulation_, self.kernel_ = formulation, kernel
 
         if K is None:  # features, not a precomputed or callable kernel's Gram matrix
-            nonlinear = kernel is not None and kernel.name != "linear"
-            check_scaling(X, advice=PIPELINE_ADVICE, effect=KERNEL_EFFECT if nonlinear else SOLVER_EFFECT)
+            check_scaling(X, advice=PIPELINE_ADVICE, effect=scaling_effect(kernel))
         row_C = C_samples
         if isinstance(C_samples, np.ndarray):  # C_i of `kept`, looked up by row of X
             row_C = np.full(y_index.size, math.nan)
@@ -645,8 +644,6 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 fits.append(self._fit_pair(formulation, X, K, rows, signs, pair_C, block, ahead[k] if ahead else None))
                 if blocks is not None:  # the pair's block let go: the next pair's copy of its samples reuses it
                     blocks[k] = None
-                    if ahead:
-                        ahead[k] = None
                 if self.verbose:
                     sol = fits[-1].solution
                     print(f"[{type(self).__name__}] classes ({plain(self.classes_[i])!r}, {plain(self.classes_[j])!r}): "

@@ -45,7 +45,7 @@ from formulations.family import validation as family_validation
 from formulations.family.common import AT_BOUND
 from formulations.family.names import EPS_SVR, NU_SVC, NU_SVR, ONE_CLASS
 from formulations.kernels import gram
-from formulations.scaling import BadScalingWarning, check_scaling
+from formulations.scaling import BadScalingWarning, check_scaling, scaling_effect
 from formulations.validation import refuse_masked
 from solvers.family import solve as family_solve
 from solvers.solution import OPTIMAL
@@ -336,7 +336,8 @@ class _FamilyModel(BaseEstimator):
         K = self._training_gram(X)
         self.shape_fit_ = X.shape if hasattr(X, "shape") else (_num_rows(X),)
         if K is None:
-            check_scaling(X, advice=PIPELINE_ADVICE.replace("SVMClassifier", type(self).__name__))
+            check_scaling(X, advice=PIPELINE_ADVICE.replace("SVMClassifier", type(self).__name__),
+                          effect=scaling_effect(self.kernel_))
         began = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BadScalingWarning)

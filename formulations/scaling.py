@@ -81,6 +81,11 @@ SOLVER_EFFECT = "solvers may lose accuracy or return w = 0"
 KERNEL_EFFECT = "the kernel's values are then set by the widest features alone"
 
 
+def scaling_effect(kernel) -> str:
+    """check_scaling's `effect` for a model fitted with `kernel` (a formulations.kernels.Kernel, or None: linear)."""
+    return KERNEL_EFFECT if kernel is not None and kernel.name != "linear" else SOLVER_EFFECT
+
+
 def check_scaling(X: np.ndarray, threshold: float = SCALE_RATIO_WARN, *, warn: bool = True,
                   advice: str = STANDARDIZE_ADVICE, effect: str = SOLVER_EFFECT, stacklevel: int = 3) -> float:
     """Warn (BadScalingWarning: `effect`, then `advice`) when feature scales differ by more than `threshold`;

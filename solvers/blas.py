@@ -62,7 +62,7 @@ class _Controller(ThreadpoolController):
             before = len(self.lib_controllers)
             for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
                 path = os.path.join(folder, name)
-                if _loaded(path):  # threadpoolctl opens a candidate with RTLD_NOLOAD: an error where it is not
+                if _loaded(path):  # threadpoolctl's cache would remember a library not loaded yet as none
                     self._make_controller_from_path(path)
             if not any(lib.user_api == "blas" for lib in self.lib_controllers[before:]):
                 return False

@@ -184,3 +184,18 @@ def test_the_estimators_scaling_warning_says_what_bad_scales_do_to_its_kernel():
             SVMClassifier(kernel=kernel).fit(X, y)
         scaling = [str(w.message) for w in caught if issubclass(w.category, BadScalingWarning)]
         assert len(scaling) == 1 and effect in scaling[0] and other not in scaling[0], (kernel, scaling)
+
+
+def test_the_family_estimators_scaling_warning_names_the_kernels_effect_too():
+    """The family's estimators (SVR here) choose the warning's consequence by their kernel as SVMClassifier does."""
+    from experiments.family_estimators import SVMRegressor
+    from formulations.scaling import KERNEL_EFFECT, SOLVER_EFFECT, BadScalingWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[::4], X[::4, 0]  # a real-valued target
+    for kernel, effect in (("rbf", KERNEL_EFFECT), ("linear", SOLVER_EFFECT)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            SVMRegressor(kernel=kernel).fit(X, y)
+        scaling = [str(w.message) for w in caught if issubclass(w.category, BadScalingWarning)]
+        assert len(scaling) == 1 and effect in scaling[0], (kernel, scaling)

@@ -139,13 +139,9 @@ def in_threads(work, items, threads: int) -> list:
                 taken[0] += 1
             results[k] = work(items[k])
 
-    with ThreadPoolExecutor(max_workers=threads - 1) as pool:
+    with ThreadPoolExecutor(max_workers=threads - 1) as pool:  # its end waits for the helpers, whatever take raised
         helpers = [pool.submit(take) for _ in range(min(threads, len(items)) - 1)]
-        try:
-            take()
-        finally:
-            for done in helpers:
-                done.exception()  # waits; an error here is raised below, after every thread is done
+        take()
     for done in helpers:
         done.result()
     return results
