@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits
 from experiments.estimator_gram import SharedGram
 from formulations.kernels import Kernel
 from solvers.algorithms import smo_gram
-from solvers.algorithms.compiled_gram import combination
+from solvers.algorithms.compiled_gram import abs_combination, combination
 from solvers.algorithms.kernel_rows import FullGram, GramBlock
 from solvers.algorithms.smo import smo
 from solvers.closing import close
@@ -56,6 +56,8 @@ def test_the_block_answers_what_the_copied_block_answers(seed):
         u = np.where(rng.random(n) < 0.3, rng.normal(size=n), 0.0)
         assert np.all(np.abs(block.magnitudes(u) - copy.magnitudes(u)) <= 1e-13 * copy.magnitudes(u))
         assert np.array_equal(block.times(u), _by_rows(copy, u))
+        nz = np.flatnonzero(u)
+        assert np.array_equal(block.magnitudes(u), abs_combination(copy.K, nz, u[nz]))  # the rows' sums, to the bit
         assert np.array_equal(block.combination(I, u[I]), copy.combination(I, u[I]))
         dense = rng.normal(size=n)
         assert np.all(np.abs(block.times(dense) - copy.times(dense)) <= 1e-14 * copy.magnitudes(dense))

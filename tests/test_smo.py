@@ -11,6 +11,7 @@ from experiments.datasets import hard
 from formulations.kernels import Kernel, gram
 from solvers import api
 from solvers.solution import OPTIMAL
+from solvers.algorithms import smo as smo_module
 from solvers.algorithms.smo import RowCache, smo
 from solvers.deadline import Deadline
 
@@ -105,6 +106,41 @@ def test_cached_rows_give_the_whole_matrix_answer(data):
     assert cached.converged and rows.capacity == 10 and cached.rows_computed > N
     scale = abs(_objective(K, y, whole.alpha))
     assert abs(_objective(K, y, cached.alpha) - _objective(K, y, whole.alpha)) <= OBJECTIVE_RTOL * scale
+
+
+@pytest.mark.parametrize("case", ["matrix", "rows", "warm start", "per-sample C", "no shrinking"])
+def test_one_call_takes_the_steps_the_chunks_take(data, case, monkeypatch):
+    """Without a deadline smo runs in one compiled call (_whole_run); with one, in chunks between which it looks at
+    the deadline (_in_chunks): the same steps to the bit, wherever the chunks end (here every 100 steps)."""
+    X, y, K = data
+    C = np.where(y > 0, 3.0, 0.5) if case == "per-sample C" else 10.0
+    kwargs = {"tol": TOL, "shrinking": case != "no shrinking"}
+    if case == "warm start":  # one point of each class at 0.5: feasible (y'alpha = 0)
+        first, second = np.flatnonzero(y > 0)[0], np.flatnonzero(y < 0)[0]
+        kwargs["alpha0"] = np.zeros(N)
+        kwargs["alpha0"][[first, second]] = 0.5
+
+    def source():
+        return RowCache.from_data(KERNEL, X, cache_bytes=30 * 8 * N) if case == "rows" else K
+
+    whole = smo(source(), y, C, **kwargs)
+    monkeypatch.setattr(smo_module, "FIRST_CHUNK", 7)
+    monkeypatch.setattr(smo_module, "CHUNK_SECONDS", 1e-9)  # every later chunk the fewest steps, 100
+    chunked = smo(source(), y, C, deadline=Deadline(3600.0), **kwargs)
+    assert whole.converged and chunked.converged and whole.iterations == chunked.iterations > 200
+    assert np.array_equal(whole.alpha, chunked.alpha) and np.array_equal(whole.grad, chunked.grad)
+    assert whole.violation == chunked.violation and whole.rows_computed == chunked.rows_computed
+
+
+def test_a_solve_without_a_deadline_is_one_compiled_call(data, monkeypatch):
+    """The chunked loop (and its looks at the clock) only where a deadline or a switch of rows needs it: a thread
+    running Python beside the solve waits once for it, not at every chunk."""
+    X, y, K = data
+    chunked = []
+    real = smo_module._in_chunks
+    monkeypatch.setattr(smo_module, "_in_chunks", lambda *args: chunked.append(1) or real(*args))
+    assert smo(K, y, 1.0, tol=TOL).converged and not chunked
+    assert smo(K, y, 1.0, tol=TOL, deadline=Deadline(3600.0)).converged and chunked == [1]
 
 
 def test_a_passed_deadline_takes_no_step(data):

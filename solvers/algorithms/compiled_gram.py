@@ -163,10 +163,10 @@ SUM_BLOCK = 64
 
 
 @njit(cache=True, nogil=True)
-def add_combination(K, I, coef, out, lo, hi, absolute):
-    """out[lo:hi] += sum_k coef_k K[I_k, lo:hi] (K symmetric: rows, read in place), four rows a pass over a partial
-    sum of SUM_BLOCK rows; absolute: |coef_k| |K[I_k, lo:hi]| instead. Each out[t] gets the same sums in the same
-    order whatever lo, hi."""
+def add_combination(K, I, coef, out, lo, hi, absolute, shift):
+    """out[shift + lo:shift + hi] += sum_k coef_k K[I_k, lo:hi] (K symmetric: rows, read in place), four rows a pass
+    over a partial sum of SUM_BLOCK rows; absolute: |coef_k| |K[I_k, lo:hi]| instead. Each out[shift + t] gets the
+    same sums in the same order whatever lo, hi."""
     m = I.shape[0]
     part = np.empty(hi - lo)
     for first in range(0, m, SUM_BLOCK):
@@ -193,7 +193,17 @@ def add_combination(K, I, coef, out, lo, hi, absolute):
                 for t in range(lo, hi):
                     part[t - lo] += c * row[t]
         for t in range(lo, hi):
-            out[t] += part[t - lo]
+            out[shift + t] += part[t - lo]
+
+
+@njit(cache=True, nogil=True)
+def combine_runs(K, I, coef, runs, out, absolute):
+    """out += sum_k coef_k K[I_k, cols] (|.| where absolute: add_combination's sums) over the columns of `runs`,
+    rows (first, stop, offset) of runs of consecutive columns first..stop - 1 written at out[offset:]: a block of K
+    read in place (kernel_rows.GramBlock), in one call."""
+    for r in range(runs.shape[0]):
+        first, stop, offset = runs[r, 0], runs[r, 1], runs[r, 2]
+        add_combination(K, I, coef, out, first, stop, absolute, offset - first)
 
 
 #: Entries of K read from which a combination of rows is split between threads (below, one thread is faster
@@ -217,7 +227,7 @@ def _rows_combined(K: np.ndarray, I, coef, absolute: bool, threads: int | None) 
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     step = max(1, -(-n // (BANDS_PER_THREAD * threads)))
-    in_bands(lambda lo, hi: add_combination(K, I, coef, out, lo, hi, absolute), n, step, threads)
+    in_bands(lambda lo, hi: add_combination(K, I, coef, out, lo, hi, absolute, 0), n, step, threads)
     return out
 
 

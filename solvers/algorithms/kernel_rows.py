@@ -189,6 +189,7 @@ class GramBlock(Gram):
                 raise IndexError(f"block positions {first}..{stop - 1} out of range 0..{len(K) - 1}")
             self._runs.append((first, stop, offset))
             offset += stop - first
+        self._run_table = np.array(self._runs, dtype=np.int64).reshape(-1, 3)  # as compiled_gram.combine_runs reads it
         self.at = np.concatenate([np.arange(first, stop) for first, stop, _ in self._runs] or [np.zeros(0, int)])
         self.kernel, self.data = kernel, data
         self.n = self.capacity = offset
@@ -235,15 +236,11 @@ class GramBlock(Gram):
         """sum_k coef_k K[at[I_k], at] (|coef_k| |.| where absolute), each run of consecutive positions of `at`
         summed by compiled_gram's loop over those columns of the whole rows: each entry the sums FullGram's
         combination gives on the copied block, in the same order."""
-        from solvers.algorithms.compiled_gram import add_combination  # numba, loaded where it is used
+        from solvers.algorithms.compiled_gram import combine_runs  # numba, loaded where it is used
 
-        rows = self.at[np.asarray(I, dtype=np.int64)]
-        coef = np.ascontiguousarray(coef, dtype=float)
-        whole = np.zeros(len(self.whole))
-        out = np.empty(self.n)
-        for first, stop, offset in self._runs:
-            add_combination(self.whole, rows, coef, whole, first, stop, absolute)
-            out[offset:offset + stop - first] = whole[first:stop]
+        out = np.zeros(self.n)
+        combine_runs(self.whole, self.at[np.asarray(I, dtype=np.int64)], np.ascontiguousarray(coef, dtype=float),
+                     self._run_table, out, absolute)
         return out
 
     def combination(self, I, coef) -> np.ndarray:

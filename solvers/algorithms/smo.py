@@ -34,8 +34,9 @@ asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float6
 float32 rows, whose rounding its answers carry). Rows from the data may give way to the whole K once
 they hold a given number of entries (from_data's on_limit): the steps go on from the same alpha and
 gradient, reading K. Rows of the points in play are kept in a least-recently-used cache of a bounded
-size. The loop runs in chunks of steps without the interpreter's lock (nogil): a caller may run two
-solves on two threads (each with its own RowCache), and the deadline is looked at between chunks.
+size. The loop runs without the interpreter's lock (nogil): a caller may run two solves on two threads (each
+with its own RowCache). With a deadline it runs in chunks of steps, the deadline looked at between them; without
+one, in one compiled call (a thread running Python beside it then hands the lock over once, not at each chunk).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ import numpy as np
 
 from formulations.data_matrix import one_type
 from formulations.numba_cache import njit  # numba's, its cache locked against processes filling it at once
-from solvers.algorithms.compiled_gram import abs_combination, combination, fresh_doubles, rbf_gram, submatrix
+from solvers.algorithms.compiled_gram import (abs_combination, combination, combine_runs, fresh_doubles, rbf_gram,
+                                               submatrix)
 from solvers.deadline import NEVER, Deadline
 
 #: The curvature used where K_ii + K_jj - 2 K_ij <= 0 (LIBSVM's TAU). Every division here is by such a curvature
@@ -907,14 +909,33 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     snap = alpha.copy()
     comp = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))
     full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
-    _load(n, full, comp, work, cache, not rows.whole_rows)  # the last run's rows kept where they span every point
+    flush = not rows.whole_rows  # the last run's rows kept where they span every point
     shrink_every = min(n, SHRINK_EVERY) if shrinking else 0
     state = np.array([n, 0, shrink_every, 0, 0], dtype=np.int64)
-    chunk, violation, timed_out = FIRST_CHUNK, math.inf, False
+    if deadline.limit is None and rows.on_limit is None:  # nothing to look at between chunks: one compiled call
+        violation = _whole_run(full, comp, work, cache, flush, state, float(tol), int(max_iter), shrink_every,
+                               SHRINK_SHARE, bool(nu))
+        timed_out = False
+    else:
+        _load(n, full, comp, work, cache, flush)
+        violation, timed_out = _in_chunks(rows, (y, upper, alpha, G, snap), full, comp, work, cache, state, tol,
+                                          max_iter, shrink_every, nu, deadline)
+    rows.whole_rows = bool(state[0] == n)
+    return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
+                     rows.rows_computed - computed)
+
+
+def _in_chunks(rows: RowCache, arrays, full, comp, work, cache, state, tol: float, max_iter: int,
+               shrink_every: int, nu: bool, deadline: Deadline) -> tuple[float, bool]:
+    """smo's steps in chunks (_run), the deadline looked at between them, and the rows switched to the whole K where
+    they reach their entries' limit (RowCache.from_data's on_limit); then alpha and G of every point written back
+    (_sync). Returns (the last violation, whether the deadline stopped it)."""
+    n = rows.n
+    chunk, violation = FIRST_CHUNK, math.inf
     while not state[3] and state[4] < max_iter:
         if deadline.passed():
-            timed_out = True
-            break
+            _sync(state[0], full, comp, work)
+            return violation, True
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
                          shrink_every, SHRINK_SHARE, nu, rows.entries_limit)
@@ -923,7 +944,7 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
         if whole is not None:  # the steps go on from here on the whole K, every point in play
             _sync(state[0], full, comp, work)
             rows.become_whole(whole)
-            full, work, cache = _arrays(rows, y, upper, alpha, G, snap)
+            full, work, cache = _arrays(rows, *arrays)
             state[0] = n
             _load(n, full, comp, work, cache, True)
         elif rows.limited:
@@ -931,9 +952,22 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point
-    rows.whole_rows = bool(state[0] == n)
-    return SMOResult(alpha, G, int(state[4]), bool(state[3]), float(violation), timed_out,
-                     rows.rows_computed - computed)
+    return violation, False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _whole_run(full, comp, work, cache, flush, state, tol, max_steps, shrink_every, share, nu):
+    """smo's run where nothing is looked at between chunks (no deadline, rows that never switch), in one call:
+    the points loaded (_load), steps (_run) until the violation is within tol or max_steps are taken, alpha and G
+    of every point written back (_sync). The same steps as in chunks (state carries them from one to the next);
+    one call gives the interpreter's lock back once, where the chunked path's three or more calls made a thread
+    running Python beside it (a multiclass fit's closing checks, experiments.estimator) wait at each."""
+    _load(state[0], full, comp, work, cache, flush)
+    violation = np.inf
+    while state[3] == 0 and state[4] < max_steps:
+        violation = _run(full, comp, work, cache, state, tol, max_steps - state[4], shrink_every, share, nu, np.inf)
+    _sync(state[0], full, comp, work)
+    return violation
 
 
 def _arrays(rows: RowCache, y, upper, alpha, G, snap):
@@ -955,11 +989,13 @@ def warm() -> None:
     K = rbf_gram(1.0, X)
     smo(K, y, 1.0, shrinking=False)
     smo(K, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
+    smo(K, y, 1.0, deadline=Deadline(3600.0))  # in chunks (_in_chunks), where the others are one call each
     rows = RowCache.from_data(_RBF, X)
     smo(rows, y, 1.0, alpha0=np.array([0.5, 0.5, 0.0, 0.0]))
     combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
     submatrix(K, np.array([0, 1]), np.array([1, 2]))
     abs_combination(K, np.array([0, 1]), np.array([1.0, -1.0]))
+    combine_runs(K, np.array([0, 1]), np.array([1.0, -1.0]), np.array([[1, 3, 0]]), np.zeros(2), True)  # GramBlock's
 
 
 class _RbfKernel:
