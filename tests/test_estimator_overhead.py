@@ -186,7 +186,8 @@ def test_estimator_bench_single_fit_rows_and_ratios(weighted):
 
 
 @pytest.mark.parametrize("argv,message", [(["--repeat", "0"], "--repeat must be at least 1, got 0"),
-                                          (["--n", "5"], "--n must be at least 10, got 5")])
+                                          (["--n", "5"], "--n must be at least 10, got 5"),
+                                          (["--fresh", "--pairs", "0"], "--pairs must be at least 1, got 0")])
 def test_estimator_bench_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
         estimator_bench.main(argv)
@@ -207,6 +208,25 @@ def test_estimator_bench_small_and_hard_rows():
         assert ours["max |f - f_SVC 1e-6| / max |f|"] <= 1e-4
     X, y = estimator_bench.hard_family(500)
     assert X.shape == (500, 10) and abs(np.mean(y > 0) - 0.4) < 0.06 and np.allclose(X.mean(axis=0), 0, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_estimator_bench_fresh_first_fits(capsys):
+    """--fresh: one row a case, the seconds each child process printed, the median pair-by-pair ratio within their
+    range, and a progress line a case."""
+    rows = estimator_bench.fresh_first_fits(pairs=2, cases=("iris", "wine"))
+    assert [row["what"] for row in rows] == ["first fit in a fresh process, iris", "first fit in a fresh process, wine"]
+    for row in rows:
+        low, high = (float(v) for v in row["x SVC min-max"].split("-"))
+        assert row["pairs"] == 2 and 0 < row["seconds"] < 60 and 0 < row["SVC seconds"] < 60
+        assert round(low, 2) - 0.01 <= row["x SVC"] <= round(high, 2) + 0.01
+    assert capsys.readouterr().err.count("x SVC over 2 pairs") == 2
+
+
+def test_a_failing_fresh_fit_names_its_case(monkeypatch):
+    monkeypatch.setitem(estimator_bench.FRESH_CASES, "nowhere", ("load_nowhere", False))
+    with pytest.raises(RuntimeError, match=r"the fresh fit of nowhere \(SVMClassifier\) failed: AttributeError"):
+        estimator_bench.fresh_first_fits(pairs=1, cases=("nowhere",))
 
 
 def test_interleaved_warms_each_fit_once_untimed():

@@ -13,6 +13,10 @@
 3. --small: digits, iris, a breast-cancer grid search (4 C x 3 gamma) and one fit on the hard family (3 clusters
    per class, 8% flipped labels, 60/40, class_sep 0.85; gamma = 1/d) at --n, the estimator's defaults against
    SVC's, interleaved, medians of --repeat runs and of the run-by-run ratios.
+4. --fresh: a user's first fit, each in a process of its own (python, the imports, the data, one timed fit),
+   the estimator's and SVC's in turn, --pairs pairs after one untimed pair: digits (raw and standardized), iris,
+   wine and breast cancer (raw), each a 70/30 stratified split (random_state 11), defaults. The median of the
+   pair-by-pair ratios, and their range.
 
 Each time is the best of --repeat runs (default 3; on a machine shared with other jobs one run of
 SVC's grid search took 0.11 s or 0.22 s), and "x SVC" is it divided by SVC's at its default
@@ -22,6 +26,9 @@ tolerance 1e-3, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 
 from experiments.bench.interleaved import interleaved
@@ -149,6 +156,61 @@ def small_and_hard(repeat: int = 5, n_hard: int = 5000) -> list[dict]:
     return rows
 
 
+#: --fresh's cases: (scikit-learn's loader, standardized).
+FRESH_CASES = {"digits": ("load_digits", False), "digits, standardized": ("load_digits", True),
+               "iris": ("load_iris", False), "wine": ("load_wine", False),
+               "breast cancer": ("load_breast_cancer", False)}
+
+#: A fresh process's one fit: it prints the fit's seconds (the imports and the data before it are not timed).
+FRESH_FIT = """
+import json, time
+from sklearn import datasets
+from sklearn.model_selection import train_test_split
+X, y = getattr(datasets, {loader!r})(return_X_y=True)
+if {standardized}:
+    from sklearn.preprocessing import StandardScaler
+    X = StandardScaler().fit_transform(X)
+X, _, y, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=11)
+if {ours}:
+    from experiments.estimator import SVMClassifier as Model
+else:
+    from sklearn.svm import SVC as Model
+start = time.perf_counter()
+Model().fit(X, y)
+print(json.dumps(time.perf_counter() - start))
+"""
+
+
+def _fresh_fit(case: str, ours: bool) -> float:
+    """The seconds of one fit in a new process (FRESH_FIT); a child that fails is an error naming the case."""
+    loader, standardized = FRESH_CASES[case]
+    code = FRESH_FIT.format(loader=loader, standardized=standardized, ours=ours)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh fit of {case} ({'SVMClassifier' if ours else 'SVC'}) failed: "
+                           f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def fresh_first_fits(pairs: int = 15, cases=tuple(FRESH_CASES)) -> list[dict]:
+    """Each case's first fit in fresh processes, the estimator's then SVC's, `pairs` times after one untimed pair
+    (it may wait for the compiled code's first build): median seconds, the median of the pair-by-pair ratios and
+    their range. Progress on stderr, a line a case."""
+    import numpy as np
+
+    rows = []
+    for case in cases:
+        for ours in (True, False):  # untimed: the compiled code's first build, the data's first read
+            _fresh_fit(case, ours)
+        ours, svc = np.array([[_fresh_fit(case, True), _fresh_fit(case, False)] for _ in range(pairs)]).T
+        ratios = ours / svc
+        rows.append({"what": f"first fit in a fresh process, {case}", "seconds": float(np.median(ours)),
+                     "SVC seconds": float(np.median(svc)), "x SVC": float(np.median(ratios)),
+                     "x SVC min-max": f"{ratios.min():.2f}-{ratios.max():.2f}", "pairs": pairs})
+        print(f"{case}: {rows[-1]['x SVC']:.2f}x SVC over {pairs} pairs", file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.estimator_bench", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -158,14 +220,22 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true",
                         help="instead: digits, iris, a breast-cancer grid search and the hard family at --n, "
                              "interleaved with SVC, medians of --repeat runs")
+    parser.add_argument("--fresh", action="store_true",
+                        help="instead: each first fit in a process of its own, the estimator's and SVC's in turn "
+                             "(digits, iris, wine, breast cancer)")
+    parser.add_argument("--pairs", type=int, default=15, help="--fresh's pairs of processes per case (default 15)")
     args = parser.parse_args(argv)
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
     if args.n < 10:
         parser.error(f"--n must be at least 10, got {args.n}")
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
     import pandas as pd
 
-    if args.small:
+    if args.fresh:
+        rows = fresh_first_fits(args.pairs)
+    elif args.small:
         rows = small_and_hard(args.repeat, args.n)
     else:
         rows = ([] if args.skip_grid else grid_search(args.repeat)) + single_fit(args.n, args.repeat)
