@@ -185,14 +185,19 @@ def _start_build(where: Path) -> None:
             return
     env = {**os.environ, ENV: "build",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
-    # Through a shell that leaves it running and returns at once, so no child of this process outlives it unreaped;
-    # in a session of its own, so a signal to this process's group (Ctrl-C, a killed test) does not stop it halfway.
-    # The shell makes its empty numba cache, which the build removes (main).
-    command = ('NUMBA_CACHE_DIR="$(mktemp -d "$3/$4XXXXXXXX")" '
-               'nohup "$0" -m formulations.ahead_of_time "$1" >"$2" 2>&1 </dev/null &')
     with contextlib.suppress(OSError, subprocess.SubprocessError):  # no shell, or none that returns: no build
-        subprocess.run(["/bin/sh", "-c", command, sys.executable, str(where), str(where / LOG), tempfile.gettempdir(),
-                        SCRATCH_PREFIX], env=env, check=False, timeout=30, start_new_session=True)
+        subprocess.run(["/bin/sh", "-c", BUILD_COMMAND, sys.executable, str(where), str(where / LOG),
+                        tempfile.gettempdir(), SCRATCH_PREFIX], env=env, check=False, timeout=30,
+                        start_new_session=True)
+
+
+#: The background build as _start_build runs it ($0: Python, $1: the folder, $2: its log, $3: the temporary files'
+#: folder, $4: SCRATCH_PREFIX). Through a shell that leaves it running and returns at once, so no child of this
+#: process outlives it unreaped; in a session of its own, so a signal to this process's group (Ctrl-C, a killed test)
+#: does not stop it halfway. The shell makes a scratch folder, the build's empty numba cache and its temporary
+#: folder (numba's check for a C compiler leaves two folders there each build), which the build removes (main).
+BUILD_COMMAND = ('scratch="$(mktemp -d "$3/$4XXXXXXXX")"; NUMBA_CACHE_DIR="$scratch" TMPDIR="$scratch" '
+                 'nohup "$0" -m formulations.ahead_of_time "$1" >"$2" 2>&1 </dev/null &')
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -184,6 +185,24 @@ def test_a_build_that_finds_another_running_ends_at_once_and_removes_its_scratch
         assert free
         assert ahead_of_time.main([str(tmp_path)]) == 0
     assert not scratch.exists()
+
+
+def test_the_background_build_keeps_its_temporary_files_in_its_scratch_folder(tmp_path):
+    """The build's numba cache and temporary folder are one scratch folder, which the build removes: numba's check
+    for a C compiler left two folders in the system's temporary folder at every build."""
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n%s\\n" "$NUMBA_CACHE_DIR" "$TMPDIR" > "$3/seen.txt"\n')
+    fake.chmod(0o755)
+    subprocess.run(["/bin/sh", "-c", ahead_of_time.BUILD_COMMAND, str(fake), str(tmp_path), str(tmp_path / "log"),
+                    str(tmp_path), ahead_of_time.SCRATCH_PREFIX], check=True, timeout=30)
+    seen = tmp_path / "seen.txt"
+    for _ in range(100):  # the shell left the build running in the background
+        if seen.exists() and seen.read_text().count("\n") == 2:
+            break
+        time.sleep(0.05)
+    cache, temporary = seen.read_text().splitlines()
+    assert cache == temporary and Path(cache).parent == tmp_path
+    assert Path(cache).name.startswith(ahead_of_time.SCRATCH_PREFIX) and Path(cache).is_dir()
 
 
 _FRESH_SOLVE = r"""

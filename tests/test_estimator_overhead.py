@@ -211,14 +211,16 @@ def test_estimator_bench_small_and_hard_rows():
 
 
 @pytest.mark.slow
-def test_estimator_bench_fresh_first_fits(capsys):
+def test_estimator_bench_fresh_first_fits(capsys, monkeypatch):
     """--fresh: one row a case, the seconds each child process printed, the median pair-by-pair ratio within their
     range, and a progress line a case."""
+    monkeypatch.setattr(estimator_bench, "BUILD_WAIT", 0)  # one untimed pair, built or not
     rows = estimator_bench.fresh_first_fits(pairs=2, cases=("iris", "wine"))
     assert [row["what"] for row in rows] == ["first fit in a fresh process, iris", "first fit in a fresh process, wine"]
     for row in rows:
         low, high = (float(v) for v in row["x SVC min-max"].split("-"))
         assert row["pairs"] == 2 and 0 < row["seconds"] < 60 and 0 < row["SVC seconds"] < 60
+        assert row["ahead-of-time build"] in ("0 of 2", "1 of 2", "2 of 2")
         assert round(low, 2) - 0.01 <= row["x SVC"] <= round(high, 2) + 0.01
     assert capsys.readouterr().err.count("x SVC over 2 pairs") == 2
 
