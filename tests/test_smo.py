@@ -108,10 +108,11 @@ def test_cached_rows_give_the_whole_matrix_answer(data):
     assert abs(_objective(K, y, cached.alpha) - _objective(K, y, whole.alpha)) <= OBJECTIVE_RTOL * scale
 
 
-@pytest.mark.parametrize("case", ["matrix", "rows", "warm start", "per-sample C", "no shrinking"])
+@pytest.mark.parametrize("case", ["matrix", "rows", "warm start", "per-sample C", "no shrinking", "long"])
 def test_one_call_takes_the_steps_the_chunks_take(data, case, monkeypatch):
-    """Without a deadline smo runs in one compiled call (_whole_run); with one, in chunks between which it looks at
-    the deadline (_in_chunks): the same steps to the bit, wherever the chunks end (here every 100 steps)."""
+    """Without a deadline smo's first chunk is one compiled call (_first_chunk), and a solve it does not finish goes
+    on in chunks ("long": a first chunk of 7 steps); with a deadline, chunks between which it looks at the deadline
+    (_in_chunks): the same steps to the bit, wherever the chunks end (here every 100 steps)."""
     X, y, K = data
     C = np.where(y > 0, 3.0, 0.5) if case == "per-sample C" else 10.0
     kwargs = {"tol": TOL, "shrinking": case != "no shrinking"}
@@ -123,6 +124,8 @@ def test_one_call_takes_the_steps_the_chunks_take(data, case, monkeypatch):
     def source():
         return RowCache.from_data(KERNEL, X, cache_bytes=30 * 8 * N) if case == "rows" else K
 
+    if case == "long":
+        monkeypatch.setattr(smo_module, "FIRST_CHUNK", 7)
     whole = smo(source(), y, C, **kwargs)
     monkeypatch.setattr(smo_module, "FIRST_CHUNK", 7)
     monkeypatch.setattr(smo_module, "CHUNK_SECONDS", 1e-9)  # every later chunk the fewest steps, 100
@@ -132,15 +135,17 @@ def test_one_call_takes_the_steps_the_chunks_take(data, case, monkeypatch):
     assert whole.violation == chunked.violation and whole.rows_computed == chunked.rows_computed
 
 
-def test_a_solve_without_a_deadline_is_one_compiled_call(data, monkeypatch):
-    """The chunked loop (and its looks at the clock) only where a deadline or a switch of rows needs it: a thread
-    running Python beside the solve waits once for it, not at every chunk."""
+def test_a_small_solve_without_a_deadline_is_one_compiled_call(data, monkeypatch):
+    """The chunked loop (and its looks at the clock) only where a deadline, a switch of rows or a solve longer than
+    its first chunk needs it: a thread running Python beside a small solve waits once for it."""
     X, y, K = data
     chunked = []
     real = smo_module._in_chunks
     monkeypatch.setattr(smo_module, "_in_chunks", lambda *args: chunked.append(1) or real(*args))
     assert smo(K, y, 1.0, tol=TOL).converged and not chunked
     assert smo(K, y, 1.0, tol=TOL, deadline=Deadline(3600.0)).converged and chunked == [1]
+    monkeypatch.setattr(smo_module, "FIRST_CHUNK", 7)
+    assert smo(K, y, 1.0, tol=TOL).converged and chunked == [1, 1]
 
 
 def test_a_passed_deadline_takes_no_step(data):

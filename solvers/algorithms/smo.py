@@ -34,9 +34,10 @@ asked (`RowCache.from_data`: rbf, linear, poly and sigmoid on dense X, in float6
 float32 rows, whose rounding its answers carry). Rows from the data may give way to the whole K once
 they hold a given number of entries (from_data's on_limit): the steps go on from the same alpha and
 gradient, reading K. Rows of the points in play are kept in a least-recently-used cache of a bounded
-size. The loop runs without the interpreter's lock (nogil): a caller may run two solves on two threads (each
-with its own RowCache). With a deadline it runs in chunks of steps, the deadline looked at between them; without
-one, in one compiled call (a thread running Python beside it then hands the lock over once, not at each chunk).
+size. The loop runs in chunks of steps without the interpreter's lock (nogil): a caller may run two solves on two
+threads (each with its own RowCache), and the deadline is looked at between chunks. Without a deadline the first
+chunk, with the points' loading and write-back, is one compiled call (a thread running Python beside it then hands
+the lock over once where a small solve took three).
 """
 
 from __future__ import annotations
@@ -912,12 +913,14 @@ def smo(K, y, upper, alpha0=None, grad0=None, tol: float = 1e-6, max_iter: int =
     flush = not rows.whole_rows  # the last run's rows kept where they span every point
     shrink_every = min(n, SHRINK_EVERY) if shrinking else 0
     state = np.array([n, 0, shrink_every, 0, 0], dtype=np.int64)
-    if deadline.limit is None and rows.on_limit is None:  # nothing to look at between chunks: one compiled call
-        violation = _whole_run(full, comp, work, cache, flush, state, float(tol), int(max_iter), shrink_every,
-                               SHRINK_SHARE, bool(nu))
-        timed_out = False
+    violation, timed_out = math.inf, False
+    one_call = deadline.limit is None and rows.on_limit is None  # nothing to look at before the first chunk ends
+    if one_call:
+        violation = _first_chunk(full, comp, work, cache, flush, state, float(tol), int(min(FIRST_CHUNK, max_iter)),
+                                 int(max_iter), shrink_every, SHRINK_SHARE, bool(nu))
     else:
         _load(n, full, comp, work, cache, flush)
+    if not (one_call and (state[3] or state[4] >= max_iter)):  # the rest in chunks
         violation, timed_out = _in_chunks(rows, (y, upper, alpha, G, snap), full, comp, work, cache, state, tol,
                                           max_iter, shrink_every, nu, deadline)
     rows.whole_rows = bool(state[0] == n)
@@ -956,17 +959,17 @@ def _in_chunks(rows: RowCache, arrays, full, comp, work, cache, state, tol: floa
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _whole_run(full, comp, work, cache, flush, state, tol, max_steps, shrink_every, share, nu):
-    """smo's run where nothing is looked at between chunks (no deadline, rows that never switch), in one call:
-    the points loaded (_load), steps (_run) until the violation is within tol or max_steps are taken, alpha and G
-    of every point written back (_sync). The same steps as in chunks (state carries them from one to the next);
-    one call gives the interpreter's lock back once, where the chunked path's three or more calls made a thread
-    running Python beside it (a multiclass fit's closing checks, experiments.estimator) wait at each."""
+def _first_chunk(full, comp, work, cache, flush, state, tol, steps, max_iter, shrink_every, share, nu):
+    """smo's first chunk where nothing is looked at before it ends (no deadline, rows that never switch), in one
+    call: the points loaded (_load), up to `steps` steps (_run), and alpha and G of every point written back (_sync)
+    where the solve ends there (converged, or max_iter steps). One call gives the interpreter's lock back once,
+    where load, chunk and write-back made a thread running Python beside it (a multiclass fit's closing checks,
+    experiments.estimator) wait at each; a longer solve goes on in chunks (_in_chunks), the same steps as from
+    the start (state carries them), and Ctrl-C is seen between them as before."""
     _load(state[0], full, comp, work, cache, flush)
-    violation = np.inf
-    while state[3] == 0 and state[4] < max_steps:
-        violation = _run(full, comp, work, cache, state, tol, max_steps - state[4], shrink_every, share, nu, np.inf)
-    _sync(state[0], full, comp, work)
+    violation = _run(full, comp, work, cache, state, tol, steps, shrink_every, share, nu, np.inf)
+    if state[3] == 1 or state[4] >= max_iter:
+        _sync(state[0], full, comp, work)
     return violation
 
 
