@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 
 import numba
 from numba.core.caching import IndexDataCacheFile
@@ -93,13 +94,43 @@ def index_lock(cache_file: IndexDataCacheFile, exclusive: bool):
         os.close(fd)  # releases the lock: it belongs to this open file, so a crash releases it too
 
 
-def _locked(method, exclusive: bool):
+def _locked(method, exclusive: bool, after=None):
+    """`method` under the index's lock; `after(its result)` once the lock is released, where given."""
     @functools.wraps(method)
     def under_lock(self, *args, **kwargs):
         with index_lock(self, exclusive):
-            return method(self, *args, **kwargs)
+            out = method(self, *args, **kwargs)
+        if after is not None:
+            after(out)
+        return out
 
     return under_lock
+
+
+#: What a person at a terminal (or in IPython, Jupyter) reads once per process, as numba starts compiling: the first
+#: solve after installing is otherwise silent for 20-30 s, which an outside trial took for a hang.
+COMPILING = "svm-duality: compiling its numba functions for this machine (once after installing: 20-30 s) ..."
+_said: list[bool] = []  # COMPILING said in this process
+
+
+def _say_compiling(loaded) -> None:
+    """COMPILING on stderr at the first cache miss (`loaded` None: numba compiles next), once per process, where a
+    person reads stderr (a terminal, IPython); never in a pipe or a log (CLI output that is parsed, the tests)."""
+    if loaded is not None or _said:
+        return
+    import builtins
+
+    stream = sys.stderr
+    if stream is not None and (getattr(builtins, "__IPYTHON__", False) or _is_terminal(stream)):
+        _said.append(True)
+        print(COMPILING, file=stream, flush=True)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def installed() -> bool:
@@ -108,11 +139,12 @@ def installed() -> bool:
 
 
 def install() -> None:
-    """Wrap IndexDataCacheFile's save and flush (exclusive) and load (shared) in the index's lock, once."""
+    """Wrap IndexDataCacheFile's save and flush (exclusive) and load (shared) in the index's lock, once; a load that
+    misses says COMPILING where a person reads it (_say_compiling)."""
     if fcntl is None or installed():
         return
-    for name, exclusive in (("save", True), ("flush", True), ("load", False)):
-        setattr(IndexDataCacheFile, name, _locked(getattr(IndexDataCacheFile, name), exclusive))
+    for name, exclusive, after in (("save", True, None), ("flush", True, None), ("load", False, _say_compiling)):
+        setattr(IndexDataCacheFile, name, _locked(getattr(IndexDataCacheFile, name), exclusive, after))
     setattr(IndexDataCacheFile, _MARK, True)
     os.register_at_fork(after_in_child=_close_inherited)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import fcntl
 import inspect
+import io
 import os
 import subprocess
 import sys
@@ -87,6 +88,26 @@ def test_the_lock_is_installed_once():
     for name in ("save", "load", "flush"):
         original = inspect.unwrap(getattr(IndexDataCacheFile, name))
         assert getattr(IndexDataCacheFile, name).__wrapped__ is original, name  # one wrapper, not two
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_first_cache_miss_says_numba_compiles_once_where_a_person_reads(tmp_path, monkeypatch, terminal):
+    """A load that misses (numba compiles next) prints COMPILING once per process on a terminal; a hit says nothing,
+    and a pipe or a log (parsed CLI output, these tests' captured stderr) never gets it."""
+    stream = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(numba_cache, "_said", [])
+    cache_file = _cache_file(tmp_path)
+    cache_file.save(("sig", "int64"), ("code", "int64"))
+    assert cache_file.load(("sig", "int64")) == ("code", "int64") and stream.getvalue() == ""
+    assert cache_file.load(("sig", "float64")) is None
+    assert cache_file.load(("sig", "float32")) is None
+    assert stream.getvalue() == (numba_cache.COMPILING + "\n" if terminal else "")
 
 
 def test_a_save_holds_the_lock_from_its_read_of_the_index(tmp_path):
