@@ -171,26 +171,28 @@ SMO_AHEAD_MIN_POINTS = 2_000
 #: compiled calls the SMO thread waits for the interpreter's lock, which the closings hold, and at Python's
 #: 5 ms default it waited up to that long each time.
 AHEAD_SWITCH_INTERVAL = 2e-4
-_switching = threading.Lock()
-_switch_users: list = [0, None]  # fits in a short interval now, and the interval they found
+_switching = threading.Lock()  # guards the two below
+_switch_users = 0  # fits in a short interval now
+_switch_found = 0.0  # the interval the first of them found
 
 
 @contextlib.contextmanager
 def _short_switch_interval():
     """A context in which the interpreter's switch interval is at most AHEAD_SWITCH_INTERVAL; the interval found
     is put back when the last such context (of any thread's fit) ends."""
+    global _switch_users, _switch_found
     with _switching:
-        if _switch_users[0] == 0:
-            _switch_users[1] = sys.getswitchinterval()
-            sys.setswitchinterval(min(AHEAD_SWITCH_INTERVAL, _switch_users[1]))
-        _switch_users[0] += 1
+        if _switch_users == 0:
+            _switch_found = sys.getswitchinterval()
+            sys.setswitchinterval(min(AHEAD_SWITCH_INTERVAL, _switch_found))
+        _switch_users += 1
     try:
         yield
     finally:
         with _switching:
-            _switch_users[0] -= 1
-            if _switch_users[0] == 0:
-                sys.setswitchinterval(_switch_users[1])
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_found)
 
 
 def _ahead(block, signs: np.ndarray, C, profile: str):

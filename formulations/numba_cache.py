@@ -23,6 +23,7 @@ this user may not write), the call runs unlocked: no process of this user can sa
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import os
@@ -110,19 +111,18 @@ def _locked(method, exclusive: bool, after=None):
 #: What a person at a terminal (or in IPython, Jupyter) reads once per process, as numba starts compiling: the first
 #: solve after installing is otherwise silent for 20-30 s, which an outside trial took for a hang.
 COMPILING = "svm-duality: compiling its numba functions for this machine (once after installing: 20-30 s) ..."
-_said: list[bool] = []  # COMPILING said in this process
+_said = False  # COMPILING said in this process
 
 
 def _say_compiling(loaded) -> None:
     """COMPILING on stderr at the first cache miss (`loaded` None: numba compiles next), once per process, where a
     person reads stderr (a terminal, IPython); never in a pipe or a log (CLI output that is parsed, the tests)."""
+    global _said
     if loaded is not None or _said:
         return
-    import builtins
-
     stream = sys.stderr
     if stream is not None and (getattr(builtins, "__IPYTHON__", False) or _is_terminal(stream)):
-        _said.append(True)
+        _said = True
         print(COMPILING, file=stream, flush=True)
 
 

@@ -101,7 +101,7 @@ def test_a_first_cache_miss_says_numba_compiles_once_where_a_person_reads(tmp_pa
     and a pipe or a log (parsed CLI output, these tests' captured stderr) never gets it."""
     stream = _Terminal() if terminal else io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
-    monkeypatch.setattr(numba_cache, "_said", [])
+    monkeypatch.setattr(numba_cache, "_said", False)
     cache_file = _cache_file(tmp_path)
     cache_file.save(("sig", "int64"), ("code", "int64"))
     assert cache_file.load(("sig", "int64")) == ("code", "int64") and stream.getvalue() == ""

@@ -934,11 +934,11 @@ def _in_chunks(rows: RowCache, arrays, full, comp, work, cache, state, tol: floa
     they reach their entries' limit (RowCache.from_data's on_limit); then alpha and G of every point written back
     (_sync). Returns (the last violation, whether the deadline stopped it)."""
     n = rows.n
-    chunk, violation = FIRST_CHUNK, math.inf
+    chunk, violation, timed_out = FIRST_CHUNK, math.inf, False
     while not state[3] and state[4] < max_iter:
         if deadline.passed():
-            _sync(state[0], full, comp, work)
-            return violation, True
+            timed_out = True
+            break
         began, before = time.perf_counter(), state[4]
         violation = _run(full, comp, work, cache, state, float(tol), int(min(chunk, max_iter - state[4])),
                          shrink_every, SHRINK_SHARE, nu, rows.entries_limit)
@@ -955,7 +955,7 @@ def _in_chunks(rows: RowCache, arrays, full, comp, work, cache, state, tol: floa
         if state[4] > before and spent > 0:  # aim the next chunk at CHUNK_SECONDS
             chunk = int(min(max(100, chunk * CHUNK_SECONDS / spent), 10**7))
     _sync(state[0], full, comp, work)  # alpha and G of every point
-    return violation, False
+    return violation, timed_out
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
