@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -60,8 +61,13 @@ def built(tmp_path_factory):
     """A module built from this file's two functions, and its index."""
     where = tmp_path_factory.mktemp("ahead_of_time")
     weighted_sum, scaled = _fresh(_weighted_sum), _fresh(_scaled)
-    path = ahead_of_time.build(where, warm_up=lambda: _warm_up(weighted_sum, scaled),
-                               dispatchers=[weighted_sum, scaled])
+    # numba's check for a C compiler leaves two folders in the temporary folder: this test's, not the system's
+    saved, tempfile.tempdir = tempfile.tempdir, str(tmp_path_factory.mktemp("temporary"))
+    try:
+        path = ahead_of_time.build(where, warm_up=lambda: _warm_up(weighted_sum, scaled),
+                                   dispatchers=[weighted_sum, scaled])
+    finally:
+        tempfile.tempdir = saved
     with open(path, "rb") as f:
         index = pickle.load(f)
     return where, index
@@ -232,7 +238,8 @@ def test_a_fresh_process_with_a_current_build_never_starts_numba_and_gets_numbas
     """The project's own build, made now (or already current), serves a fresh process's kernel dual solves (read-only,
     Fortran float32 and DataFrame data, each layer, checks included) and the estimator's fit and predictions on
     digits: numba's target context is never made. Every answer is numba's own to the bit."""
-    env = {**os.environ, ahead_of_time.ENV: "build", "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, ahead_of_time.ENV: "build", "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path),
+           "TMPDIR": str(tmp_path)}  # numba's compiler check leaves its folders there, not in the system's
     subprocess.run([sys.executable, "-m", "formulations.ahead_of_time", str(ahead_of_time.folder()), "--wait"],
                    env=env, check=True, timeout=PROCESS_GUARD, capture_output=True)
     for args in (("7", "direct", "1", "as made"), ("8", "pyomo", "10", "Fortran float32"), ("9", "cvxpy", "100", "frame")):
