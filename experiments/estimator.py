@@ -49,7 +49,9 @@ Formulations (001 / 000 notation):
                    0 <= alpha_i <= C_i  (C = inf: the hard-margin dual of Example 5.2)
 * ``kernel_dual``  the dual with K_ij = k(x_i, x_j) in place of x_i'x_j (any kernel)
 * ``auto``         ``soft_primal`` for the linear kernel (``dual`` at C = inf), ``kernel_dual`` otherwise
-                   (SVC's default kernel, rbf).
+                   (SVC's default kernel, rbf). With layer and method "auto", a linear-kernel pair is first
+                   solved as SVC solves it, its dual by SMO on the Gram matrix, for a budget of steps; past it
+                   (SMO's steps grow with C and the features' scale), by the soft primal's working set.
 
 The first three are linear SVMs and accept only ``kernel="linear"``.
 """
@@ -175,6 +177,13 @@ _switching = threading.Lock()  # guards the two below
 _switch_users = 0  # fits in a short interval now
 _switch_found = 0.0  # the interval the first of them found
 
+#: A linear-kernel pair's SMO steps before it goes to the soft primal's working set (_pair_solution): about the
+#: primal's time, LINEAR_SMO_WORK point-steps (each step costs up to a pass over the pair's points, ~2.7 ns a
+#: point), and at least LINEAR_SMO_STEPS_PER_POINT a point. SMO's steps grow with C and the features' scale, the
+#: primal's cost does not (docs/estimator_speed.md).
+LINEAR_SMO_WORK = 5_000_000
+LINEAR_SMO_STEPS_PER_POINT = 2
+
 
 @contextlib.contextmanager
 def _short_switch_interval():
@@ -195,13 +204,13 @@ def _short_switch_interval():
                 sys.setswitchinterval(_switch_found)
 
 
-def _ahead(block, signs: np.ndarray, C, profile: str):
+def _ahead(block, signs: np.ndarray, C, profile: str, max_iter: int | None):
     """A pair's work made ahead on the SMO thread (SVMClassifier._smo_ahead): its classes' own blocks audited where
     no earlier pair audited them (experiments.estimator_gram.PairBlock: one compiled pass a class), then its first
-    SMO run. Both hold none of the interpreter's lock while they compute."""
+    SMO run (at most max_iter steps). Both hold none of the interpreter's lock while they compute."""
     if isinstance(block, PairBlock):
         block.audit_classes()
-    return smo_gram.first_run(block, signs, C, profile)
+    return smo_gram.first_run(block, signs, C, profile, max_iter)
 
 
 @dataclass
@@ -214,6 +223,14 @@ class _PairFit:
     b: float
     solution: Solution
     stopped_early: bool  # max_iter stopped the solver before a verified optimum
+
+
+def _moved_back(fit: _PairFit, X_centered: np.ndarray, center: np.ndarray) -> _PairFit:
+    """A pair solved on X - center, its b for X: w'(x - c) + b = w'x + (b - w'c), w from the centered points."""
+    sv = fit.index[fit.support]
+    w = fit.coef[fit.support] @ X_centered[sv]
+    fit.b -= float(w @ center)
+    return fit
 
 
 #: The estimator's advice for badly scaled features: it takes no standardize option; a Pipeline scales the features,
@@ -628,11 +645,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Every pair of classes fitted (one-vs-one, LIBSVM's order), by SMO on its block of one Gram matrix
         where _pairs_on_gram takes it, else through solvers.api.solve. row_C: C, or C_i by row of X."""
         self._smo = self._smo_pairs(formulation, X, K, C)
+        if self._smo and sparse.issparse(X):  # the fitted attributes stay sparse (fit's _store has the CSR X)
+            X = X.toarray()
+        center = None
+        if self._smo and self.kernel == "linear":
+            # x'z depends on the origin and the SVM does not: far from it (X + 1e4 at a spread of 1e-3) x'z's
+            # rounding swamps the dual, so it is solved about the data's mean, b moved back after (_moved_back)
+            center = X[kept].mean(axis=0)
+            X = X - center
         pairs = _class_pairs(self.classes_.size)
         budget = memory_budget() if self._smo else None  # read once a fit (psutil), not per pair
         on_gram = self._pairs_on_gram(pairs, kept, y_index, budget) if self._smo else []
         shared = self._shared_gram(on_gram, kept, X, y_index, budget)
-        blocks, ahead = self._smo_ahead(shared, on_gram, pairs, row_C)
+        blocks, ahead = self._smo_ahead(formulation, shared, on_gram, pairs, row_C)
         fits = []
         with _cancelled_on_error(ahead), _short_switch_interval() if ahead else contextlib.nullcontext():
             for k, (i, j) in enumerate(pairs):  # one after another, as LIBSVM (docs/estimator_speed.md)
@@ -654,9 +679,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         largest = shared.K.size if shared is not None else 0
         held, shared, blocks, block = [shared, blocks], None, None, None
         let_go(held, largest)  # the fit's Gram matrix freed on another core while the fit goes on
-        return fits
+        return fits if center is None else [_moved_back(fit, X, center) for fit in fits]
 
-    def _smo_ahead(self, shared: SharedGram | None, on_gram, pairs, row_C) -> tuple[list | None, list | None]:
+    def _smo_ahead(self, formulation: str, shared: SharedGram | None, on_gram, pairs,
+                   row_C) -> tuple[list | None, list | None]:
         """(each pair's (rows, signs, block) of the fit's Gram matrix, or None for a pair not on it; futures of each
         pair's first SMO run (smo_gram.first_run) on another thread, in the pairs' order, or None). The runs are
         made ahead where several pairs share the fit's Gram matrix and a second core is allowed
@@ -677,8 +703,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 for i, j in pairs:
                     b = shared.pair_in_place(i, j) if (i, j) in on_gram else None
                     blocks.append(b)
-                    futures.append(None if b is None else pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]),
-                                                                      self.profile))
+                    if b is None:
+                        futures.append(None)
+                        continue
+                    budget = self._smo_steps(formulation, b[1].size).get("budget")  # none is made ahead at a max_iter
+                    futures.append(pool.submit(_ahead, b[2], b[1], _pair_C(row_C, b[0]), self.profile, budget))
         finally:
             pool.shutdown(wait=False)  # the thread ends once the runs asked for are done
         return blocks, futures
@@ -694,9 +723,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _smo_pairs(self, formulation: str, X, K, C) -> bool:
         """Whether the pairs are solved by SMO first (_smo_first): a kernel dual of dense features with a kernel
-        positive semidefinite by theorem and finite C."""
-        return (self._smo_first() and formulation == "kernel_dual" and K is None and not sparse.issparse(X)
+        positive semidefinite by theorem and finite C, and so the linear kernel's soft primal that formulation
+        "auto" chose, whose dual this is (SVC's problem)."""
+        dual_by_smo = formulation == "kernel_dual" or (formulation == "soft_primal" and self.formulation == "auto")
+        return (self._smo_first() and dual_by_smo and K is None and _dense_copy_ok(X)
                 and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
+
+    def _smo_steps(self, formulation: str, n_points: int) -> dict:
+        """SMO's step limit on a pair of n_points, as smo_gram.solve's arguments: the user's max_iter; else none for
+        a kernel dual (SMO to the end, as SVC), and a budget for the linear kernel's soft primal (LINEAR_SMO_WORK),
+        past which the pair goes to the primal (_pair_solution)."""
+        if self.max_iter != -1:
+            return {"max_iter": self.max_iter}
+        if formulation == "kernel_dual":
+            return {}
+        return {"budget": max(LINEAR_SMO_WORK // n_points, LINEAR_SMO_STEPS_PER_POINT * n_points)}
 
     def _pairs_on_gram(self, pairs, kept: np.ndarray, y_index: np.ndarray, budget: float) -> set[tuple[int, int]]:
         """The pairs solved on blocks of the fit's one Gram matrix: those whose dual the kernel working set would
@@ -748,24 +789,29 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         Gram matrix (solvers.algorithms.smo_gram), else with its kernel rows on demand (solvers.api.solve, the
         solver alone); max_iter caps SMO's steps as SVC's. A pair SMO did not bring to a verified (or proved)
         optimum is solved again from its samples through the model layer (_model_layer), as every pair was
-        before."""
+        before; the linear kernel's pair SMO did not verify within its budget (_smo_steps) goes to the soft
+        primal's solver alone first (its working set), then to the model layer."""
         def settled(sol):
             return sol.status == OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
 
         if block is not None:
-            max_iter = None if self.max_iter == -1 else self.max_iter
-            sol = smo_gram.solve(block, signs, C, profile=self.profile, max_iter=max_iter, first=first)
-            if settled(sol):
+            sol = smo_gram.solve(block, signs, C, profile=self.profile, first=first,
+                                 **self._smo_steps(formulation, signs.size))
+            # the linear kernel's dual stopped at its budget: the primal is the next try, not a proof at the stop
+            budgeted = formulation != "kernel_dual" and self.max_iter == -1
+            if sol.status == OPTIMAL or (settled(sol) and not budgeted):
                 return sol, None
             X_pair = block.data
+            if formulation == "kernel_dual":  # SMO was its solver alone
+                return self._solve_features(formulation, X_pair, signs, C), X_pair
         elif K is not None:  # precomputed or callable kernel: the pair's block of K
             return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
         else:
             X_pair = X[rows]  # the pair's samples, copied once
-            if self._smo:
-                sol = self._solve_features(formulation, X_pair, signs, C, layer="direct")
-                if settled(sol) or self._model_layer() == "direct":
-                    return sol, X_pair
+        if self._smo:  # the solver alone (the linear soft primal's working set), then the model layer
+            sol = self._solve_features(formulation, X_pair, signs, C, layer="direct")
+            if settled(sol) or self._model_layer() == "direct":
+                return sol, X_pair
         return self._solve_features(formulation, X_pair, signs, C), X_pair
 
     def _fit_pair(self, formulation: str, X, K, rows: np.ndarray, signs: np.ndarray, C,
@@ -914,15 +960,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return coef
 
     def _pair_weights(self, dual_coef: np.ndarray) -> np.ndarray:
-        """w of each pair from a dual_coef in SVC's layout: sum over both classes' support vectors."""
+        """w of each pair from a dual_coef in SVC's layout: sum over both classes' support vectors. Dense ones are
+        taken about their mean, which a pair's coefficients (summing to 0) do not see: far from the origin the
+        plain sum's terms are 1e7 times w (X + 1e4 at a spread of 1e-3) and its rounding was all of w's digits."""
         n_classes = self.classes_.size
         start = np.concatenate([[0], np.cumsum(self._n_support)])
         sv = self.support_vectors_
         rows = []
         for i, j in _class_pairs(n_classes):
-            Si, Sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
             # class i's coefficients for the pair (i, j) are in row j - 1, class j's in row i
-            rows.append(sv[Si].T @ dual_coef[j - 1, Si] + sv[Sj].T @ dual_coef[i, Sj])  # sv dense or sparse
+            both = np.r_[start[i]:start[i + 1], start[j]:start[j + 1]]
+            coef = np.concatenate([dual_coef[j - 1, start[i]:start[i + 1]], dual_coef[i, start[j]:start[j + 1]]])
+            points = sv[both]
+            if not sparse.issparse(points) and both.size:
+                points = points - points.mean(axis=0)
+            rows.append(points.T @ coef)
         return np.vstack(rows)
 
     @deprecated("Attribute `probA_` was deprecated in version 1.9 (SVC) and SVMClassifier has no Platt scaling: "
@@ -1082,6 +1134,13 @@ def _split_among_twins(alpha: np.ndarray, signs: np.ndarray, C, twins: np.ndarra
     out = alpha.copy()
     out[twin] = share[group]
     return out
+
+
+def _dense_copy_ok(X) -> bool:
+    """Whether X is solved as dense: dense X, or sparse X whose dense copy is no larger than the fit's Gram matrix
+    (d <= n). Then a sparse fit and a dense fit of the same data are one solve, as SVC's are (their support vectors
+    the same where the optimum is not unique), and sparse data take the fast path."""
+    return not sparse.issparse(X) or X.shape[1] <= X.shape[0]
 
 
 def _is_inf(C) -> bool:

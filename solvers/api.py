@@ -327,7 +327,7 @@ def _solve_working_set(formulation, X, y, labels, *, layer, backend, C, kernel, 
     if formulation == KERNEL_DUAL and K is None:
         linear_kernel_w(sol, X, y, kernel)
     if standardizer is not None:  # the working sets closed it on the standardized (or centered) data
-        to_original_units(sol, standardizer)
+        to_original_units(sol, standardizer, X, y)
     return sol
 
 

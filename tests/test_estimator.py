@@ -93,8 +93,9 @@ _laplacian_kernel = _LaplacianKernel()
 # so fit refuses it with IndefiniteKernelError on most of the checks' data.
 @parametrize_with_checks(
     [
-        SVMClassifier(),  # SVC's defaults: rbf, gamma="scale" -> kernel_dual, pyomo/piqp
-        SVMClassifier(kernel="linear"),  # formulation auto -> soft_primal, pyomo/piqp
+        SVMClassifier(),  # SVC's defaults: rbf, gamma="scale" -> kernel_dual by SMO on the fit's Gram matrix
+        SVMClassifier(kernel="linear"),  # the dual by SMO within a budget, then the soft primal's working set
+        SVMClassifier(formulation="soft_primal", kernel="linear"),  # the soft primal through Pyomo/PIQP
         SVMClassifier(kernel="rbf", layer="cvxpy", backend="clarabel"),
         SVMClassifier(formulation="dual", kernel="linear", layer="pyomo", backend="highs"),
         SVMClassifier(formulation="hard_primal", kernel="linear"),
