@@ -1137,10 +1137,14 @@ def _split_among_twins(alpha: np.ndarray, signs: np.ndarray, C, twins: np.ndarra
 
 
 def _dense_copy_ok(X) -> bool:
-    """Whether X is solved as dense: dense X, or sparse X whose dense copy is no larger than the fit's Gram matrix
-    (d <= n). Then a sparse fit and a dense fit of the same data are one solve, as SVC's are (their support vectors
-    the same where the optimum is not unique), and sparse data take the fast path."""
-    return not sparse.issparse(X) or X.shape[1] <= X.shape[0]
+    """Whether X is solved as dense: dense X, or sparse X whose dense copy is no larger than its Gram matrix (d <= n)
+    where the memory budget allows that matrix (kernel_rows.gram_allowed). Then a sparse fit and a dense fit of the
+    same data are one solve, as SVC's are (their support vectors the same where the optimum is not unique), and
+    sparse data take the fast path."""
+    if not sparse.issparse(X):
+        return True
+    n, d = X.shape
+    return d <= n and gram_allowed(n, memory_budget())
 
 
 def _is_inf(C) -> bool:

@@ -115,12 +115,15 @@ def test_sparse_and_dense_x_give_one_model():
     np.testing.assert_array_equal(thin.predict(X), SVC(kernel="linear").fit(X, y).predict(X))
 
 
-def test_a_wide_sparse_x_is_not_copied_dense(monkeypatch):
-    """d > n: the dense copy would be larger than the Gram matrix, so the pairs go through solvers.api.solve on the
-    CSR data (no SMO on a block)."""
+def test_a_wide_or_large_sparse_x_is_not_copied_dense(monkeypatch):
+    """d > n: the dense copy would be larger than the Gram matrix; d <= n beyond the memory budget's Gram matrix:
+    the pairs go through solvers.api.solve on the CSR data (no SMO on a dense copy)."""
     X = sparse.random(40, 500, density=0.05, format="csr", random_state=1)
     y = np.repeat([0, 1], 20)
     est = SVMClassifier(kernel="linear").fit(X, y)
+    assert est._smo is False and est.solutions_[0].status == OPTIMAL
+    monkeypatch.setattr(estimator_module, "memory_budget", lambda: 1_000.0)  # bytes: no Gram matrix of 40 points
+    est = SVMClassifier(kernel="linear").fit(X[:, :30], y)
     assert est._smo is False and est.solutions_[0].status == OPTIMAL
 
 
