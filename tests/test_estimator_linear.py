@@ -1,12 +1,11 @@
 """The estimator's linear kernel with its defaults: each pair solved as SVC solves it (the dual by SMO on the fit's
 Gram matrix) within a budget of steps, then by the soft primal's working set, every pair verified; sparse X solved
-as dense where its copy is no larger than the Gram matrix; and smo_gram's budget, whose stop claims an optimum
-only within the profile's tolerance."""
+as dense where its copy is no larger than a Gram matrix the memory budget allows; and smo_gram's budget, whose
+stop claims an optimum only within the profile's tolerance."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 from scipy import sparse
@@ -18,10 +17,10 @@ import experiments.estimator as estimator_module
 from experiments.estimator import SVMClassifier
 from formulations.kernels import Kernel, gram
 from solvers.algorithms import smo_gram
-from solvers.api import solve
 from solvers.algorithms.kernel_rows import FullGram
 from solvers.algorithms.smo import smo
 from solvers.algorithms.working_set.optimality import max_violation
+from solvers.api import solve
 from solvers.profiles import get_profile
 from solvers.solution import ITERATION_LIMIT, OPTIMAL
 
