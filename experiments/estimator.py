@@ -82,7 +82,7 @@ from experiments.estimator_gram import PairBlock, SharedGram
 from formulations.errors import SVMInputError, plain
 from formulations.kernels import Kernel, gram
 from formulations.recovery import support_mask
-from formulations.scaling import BadScalingWarning, check_scaling, scaling_effect
+from formulations.scaling import BadScalingWarning, Standardizer, check_scaling, scaling_effect
 from formulations.validation import check_choice, memory_budget, products_finite, refuse_masked
 from solvers import blas
 from solvers.solution import INFEASIBLE, ITERATION_LIMIT, OPTIMAL, OPTIMAL_INACCURATE, Solution, UNBOUNDED
@@ -225,11 +225,11 @@ class _PairFit:
     stopped_early: bool  # max_iter stopped the solver before a verified optimum
 
 
-def _moved_back(fit: _PairFit, X_centered: np.ndarray, center: np.ndarray) -> _PairFit:
-    """A pair solved on X - center, its b for X: w'(x - c) + b = w'x + (b - w'c), w from the centered points."""
+def _moved_back(fit: _PairFit, X_centered: np.ndarray, centering: Standardizer) -> _PairFit:
+    """A pair solved on X - mean (centering), its b for X (Standardizer.weights_to_original), w from the centered
+    points."""
     sv = fit.index[fit.support]
-    w = fit.coef[fit.support] @ X_centered[sv]
-    fit.b -= float(w @ center)
+    fit.b = centering.weights_to_original(fit.coef[fit.support] @ X_centered[sv], fit.b)[1]
     return fit
 
 
@@ -647,12 +647,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self._smo = self._smo_pairs(formulation, X, K, C)
         if self._smo and sparse.issparse(X):  # the fitted attributes stay sparse (fit's _store has the CSR X)
             X = X.toarray()
-        center = None
+        centering = None
         if self._smo and self.kernel == "linear":
             # x'z depends on the origin and the SVM does not: far from it (X + 1e4 at a spread of 1e-3) x'z's
             # rounding swamps the dual, so it is solved about the data's mean, b moved back after (_moved_back)
-            center = X[kept].mean(axis=0)
-            X = X - center
+            centering = Standardizer.centering(X[kept])
+            X = centering.transform(X)
         pairs = _class_pairs(self.classes_.size)
         budget = memory_budget() if self._smo else None  # read once a fit (psutil), not per pair
         on_gram = self._pairs_on_gram(pairs, kept, y_index, budget) if self._smo else []
@@ -679,7 +679,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         largest = shared.K.size if shared is not None else 0
         held, shared, blocks, block = [shared, blocks], None, None, None
         let_go(held, largest)  # the fit's Gram matrix freed on another core while the fit goes on
-        return fits if center is None else [_moved_back(fit, X, center) for fit in fits]
+        return fits if centering is None else [_moved_back(fit, X, centering) for fit in fits]
 
     def _smo_ahead(self, formulation: str, shared: SharedGram | None, on_gram, pairs,
                    row_C) -> tuple[list | None, list | None]:
@@ -795,11 +795,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             return sol.status == OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
 
         if block is not None:
-            sol = smo_gram.solve(block, signs, C, profile=self.profile, first=first,
-                                 **self._smo_steps(formulation, signs.size))
+            steps = self._smo_steps(formulation, signs.size)
+            sol = smo_gram.solve(block, signs, C, profile=self.profile, first=first, **steps)
             # the linear kernel's dual stopped at its budget: the primal is the next try, not a proof at the stop
-            budgeted = formulation != "kernel_dual" and self.max_iter == -1
-            if sol.status == OPTIMAL or (settled(sol) and not budgeted):
+            if sol.status == OPTIMAL or (settled(sol) and "budget" not in steps):
                 return sol, None
             X_pair = block.data
             if formulation == "kernel_dual":  # SMO was its solver alone

@@ -292,8 +292,9 @@ def to_original_units(sol: Solution, standardizer, X=None, y: np.ndarray | None 
             if isinstance(record.get(key), float) and math.isfinite(record[key]):
                 record[key] += shift
     if math.isfinite(sol.proved_b):
-        proved = sol.proved_alpha is not None and X is not None and y is not None
-        sol.proved_b += standardizer.weights_to_original(X.T @ (y * sol.proved_alpha), 0.0)[1] if proved else shift
+        if sol.proved_alpha is not None and X is not None and y is not None:  # by the proved optimum's own w
+            shift = standardizer.weights_to_original(recovery.weights_from_alpha(X, y, sol.proved_alpha), 0.0)[1]
+        sol.proved_b += shift
 
 
 def close_lp(sol: Solution, checks, *, C: float | None) -> Solution:
