@@ -520,6 +520,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self._gamma = 0.0
             return Kernel("precomputed")
         gamma = self.gamma
+        if gamma is None:  # formulations.kernels.Kernel reads None as 1/d; SVC refuses it
+            raise SVMInputError("gamma must be 'scale', 'auto' or a number > 0, got None")
         if isinstance(gamma, str):
             if gamma == "scale":
                 var = float(X.multiply(X).mean() - X.mean() ** 2) if sparse.issparse(X) else float(X.var())

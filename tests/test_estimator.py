@@ -338,6 +338,7 @@ def test_a_proved_optimum_is_kept_without_a_warning(monkeypatch, status):
         ({"break_ties": "yes"}, "break_ties must be True or False"),
         ({"kernel": "rbf", "gamma": "wide"}, "gamma must be"),
         ({"kernel": "rbf", "gamma": -1.0}, "gamma must be > 0"),
+        ({"kernel": "rbf", "gamma": None}, "gamma must be 'scale', 'auto' or a number > 0, got None"),
         ({"kernel": "poly", "degree": 0}, "degree must be a positive integer"),
         ({"backend": "nosuch"}, "nosuch"),
     ],
