@@ -248,8 +248,9 @@ class NuSVMClassifier(SVMClassifier):
         proved = "proved" in sol.extras or "kkt_point" in sol.extras
         point = _point(sol)
         rho = float(point["rho"])
-        # a non-convex dual's KKT point may have rho < 0: LIBSVM divides by it all the same (f / rho)
-        if not rho > 0 and not (sol.extras.get("indefinite_kernel") and rho != 0):
+        # rho* = 0 refused whatever the sign of its rounding (+4e-17 divided into coefficients of 1e16); a non-convex
+        # dual's KKT point may have rho < 0: LIBSVM divides by it all the same (f / rho)
+        if _rho_is_zero(rho, sol) or not (rho > 0 or sol.extras.get("indefinite_kernel")):
             raise SVMFitError(_no_margin(rho, nu, signs, params["sample_weight"], sol))
         alpha = np.asarray(point["alpha"], dtype=float)
         weights = params["sample_weight"]
@@ -262,13 +263,24 @@ class NuSVMClassifier(SVMClassifier):
 RHO_ROUNDING = 1e-9
 
 
+def _terms_of_f(sol) -> float:
+    """The size of the terms f is made of where the proved optimum is degenerate (w* = 0), else 0."""
+    return float(sol.checks.get("degenerate_floor") or 0.0)
+
+
+def _rho_is_zero(rho: float, sol) -> bool:
+    """Whether a pair's rho is rho* = 0 to rounding: the proved optimum is degenerate (w* = 0, so rho* = 0), or
+    |rho| is within RHO_ROUNDING of the terms f is made of."""
+    return bool(sol.extras.get("degenerate")) or abs(rho) <= RHO_ROUNDING * _terms_of_f(sol)
+
+
 def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
     """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
     # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
     # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
     limit = family_validation.nu_svc_limit(signs, weights)
-    terms = float(sol.checks.get("degenerate_floor") or 0.0)
-    if sol.extras.get("degenerate") or abs(rho) <= RHO_ROUNDING * terms:
+    terms = _terms_of_f(sol)
+    if _rho_is_zero(rho, sol):
         what = "rho is 0 to rounding" + (f" (|rho| = {abs(rho):.1e}, the terms of f {terms:.3g})" if terms else "")
     else:
         what = f"rho is {rho:.6g}"

@@ -135,6 +135,42 @@ def test_rho_zero_to_rounding_is_said_as_zero_with_what_it_means():
         assert "rho is -" not in text
 
 
+def test_rho_zero_with_positive_rounding_is_refused_as_zero():
+    """Two overlapping classes at nu = 0.6 (make_classification, seed 913, standardized): rho* = 0, computed as
+    +4.3e-17 here. A positive rounding was divided into the coefficients (1e16 of them, every pair `optimal`, 19% of
+    the predictions NuSVC's f / rho noise) where a negative one raised: both are rho* = 0 and raise."""
+    from sklearn.preprocessing import StandardScaler
+
+    from experiments.family_estimators import NuSVMClassifier, SVMFitError
+
+    X, y = datasets.make_classification(n_samples=600, n_features=12, n_informative=6, n_classes=3,
+                                        n_clusters_per_class=2, flip_y=0.1, weights=[0.5, 0.3, 0.2], random_state=913)
+    X = StandardScaler().fit_transform(X)
+    kept = y != 2
+    with pytest.raises(SVMFitError, match=r"nu = 0\.6: rho is 0 to rounding \(\|rho\| = .*, the terms of f "):
+        NuSVMClassifier(nu=0.6, kernel="linear").fit(X[kept], y[kept])
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_rho_zero_is_refused_whatever_the_sign_of_its_rounding(monkeypatch, sign):
+    """The degenerate pair of test_rho_zero_to_rounding_is_said_as_zero_with_what_it_means with its rho's rounding
+    given either sign: the fit raises the same error."""
+    import experiments.family_estimators as family_estimators
+
+    point = family_estimators._point
+
+    def signed(sol):
+        values = dict(point(sol))
+        values["rho"] = sign * abs(float(values["rho"]))
+        return values
+
+    monkeypatch.setattr(family_estimators, "_point", signed)
+    X, y = datasets.make_classification(n_samples=120, n_features=4, n_informative=2, n_redundant=0,
+                                        random_state=1)
+    with pytest.raises(family_estimators.SVMFitError, match="rho is 0 to rounding"):
+        family_estimators.NuSVMClassifier(nu=0.2, kernel="linear").fit(X, y)
+
+
 def test_a_backends_own_failure_names_the_member_and_backend_and_what_helps(monkeypatch, blobs):
     from solvers.errors import BackendError
     from solvers.registry import available_backends, get_backend

@@ -42,9 +42,9 @@ EXACT_TIE = ("exact ties: the test needs an intercept of exactly 0 where the cla
 OTHER_XFAIL = {"test_svm": {"test_svr_errors": BAD_KERNEL_AT_FIT,
                             "test_svc_ovr_tie_breaking": EXACT_TIE}}
 DEGENERATE_PAIR = ("a degenerate pair: at nu = 0.5 the reduced convex hulls of classes 0 and 2 meet, so the proved "
-                   "optimum has rho* = 0 (to 1e-16) and LIBSVM's f / rho is undefined; fit raises SVMFitError saying so "
-                   "(it passes where rho*'s rounding comes out positive; tests/test_family_degenerate.py checks the "
-                   "message at a fixed seed)")
+                   "optimum has rho* = 0 (to 1e-16) and LIBSVM's f / rho is undefined; fit raises SVMFitError saying so, "
+                   "whatever the sign of rho*'s rounding (tests/test_family_degenerate.py checks the message at a fixed "
+                   "seed)")
 #: the parametrized cases that fail for a named reason: (test, substring of the case's id) -> reason
 CASE_XFAIL = {("test_svm__n_iter_libsvm", "4-NuSVMClassifier"): DEGENERATE_PAIR}
 
@@ -77,6 +77,6 @@ def _mark_cases(request):
     callspec = getattr(request.node, "callspec", None)
     for (test, case), reason in CASE_XFAIL.items():
         if request.node.originalname == test and callspec is not None and case in callspec.id:
-            # not strict: whether rho*'s rounding comes out 0 depends on the suite's global_random_seed
+            # not strict: whether the pair's hulls meet (rho* = 0) depends on the suite's global_random_seed
             request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
     skip_other_cases(request, OTHER_CLASSES, "NuSVC, SVR, NuSVR or OneClassSVM")
