@@ -520,8 +520,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self._gamma = 0.0
             return Kernel("precomputed")
         gamma = self.gamma
+        refused = SVMInputError(f"gamma must be 'scale', 'auto' or a finite number > 0, got {plain(gamma)!r}")
         if gamma is None:  # formulations.kernels.Kernel reads None as 1/d; SVC refuses it
-            raise SVMInputError("gamma must be 'scale', 'auto' or a number > 0, got None")
+            raise refused
         if isinstance(gamma, str):
             if gamma == "scale":
                 var = float(X.multiply(X).mean() - X.mean() ** 2) if sparse.issparse(X) else float(X.var())
@@ -529,7 +530,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             elif gamma == "auto":
                 gamma = 1.0 / X.shape[1]
             else:
-                raise SVMInputError(f"gamma must be 'scale', 'auto' or a number > 0, got {plain(gamma)!r}")
+                raise refused
+        elif isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0 < gamma < math.inf:
+            raise refused  # in the estimator's words: Kernel's own would offer None
         self._gamma = gamma
         return Kernel(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
 
