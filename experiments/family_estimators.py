@@ -270,12 +270,13 @@ def _terms_of_f(sol) -> float:
 
 def _rho_is_zero(rho: float, sol) -> bool:
     """Whether a pair's rho is rho* = 0 to rounding: the proved optimum is degenerate (w* = 0, so rho* = 0), or
-    |rho| is within RHO_ROUNDING of the terms f is made of."""
+    |rho| is at most RHO_ROUNDING times the size of the terms f is made of."""
     return bool(sol.extras.get("degenerate")) or abs(rho) <= RHO_ROUNDING * _terms_of_f(sol)
 
 
 def _no_margin(rho: float, nu: float, signs: np.ndarray, weights, sol) -> str:
-    """Why a pair's nu-SVC has no decision function: rho <= 0, and rho within rounding of 0 said as 0."""
+    """Why a pair's nu-SVC has no decision function: rho* = 0 (_rho_is_zero, said as 0 whatever its rounding) or
+    rho < 0."""
     # rho = 0 when the classes' reduced convex hulls meet; a larger nu shrinks them (each point's weight in its
     # hull is at most 2 / (nu l)), so the way out is a larger nu, up to the balance bound
     limit = family_validation.nu_svc_limit(signs, weights)
