@@ -281,8 +281,10 @@ def test_smo_at_a_huge_C_gives_way_to_the_block_after_its_budget():
     X, labels = make_moons(300, noise=0.3, random_state=503)
     y = np.where(labels == 1, 1.0, -1.0)
     kernel = Kernel("rbf", gamma=1.0 / (X.var() * X.shape[1]))
-    budget = smo_dual._smo_budget(FullGram(gram(kernel, X), kernel, X), len(y), ws.WorkingSetOptions())
+    source = FullGram(gram(kernel, X), kernel, X)
+    budget = smo_dual._smo_budget(source, len(y), ws.WorkingSetOptions())
     assert budget == 225_000
+    assert smo_dual._smo_budget(source, len(y), ws.WorkingSetOptions(max_q=299)) is None  # no block holds them all
     sol = solve("kernel_dual", X, y, C=1e8, layer="direct", backend="clarabel", kernel=kernel)
     assert sol.status == OPTIMAL and sol.checks["reference"] == "proved optimum"
     assert sol.extras["smo_steps"] <= 2 * budget

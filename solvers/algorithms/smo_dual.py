@@ -5,10 +5,10 @@ two points a step. Its free points, with the bound points within a band of the m
 kernel dual restricted to them with the others fixed, declared and solved through the layer (the solver alone,
 cvxpy or Pyomo) and made exact on its active set by the polish (working_set.subproblems.solve_block, the block
 loop's own step). Where a point outside the block still violates, SMO goes on from there to the loop's tolerance and
-another block follows (at most ROUNDS). Each run but the last also stops at a budget of steps (SMO_STALL), where
-SMO's steps grow with C far past what the block costs. The point is then finished as the block loop's (snapped,
-proved from its active set where its gap is open: the block loop's finish, handed over by working_set.loop, which
-imports this module) and closed by the same checks.
+another block follows (at most ROUNDS). Where a block may hold every point, each run but the last also stops at
+a budget of steps (SMO_STALL), where SMO's steps grow with C far past what the block costs. The point is then
+finished as the block loop's (snapped, proved from its active set where its gap is open: the block loop's finish,
+handed over by working_set.loop, which imports this module) and closed by the same checks.
 
 Where the free points are more than a block holds (max_q), or the block's dense solve would cost more than
 finishing by SMO (`block_pays`), no block is solved: SMO runs to the loop's tolerance and the proof from the
@@ -72,11 +72,11 @@ BLOCK_ALWAYS = 500
 #: What a block's model adds in its layer, per entry of Q_BB, in block_pays' units (|B|^3: PIQP's solve of blocks
 #: of 200-1,200 points took 0.08-0.1 ns per unit; their Pyomo models added 18-19 ns an entry, cvxpy's 64-140 ns).
 LAYER_ENTRY_COST = {"direct": 0.0, "pyomo": 200.0, "cvxpy": 800.0}
-#: SMO gives way to a block, in every round but the last, once its steps are SMO_STALL times those at which
-#: block_pays would take the largest block the round may solve (_smo_budget). SMO's steps grow with C: at C = 1e8
-#: on 300 moons it ran 56 s to SMO_TOL (LIBSVM: 72 s, 352 million iterations) where the block of its 40-60 support
-#: vectors is exact in a millisecond. 100: SMO gives way only once it has spent about a hundred times that block's
-#: solve (225,000 steps at n = 300; 4e9, never, at n = 5,000).
+#: Where a block may hold every point, SMO gives way to a block, in every round but the last, once its steps are
+#: SMO_STALL times those at which block_pays would take all n (_smo_budget). SMO's steps grow with C: at C = 1e8 on
+#: 300 moons it ran 56 s to SMO_TOL (LIBSVM: 72 s, 352 million iterations) where the block of its 40-60 support
+#: vectors is exact in a millisecond. 100: SMO gives way only once it has spent about a hundred times the block's
+#: solve (225,000 steps at n = 300, 1e7 at n = 2,000); larger problems keep SMO's runs as they were.
 SMO_STALL = 100.0
 
 
@@ -148,11 +148,13 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     return result
 
 
-def _smo_budget(src, n: int, settings) -> int:
+def _smo_budget(src, n: int, settings) -> int | None:
     """The steps after which a round's SMO gives way to a block (SMO_STALL): SMO_STALL times the work at which
-    block_pays takes a block of the most points the round may solve (max_q, the rows the source holds, n)."""
-    size = float(min(settings.max_q, src.capacity, n))
-    return int(min(SMO_STALL * size**3 / (BLOCK_PAYS * n), 10**9))
+    block_pays takes all n points (n^3 / BLOCK_PAYS, at n a step); None where a block cannot hold them all (max_q,
+    the rows the source holds)."""
+    if n > min(settings.max_q, src.capacity):
+        return None
+    return int(SMO_STALL * float(n) ** 2 / BLOCK_PAYS)
 
 
 def _smo_steps(src, rows: RowCache, y, upper, loop, tol: float, budget: int | None = None):
