@@ -154,7 +154,7 @@ def _smo_budget(src, n: int, settings) -> int | None:
     the rows the source holds)."""
     if n > min(settings.max_q, src.capacity):
         return None
-    return int(SMO_STALL * float(n) ** 2 / BLOCK_PAYS)
+    return int(min(SMO_STALL * float(n) ** 2 / BLOCK_PAYS, 10**9))  # smo's own step limit at most
 
 
 def _smo_steps(src, rows: RowCache, y, upper, loop, tol: float, budget: int | None = None):
