@@ -71,6 +71,7 @@ class BackendRecord:
     tolerances: Callable[[float], dict] = field(default=lambda tol: {}, repr=False)  # `high`/`scale` options
     scale_overrides: Mapping[str, Any] = field(default_factory=dict)  # the `scale` profile on top of them
     cvxpy_options: Mapping[str, Any] = field(default_factory=dict)   # always passed by cvxpy's adapter
+    always_options: Mapping[str, Any] = field(default_factory=dict)  # native options at every profile (the user's win)
     # Named LP methods as native options ({} : one method), and the cvxpy keyword that carries them
     # (cvxpy hands HiGHS options over as `highs_options`: its own `solver=` would clash with HiGHS's).
     lp_methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -83,7 +84,8 @@ class BackendRecord:
     qp_stalls_from_n: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
-        for name in ("preference", "scale_overrides", "cvxpy_options", "lp_methods", "qp_stalls_from_n"):  # frozen
+        for name in ("preference", "scale_overrides", "cvxpy_options", "always_options", "lp_methods",
+                     "qp_stalls_from_n"):  # frozen
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -186,6 +188,11 @@ def _proxqp(tol):
             "eps_duality_gap_abs": tol, "eps_duality_gap_rel": 0.0}
 
 
+#: HiGHS's QP iterations at most, unless the user's options say otherwise: its active-set QP solver cycles on some
+#: SVM duals and never returns (40 points, rbf, C = 1e-6: 17 million iterations in 20 s, where C = 1e-3 took 114);
+#: capped, that is an `iteration_limit` row in a second or a few. A legitimate solve of these sizes takes hundreds.
+HIGHS_QP_ITERATIONS = 100_000
+
 #: HiGHS refuses feasibility tolerances below 1e-10 (kError for the option): the primal working set's settling
 #: step asks for 1e-12 (SETTLE_TOL), and cvxpy/HiGHS raised on it.
 HIGHS_MIN_TOL = 1e-10
@@ -216,9 +223,10 @@ RECORDS: dict[str, BackendRecord] = {r.name: r for r in (
         # "ipm" (IPX, then crossover to a vertex, as HiGHS does by default)
         lp_methods={"simplex": {"solver": "simplex"}, "ipm": {"solver": "ipm"}}, cvxpy_method_key="highs_options",
         quirks="Pyomo's own interface; two LP methods, simplex and ipm; "
-               "regularises QPs by 1e-7; its QP solver stalls on the SVM QPs from n = 1,000.",
+               "regularises QPs by 1e-7; its QP solver stalls on the SVM QPs from n = 1,000, and cycles on some "
+               "small duals at a tiny C (its QP iterations are capped: HIGHS_QP_ITERATIONS).",
         # the soft primal of make_classification(5,000, 50) ran past 10 minutes in both layers
-        qp_stalls_from_n={"*": 1_000}),
+        qp_stalls_from_n={"*": 1_000}, always_options={"qp_iteration_limit": HIGHS_QP_ITERATIONS}),
     BackendRecord(
         "ipopt", "Ipopt", preference={"pyomo": 1, "cvxpy": 7, "lp": 6, "accuracy": 5, "speed": 6},
         iteration_limit_option="max_iter",

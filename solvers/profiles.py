@@ -56,9 +56,11 @@ def backend_options(backend: str, profile: str | Profile = "default") -> dict:
 
 def native_options(backend: str, profile: str | Profile, options: dict | None = None, project: dict | None = None) -> dict:
     """The one rule for a backend's native options, in every entry point: the user's `options` override the
-    project's (the profile's tolerances, then `project`: an LP method's); the time limit is added by the adapter
-    (BackendRecord.with_time_limit)."""
-    return {**backend_options(backend, profile), **(project or {}), **(options or {})}
+    project's (the record's options at every profile, the profile's tolerances, then `project`: an LP method's); the
+    time limit is added by the adapter (BackendRecord.with_time_limit)."""
+    record = get_record(backend)
+    always = dict(record.always_options) if record is not None else {}
+    return {**always, **backend_options(backend, profile), **(project or {}), **(options or {})}
 
 
 def tolerance_options(backend: str, tol: float) -> dict:

@@ -266,3 +266,24 @@ def test_an_installed_backend_that_is_not_usable_fails_the_tests_never_skips(mon
     with pytest.raises(pytest.skip.Exception, match="not installed"):
         conftest.skip_unless_available("cvxpy", "clarabel")
     assert all(mark.name == "skip" for marks in (p.marks for p in conftest.backend_params()) for mark in marks)
+
+
+@pytest.mark.parametrize("layer", ["pyomo", "cvxpy"])
+def test_highs_cycling_on_a_small_dual_ends_at_its_iteration_cap(layer):
+    """40 points (d = 2,000), rbf, C = 1e-6: HiGHS's QP solver cycles (17 million iterations in 20 s, never
+    returning without a time limit; at C = 1e-3 it takes 114). Its record caps the QP iterations at every profile
+    (always_options): the row is `iteration_limit`, not verified, well inside the time limit that guards this test;
+    the user's own cap wins."""
+    from formulations.kernels import Kernel
+    from solvers.backends import HIGHS_QP_ITERATIONS
+    from solvers.profiles import native_options
+
+    rng = np.random.default_rng(521)
+    X = rng.normal(size=(40, 2000))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1.0, -1.0)
+    kernel = Kernel("rbf", gamma=1.0 / (X.var() * X.shape[1]))
+    sol = solve("kernel_dual", X, y, C=1e-6, layer=layer, backend="highs", kernel=kernel, method="full",
+                time_limit=120)
+    assert sol.status == ITERATION_LIMIT and sol.iterations == HIGHS_QP_ITERATIONS + 1
+    assert native_options("highs", "default")["qp_iteration_limit"] == HIGHS_QP_ITERATIONS
+    assert native_options("highs", "high", {"qp_iteration_limit": 7})["qp_iteration_limit"] == 7
