@@ -520,19 +520,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self._gamma = 0.0
             return Kernel("precomputed")
         gamma = self.gamma
-        refused = SVMInputError(f"gamma must be 'scale', 'auto' or a finite number > 0, got {plain(gamma)!r}")
-        if gamma is None:  # formulations.kernels.Kernel reads None as 1/d; SVC refuses it
-            raise refused
-        if isinstance(gamma, str):
-            if gamma == "scale":
-                var = float(X.multiply(X).mean() - X.mean() ** 2) if sparse.issparse(X) else float(X.var())
-                gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
-            elif gamma == "auto":
-                gamma = 1.0 / X.shape[1]
-            else:
-                raise refused
+        if isinstance(gamma, str) and gamma == "scale":
+            var = float(X.multiply(X).mean() - X.mean() ** 2) if sparse.issparse(X) else float(X.var())
+            gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+        elif isinstance(gamma, str) and gamma == "auto":
+            gamma = 1.0 / X.shape[1]
+        # refused in the estimator's words: formulations.kernels.Kernel reads None as 1/d (SVC refuses it)
         elif isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0 < gamma < math.inf:
-            raise refused  # in the estimator's words: Kernel's own would offer None
+            raise SVMInputError(f"gamma must be 'scale', 'auto' or a finite number > 0, got {plain(self.gamma)!r}")
         self._gamma = gamma
         return Kernel(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
 

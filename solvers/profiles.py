@@ -43,12 +43,15 @@ def get_profile(name: str) -> Profile:
 
 
 def backend_options(backend: str, profile: str | Profile = "default") -> dict:
-    """The native options that a profile sets for a backend (empty for `default`)."""
+    """The native options the project sets for a backend: its record's at every profile (always_options), then the
+    profile's tolerances (none for `default`)."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
     record = get_record(backend)
-    if prof.tol is None or record is None:
+    if record is None:
         return {}
-    options = record.tolerances(prof.tol)
+    if prof.tol is None:
+        return dict(record.always_options)
+    options = tolerance_options(backend, prof.tol)
     if prof.name == "scale":
         options.update(record.scale_overrides)
     return options
@@ -56,14 +59,13 @@ def backend_options(backend: str, profile: str | Profile = "default") -> dict:
 
 def native_options(backend: str, profile: str | Profile, options: dict | None = None, project: dict | None = None) -> dict:
     """The one rule for a backend's native options, in every entry point: the user's `options` override the
-    project's (the record's options at every profile, the profile's tolerances, then `project`: an LP method's); the
-    time limit is added by the adapter (BackendRecord.with_time_limit)."""
-    record = get_record(backend)
-    always = dict(record.always_options) if record is not None else {}
-    return {**always, **backend_options(backend, profile), **(project or {}), **(options or {})}
+    project's (backend_options, then `project`: an LP method's); the time limit is added by the adapter
+    (BackendRecord.with_time_limit)."""
+    return {**backend_options(backend, profile), **(project or {}), **(options or {})}
 
 
 def tolerance_options(backend: str, tol: float) -> dict:
-    """A backend's native options for tolerance `tol` (empty for a backend without a record)."""
+    """A backend's native options for tolerance `tol`: its record's at every tolerance (always_options), then its
+    tolerances' (empty for a backend without a record)."""
     record = get_record(backend)
-    return record.tolerances(tol) if record is not None else {}
+    return {**record.always_options, **record.tolerances(tol)} if record is not None else {}

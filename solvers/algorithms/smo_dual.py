@@ -113,9 +113,10 @@ def decompose(src, y, C, *, settings, layer: str, backend: str, opts: dict, dead
     isolation.warm_after_smo_in_background()  # the closing checks' compiled code, on the other core meanwhile
     violation, converged, tol = math.inf, False, max(SMO_TOL, settings.tol)
     by_smo = False  # no block: SMO to the loop's tol, then the proof
+    budget = _smo_budget(src, n, settings)
     for loop.it in range(1, ROUNDS + 1):
         last = by_smo or loop.it == ROUNDS  # SMO to its tolerance: no block follows
-        res = _smo_steps(src, rows, y, upper, loop, tol, None if last else _smo_budget(src, n, settings))
+        res = _smo_steps(src, rows, y, upper, loop, tol, None if last else budget)
         if res.timed_out:
             break
         violation, converged = _converged(src, y, C, loop, settings)
