@@ -184,6 +184,12 @@ _switch_found = 0.0  # the interval the first of them found
 LINEAR_SMO_WORK = 5_000_000
 LINEAR_SMO_STEPS_PER_POINT = 2
 
+#: A kernel pair's SMO steps per point before it goes to the kernel dual's solver alone (_pair_solution: SMO to a
+#: loose tolerance, then the free points' block solved exactly, solvers.algorithms.smo_dual). SMO's steps grow with
+#: C past anything the block costs (noisy moons, C = 1e5: 86,000 a point); on the data measured a fit that SMO
+#: finishes takes at most a few hundred a point (docs/estimator_speed.md).
+KERNEL_SMO_STEPS_PER_POINT = 100
+
 
 @contextlib.contextmanager
 def _short_switch_interval():
@@ -730,13 +736,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 and self.kernel_.mercer_by_theorem and C is not None and math.isfinite(C))
 
     def _smo_steps(self, formulation: str, n_points: int) -> dict:
-        """SMO's step limit on a pair of n_points, as smo_gram.solve's arguments: the user's max_iter; else none for
-        a kernel dual (SMO to the end, as SVC), and a budget for the linear kernel's soft primal (LINEAR_SMO_WORK),
-        past which the pair goes to the primal (_pair_solution)."""
+        """SMO's step limit on a pair of n_points, as smo_gram.solve's arguments: the user's max_iter; else a budget,
+        past which the pair goes to the solver alone (_pair_solution): KERNEL_SMO_STEPS_PER_POINT a point for a
+        kernel dual, LINEAR_SMO_WORK for the linear kernel's soft primal."""
         if self.max_iter != -1:
             return {"max_iter": self.max_iter}
         if formulation == "kernel_dual":
-            return {}
+            return {"budget": KERNEL_SMO_STEPS_PER_POINT * n_points}
         return {"budget": max(LINEAR_SMO_WORK // n_points, LINEAR_SMO_STEPS_PER_POINT * n_points)}
 
     def _pairs_on_gram(self, pairs, kept: np.ndarray, y_index: np.ndarray, budget: float) -> set[tuple[int, int]]:
@@ -789,8 +795,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         Gram matrix (solvers.algorithms.smo_gram), else with its kernel rows on demand (solvers.api.solve, the
         solver alone); max_iter caps SMO's steps as SVC's. A pair SMO did not bring to a verified (or proved)
         optimum is solved again from its samples through the model layer (_model_layer), as every pair was
-        before; the linear kernel's pair SMO did not verify within its budget (_smo_steps) goes to the soft
-        primal's solver alone first (its working set), then to the model layer."""
+        before; a pair SMO did not verify within its budget (_smo_steps) goes to the solver alone first (the
+        linear kernel's to the soft primal's working set, the others' to the kernel dual's SMO and block), then
+        to the model layer."""
         def settled(sol):
             return sol.status == OPTIMAL or sol.proved_alpha is not None or self.max_iter != -1
 
@@ -798,11 +805,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             steps = self._smo_steps(formulation, signs.size)
             sol = smo_gram.solve(block, signs, C, profile=self.profile, first=first, **steps)
             # the linear kernel's dual stopped at its budget: the primal is the next try, not a proof at the stop
-            if sol.status == OPTIMAL or (settled(sol) and "budget" not in steps):
+            if sol.status == OPTIMAL or (settled(sol) and (formulation == "kernel_dual" or "budget" not in steps)):
                 return sol, None
             X_pair = block.data
-            if formulation == "kernel_dual":  # SMO was its solver alone
-                return self._solve_features(formulation, X_pair, signs, C), X_pair
+            if formulation == "kernel_dual" and sol.iterations < steps.get("budget", math.inf):
+                return self._solve_features(formulation, X_pair, signs, C), X_pair  # SMO finished: the model layer
         elif K is not None:  # precomputed or callable kernel: the pair's block of K
             return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
         else:

@@ -43,7 +43,7 @@ def test_linear_pairs_are_svcs_problem_by_smo_and_match_svc():
     np.testing.assert_allclose(est.coef_, peer.coef_, rtol=0, atol=2e-5 * np.abs(peer.coef_).max())
 
 
-def test_a_pair_past_its_budget_is_solved_by_the_soft_primal():
+def test_a_pair_past_its_budget_is_solved_by_the_soft_primal(monkeypatch):
     """Raw breast cancer (features up to 4e3) at C = 1: SMO needs millions of steps (SVC's LIBSVM 3.4 million);
     past the budget the pair goes to the primal's working set, `optimal`, the same model as SMO run to the end
     (decision values within the checks' 1e-4 of their size)."""
@@ -52,6 +52,7 @@ def test_a_pair_past_its_budget_is_solved_by_the_soft_primal():
     (sol,) = est.solutions_
     assert (sol.formulation, sol.backend, sol.extras.get("method"), sol.status) == (
         "soft_primal", "piqp", "working_set", OPTIMAL)
+    monkeypatch.setattr(estimator_module, "KERNEL_SMO_STEPS_PER_POINT", 10**9)  # the kernel dual's SMO to its end
     to_the_end = SVMClassifier(kernel="linear", formulation="kernel_dual").fit(X, y)
     assert to_the_end.solutions_[0].backend == "smo" and to_the_end.solutions_[0].iterations > 100 * len(y)
     f, g = est.decision_function(X), to_the_end.decision_function(X)
@@ -59,13 +60,13 @@ def test_a_pair_past_its_budget_is_solved_by_the_soft_primal():
 
 
 def test_the_budget_grows_with_the_work_it_allows(monkeypatch):
-    """A budget of LINEAR_SMO_WORK point-steps, at least LINEAR_SMO_STEPS_PER_POINT a point; none for a kernel
-    dual, and the user's max_iter as SVC's."""
+    """A budget of LINEAR_SMO_WORK point-steps, at least LINEAR_SMO_STEPS_PER_POINT a point; KERNEL_SMO_STEPS_PER_POINT
+    a point for a kernel dual, and the user's max_iter as SVC's."""
     est = SVMClassifier(kernel="linear")
     assert est._smo_steps("soft_primal", 100) == {"budget": estimator_module.LINEAR_SMO_WORK // 100}
     big = 10**5
     assert est._smo_steps("soft_primal", big) == {"budget": estimator_module.LINEAR_SMO_STEPS_PER_POINT * big}
-    assert est._smo_steps("kernel_dual", 100) == {}
+    assert est._smo_steps("kernel_dual", 100) == {"budget": estimator_module.KERNEL_SMO_STEPS_PER_POINT * 100}
     assert SVMClassifier(kernel="linear", max_iter=7)._smo_steps("soft_primal", 100) == {"max_iter": 7}
     monkeypatch.setattr(estimator_module, "LINEAR_SMO_WORK", 10**12)  # SMO then finishes the raw set itself
     X, y = load_breast_cancer(return_X_y=True)

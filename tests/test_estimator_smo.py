@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from sklearn.datasets import load_iris, load_wine
+from sklearn.datasets import load_iris, load_wine, make_moons
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
@@ -62,6 +62,28 @@ def test_a_pair_smo_does_not_settle_is_solved_again_through_the_model_layer(monk
     assert [(s.layer, s.backend, s.status) for s in est.solutions_] == [("pyomo", "piqp", OPTIMAL)] * 3
     reference = SVMClassifier(C=3.0, layer="pyomo").fit(X, y).decision_function(X)
     np.testing.assert_allclose(est.decision_function(X), reference, rtol=0, atol=1e-9 * np.max(np.abs(reference)))
+
+
+def test_a_kernel_pair_past_its_budget_is_solved_by_the_solver_alone(monkeypatch):
+    """Noisy moons at C = 1e3: SMO needs about 360 steps a point to finish; past KERNEL_SMO_STEPS_PER_POINT the pair
+    goes to the kernel dual's solver alone (a loose SMO, then its free points' block), `optimal`, the same model as
+    SMO run to the end: both are the optimum proved from one active set (decision values within 1e-9 of their size,
+    the same support vectors). Below the budget (C = 1) SMO finishes the pair itself."""
+    X, y = make_moons(300, noise=0.3, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    est = SVMClassifier(C=1e3).fit(X, y)
+    (sol,) = est.solutions_
+    assert (sol.layer, sol.status) == ("direct", OPTIMAL) and sol.backend != "smo"
+    monkeypatch.setattr(estimator_module, "KERNEL_SMO_STEPS_PER_POINT", 10**9)
+    to_the_end = SVMClassifier(C=1e3).fit(X, y)
+    (smo,) = to_the_end.solutions_
+    assert (smo.backend, smo.status) == ("smo", OPTIMAL) and smo.iterations > 200 * len(y)
+    f, g = est.decision_function(X), to_the_end.decision_function(X)
+    np.testing.assert_allclose(f, g, rtol=0, atol=1e-9 * np.abs(g).max())
+    np.testing.assert_array_equal(est.support_, to_the_end.support_)
+    monkeypatch.undo()
+    (easy,) = SVMClassifier(C=1.0).fit(X, y).solutions_
+    assert (easy.backend, easy.status) == ("smo", OPTIMAL) and easy.iterations < 100 * len(y)
 
 
 def test_identical_samples_share_their_alpha_whatever_their_order():
