@@ -843,10 +843,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # point's k(x, x) is 3.8e4; its decision values moved by 0.99 (0.21 of their size on an
             # unverified pair).
             alpha, b = np.clip(sol.proved_alpha, 0.0, C_eff), float(sol.proved_b)
-            if sol.status != OPTIMAL:  # the row's status is the solver's point's; the model is not that point
-                kept = "the model holds the optimum proved from this point's active set, not the point"
-                sol.extras["model"] = kept
-                sol.message = f"{sol.message}; {kept}" if sol.message else kept
+            note_model_is_proof(sol)
             if self._twins is not None:
                 alpha = _split_among_twins(alpha, signs, C_eff, self._twins[rows])
             support = alpha > 0
@@ -1070,6 +1067,15 @@ _ACCEPTED = (OPTIMAL, OPTIMAL_INACCURATE)
 #: The largest pair whose n x n kernel block is formed to prove an optimum the closing checks did not try
 #: (128 MB at 4,000 points); a working set's pair above it keeps its verdict.
 PROOF_MAX_N = 4_000
+
+
+def note_model_is_proof(sol: Solution) -> None:
+    """Where a row's point was not verified but the optimum proved from it is the model (its status is the
+    solver's point's, not the model's), the row says so: extras["model"] and its message (once)."""
+    if sol.status != OPTIMAL and "model" not in sol.extras:
+        kept = "the model holds the optimum proved from this point's active set, not the point"
+        sol.extras["model"] = kept
+        sol.message = f"{sol.message}; {kept}" if sol.message else kept
 
 
 def _prove_from_point(sol: Solution, pair_gram: Gram | None, signs: np.ndarray, C) -> None:

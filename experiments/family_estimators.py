@@ -38,7 +38,8 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from experiments.estimator import (_EARLY_STOP, NONCONVEX_BACKEND, PIPELINE_ADVICE, IndefiniteKernelWarning,
                                    SVMClassifier, SVMFitError, _blas_threads_for, _class_pairs, _num_rows, _numeric,
-                                   _PairFit, check_libsvm_parameters, iteration_options)
+                                   _PairFit, check_libsvm_parameters, iteration_options,
+                                   note_model_is_proof)
 from formulations.errors import SVMInputError, plain
 from formulations.family import MEMBERS
 from formulations.family import validation as family_validation
@@ -143,9 +144,12 @@ def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, laye
 
 def _point(sol) -> dict:
     """The model's values: the proved optimum where the checks proved one (a non-convex dual's KKT point), else
-    the row's own point."""
+    the row's own point. A row whose point the checks did not verify, but proved the optimum from, says the model
+    is that optimum (note_model_is_proof)."""
     proved = sol.extras.get("proved", sol.extras.get("kkt_point"))
     if proved is not None:
+        if "proved" in sol.extras:
+            note_model_is_proof(sol)
         return proved
     b = sol.b if math.isfinite(sol.b) else sol.extras.get("unverified", {}).get("b", math.nan)
     point = {**sol.extras, "alpha": sol.alpha, "b": b}

@@ -147,6 +147,26 @@ def test_model_is_the_proved_optimum():
     assert oc.offset_ == pytest.approx(scale * proved["rho"], rel=1e-12)
 
 
+def test_a_row_whose_model_is_the_proof_of_an_unverified_point_says_so(monkeypatch):
+    """SMO stopped by its step budget short of a point the checks verify (an `iteration_limit` row), the optimum
+    proved from its active set is the model: the row says so (extras["model"], its message), the fit reports no
+    early stop, and the model is the unhurried fit's (decision values within 1e-9 of their size)."""
+    import experiments.family_estimators as family_estimators
+
+    X, y = datasets.make_regression(200, 3, noise=10.0, random_state=11)
+    X, y = StandardScaler().fit_transform(X), (y - y.mean()) / y.std()
+    whole = SVMRegressor(C=10.0).fit(X, y)
+    assert whole.solution_.status == "optimal" and "model" not in whole.solution_.extras
+    monkeypatch.setattr(family_estimators, "SMO_MIN_STEPS", 0)
+    monkeypatch.setattr(family_estimators, "SMO_STEPS_PER_VARIABLE", 2)
+    cut = SVMRegressor(C=10.0).fit(X, y)
+    sol = cut.solution_
+    assert (sol.backend, sol.status, cut.fit_status_) == ("smo", "iteration_limit", 0)
+    assert "the model holds the optimum proved" in sol.extras["model"] and sol.extras["model"] in sol.message
+    f = whole.predict(X)
+    np.testing.assert_allclose(cut.predict(X), f, rtol=0, atol=1e-9 * np.abs(f).max())
+
+
 def test_a_degenerate_pair_is_proved_without_a_warning():
     """Raw iris, setosa against virginica at nu = 0.3: the pair's optimum is degenerate (its least-squares step
     from the solver's active set leaves the box); the family's proof reaches it, every pair's row is optimal, no
