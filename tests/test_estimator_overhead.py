@@ -210,6 +210,20 @@ def test_estimator_bench_small_and_hard_rows():
     assert X.shape == (500, 10) and abs(np.mean(y > 0) - 0.4) < 0.06 and np.allclose(X.mean(axis=0), 0, atol=1e-12)
 
 
+def test_estimator_bench_large_c_rows(capsys, monkeypatch):
+    """--large-c: one row each for SVC and the estimator per C, the ratio run by run, the estimator's pairs
+    `optimal` (past SMO's budget by the solver alone), and a progress line a C."""
+    monkeypatch.setitem(estimator_bench.LARGE_C_DATA, "n_samples", 300)
+    rows = estimator_bench.large_c(repeat=1, Cs=(1.0, 1e4))
+    assert [row["what"] for row in rows] == [f"noisy moons n = 300, C = {C}, {name}" for C in ("1", "10000")
+                                             for name in ("SVC", "SVMClassifier")]
+    for svc, ours in zip(rows[::2], rows[1::2]):
+        assert svc["x SVC"] == 1.0 and ours["x SVC"] == pytest.approx(ours["seconds"] / svc["seconds"], rel=1e-12)
+    assert rows[1]["pairs"] == "optimal via direct/smo" and rows[3]["pairs"].startswith("optimal via direct/")
+    assert rows[3]["pairs"] != "optimal via direct/smo"
+    assert capsys.readouterr().err.count("x SVC") == 2
+
+
 @pytest.mark.slow
 def test_estimator_bench_fresh_first_fits(capsys, monkeypatch):
     """--fresh: one row a case, the seconds each child process printed, the median pair-by-pair ratio within their

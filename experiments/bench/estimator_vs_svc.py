@@ -13,7 +13,10 @@
 3. --small: digits, iris, a breast-cancer grid search (4 C x 3 gamma) and one fit on the hard family (3 clusters
    per class, 8% flipped labels, 60/40, class_sep 0.85; gamma = 1/d) at --n, the estimator's defaults against
    SVC's, interleaved, medians of --repeat runs and of the run-by-run ratios.
-4. --fresh: a user's first fit, each in a process of its own (python, the imports, the data, one timed fit),
+4. --large-c: noisy moons (n = 1,000, noise 0.35, standardized) at C = 1e3, 1e4, 1e5, where SMO's steps grow
+   with C and a pair goes to the solver alone past its budget: the estimator's defaults against SVC's, interleaved
+   (about two minutes, most of it SVC's at C = 1e5), medians of --repeat runs and of the run-by-run ratios.
+5. --fresh: a user's first fit, each in a process of its own (python, the imports, the data, one timed fit),
    the estimator's and SVC's in turn, --pairs pairs after untimed ones (until the ahead-of-time build is loaded):
    digits (raw and standardized), iris, wine and breast cancer (raw), each a 70/30 stratified split
    (random_state 11), defaults. The median of the pair-by-pair ratios, and their range.
@@ -156,6 +159,32 @@ def small_and_hard(repeat: int = 5, n_hard: int = 5000) -> list[dict]:
     return rows
 
 
+#: --large-c's values of C, on LARGE_C_DATA's noisy moons.
+LARGE_C = (1e3, 1e4, 1e5)
+LARGE_C_DATA = {"n_samples": 1000, "noise": 0.35, "random_state": 1}
+
+
+def large_c(repeat: int = 3, Cs=LARGE_C) -> list[dict]:
+    """The estimator's default settings against SVC's on noisy moons at each C of `Cs` (LARGE_C_DATA): median
+    seconds of `repeat` interleaved runs after one untimed fit of each, the median run-by-run ratio, and the
+    estimator's pairs' statuses and solvers (SMO, or the solver alone past SMO's budget)."""
+    from sklearn.datasets import make_moons
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = make_moons(**LARGE_C_DATA)
+    X = StandardScaler().fit_transform(X)
+    rows = []
+    for C in Cs:
+        models = {"SVC": SVC(C=C), "SVMClassifier": SVMClassifier(C=C)}
+        times = interleaved({name: (lambda m=m: m.fit(X, y)) for name, m in models.items()}, repeat, warm=True)
+        solutions = models["SVMClassifier"].solutions_
+        how = {"SVMClassifier": {"pairs": ", ".join(f"{s.status} via {s.layer}/{s.backend}" for s in solutions)}}
+        rows += _median_rows(f"noisy moons n = {len(y):,}, C = {C:g}", times, "SVC", how)
+        print(f"C = {C:g}: {rows[-1]['x SVC']:.2f}x SVC", file=sys.stderr, flush=True)
+    return rows
+
+
 #: --fresh's cases: (scikit-learn's loader, standardized).
 FRESH_CASES = {"digits": ("load_digits", False), "digits, standardized": ("load_digits", True),
                "iris": ("load_iris", False), "wine": ("load_wine", False),
@@ -234,6 +263,8 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true",
                         help="instead: digits, iris, a breast-cancer grid search and the hard family at --n, "
                              "interleaved with SVC, medians of --repeat runs")
+    parser.add_argument("--large-c", action="store_true",
+                        help="instead: noisy moons at C = 1e3, 1e4, 1e5, interleaved with SVC, medians of --repeat runs")
     parser.add_argument("--fresh", action="store_true",
                         help="instead: each first fit in a process of its own, the estimator's and SVC's in turn "
                              "(digits, iris, wine, breast cancer)")
@@ -249,6 +280,8 @@ def main(argv=None) -> int:
 
     if args.fresh:
         rows = fresh_first_fits(args.pairs)
+    elif args.large_c:
+        rows = large_c(args.repeat)
     elif args.small:
         rows = small_and_hard(args.repeat, args.n)
     else:
