@@ -805,11 +805,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             steps = self._smo_steps(formulation, signs.size)
             sol = smo_gram.solve(block, signs, C, profile=self.profile, first=first, **steps)
             # the linear kernel's dual stopped at its budget: the primal is the next try, not a proof at the stop
-            if sol.status == OPTIMAL or (settled(sol) and (formulation == "kernel_dual" or "budget" not in steps)):
+            primal_next = formulation != "kernel_dual" and "budget" in steps
+            if sol.status == OPTIMAL or (settled(sol) and not primal_next):
                 return sol, None
             X_pair = block.data
             if formulation == "kernel_dual" and sol.iterations < steps.get("budget", math.inf):
-                return self._solve_features(formulation, X_pair, signs, C), X_pair  # SMO finished: the model layer
+                # SMO ended short of its budget unsettled: the model layer (at the budget: the solver alone, below)
+                return self._solve_features(formulation, X_pair, signs, C), X_pair
         elif K is not None:  # precomputed or callable kernel: the pair's block of K
             return solve(formulation, None, signs, K=K[np.ix_(rows, rows)], C=C, **self._solve_kwargs()), None
         else:
