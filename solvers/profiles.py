@@ -49,9 +49,7 @@ def backend_options(backend: str, profile: str | Profile = "default") -> dict:
     record = get_record(backend)
     if record is None:
         return {}
-    if prof.tol is None:
-        return dict(record.always_options)
-    options = tolerance_options(backend, prof.tol)
+    options = dict(record.always_options) if prof.tol is None else tolerance_options(backend, prof.tol)
     if prof.name == "scale":
         options.update(record.scale_overrides)
     return options

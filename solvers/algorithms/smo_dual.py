@@ -164,7 +164,7 @@ def _smo_steps(src, rows: RowCache, y, upper, loop, tol: float, budget: int | No
     isolation.stage(f"the SMO steps of round {loop.it}")
     try:
         res = smo(rows, y, upper, loop.alpha, loop.g, tol=tol, deadline=loop.deadline,
-                  max_iter=10**9 if budget is None else max(budget, 1))
+                  max_iter=10**9 if budget is None else budget)
     finally:  # the matrix SMO did not need is not formed on: the steps below do BLAS work of their own
         if isinstance(src, AdaptiveRows):
             src.drop_background()
