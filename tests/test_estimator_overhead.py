@@ -10,6 +10,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -187,7 +191,8 @@ def test_estimator_bench_single_fit_rows_and_ratios(weighted):
 
 @pytest.mark.parametrize("argv,message", [(["--repeat", "0"], "--repeat must be at least 1, got 0"),
                                           (["--n", "5"], "--n must be at least 10, got 5"),
-                                          (["--fresh", "--pairs", "0"], "--pairs must be at least 1, got 0")])
+                                          (["--fresh", "--pairs", "0"], "--pairs must be at least 1, got 0"),
+                                          (["--one-core"], "--one-core goes with --fresh")])
 def test_estimator_bench_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
         estimator_bench.main(argv)
@@ -229,8 +234,10 @@ def test_estimator_bench_fresh_first_fits(capsys, monkeypatch):
     """--fresh: one row a case, the seconds each child process printed, the median pair-by-pair ratio within their
     range, and a progress line a case."""
     monkeypatch.setattr(estimator_bench, "BUILD_WAIT", 0)  # one untimed pair, built or not
-    rows = estimator_bench.fresh_first_fits(pairs=2, cases=("iris", "wine"))
-    assert [row["what"] for row in rows] == ["first fit in a fresh process, iris", "first fit in a fresh process, wine"]
+    rows = estimator_bench.fresh_first_fits(pairs=2, cases=("iris", "digits, whole set"))
+    assert [row["what"] for row in rows] == ["first fit in a fresh process, iris",
+                                             "first fit in a fresh process, digits, whole set"]
+    assert [row["samples"] for row in rows] == [105, 1797]  # iris's 70% split; digits whole
     for row in rows:
         low, high = (float(v) for v in row["x SVC min-max"].split("-"))
         assert row["pairs"] == 2 and 0 < row["seconds"] < 60 and 0 < row["SVC seconds"] < 60
@@ -239,8 +246,18 @@ def test_estimator_bench_fresh_first_fits(capsys, monkeypatch):
     assert capsys.readouterr().err.count("x SVC over 2 pairs") == 2
 
 
+def test_one_core_pins_each_fresh_child_to_one_core():
+    """--one-core's children start on one core: the program they run sees one (as the estimator's threads and BLAS
+    count them), whatever the parent may use."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this process may use one core only: nothing to pin")
+    seen = subprocess.run([sys.executable, "-c", "import os; print(len(os.sched_getaffinity(0)))"], capture_output=True,
+                          text=True, check=True, preexec_fn=estimator_bench._on_one_core).stdout
+    assert seen.strip() == "1"
+
+
 def test_a_failing_fresh_fit_names_its_case(monkeypatch):
-    monkeypatch.setitem(estimator_bench.FRESH_CASES, "nowhere", ("load_nowhere", False))
+    monkeypatch.setitem(estimator_bench.FRESH_CASES, "nowhere", ("load_nowhere", False, True))
     with pytest.raises(RuntimeError, match=r"the fresh fit of nowhere \(SVMClassifier\) failed: AttributeError"):
         estimator_bench.fresh_first_fits(pairs=1, cases=("nowhere",))
 
