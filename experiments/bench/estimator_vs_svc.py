@@ -225,8 +225,8 @@ BUILD_WAIT = 180
 
 def _fresh_fit(case: str, ours: bool, one_core: bool = False) -> tuple[float, bool | None, int]:
     """(the seconds of one fit in a new process (FRESH_FIT), whether the estimator's ran the ahead-of-time build
-    (None for SVC), the samples fitted); a child that fails is an error naming the case. one_core: the child pinned to one core before
-    it starts (its BLAS and the estimator's threads then see one)."""
+    (None for SVC), the samples fitted); a child that fails is an error naming the case. one_core: the child pinned
+    to one core before it starts (its BLAS and the estimator's threads then see one)."""
     loader, standardized, split = FRESH_CASES[case]
     code = FRESH_FIT.format(loader=loader, standardized=standardized, split=split, ours=ours)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
