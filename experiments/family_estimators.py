@@ -60,10 +60,19 @@ _ALL_NON_POSITIVE = "Invalid input - all samples have zero or negative weights."
 
 def _solve_member(est, member: str, X, K, y, params: dict):
     """The member's kernel dual on the kept samples (X, or K's block where the kernel is precomputed or callable),
-    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). The compiled SMO first
-    (_smo_fit), then the estimator's layer and backend. The sigmoid kernel is solved where its Gram matrix is
-    indefinite, as SVC's: a convex QP solver that finds no KKT point of that non-convex dual hands it to Ipopt
-    (through Pyomo), a method for non-convex programs."""
+    accepted as SVMClassifier accepts a pair: (Solution, stopped by max_iter). A row whose point the checks did not
+    verify, but proved the optimum from, says that the model is that optimum (note_model_is_proof, as
+    SVMClassifier's pairs)."""
+    sol, stopped_early = _accepted_member(est, member, X, K, y, params)
+    if "proved" in sol.extras:
+        note_model_is_proof(sol)
+    return sol, stopped_early
+
+
+def _accepted_member(est, member: str, X, K, y, params: dict):
+    """_solve_member's row: the compiled SMO first (_smo_fit), then the estimator's layer and backend. The sigmoid
+    kernel is solved where its Gram matrix is indefinite, as SVC's: a convex QP solver that finds no KKT point of
+    that non-convex dual hands it to Ipopt (through Pyomo), a method for non-convex programs."""
     formulation = f"{member}_kernel_dual"
     fitted = _smo_fit(est, member, X, K, y, params)
     if fitted is not None:
@@ -144,12 +153,9 @@ def _solve_with(est, formulation: str, X, K, y, params: dict, backend: str, laye
 
 def _point(sol) -> dict:
     """The model's values: the proved optimum where the checks proved one (a non-convex dual's KKT point), else
-    the row's own point. A row whose point the checks did not verify, but proved the optimum from, says the model
-    is that optimum (note_model_is_proof)."""
+    the row's own point."""
     proved = sol.extras.get("proved", sol.extras.get("kkt_point"))
     if proved is not None:
-        if "proved" in sol.extras:
-            note_model_is_proof(sol)
         return proved
     b = sol.b if math.isfinite(sol.b) else sol.extras.get("unverified", {}).get("b", math.nan)
     point = {**sol.extras, "alpha": sol.alpha, "b": b}
