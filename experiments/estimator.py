@@ -401,8 +401,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     n_support_ : ndarray of shape (n_classes,), dtype int32
         Number of support vectors in each class.
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,), dtype int32
-        The iterations of each pair's solve as it reports them (``Solution.iterations``): the backend's
-        own for a whole QP (PIQP's interior-point iterations), the working set's outer steps where it ran.
+        Each pair's iterations: SMO's steps where its solve took them (as SVC's), also where the kernel working
+        set started from SMO (``extras["smo_steps"]``, which max_iter does not cap: there it caps each
+        subproblem); else what the solve reports (``Solution.iterations``: PIQP's interior-point iterations for
+        a whole QP).
     fit_status_ : int
         0 when every pair was solved and verified, 1 when max_iter stopped a solve (as SVC).
     shape_fit_ : tuple
@@ -903,7 +905,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if self._sparse:
             self.dual_coef_ = sparse.csr_matrix(self.dual_coef_)  # SVC's: sparse after a sparse fit
         self.intercept_ = -self._intercept_ if n_classes == 2 else self._intercept_.copy()
-        self.n_iter_ = np.array([fit.solution.iterations or 0 for fit in fits], dtype=np.int32)
+        self.n_iter_ = np.array([_iterations(fit.solution) for fit in fits], dtype=np.int32)
         self.fit_status_ = int(any(fit.stopped_early for fit in fits))
         if self.fit_status_:
             warnings.warn(_EARLY_STOP.format(self.max_iter), ConvergenceWarning, stacklevel=3)
@@ -1069,6 +1071,12 @@ _ACCEPTED = (OPTIMAL, OPTIMAL_INACCURATE)
 #: The largest pair whose n x n kernel block is formed to prove an optimum the closing checks did not try
 #: (128 MB at 4,000 points); a working set's pair above it keeps its verdict.
 PROOF_MAX_N = 4_000
+
+
+def _iterations(sol: Solution) -> int:
+    """A pair's n_iter_: SMO's steps where the kernel working set took them (its own iterations are its outer
+    steps, one where SMO did the work), else the row's iterations (the compiled SMO's steps, a backend's own)."""
+    return int(sol.extras.get("smo_steps") or sol.iterations or 0)
 
 
 def note_model_is_proof(sol: Solution) -> None:
